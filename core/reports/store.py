@@ -1,0 +1,80 @@
+"""Where reports live: run reports, the golden files they used, and their history.
+
+Layout under a :class:`~core.reports.files.Files` root::
+
+    retrieval/runs/<run id>/report.json     one retrieval evaluation
+    golden_dataset/<sha256>.jsonl           each golden file once, by content hash
+
+Run ids sort by time: ``YYYYmmddTHHMMSSZ-<6 hex digits>``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime, timezone
+from typing import Any
+
+from core.errors import StoreError
+from core.reports.files import Files
+
+RUNS_PREFIX = "retrieval/runs"
+GOLDEN_PREFIX = "golden_dataset"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Return a new run id ``YYYYmmddTHHMMSSZ-xxxxxx`` (UTC time, then 6 random hex digits)."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+class ReportStore:
+    """Reads and writes retrieval reports through a :class:`Files` store.
+
+    Args:
+        files: where to keep them (local folder, S3, Blob).
+    """
+
+    def __init__(self, files: Files) -> None:
+        self.files = files
+
+    def save_run(self, run_id: str, report: dict[str, Any]) -> str:
+        """Write ``report`` as ``retrieval/runs/<run_id>/report.json`` (atomically); returns the key."""
+        key = f"{RUNS_PREFIX}/{run_id}/report.json"
+        self.files.write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+        return key
+
+    def save_golden(self, sha256: str, raw: bytes) -> str:
+        """Keep the golden file once per content hash; returns its key (written only when new)."""
+        key = f"{GOLDEN_PREFIX}/{sha256}.jsonl"
+        if not self.files.exists(key):
+            self.files.write_bytes(key, raw)
+        return key
+
+    def run_ids(self) -> list[str]:
+        """Every stored run id, newest first."""
+        ids = {
+            key.split("/")[2] for key in self.files.list(RUNS_PREFIX)
+            if key.endswith("/report.json") and key.count("/") == 3
+        }
+        return sorted(ids, reverse=True)
+
+    def history(self, limit: int = 20, offset: int = 0) -> list[str]:
+        """Run ids newest first, ``limit`` of them after skipping ``offset``."""
+        return self.run_ids()[offset : offset + limit]
+
+    def load_run(self, run_id: str = "latest") -> dict[str, Any]:
+        """Return a stored report; ``"latest"`` is the newest.
+
+        Raises:
+            StoreError: no run is stored, or no run has that id (the message lists recent ids).
+        """
+        ids = self.run_ids()
+        if run_id == "latest":
+            if not ids:
+                raise StoreError("no retrieval run is stored here yet: run 'ragtune evaluate' first")
+            run_id = ids[0]
+        elif run_id not in ids:
+            recent = ", ".join(ids[:5]) or "none"
+            raise StoreError(f"no run {run_id!r}; recent runs: {recent}")
+        return json.loads(self.files.read_bytes(f"{RUNS_PREFIX}/{run_id}/report.json"))

@@ -1,0 +1,108 @@
+"""Deployment settings, read from the environment in this one place.
+
+| variable | meaning | default |
+| --- | --- | --- |
+| ``RAGTUNE_OUT_DIR`` | output folder for reports, caches and the Milvus Lite database | ``ragtune-out`` |
+| ``RAGTUNE_EMBEDDING_PROVIDER`` | ``local`` (all-MiniLM-L6-v2 shipped in a package), ``openai`` (any OpenAI-compatible endpoint) or ``azure`` (Azure OpenAI) | ``local`` |
+| ``RAGTUNE_EMBEDDING_MODEL`` | model name (Azure: deployment name) | ``text-embedding-3-small`` |
+| ``RAGTUNE_EMBEDDING_BASE_URL`` | endpoint (``http://localhost:11434/v1`` for Ollama; Azure: ``https://<resource>.openai.azure.com``) | client default |
+| ``RAGTUNE_EMBEDDING_API_KEY`` | key (falls back to ``OPENAI_API_KEY``, or ``AZURE_OPENAI_API_KEY`` for azure) | none |
+| ``RAGTUNE_EMBEDDING_DIMENSIONS`` | ask the endpoint for this many dimensions | model default |
+| ``RAGTUNE_EMBEDDING_API_VERSION`` | Azure OpenAI API version | ``2024-10-21`` |
+| ``RAGTUNE_MILVUS_URI`` | a Milvus server (``http://host:19530``) instead of the embedded Milvus Lite file | unset: Milvus Lite |
+| ``RAGTUNE_MILVUS_TOKEN`` | Milvus token (``user:password`` or API key) | none |
+| ``RAGTUNE_MILVUS_DB`` | Milvus database name | default database |
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings from the environment (see the module docstring for each variable).
+
+    Secrets (API keys, tokens) are held here but never printed: ``repr`` hides them.
+    """
+
+    out_dir: str = "ragtune-out"
+    embedding_provider: str = "local"
+    embedding_model_name: str = "text-embedding-3-small"
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    embedding_dimensions: int | None = None
+    embedding_api_version: str = "2024-10-21"
+    milvus_uri: str | None = None
+    milvus_token: str | None = None
+    milvus_db: str = ""
+
+    def __repr__(self) -> str:
+        hidden = {"embedding_api_key", "milvus_token"}
+        parts = [
+            f"{k}={'***' if k in hidden and v else v!r}" for k, v in self.__dict__.items()
+        ]
+        return f"Settings({', '.join(parts)})"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """Read the settings from ``env`` (default ``os.environ``).
+
+        Raises:
+            ConfigError: an unknown provider or a non-integer dimension count (names the variable).
+        """
+        env = os.environ if env is None else env
+        provider = env.get("RAGTUNE_EMBEDDING_PROVIDER", "local").strip().lower() or "local"
+        if provider not in ("local", "openai", "azure"):
+            raise ConfigError(f"RAGTUNE_EMBEDDING_PROVIDER must be local, openai or azure, got {provider!r}")
+        dims_raw = env.get("RAGTUNE_EMBEDDING_DIMENSIONS", "").strip()
+        if dims_raw and not dims_raw.isdigit():
+            raise ConfigError(f"RAGTUNE_EMBEDDING_DIMENSIONS must be a positive integer, got {dims_raw!r}")
+        key = env.get("RAGTUNE_EMBEDDING_API_KEY") or (
+            env.get("AZURE_OPENAI_API_KEY") if provider == "azure" else env.get("OPENAI_API_KEY")
+        )
+        base_url = env.get("RAGTUNE_EMBEDDING_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if provider == "azure" else None)
+        return cls(
+            out_dir=env.get("RAGTUNE_OUT_DIR", "ragtune-out"),
+            embedding_provider=provider,
+            embedding_model_name=env.get("RAGTUNE_EMBEDDING_MODEL", "text-embedding-3-small"),
+            embedding_base_url=base_url or None,
+            embedding_api_key=key or None,
+            embedding_dimensions=int(dims_raw) if dims_raw else None,
+            embedding_api_version=env.get("RAGTUNE_EMBEDDING_API_VERSION", "2024-10-21"),
+            milvus_uri=env.get("RAGTUNE_MILVUS_URI") or None,
+            milvus_token=env.get("RAGTUNE_MILVUS_TOKEN") or None,
+            milvus_db=env.get("RAGTUNE_MILVUS_DB", ""),
+        )
+
+    def embedding_model(self) -> Any:
+        """Return the configured ``EmbeddingModel`` (not yet loaded or called).
+
+        Raises:
+            ConfigError: ``azure`` without an endpoint.
+        """
+        from core.models import LocalEmbeddingModel, OpenAIEmbeddingModel
+
+        if self.embedding_provider == "local":
+            return LocalEmbeddingModel()
+        if self.embedding_provider == "azure" and not self.embedding_base_url:
+            raise ConfigError("RAGTUNE_EMBEDDING_PROVIDER=azure needs RAGTUNE_EMBEDDING_BASE_URL or AZURE_OPENAI_ENDPOINT")
+        return OpenAIEmbeddingModel(
+            self.embedding_model_name, base_url=self.embedding_base_url, api_key=self.embedding_api_key,
+            dimensions=self.embedding_dimensions,
+            azure_api_version=self.embedding_api_version if self.embedding_provider == "azure" else None,
+        )
+
+    def vector_store_config(self, out_dir: str | Path) -> Any:
+        """Return ``MilvusConfig`` when ``RAGTUNE_MILVUS_URI`` is set, else ``MilvusLiteConfig``
+        for ``<out_dir>/milvus.db``."""
+        from core.vectorstores import MilvusConfig, MilvusLiteConfig
+
+        if self.milvus_uri:
+            return MilvusConfig(uri=self.milvus_uri, token=self.milvus_token or "", db_name=self.milvus_db)
+        return MilvusLiteConfig(str(Path(out_dir) / "milvus.db"))

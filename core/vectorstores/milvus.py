@@ -1,0 +1,305 @@
+"""Milvus vector store: embedded Milvus Lite (a local ``.db``) or a Milvus server.
+
+Schema per collection: ``id`` (VARCHAR primary key = chunk id), ``text`` (VARCHAR with an
+analyzer), ``dense`` (FLOAT_VECTOR, cosine), ``sparse`` (SPARSE_FLOAT_VECTOR filled by
+pymilvus's BM25 function from ``text``), ``document_id``, ``sequence_number`` and ``meta``
+(JSON: pages, headings).
+
+References:
+    Milvus full-text search (BM25 function) and hybrid search with ``RRFRanker`` /
+    ``WeightedRanker``: https://milvus.io/docs/full-text-search.md,
+    https://milvus.io/docs/multi-vector-search.md
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.chunking.base import Chunk
+from core.errors import ConfigError, IndexingError, StoreError
+from core.models.embeddings import EmbeddingModel
+from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
+
+logger = logging.getLogger(__name__)
+
+#: Rows per upsert request.
+UPSERT_BATCH = 2048
+#: Longest text Milvus's VARCHAR field holds, in bytes.
+MAX_TEXT_BYTES = 65535
+
+
+@dataclass(frozen=True)
+class MilvusLiteConfig:
+    """Embedded Milvus Lite in a local file (a folder-like ``.db``; one process at a time).
+
+    Attributes:
+        path: the ``.db`` path; its parent folder is created.
+    """
+
+    path: str
+
+    @property
+    def uri(self) -> str:
+        """The URI pymilvus opens."""
+        return str(Path(self.path).resolve())
+
+
+@dataclass(frozen=True)
+class MilvusConfig:
+    """A Milvus server (or ``milvus-lite server``).
+
+    Attributes:
+        uri: ``http://host:port``.
+        token: ``user:password`` or an API key; never logged.
+        db_name: the database ("" for the default one).
+    """
+
+    uri: str
+    token: str = ""
+    db_name: str = ""
+
+
+class MilvusVectorStore:
+    """A Milvus collection holding chunks, searched by vector, BM25 keyword or both.
+
+    Args:
+        embedding_model: embeds chunks and queries.
+        config: :class:`MilvusLiteConfig` or :class:`MilvusConfig`.
+        collection_name: the collection (see ``collection_name_for``).
+        client: an open ``pymilvus.MilvusClient`` to share (optional).
+
+    Raises:
+        ConfigError: invalid collection name.
+        StoreError: the database cannot be opened or reached (says which and what to check).
+    """
+
+    def __init__(
+        self,
+        embedding_model: EmbeddingModel,
+        config: MilvusLiteConfig | MilvusConfig,
+        collection_name: str,
+        *,
+        client: Any = None,
+    ) -> None:
+        self.embedding_model = embedding_model
+        self.config = config
+        self.collection_name = validate_collection_name(collection_name)
+        self._is_lite = isinstance(config, MilvusLiteConfig)
+        self._client = client
+        self._loaded = False
+
+    @property
+    def client(self) -> Any:
+        """The ``pymilvus.MilvusClient`` (opened on first use)."""
+        if self._client is None:
+            self._client = open_client(self.config)
+        return self._client
+
+    def exists(self) -> bool:
+        """True when the collection exists."""
+        return bool(self.client.has_collection(self.collection_name))
+
+    def _create(self, dim: int) -> None:
+        from pymilvus import DataType, Function, FunctionType
+
+        client = self.client
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_field("document_id", DataType.VARCHAR, max_length=4096)
+        schema.add_field("sequence_number", DataType.INT64)
+        schema.add_field("meta", DataType.JSON)
+        schema.add_function(
+            Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
+        )
+        index = client.prepare_index_params()
+        index.add_index(field_name="dense", index_type="FLAT", metric_type="COSINE")
+        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        client.create_collection(self.collection_name, schema=schema, index_params=index)
+        self._loaded = True
+
+    def _dimension(self) -> int | None:
+        if not self.exists():
+            return None
+        for field in self.client.describe_collection(self.collection_name)["fields"]:
+            if field["name"] == "dense":
+                return int(field["params"]["dim"])
+        return None
+
+    def add_documents(self, chunks: Sequence[Chunk], *, vectors: np.ndarray | None = None) -> int:
+        """Embed ``chunks`` (unless ``vectors`` float32 ``(len(chunks), dim)`` are given) and
+        upsert them in batches of :data:`UPSERT_BATCH`; creates the collection when missing.
+
+        Returns:
+            The number of chunks written.
+
+        Raises:
+            IndexingError: a chunk's text is too long, or the vectors' dimension differs
+                from the collection's.
+        """
+        if not chunks:
+            return 0
+        for chunk in chunks:
+            if len(chunk.text.encode("utf-8")) > MAX_TEXT_BYTES:
+                raise IndexingError(
+                    f"chunk {chunk.sequence_number} of {chunk.document_id} has more than {MAX_TEXT_BYTES} bytes: "
+                    "use a smaller chunk size"
+                )
+        if vectors is None:
+            vectors = self.embedding_model.embed_documents([c.text for c in chunks])
+        if vectors.shape[0] != len(chunks):
+            raise IndexingError(f"{vectors.shape[0]} vectors for {len(chunks)} chunks")
+        dim = int(vectors.shape[1])
+        existing = self._dimension()
+        if existing is None:
+            self._create(dim)
+        elif existing != dim:
+            raise IndexingError(
+                f"collection {self.collection_name} holds {existing}-dimensional vectors; "
+                f"model {self.embedding_model.model_id} returned {dim}"
+            )
+        rows = [
+            {
+                "id": c.chunk_id, "text": c.text, "dense": v.tolist(), "document_id": c.document_id,
+                "sequence_number": c.sequence_number, "meta": {"pages": c.pages, "headings": c.headings},
+            }
+            for c, v in zip(chunks, vectors)
+        ]
+        for i in range(0, len(rows), UPSERT_BATCH):
+            self.client.upsert(self.collection_name, rows[i : i + UPSERT_BATCH])
+        return len(rows)
+
+    def count(self) -> int:
+        """Number of chunks in the collection (0 when it does not exist)."""
+        if not self.exists():
+            return 0
+        self._ensure_loaded()
+        result = self.client.query(self.collection_name, filter="", output_fields=["count(*)"])
+        return int(result[0]["count(*)"])
+
+    def _ensure_loaded(self) -> None:
+        if not self._loaded:
+            self.client.load_collection(self.collection_name)
+            self._loaded = True
+
+    def delete_collection(self) -> None:
+        """Drop the collection (nothing happens when it does not exist)."""
+        if self.exists():
+            self.client.drop_collection(self.collection_name)
+        self._loaded = False
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        search_mode: str = "vector",
+        ranker_strategy: str = "rrf",
+        ranker_k: int = 60,
+        ranker_alpha: float = 0.5,
+    ) -> list[RetrievedChunk]:
+        """Search the collection; returns at most ``k`` chunks, best first.
+
+        Args:
+            query: the question text; embedded with the store's model for dense search.
+            k: results to return (>= 1).
+            search_mode: ``"vector"``, ``"keyword"`` (BM25) or ``"hybrid"`` (both, fused).
+            ranker_strategy: ``"rrf"`` (``RRFRanker(ranker_k)``) or ``"weighted"``
+                (``WeightedRanker(ranker_alpha, 1 - ranker_alpha)``, dense first) for hybrid.
+            ranker_k: RRF constant.
+            ranker_alpha: dense weight for weighted fusion.
+
+        Each hybrid leg fetches ``k`` candidates. Scores follow one convention whatever the
+        backend: higher is better (Milvus Lite's negated BM25 scores are turned back).
+
+        Raises:
+            ConfigError: bad ``k`` or search settings.
+            StoreError: the collection does not exist.
+        """
+        setup = SearchSetup(search_mode, ranker_strategy, ranker_k, ranker_alpha)  # validates
+        if k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}")
+        if not self.exists():
+            raise StoreError(f"collection {self.collection_name} does not exist: index the documents first")
+        self._ensure_loaded()
+        fields = ["text", "document_id", "sequence_number", "meta"]
+        if setup.search_mode == "vector":
+            vector = self.embedding_model.embed_query(query)
+            hits = self.client.search(
+                self.collection_name, data=[vector.tolist()], anns_field="dense", limit=k,
+                output_fields=fields, search_params={"metric_type": "COSINE"},
+            )[0]
+            return self._to_chunks(hits, negate=False)
+        if setup.search_mode == "keyword":
+            hits = self.client.search(
+                self.collection_name, data=[query], anns_field="sparse", limit=k,
+                output_fields=fields, search_params={"metric_type": "BM25"},
+            )[0]
+            return self._to_chunks(hits, negate=self._is_lite)
+        from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
+
+        vector = self.embedding_model.embed_query(query)
+        dense = AnnSearchRequest(data=[vector.tolist()], anns_field="dense", param={"metric_type": "COSINE"}, limit=k)
+        sparse = AnnSearchRequest(data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=k)
+        ranker = (
+            RRFRanker(setup.ranker_k) if setup.ranker_strategy == "rrf"
+            else WeightedRanker(setup.ranker_alpha, 1.0 - setup.ranker_alpha)
+        )
+        hits = self.client.hybrid_search(self.collection_name, [dense, sparse], ranker=ranker, limit=k, output_fields=fields)[0]
+        return self._to_chunks(hits, negate=False)
+
+    @staticmethod
+    def _to_chunks(hits: Any, *, negate: bool) -> list[RetrievedChunk]:
+        out = []
+        for rank, hit in enumerate(hits, start=1):
+            entity = hit["entity"]
+            meta = entity.get("meta") or {}
+            if isinstance(meta, str):
+                meta = json.loads(meta)
+            chunk = Chunk(
+                text=entity["text"], chunk_id=str(hit["id"]),
+                metadata={
+                    "document_id": entity["document_id"], "sequence_number": int(entity["sequence_number"]),
+                    "pages": list(meta.get("pages") or []), "headings": list(meta.get("headings") or []),
+                },
+            )
+            score = float(hit["distance"])
+            out.append(RetrievedChunk(chunk=chunk, score=-score if negate else score, rank=rank))
+        return out
+
+
+def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
+    """Open a ``pymilvus.MilvusClient`` for ``config``.
+
+    Raises:
+        StoreError: the file is locked by another process, or the server cannot be reached;
+            the message says which path or URI and what to check (the token is never shown).
+    """
+    from pymilvus import MilvusClient
+
+    try:
+        if isinstance(config, MilvusLiteConfig):
+            Path(config.uri).parent.mkdir(parents=True, exist_ok=True)
+            return MilvusClient(config.uri)
+        kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30}
+        if config.token:
+            kwargs["token"] = config.token
+        if config.db_name:
+            kwargs["db_name"] = config.db_name
+        return MilvusClient(**kwargs)
+    except Exception as exc:  # pymilvus raises several unrelated types here
+        if isinstance(config, MilvusLiteConfig):
+            raise StoreError(
+                f"cannot open Milvus Lite database {config.uri}: {exc}. Only one process can open it at a time; "
+                "for several processes run 'milvus-lite server' and connect by URI"
+            ) from exc
+        raise StoreError(
+            f"cannot reach Milvus at {config.uri}: {exc}. Check that the server runs, the host and port, and the token"
+        ) from exc
