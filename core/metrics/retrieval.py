@@ -34,7 +34,6 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
@@ -108,16 +107,68 @@ def _matches_normalized(quote: str, chunk: str) -> bool:
     if len(chunk) < len(quote) and chunk in quote and len(chunk.split(" ")) >= MIN_EVIDENCE_WORDS:
         return True
     need = _overlap_needed(len(quote))
-    if len(chunk) < need:
+    return len(chunk) >= need and has_common_run(quote, chunk, need)
+
+
+def _run_forward(a: str, i: int, b: str, j: int, limit: int) -> int:
+    """Length of the longest common prefix of ``a[i:]`` and ``b[j:]``, at most ``limit``."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[i : i + mid] == b[j : j + mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _run_backward(a: str, i: int, b: str, j: int, limit: int) -> int:
+    """Length of the longest common suffix of ``a[:i]`` and ``b[:j]``, at most ``limit``."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[i - mid : i] == b[j - mid : j]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def has_common_run(a: str, b: str, min_len: int) -> bool:
+    """Tell whether ``a`` and ``b`` share a contiguous run of at least ``min_len`` characters.
+
+    Exact, and equivalent to ``SequenceMatcher(None, a, b, autojunk=False)
+    .find_longest_match(0, len(a), 0, len(b)).size >= min_len``, but faster on long texts:
+    any common run of ``min_len`` characters contains one of ``a``'s aligned blocks of
+    ``min_len // 2`` characters (pigeonhole), so each occurrence of a block in ``b`` is an
+    anchor, and the run through an anchor is measured by extending it both ways with slice
+    comparisons (binary search). Texts sharing no block are rejected with substring tests
+    alone.
+
+    Args:
+        a: the first text (the quote).
+        b: the second text (the chunk).
+        min_len: the run length wanted, in characters; ``<= 0`` is always True.
+
+    Returns:
+        True when some ``a[i:i+min_len] == b[j:j+min_len]``.
+    """
+    if min_len <= 0:
+        return True
+    if min_len > min(len(a), len(b)):
         return False
-    # Pigeonhole pre-filter: a common run of `need` characters contains at least one of the
-    # quote's aligned blocks of `need // 2` characters, so with no block in the chunk the
-    # longest common run is shorter than `need` and the quadratic search is skipped.
-    block = max(1, need // 2)
-    if not any(quote[i : i + block] in chunk for i in range(0, len(quote) - block + 1, block)):
-        return False
-    match = SequenceMatcher(None, quote, chunk, autojunk=False).find_longest_match(0, len(quote), 0, len(chunk))
-    return match.size >= need
+    size = max(1, min_len // 2)
+    for start in range(0, len(a) - size + 1, size):
+        block = a[start : start + size]
+        at = b.find(block)
+        while at != -1:
+            left = _run_backward(a, start, b, at, min(start, at))
+            end_a, end_b = start + size, at + size
+            right = _run_forward(a, end_a, b, end_b, min(len(a) - end_a, len(b) - end_b))
+            if left + size + right >= min_len:
+                return True
+            at = b.find(block, at + 1)
+    return False
 
 
 def evidence_matches(quote: str, chunk_text: str) -> bool:
@@ -132,8 +183,7 @@ def evidence_matches(quote: str, chunk_text: str) -> bool:
        heading or a one-word chunk does not match every quote containing it;
     3. the longest common contiguous run of characters is at least
        ``ceil(EVIDENCE_MIN_OVERLAP * len(quote))`` characters long (a quote split across a
-       chunk boundary). An aligned-block pre-filter skips the longest-common-substring search
-       whenever such a run cannot exist.
+       chunk boundary), found by :func:`has_common_run`.
 
     Args:
         quote: an evidence quote, as written in the golden file.
@@ -223,7 +273,12 @@ def _judge_pages(question: GoldenQuestion, retrieved: Sequence[Chunk]) -> Judgem
 
 
 def _evidence_items(question: GoldenQuestion) -> list[tuple[str, str]]:
-    """``(key, normalised quote)`` for each usable quote, distinct after normalisation."""
+    """``(key, normalised quote)`` for each usable quote, distinct after normalisation.
+
+    A quote that contains another usable quote of the same question is a longer wording of
+    the same evidence (annotators often mark "10th and 11th centuries" and "in the 10th and
+    11th centuries"): only the shorter one is kept, so alternatives are one item, not two.
+    """
     seen: set[str] = set()
     items = []
     for i, quote in enumerate(question.evidence):
@@ -233,7 +288,7 @@ def _evidence_items(question: GoldenQuestion) -> list[tuple[str, str]]:
         if norm and norm not in seen:
             seen.add(norm)
             items.append((f"evidence[{i}]", norm))
-    return items
+    return [(key, norm) for key, norm in items if not any(o != norm and o in norm for _, o in items)]
 
 
 def _judge_evidence(question: GoldenQuestion, retrieved: Sequence[Chunk]) -> Judgement | None:

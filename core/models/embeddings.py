@@ -204,6 +204,8 @@ class OpenAIEmbeddingModel:
         timeout_s: per-request timeout in seconds.
         max_attempts: attempts per batch, including the first.
         azure_api_version: set it (with ``base_url`` = the Azure endpoint) to use ``AzureOpenAI``.
+        retry_wait_s: first backoff wait in seconds; it doubles per attempt (plus up to the same
+            again of jitter), capped at 20 s.
 
     Raises:
         ConfigError: ``batch_size`` out of range.
@@ -223,6 +225,7 @@ class OpenAIEmbeddingModel:
         timeout_s: float = 60.0,
         max_attempts: int = 6,
         azure_api_version: str | None = None,
+        retry_wait_s: float = 0.5,
     ) -> None:
         if not 1 <= batch_size <= 1024:
             raise ConfigError(f"embedding batch_size must be between 1 and 1024, got {batch_size}")
@@ -236,6 +239,7 @@ class OpenAIEmbeddingModel:
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
         self.azure_api_version = azure_api_version
+        self.retry_wait_s = retry_wait_s
         host = urlparse(base_url).netloc if base_url else "api.openai.com"
         suffix = f"@{dimensions}" if dimensions else ""
         self.model_id = f"openai:{host}/{model}{suffix}"
@@ -271,7 +275,7 @@ class OpenAIEmbeddingModel:
         try:
             for attempt in Retrying(
                 retry=retry_if_exception(retryable), stop=stop_after_attempt(self.max_attempts),
-                wait=wait_exponential_jitter(initial=0.5, max=20), reraise=True,
+                wait=wait_exponential_jitter(multiplier=self.retry_wait_s, max=20, jitter=self.retry_wait_s), reraise=True,
             ):
                 with attempt:
                     response = self._get_client().embeddings.create(**kwargs)

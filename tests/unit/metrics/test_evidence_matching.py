@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+from difflib import SequenceMatcher
+
 import pytest
 
-from core.metrics import EVIDENCE_MIN_OVERLAP, evidence_matches, normalize_text
+from core.metrics import EVIDENCE_MIN_OVERLAP, evidence_matches, has_common_run, normalize_text
 
 
 @pytest.mark.parametrize(
@@ -52,3 +55,31 @@ def test_scattered_words_do_not_match():
 def test_empty_texts_never_match():
     assert not evidence_matches("", "anything at all here")
     assert not evidence_matches("some quote here", "   ")
+
+
+def test_has_common_run_equals_the_longest_match_of_difflib():
+    # Reference implementation: difflib's exact longest common substring (no junk heuristics).
+    # A 3-letter alphabet makes repeated blocks, i.e. many anchors, common.
+    rng = random.Random(7)
+    for _ in range(1500):
+        a = "".join(rng.choice("ab ") for _ in range(rng.randint(0, 40)))
+        b = "".join(rng.choice("ab ") for _ in range(rng.randint(0, 40)))
+        longest = SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
+        for min_len in (0, 1, 2, 3, 5, 8, 13, 21, 34, 41):
+            assert has_common_run(a, b, min_len) is (longest >= min_len), (a, b, min_len)
+
+
+def test_alternative_wordings_of_one_quote_are_one_item():
+    from core.chunking.base import Chunk
+    from core.golden import GoldenQuestion, Target
+    from core.metrics import judge, retrieval_scores
+
+    q = GoldenQuestion(
+        "q", "When were the Normans in Normandy?", (Target("n.txt"),),
+        evidence=("10th and 11th centuries", "in the 10th and 11th centuries", "gave their name to Normandy"),
+    )
+    chunk = Chunk("They lived there in the 10th and 11th centuries.", "c1", {"document_id": "n.txt"})
+    j = judge(q, [chunk], "evidence")
+    # items: "10th and 11th centuries" (the longer variant folds into it) and "gave their name ..."
+    assert j.n_relevant == 2 and j.hits == [frozenset({"evidence[0]"})]
+    assert retrieval_scores(j, ks=(1,))["recall@1"] == 0.5

@@ -1,0 +1,1 @@
+"""Test support: a local OpenAI-compatible server."""
