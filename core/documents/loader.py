@@ -91,6 +91,7 @@ class _Skip(Exception):
 
 
 def _is_hidden(name: str) -> bool:
+    """Whether a file or folder name is hidden (``.name``) or an Office lock file (``~$name``)."""
     return name.startswith(".") or name.startswith("~$")
 
 
@@ -118,6 +119,7 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
 
 
 def _report_progress(progress: Any, n_done: int, n_total: int) -> None:
+    """Report one more file done to a ``progress(n_done, n_total)`` callable or a tqdm-like bar."""
     if progress is None:
         return
     if hasattr(progress, "update"):  # tqdm-like
@@ -129,6 +131,7 @@ def _report_progress(progress: Any, n_done: int, n_total: int) -> None:
 
 
 def _new_document(document_id: str, suffix: str, sha256: str) -> Any:
+    """An empty ``DoclingDocument`` named ``document_id``, its origin set from the file."""
     from docling_core.types.doc import DoclingDocument, DocumentOrigin
 
     return DoclingDocument(
@@ -156,11 +159,13 @@ def _decode(data: bytes) -> str:
 
 
 def _text_paragraphs(text: str) -> list[str]:
+    """Split text on blank lines; paragraphs are stripped, inner line breaks kept."""
     parts = re.split(r"\n[ \t\r\f\v]*\n", text.replace("\r\n", "\n").replace("\r", "\n"))
     return [p.strip() for p in parts if p.strip()]
 
 
 def _json_paragraphs(text: str, document_id: str) -> list[str]:
+    """One pretty-printed paragraph per top-level JSON entry; plain paragraphs if it does not parse."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -178,6 +183,7 @@ def _json_paragraphs(text: str, document_id: str) -> list[str]:
 
 
 def _load_plain(document_id: str, suffix: str, data: bytes, sha256: str) -> Any:
+    """Read a .txt or .json file into a ``DoclingDocument`` of TEXT items."""
     from docling_core.types.doc import DocItemLabel
 
     text = _decode(data)
@@ -189,6 +195,7 @@ def _load_plain(document_id: str, suffix: str, data: bytes, sha256: str) -> Any:
 
 
 def _load_pdf(document_id: str, data: bytes, sha256: str) -> tuple[Any, int]:
+    """Read a PDF into a ``DoclingDocument`` (pages added, paragraphs with provenance) and its page count."""
     from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, ProvenanceItem, Size
 
     from core.documents.pdf import read_pdf
@@ -230,6 +237,7 @@ def _docling_backends() -> dict[str, tuple[Any, Any]]:
 
 
 def _load_docling(document_id: str, suffix: str, data: bytes, sha256: str, backends: dict) -> Any:
+    """Convert a .md, .html or .docx file with its docling format backend."""
     input_document_cls = backends["_InputDocument"][0]
     fmt, backend_cls = backends[_DOCLING_FORMATS[suffix]]
     try:

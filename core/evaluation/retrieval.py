@@ -264,6 +264,7 @@ def evaluate_retrieval(
         status(f"reusing collection {collection} ({len(chunks)} chunks)")
     timings["index_s"] = time.perf_counter() - t0
 
+    indexing_embedding = model.stats()
     questions = golden.questions
     t0 = time.perf_counter()
     model.embed_documents([q.question for q in questions])  # embedded once, outside the timed searches
@@ -341,7 +342,7 @@ def evaluate_retrieval(
         "indexing": {
             "collection": collection, "reused": reused, "vector_store": "milvus-lite" if isinstance(store_config, MilvusLiteConfig) else "milvus",
             "chunking": indexing_params["chunking"], "embedding_model": model.model_id,
-            "embedding": model.stats(),
+            "embedding": indexing_embedding,
         },
         "evaluation": {"top_k": TOP_K, "ks": list(KS), "grains": list(GRAINS), "rank_grain": rank_grain},
         "setups": setup_results,

@@ -275,6 +275,20 @@ class MilvusVectorStore:
         return out
 
 
+class _LiteNoiseFilter(logging.Filter):
+    """Drops the "Method not implemented" errors Milvus Lite's in-process gRPC server logs when
+    pymilvus asks it for a timestamp while waiting for an index (the call falls back and works)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += str(record.exc_info[1])
+        return "Method not implemented" not in text
+
+
+_LITE_FILTER = _LiteNoiseFilter()
+
+
 def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
     """Open a ``pymilvus.MilvusClient`` for ``config``.
 
@@ -287,6 +301,9 @@ def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
     try:
         if isinstance(config, MilvusLiteConfig):
             Path(config.uri).parent.mkdir(parents=True, exist_ok=True)
+            grpc_log = logging.getLogger("grpc._server")
+            if _LITE_FILTER not in grpc_log.filters:
+                grpc_log.addFilter(_LITE_FILTER)
             return MilvusClient(config.uri)
         kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30}
         if config.token:
