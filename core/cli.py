@@ -73,6 +73,10 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"\n[{grain}] not scorable: {first.get('reason') or 'no labels at this grain'}"
                          f" ({first['n_unscorable']} questions left out)")
             continue
+        if grain == "evidence" and first.get("n_fallback") == first["n_scored"]:
+            lines.append(f"\n[{grain}] no usable evidence quotes (3 words or more): every question is judged "
+                         "on its documents, as in [doc]")
+            continue
         extra = []
         if first["n_unscorable"]:
             extra.append(f"{first['n_unscorable']} left out")

@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 exec .venv/bin/ragtune evaluate \
   --docs examples/data/northwind-benefits/docs \
-  --golden examples/data/northwind-benefits/golden.jsonl \
+  --golden examples/data/northwind-benefits/golden_pages.jsonl \
   --out "${RAGTUNE_OUT_DIR:-ragtune-out}" "$@"

@@ -258,6 +258,7 @@ def evaluate_retrieval(
                 vectors = model.embed_documents([c.text for c in batch])
                 store.add_documents(batch, vectors=vectors)
                 bar.update(len(batch))
+        store.flush()
         if store.count() != len(chunks):
             raise IndexingError(f"collection {collection} holds {store.count()} chunks; {len(chunks)} were written")
     else:

@@ -150,8 +150,12 @@ class LocalEmbeddingModel:
                     "reinstall the package that ships them"
                 )
         os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         logger.info("loading embedding model from %s", path)
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)

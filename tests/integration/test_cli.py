@@ -1,0 +1,97 @@
+"""The ``ragtune`` command: check, evaluate and report, on small real corpora."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.cli import main
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def test_check_ok_and_json(northwind_dir, capsys):
+    assert main(["check", str(northwind_dir / "golden_pages.jsonl"), "--docs", str(northwind_dir / "docs")]) == 0
+    out = capsys.readouterr().out
+    assert "OK" in out and "49" in out
+    assert main(["check", str(northwind_dir / "golden.jsonl"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is True and data["n_ready"] == 49 and data["errors"] == []
+
+
+def test_check_errors_exit_1_with_lines(tmp_path, capsys):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(
+        '{"question": "q1", "expected": ["a.txt"]}\n'
+        "not json\n"
+        '{"question": "q2", "expeted": ["a.txt"]}\n'
+        '{"question": "q3", "expected": ["b.pdf#page=0"]}\n',
+        encoding="utf-8",
+    )
+    assert main(["check", str(golden)]) == 1
+    out = capsys.readouterr().out
+    for line in (2, 3, 4):
+        assert f"g.jsonl:{line}: error" in out
+    assert "expected" in out  # the typo's suggestion
+    assert main(["check", str(tmp_path / "missing.jsonl")]) == 1
+
+
+def _tiny_corpus(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "paris.txt").write_text("Paris is the capital and largest city of France, on the Seine.", encoding="utf-8")
+    (docs / "sub" / "tokyo.md").write_text("# Tokyo\n\nTokyo is the capital of Japan and its largest city.", encoding="utf-8")
+    (docs / "bread.txt").write_text("Sourdough bread rises with wild yeast and lactic acid bacteria.", encoding="utf-8")
+    (docs / "empty.txt").write_text("", encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    rows = [
+        {"id": "fr", "question": "What is the capital of France?", "expected": ["paris.txt"],
+         "evidence": ["capital and largest city of France"]},
+        {"id": "jp", "question": "Which city is the capital of Japan?", "expected": ["sub/tokyo.md"]},
+        {"id": "br", "question": "What makes sourdough rise?", "expected": ["bread.txt"]},
+    ]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return docs, golden
+
+
+def test_evaluate_then_report(tmp_path, capsys):
+    docs, golden = _tiny_corpus(tmp_path)
+    out = tmp_path / "out"
+    assert main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["corpus"]["n_documents"] == 3
+    assert report["corpus"]["skipped"][0]["document_id"] == "empty.txt"
+    assert report["golden"]["n_questions"] == 3
+    doc = report["setups"][0]["metrics"]["doc"]
+    # three distinct topics: the local model puts each right document first
+    assert doc["means"]["mrr"] == 1.0 and doc["n_scored"] == 3
+    run_dir = out / "retrieval" / "runs" / report["run_id"]
+    assert json.loads((run_dir / "report.json").read_text())["run_id"] == report["run_id"]
+    stored = out / report["golden"]["stored_as"]
+    assert stored.read_bytes() == golden.read_bytes()
+    assert [p.name for p in run_dir.iterdir()] == ["report.json"]  # no temporary files left
+
+    assert main(["report", "latest", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "finds_the_most" in text and "recall@5" in text and "vector" in text
+    assert main(["report", "nope", "--out", str(out)]) == 1
+
+
+def test_evaluate_stops_on_golden_errors(tmp_path, capsys):
+    docs, _ = _tiny_corpus(tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "", "expected": []}\n', encoding="utf-8")
+    assert main(["evaluate", "--docs", str(docs), "--golden", str(bad), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "bad.jsonl:1" in err
+    assert not (tmp_path / "o" / "retrieval").exists()
+
+
+def test_bad_chunk_settings_fail_before_any_work(tmp_path, capsys):
+    docs, golden = _tiny_corpus(tmp_path)
+    code = main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                 "--chunk-size", "100", "--chunk-overlap", "100"])
+    assert code == 1
+    assert "overlap" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
