@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Set up, then run the whole test suite (unit, functions and integration tests with the real
-# Milvus Lite and the real local embedding model). Extra arguments go to pytest.
+# Set up, start the test services, then run the whole test suite: unit, functions and
+# integration tests with the real Milvus Lite, a Milvus server (milvus-lite server) and the
+# real local embedding model. Services are stopped at the end, also when tests fail.
+# Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+
+stop_services() {
+  bash scripts/services/milvus.sh stop || true
+}
+trap stop_services EXIT
+
+bash scripts/services/milvus.sh start
+eval "$(bash scripts/services/milvus.sh env)"
+
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-set +e
+# pytest exits 5 when no test was collected: a failure here, like any non-zero code.
 .venv/bin/python -m pytest "$@"
-code=$?
-set -e
-# pytest exits 5 when no test was collected: that is a failure here.
-exit "$code"

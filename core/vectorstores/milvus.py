@@ -90,7 +90,6 @@ class MilvusVectorStore:
         self.embedding_model = embedding_model
         self.config = config
         self.collection_name = validate_collection_name(collection_name)
-        self._is_lite = isinstance(config, MilvusLiteConfig)
         self._client = client
         self._loaded = False
 
@@ -248,7 +247,10 @@ class MilvusVectorStore:
                 self.collection_name, data=[query], anns_field="sparse", limit=k,
                 output_fields=fields, search_params={"metric_type": "BM25"},
             )[0]
-            return self._to_chunks(hits, negate=self._is_lite)
+            # BM25 scores are >= 0 by definition; Milvus Lite (embedded or as a server) returns
+            # them negated, a Milvus server does not. A negative score can only mean negation.
+            negate = any(float(h["distance"]) < 0 for h in hits)
+            return self._to_chunks(hits, negate=negate)
         from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
 
         vector = self.embedding_model.embed_query(query)

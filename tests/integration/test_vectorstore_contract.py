@@ -1,16 +1,20 @@
-"""Milvus Lite (real, embedded) as the vector store: insert, count, search modes, reuse, errors.
+"""The vector-store contract, run against every backend: Milvus Lite (embedded), a Milvus
+server (``milvus-lite server``, started by ``scripts/test.sh``) and PostgreSQL with pgvector.
 
-Vectors are given by a lookup-table embedding model so rankings can be computed by hand.
+Vectors come from a lookup-table embedding model so rankings can be computed by hand.
 """
 
 from __future__ import annotations
+
+import os
+import uuid
 
 import numpy as np
 import pytest
 
 from core.chunking.base import Chunk, make_chunk_id
 from core.errors import ConfigError, IndexingError, StoreError
-from core.vectorstores import MilvusLiteConfig, MilvusVectorStore, collection_name_for
+from core.vectorstores import MilvusConfig, MilvusLiteConfig, MilvusVectorStore, collection_name_for
 
 pytestmark = pytest.mark.integration
 
@@ -48,14 +52,37 @@ def chunks():
     return out
 
 
-@pytest.fixture()
-def store(tmp_path):
+BACKENDS = ["milvus-lite", "milvus-server"]
+
+
+def _service(var: str, script: str) -> str:
+    value = os.environ.get(var)
+    if not value:
+        pytest.fail(f"{var} is not set: start the service with 'bash scripts/services/{script} start' "
+                    f"and 'eval \"$(bash scripts/services/{script} env)\"' (scripts/test.sh does both)")
+    return value
+
+
+def make_store(backend: str, model, tmp_path, name: str):
+    """A store of ``backend`` holding collection ``name`` (the collection is not created yet)."""
+    if backend == "milvus-lite":
+        return MilvusVectorStore(model, MilvusLiteConfig(str(tmp_path / "m.db")), name)
+    if backend == "milvus-server":
+        return MilvusVectorStore(model, MilvusConfig(uri=_service("RAGTUNE_TEST_MILVUS_URI", "milvus.sh")), name)
+    raise ValueError(backend)
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
     table = {TEXTS[k]: v for k, v in VECTORS.items()}
     table["cat mat"] = [1.0, 0.0, 0.0]
     table["markets"] = [0.0, 0.0, -1.0]
-    s = MilvusVectorStore(TableModel(table), MilvusLiteConfig(str(tmp_path / "m.db")), "ragtune_test")
+    s = make_store(request.param, TableModel(table), tmp_path, f"ragtune_test_{uuid.uuid4().hex[:12]}")
     yield s
-    s.client.close()
+    s.delete_collection()
+    close = getattr(getattr(s, "client", None), "close", None)
+    if close:
+        close()
 
 
 def test_insert_count_and_dense_order(store):
@@ -109,14 +136,14 @@ def test_delete_and_missing_collection(store):
     store.delete_collection()  # no error the second time
 
 
-def test_bad_settings(store, tmp_path):
+def test_bad_settings(store, tmp_path, request):
     store.add_documents(chunks())
     with pytest.raises(ConfigError):
         store.search("cat mat", search_mode="fuzzy")
     with pytest.raises(ConfigError):
         store.search("cat mat", k=0)
     with pytest.raises(ConfigError, match="collection name"):
-        MilvusVectorStore(store.embedding_model, MilvusLiteConfig(str(tmp_path / "x.db")), "bad-name!")
+        make_store(request.node.callspec.params["store"], store.embedding_model, tmp_path, "bad-name!")
 
 
 def test_collection_names_follow_parameters():
