@@ -29,17 +29,23 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     documents = None
     if args.docs:
+        from core.documents import list_document_ids
+
         docs = Path(args.docs)
         if not docs.is_dir():
             print(f"ragtune check: --docs {docs} is not a folder", file=sys.stderr)
             return 1
-        documents = [p.relative_to(docs).as_posix() for p in sorted(docs.rglob("*")) if p.is_file()]
+        documents = list_document_ids(docs)
     check = check_golden(args.golden, documents=documents)
     if args.json:
         _print_json(check.to_dict())
     else:
         print(format_check(check))
     return 0 if check.ok else 1
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -79,10 +85,10 @@ def format_report(report: dict[str, Any]) -> str:
             continue
         extra = []
         if first["n_unscorable"]:
-            extra.append(f"{first['n_unscorable']} left out")
+            extra.append(f"{first['n_unscorable']} left out (no labels at this grain)")
         if first.get("n_fallback"):
             extra.append(f"{first['n_fallback']} judged on documents (no usable evidence)")
-        lines.append(f"\n[{grain}] {first['n_scored']} questions scored{', ' + ', '.join(extra) if extra else ''}{marker}")
+        lines.append(f"\n[{grain}] {_plural(first['n_scored'], 'question')} scored{', ' + ', '.join(extra) if extra else ''}{marker}")
         header = f"{'setup':<24} {'found@10':>9} {'found@1':>8} {'recall@5':>9} {'mrr':>6} {'ndcg@10':>8} {'median ms':>10} {'p95 ms':>8}"
         lines.append(header)
         lines.append("-" * len(header))
@@ -95,6 +101,8 @@ def format_report(report: dict[str, Any]) -> str:
             )
     picks = report["picks"]
     lines.append("")
+    if picks.get("reason"):
+        lines.append(f"no pick: {picks['reason']}")
     for key in ("finds_the_most", "best_for_balance", "best_for_time"):
         lines.append(f"{key:<17} {picks[key] or '-':<24} ({picks['rules'][key]})")
     if report.get("location"):
@@ -110,21 +118,31 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     out = Path(args.out or settings.out_dir)
+    if args.chunking == "hierarchical" and (args.chunk_size is not None or args.chunk_overlap is not None):
+        print("ragtune evaluate: hierarchical chunking makes one chunk per document element and takes no "
+              "--chunk-size or --chunk-overlap", file=sys.stderr)
+        return 1
+    if args.chunking == "hybrid" and args.chunk_overlap is not None:
+        print("ragtune evaluate: hybrid chunking takes no --chunk-overlap", file=sys.stderr)
+        return 1
     options = EvaluateOptions(
-        chunking_method=args.chunking, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
+        chunking_method=args.chunking,
+        chunk_size=256 if args.chunk_size is None else args.chunk_size,
+        chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
         rank_grain=args.rank_by, show_progress=not args.json,
     )
     model = settings.embedding_model()
     try:
         report = evaluate_retrieval(
             args.docs, args.golden, out_dir=out, embedding_model=model,
-            vector_store_config=settings.vector_store_config(out), options=options,
+            vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
             on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None,
         )
     except GoldenError as exc:
+        if args.json:
+            _print_json({"ok": False, "error": "golden file has errors",
+                         "errors": [p.to_dict() for p in exc.problems]})
         print(f"ragtune evaluate: {exc}", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem.format(str(args.golden))}", file=sys.stderr)
         return 1
     store = ReportStore(LocalFiles(out))
     run_id = new_run_id()
@@ -138,7 +156,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         _print_json(report)
     else:
         print(format_report(report))
+        _print_warnings(report["golden"]["warnings"], str(args.golden))
     return 0
+
+
+def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -> None:
+    """Print the golden file's warnings to stderr, at most ``most`` of them."""
+    if not warnings:
+        return
+    print(f"\n{_plural(len(warnings), 'warning')} about {path}:", file=sys.stderr)
+    for w in warnings[:most]:
+        line = f":{w['line']}" if w.get("line") is not None else ""
+        field = f"field '{w['field']}': " if w.get("field") else ""
+        print(f"  {path}{line}: {field}{w['message']}", file=sys.stderr)
+    if len(warnings) > most:
+        print(f"  ... and {len(warnings) - most} more in the report", file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -175,8 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--golden", required=True, help="golden JSONL file")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--chunking", default="recursive", choices=["recursive", "hierarchical", "hybrid"])
-    p.add_argument("--chunk-size", type=int, default=256, help="chunk size in tokens (default 256)")
-    p.add_argument("--chunk-overlap", type=int, default=32, help="chunk overlap in tokens (default 32)")
+    p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256; not for hierarchical)")
+    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32; recursive only)")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
+                   help="vector store (default $RAGTUNE_VECTOR_STORE, else milvus-lite in the output folder)")
     p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_evaluate)
@@ -197,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except RagtuneError as exc:
         print(f"ragtune {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a path that cannot be read or written: say which, without a traceback
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"ragtune {args.command}: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

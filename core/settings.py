@@ -9,9 +9,11 @@
 | ``RAGTUNE_EMBEDDING_API_KEY`` | key (falls back to ``OPENAI_API_KEY``, or ``AZURE_OPENAI_API_KEY`` for azure) | none |
 | ``RAGTUNE_EMBEDDING_DIMENSIONS`` | ask the endpoint for this many dimensions | model default |
 | ``RAGTUNE_EMBEDDING_API_VERSION`` | Azure OpenAI API version | ``2024-10-21`` |
-| ``RAGTUNE_MILVUS_URI`` | a Milvus server (``http://host:19530``) instead of the embedded Milvus Lite file | unset: Milvus Lite |
+| ``RAGTUNE_VECTOR_STORE`` | ``milvus-lite``, ``milvus`` or ``pgvector`` | ``milvus`` when ``RAGTUNE_MILVUS_URI`` is set, else ``milvus-lite`` |
+| ``RAGTUNE_MILVUS_URI`` | a Milvus server (``http://host:19530``) | unset |
 | ``RAGTUNE_MILVUS_TOKEN`` | Milvus token (``user:password`` or API key) | none |
 | ``RAGTUNE_MILVUS_DB`` | Milvus database name | default database |
+| ``RAGTUNE_PG_DSN`` or ``RAGTUNE_PG_HOST`` / ``_PORT`` / ``_USER`` / ``_PASSWORD`` / ``_DB`` / ``_SCHEMA`` | PostgreSQL with pgvector (see ``PGVectorConfig.from_env``) | ``127.0.0.1:5432``, user ``postgres``, database ``postgres``, schema ``public`` |
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ class Settings:
     milvus_uri: str | None = None
     milvus_token: str | None = None
     milvus_db: str = ""
+    vector_store: str = "milvus-lite"
+    pgvector: Any = None
 
     def __repr__(self) -> str:
-        hidden = {"embedding_api_key", "milvus_token"}
+        hidden = {"embedding_api_key", "milvus_token"}  # PGVectorConfig hides its own password
         parts = [
             f"{k}={'***' if k in hidden and v else v!r}" for k, v in self.__dict__.items()
         ]
@@ -66,18 +70,29 @@ class Settings:
         key = env.get("RAGTUNE_EMBEDDING_API_KEY") or (
             env.get("AZURE_OPENAI_API_KEY") if provider == "azure" else env.get("OPENAI_API_KEY")
         )
+        from core.vectorstores.factory import BACKENDS
+        from core.vectorstores.pgvector import PGVectorConfig
+
+        milvus_uri = env.get("RAGTUNE_MILVUS_URI") or None
+        backend = (env.get("RAGTUNE_VECTOR_STORE") or ("milvus" if milvus_uri else "milvus-lite")).strip().lower()
+        if backend not in BACKENDS:
+            raise ConfigError(f"RAGTUNE_VECTOR_STORE must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if backend == "milvus" and not milvus_uri:
+            raise ConfigError("RAGTUNE_VECTOR_STORE=milvus needs RAGTUNE_MILVUS_URI (for example http://127.0.0.1:19530)")
         base_url = env.get("RAGTUNE_EMBEDDING_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if provider == "azure" else None)
         return cls(
-            out_dir=env.get("RAGTUNE_OUT_DIR", "ragtune-out"),
+            out_dir=(env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out",
             embedding_provider=provider,
             embedding_model_name=env.get("RAGTUNE_EMBEDDING_MODEL", "text-embedding-3-small"),
             embedding_base_url=base_url or None,
             embedding_api_key=key or None,
             embedding_dimensions=int(dims_raw) if dims_raw else None,
             embedding_api_version=env.get("RAGTUNE_EMBEDDING_API_VERSION", "2024-10-21"),
-            milvus_uri=env.get("RAGTUNE_MILVUS_URI") or None,
+            milvus_uri=milvus_uri,
             milvus_token=env.get("RAGTUNE_MILVUS_TOKEN") or None,
             milvus_db=env.get("RAGTUNE_MILVUS_DB", ""),
+            vector_store=backend,
+            pgvector=PGVectorConfig.from_env(env),
         )
 
     def embedding_model(self) -> Any:
@@ -98,11 +113,23 @@ class Settings:
             azure_api_version=self.embedding_api_version if self.embedding_provider == "azure" else None,
         )
 
-    def vector_store_config(self, out_dir: str | Path) -> Any:
-        """Return ``MilvusConfig`` when ``RAGTUNE_MILVUS_URI`` is set, else ``MilvusLiteConfig``
-        for ``<out_dir>/milvus.db``."""
-        from core.vectorstores import MilvusConfig, MilvusLiteConfig
+    def vector_store_config(self, out_dir: str | Path, backend: str | None = None) -> Any:
+        """Return the configuration of ``backend`` (default ``RAGTUNE_VECTOR_STORE``):
+        ``MilvusLiteConfig`` for ``<out_dir>/milvus.db``, ``MilvusConfig`` from
+        ``RAGTUNE_MILVUS_*``, or ``PGVectorConfig`` from ``RAGTUNE_PG_*``.
 
-        if self.milvus_uri:
+        Raises:
+            ConfigError: an unknown backend, or ``milvus`` without ``RAGTUNE_MILVUS_URI``.
+        """
+        from core.vectorstores import BACKENDS, MilvusConfig, MilvusLiteConfig
+
+        backend = backend or self.vector_store
+        if backend not in BACKENDS:
+            raise ConfigError(f"vector store must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if backend == "milvus":
+            if not self.milvus_uri:
+                raise ConfigError("the milvus vector store needs RAGTUNE_MILVUS_URI (for example http://127.0.0.1:19530)")
             return MilvusConfig(uri=self.milvus_uri, token=self.milvus_token or "", db_name=self.milvus_db)
+        if backend == "pgvector":
+            return self.pgvector
         return MilvusLiteConfig(str(Path(out_dir) / "milvus.db"))

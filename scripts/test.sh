@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Set up, start the test services, then run the whole test suite: unit, functions and
-# integration tests with the real Milvus Lite, a Milvus server (milvus-lite server) and the
-# real local embedding model. Services are stopped at the end, also when tests fail.
-# Extra arguments go to pytest.
+# integration tests with the real Milvus Lite, a Milvus server (milvus-lite server),
+# PostgreSQL with pgvector and the real local embedding model. Services are stopped at the
+# end, also when tests fail. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/services/postgres.sh install
 
 stop_services() {
   bash scripts/services/milvus.sh stop || true
+  bash scripts/services/postgres.sh stop || true
 }
 trap stop_services EXIT
 
+bash scripts/services/postgres.sh start >/dev/null
+eval "$(bash scripts/services/postgres.sh env)"
 bash scripts/services/milvus.sh start
 eval "$(bash scripts/services/milvus.sh env)"
 

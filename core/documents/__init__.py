@@ -11,6 +11,7 @@ from core.documents.loader import (
     LoadResult,
     SkippedFile,
     corpus_fingerprint,
+    list_document_ids,
     load_documents,
 )
 
@@ -20,5 +21,6 @@ __all__ = [
     "LoadedDocument",
     "SkippedFile",
     "corpus_fingerprint",
+    "list_document_ids",
     "load_documents",
 ]

@@ -118,6 +118,17 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
     return files, hidden
 
 
+def list_document_ids(folder: str | os.PathLike[str]) -> list[str]:
+    """Return the ids of the files :func:`load_documents` would try to load from ``folder``:
+    not hidden, with a supported extension, sorted. Whether each one reads is only known by
+    loading it. A missing folder gives an empty list."""
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    files, _ = _scan(root)
+    return [doc_id for doc_id, path in files if path.suffix.lower() in SUPPORTED_EXTENSIONS]
+
+
 def _report_progress(progress: Any, n_done: int, n_total: int) -> None:
     """Report one more file done to a ``progress(n_done, n_total)`` callable or a tqdm-like bar."""
     if progress is None:
@@ -317,7 +328,7 @@ def load_documents(
     result = LoadResult()
 
     def skip(item: SkippedFile) -> None:
-        logger.warning("skipped %s: %s", item.document_id, item.reason)
+        logger.info("skipped %s: %s", item.document_id, item.reason)
         result.skipped.append(item)
         if on_skip is not None:
             on_skip(item)

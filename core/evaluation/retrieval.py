@@ -19,13 +19,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from core import __version__
-from core.errors import GoldenError, IndexingError
+from core.errors import ConfigError, GoldenError, IndexingError
+from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
 
-#: Version of the retrieval report's JSON layout; bumped on incompatible changes.
-REPORT_SCHEMA_VERSION = "1.0"
 #: The rank cut-offs reported.
 KS = (1, 3, 5, 10)
 #: Results fetched per search (the largest cut-off).
@@ -107,8 +105,9 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     Returns:
         ``{"ranking": [names best first], "finds_the_most", "best_for_balance",
-        "best_for_time", "rules": {...}}``; names are None when there are no rows or no
-        question could be scored.
+        "best_for_time", "reason", "rules": {...}}``; the three names are None, and
+        ``reason`` says why, when there are no rows, no question could be scored, or no setup
+        found anything in the top 10.
     """
     rules = {
         "ranking": "most questions found in the top 10, then most found first, then fastest median search",
@@ -116,9 +115,16 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "best_for_balance": f"fastest median search within {BALANCE_POINTS:g} percentage points of the most found in the top 10",
         "best_for_time": f"fastest median search within {TIME_POINTS:g} percentage points of the most found in the top 10",
     }
-    if not rows or not any(r["n_scored"] for r in rows):
+    reason = None
+    if not rows:
+        reason = "no search setup was evaluated"
+    elif not any(r["n_scored"] for r in rows):
+        reason = "no question is labelled at the ranking grain"
+    elif not any(r["found_top10"] for r in rows):
+        reason = "no setup found a right result in the top 10 for any question"
+    if reason:
         return {"ranking": [r["name"] for r in rows], "finds_the_most": None, "best_for_balance": None,
-                "best_for_time": None, "rules": rules}
+                "best_for_time": None, "reason": reason, "rules": rules}
     ranked = sorted(rows, key=lambda r: (-r["found_top10"], -r["found_first"], r["median_ms"]))
 
     def share(r: dict[str, Any]) -> float:
@@ -132,11 +138,50 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     return {
         "ranking": [r["name"] for r in ranked],
+        "reason": None,
         "finds_the_most": ranked[0]["name"],
         "best_for_balance": fastest_within(BALANCE_POINTS),
         "best_for_time": fastest_within(TIME_POINTS),
         "rules": rules,
     }
+
+
+def corpus_warnings(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = ()) -> list[Any]:
+    """Warnings about labels the loaded corpus cannot satisfy.
+
+    Args:
+        questions: the golden questions to be scored.
+        documents: the ``LoadedDocument`` objects that loaded (with ``n_pages``).
+        skipped: the ``SkippedFile`` objects of files that did not load.
+
+    Returns:
+        ``Problem`` warnings, with the question's line: a question whose expected documents
+        all failed to load or are missing (it can only score 0); a page label on a document
+        without pages (not a PDF); a page past the document's last page.
+    """
+    from core.golden import Problem
+
+    pages = {d.document_id: d.n_pages for d in documents}
+    reasons = {s.document_id: s.reason for s in skipped}
+    out = []
+    for q in questions:
+        docs = q.document_ids
+        if docs and not any(d in pages for d in docs):
+            why = "; ".join(f"{d}: {reasons.get(d, 'not in the corpus')}" for d in docs)
+            out.append(Problem("warning", f"question {q.id!r} can only score 0: none of its expected documents "
+                                          f"loaded ({why})", line=q.line, field="expected"))
+        for target in q.expected:
+            if target.page is None or target.document_id not in pages:
+                continue
+            n = pages[target.document_id]
+            if n == 0:
+                out.append(Problem("warning", f"{target} names a page, but {target.document_id} has no pages "
+                                              "(only PDFs do): the page grain cannot find it",
+                                   line=q.line, field="expected"))
+            elif target.page > n:
+                out.append(Problem("warning", f"{target} is past the last page of {target.document_id} "
+                                              f"({n} pages)", line=q.line, field="expected"))
+    return out
 
 
 def package_versions() -> dict[str, str]:
@@ -171,8 +216,8 @@ def evaluate_retrieval(
         out_dir: working folder: the embedding cache (``cache/embeddings.sqlite``) and the
             Milvus Lite database (``milvus.db``) live here.
         embedding_model: an ``EmbeddingModel``; default the local all-MiniLM-L6-v2.
-        vector_store_config: ``MilvusLiteConfig`` or ``MilvusConfig``; default Milvus Lite in
-            ``<out_dir>/milvus.db``.
+        vector_store_config: ``MilvusLiteConfig``, ``MilvusConfig`` or ``PGVectorConfig``;
+            default Milvus Lite in ``<out_dir>/milvus.db``.
         options: chunking, setups and ranking settings.
         on_status: called with a short line when a step starts (for logs).
 
@@ -189,10 +234,10 @@ def evaluate_retrieval(
     """
     from core.chunking import get_chunker
     from core.documents import corpus_fingerprint, load_documents
-    from core.golden import check_golden, read_golden
+    from core.golden import Problem, check_golden, read_golden
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
-    from core.vectorstores import MilvusLiteConfig, MilvusVectorStore, collection_name_for
+    from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, get_vector_store
 
     options = options or EvaluateOptions()
     status = on_status or (lambda msg: logger.info(msg))
@@ -204,9 +249,22 @@ def evaluate_retrieval(
     chunker = get_chunker(options.chunking_method, options.chunk_size, options.chunk_overlap)  # validates first
     for setup in options.setups:
         setup.to_dict()
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"output folder {out_dir} is a file: choose a folder")
 
     status(f"checking {golden_path}")
     golden = read_golden(golden_path)
+
+    # Open the cache and the vector store before the slow steps, so a locked, broken or
+    # unreachable store fails at once.
+    cache = EmbeddingCache(out_dir / "cache" / "embeddings.sqlite")
+    model = CachedEmbeddingModel(embedding_model or LocalEmbeddingModel(), cache)
+    store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
+    probe = get_vector_store(model, store_config, "ragtune_probe")
+    try:
+        probe.exists()
+    finally:
+        probe.close()
 
     status(f"loading documents from {docs_dir}")
     t0 = time.perf_counter()
@@ -219,11 +277,10 @@ def evaluate_retrieval(
         loaded = load_documents(docs_dir, progress=loading)
     timings["load_s"] = time.perf_counter() - t0
     documents = loaded.documents
-    doc_ids = [d.document_id for d in documents]
-    corpus_check = check_golden(golden_path, documents=doc_ids)
+    corpus_check = check_golden(golden_path, documents=[d.document_id for d in documents])
     if not corpus_check.ok:
         raise GoldenError(f"{golden_path} has errors", corpus_check.errors)
-    warnings = corpus_check.warnings
+    warnings = corpus_check.warnings + corpus_warnings(golden.questions, documents, loaded.skipped)
 
     status(f"chunking {len(documents)} documents ({chunker.name})")
     t0 = time.perf_counter()
@@ -236,76 +293,85 @@ def evaluate_retrieval(
     if not chunks:
         raise IndexingError(f"the documents in {docs_dir} gave no chunks")
 
-    cache = EmbeddingCache(out_dir / "cache" / "embeddings.sqlite")
-    model = CachedEmbeddingModel(embedding_model or LocalEmbeddingModel(), cache)
     indexing_params = {
         "corpus": corpus_fingerprint(documents),
         "chunking": {"method": chunker.name, **chunker.params()},
         "embedding_model": model.model_id,
     }
     collection = collection_name_for(indexing_params)
-    store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-    store = MilvusVectorStore(model, store_config, collection)
+    store = get_vector_store(model, store_config, collection)
 
-    t0 = time.perf_counter()
-    reused = store.exists() and store.count() == len(chunks)
-    if not reused:
-        status(f"embedding and indexing {len(chunks)} chunks into {collection}")
-        store.delete_collection()
-        with _progress(len(chunks), "embedding", options.show_progress) as bar:
-            for i in range(0, len(chunks), EMBED_BATCH):
-                batch = chunks[i : i + EMBED_BATCH]
-                vectors = model.embed_documents([c.text for c in batch])
-                store.add_documents(batch, vectors=vectors)
-                bar.update(len(batch))
-        store.flush()
-        if store.count() != len(chunks):
-            raise IndexingError(f"collection {collection} holds {store.count()} chunks; {len(chunks)} were written")
-    else:
-        status(f"reusing collection {collection} ({len(chunks)} chunks)")
-    timings["index_s"] = time.perf_counter() - t0
+    try:
+        t0 = time.perf_counter()
+        reused = store.exists() and store.count() == len(chunks)
+        if not reused:
+            status(f"embedding and indexing {len(chunks)} chunks into {collection}")
+            limit = model.max_input_tokens
+            if limit and options.chunking_method != "hierarchical" and options.chunk_size > limit:
+                warnings.append(Problem(
+                    "warning",
+                    f"chunk size {options.chunk_size} tokens exceeds the embedding model's input of {limit} tokens: "
+                    "text past the limit is not embedded",
+                ))
+            store.delete_collection()
+            with _progress(len(chunks), "embedding", options.show_progress) as bar:
+                for i in range(0, len(chunks), EMBED_BATCH):
+                    batch = chunks[i : i + EMBED_BATCH]
+                    vectors = model.embed_documents([c.text for c in batch])
+                    store.add_documents(batch, vectors=vectors)
+                    bar.update(len(batch))
+            store.flush()
+            if store.count() != len(chunks):
+                raise IndexingError(f"collection {collection} holds {store.count()} chunks; {len(chunks)} were written")
+        else:
+            status(f"reusing collection {collection} ({len(chunks)} chunks)")
+        timings["index_s"] = time.perf_counter() - t0
 
-    indexing_embedding = model.stats()
-    questions = golden.questions
-    t0 = time.perf_counter()
-    model.embed_documents([q.question for q in questions])  # embedded once, outside the timed searches
-    timings["embed_questions_s"] = time.perf_counter() - t0
+        indexing_embedding = model.stats()
+        questions = golden.questions
+        t0 = time.perf_counter()
+        model.embed_documents([q.question for q in questions])  # embedded once, outside the timed searches
+        timings["embed_questions_s"] = time.perf_counter() - t0
 
-    rank_grain = options.rank_grain or choose_rank_grain(questions)
-    setup_results = []
-    first_ranks: dict[str, dict[str, int | None]] = {q.id: {} for q in questions}
-    t0 = time.perf_counter()
-    with _progress(len(questions) * len(options.setups), "searching", options.show_progress) as bar:
-        for setup in options.setups:
-            rankings: dict[str, list[Any]] = {}
-            latencies_ms: list[float] = []
-            for q in questions:
-                s = time.perf_counter()
-                hits = store.search(q.question, k=TOP_K, **setup.to_dict())
-                latencies_ms.append((time.perf_counter() - s) * 1000.0)
-                rankings[q.id] = [h.chunk for h in hits]
-                bar.update(1)
-            grains = evaluate_rankings(questions, rankings, grains=GRAINS, ks=KS)
-            for q in questions:
-                first_ranks[q.id][setup.name] = grains[rank_grain].per_question[q.id].first_relevant_rank
-            rank_result = grains[rank_grain]
-            scored = [r for r in rank_result.per_question.values() if r.scores is not None]
-            setup_results.append({
-                "name": setup.name,
-                "setup": setup.to_dict(),
-                "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
-                "found_top10": sum(1 for r in scored if r.scores[f"success@{TOP_K}"] > 0),
-                "found_first": sum(1 for r in scored if r.scores["success@1"] > 0),
-                "n_scored": len(scored),
-                "timings_ms": {
-                    "median": round(statistics.median(latencies_ms), 3) if latencies_ms else 0.0,
-                    "p95": round(_percentile(latencies_ms, 95), 3),
-                    "mean": round(statistics.fmean(latencies_ms), 3) if latencies_ms else 0.0,
-                    "n": len(latencies_ms),
-                },
-                "_rank_grain_results": rank_result,
-            })
-    timings["search_s"] = time.perf_counter() - t0
+        rank_grain = options.rank_grain or choose_rank_grain(questions)
+        setup_results = []
+        first_ranks: dict[str, dict[str, int | None]] = {q.id: {} for q in questions}
+        t0 = time.perf_counter()
+        with _progress(len(questions) * len(options.setups), "searching", options.show_progress) as bar:
+            for setup in options.setups:
+                rankings: dict[str, list[Any]] = {}
+                latencies_ms: list[float] = []
+                if questions:  # one untimed search first, so no setup pays for a cold start
+                    store.search(questions[0].question, k=TOP_K, **setup.to_dict())
+                for q in questions:
+                    s = time.perf_counter()
+                    hits = store.search(q.question, k=TOP_K, **setup.to_dict())
+                    latencies_ms.append((time.perf_counter() - s) * 1000.0)
+                    rankings[q.id] = [h.chunk for h in hits]
+                    bar.update(1)
+                grains = evaluate_rankings(questions, rankings, grains=GRAINS, ks=KS)
+                for q in questions:
+                    first_ranks[q.id][setup.name] = grains[rank_grain].per_question[q.id].first_relevant_rank
+                rank_result = grains[rank_grain]
+                scored = [r for r in rank_result.per_question.values() if r.scores is not None]
+                setup_results.append({
+                    "name": setup.name,
+                    "setup": setup.to_dict(),
+                    "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
+                    "found_top10": sum(1 for r in scored if r.scores[f"success@{TOP_K}"] > 0),
+                    "found_first": sum(1 for r in scored if r.scores["success@1"] > 0),
+                    "n_scored": len(scored),
+                    "timings_ms": {
+                        "median": round(statistics.median(latencies_ms), 3) if latencies_ms else 0.0,
+                        "p95": round(_percentile(latencies_ms, 95), 3),
+                        "mean": round(statistics.fmean(latencies_ms), 3) if latencies_ms else 0.0,
+                        "n": len(latencies_ms),
+                    },
+                    "_rank_grain_results": rank_result,
+                })
+        timings["search_s"] = time.perf_counter() - t0
+    finally:
+        store.close()
 
     picks = pick_setups([
         {"name": r["name"], "found_top10": r["found_top10"], "found_first": r["found_first"],
@@ -341,7 +407,7 @@ def evaluate_retrieval(
             "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped],
         },
         "indexing": {
-            "collection": collection, "reused": reused, "vector_store": "milvus-lite" if isinstance(store_config, MilvusLiteConfig) else "milvus",
+            "collection": collection, "reused": reused, "vector_store": backend_name(store_config),
             "chunking": indexing_params["chunking"], "embedding_model": model.model_id,
             "embedding": indexing_embedding,
         },

@@ -18,6 +18,10 @@ Rules beyond the schema, checked by :func:`check_golden`:
 - Evidence quotes under :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words are kept but not
   used for evidence matching.
 
+Amazon Bedrock RAG-evaluation prompt datasets (lines with ``conversationTurns``, and their
+bring-your-own-inference variant) are recognised automatically and read by
+:mod:`core.golden.bedrock`: one question per turn, no expected documents.
+
 References:
     JSON Lines: https://jsonlines.org/ ; JSON Schema draft 2020-12:
     https://json-schema.org/draft/2020-12/json-schema-core
@@ -160,6 +164,10 @@ def check_golden(path: PathLikeStr, documents: Iterable[str] | None = None) -> G
     Warnings: template rows, draft rows, expected documents missing from ``documents`` (with the
     nearest corpus id), evidence quotes under :data:`MIN_EVIDENCE_WORDS` words.
 
+    An Amazon Bedrock prompt dataset (the first line that parses holds ``conversationTurns``)
+    is checked by :func:`core.golden.bedrock.check_bedrock_text` instead, with the same
+    reporting (``GoldenCheck.format`` says which format was read).
+
     Args:
         path: the golden file, as ``str`` or ``pathlib.Path``.
         documents: the corpus's document ids; when given, expected documents not among them are
@@ -204,6 +212,7 @@ def read_golden(path: PathLikeStr, *, documents: Iterable[str] | None = None) ->
         n_drafts=check.n_drafts,
         warnings=check.warnings,
         raw=found.raw,
+        format=check.format,
     )
 
 
@@ -232,6 +241,8 @@ def format_check(check: GoldenCheck) -> str:
     skipped = _skipped(check)
     if skipped:
         verdict += f" ({skipped} not scored)"
+    if check.format != "ragtune":
+        verdict += f" [{_FORMAT_NAMES.get(check.format, check.format)}]"
     ordered = sorted(check.problems, key=_line_key)
     return "\n".join([verdict, *(p.format(check.path) for p in ordered)])
 
@@ -245,6 +256,10 @@ class _Found:
     def __init__(self) -> None:
         self.questions: list[GoldenQuestion] = []
         self.raw: bytes = b""
+        self.outputs: dict = {}  # question id -> bedrock.BedrockOutput (bring-your-own-inference files)
+
+
+_FORMAT_NAMES = {"bedrock": "Amazon Bedrock prompt dataset", "bedrock-byoi": "Amazon Bedrock prompt dataset with outputs"}
 
 
 def _plural(n: int, word: str) -> str:
@@ -323,6 +338,13 @@ def _check(path: PathLikeStr, documents: Iterable[str] | None) -> tuple[GoldenCh
                 "the file is one JSON array; a golden file holds one JSON object per line (JSON Lines)",
             )
         )
+        return check, found
+
+    from core.golden import bedrock
+
+    if bedrock.looks_like_bedrock(text):
+        found.questions, found.outputs = bedrock.check_bedrock_text(text, check)
+        check.problems.sort(key=_line_key)
         return check, found
 
     corpus = None if documents is None else {str(d) for d in documents}

@@ -58,6 +58,9 @@ class GoldenQuestion:
         line: 1-based line number in the golden file.
         hint: free text for whoever fills the row in, or None.
         draft: True when the row is an unchecked draft.
+        history: earlier turns of the conversation the question belongs to, oldest first, as
+            ``(role, content)`` pairs with role ``"user"`` or ``"assistant"``; empty for a
+            standalone question. Set for later turns of multi-turn Amazon Bedrock records.
     """
 
     id: str
@@ -68,6 +71,7 @@ class GoldenQuestion:
     line: int = 0
     hint: str | None = None
     draft: bool = False
+    history: tuple[tuple[str, str], ...] = ()
 
     @property
     def document_ids(self) -> list[str]:
@@ -78,6 +82,11 @@ class GoldenQuestion:
     def pages(self) -> list[tuple[str, int]]:
         """Distinct expected ``(document_id, page)`` pairs, in file order."""
         return list(dict.fromkeys((t.document_id, t.page) for t in self.expected if t.page is not None))
+
+    @property
+    def history_messages(self) -> list[dict[str, str]]:
+        """:attr:`history` as chat messages, ``[{"role": ..., "content": ...}, ...]``."""
+        return [{"role": role, "content": content} for role, content in self.history]
 
     @property
     def usable_evidence(self) -> list[str]:
@@ -139,6 +148,9 @@ class GoldenCheck:
         n_ready: questions ready to score.
         n_templates: template rows (empty question with a hint).
         n_drafts: unchecked draft rows (not scored).
+        format: the file's format: ``"ragtune"`` (the native golden format), ``"bedrock"``
+            (an Amazon Bedrock RAG-evaluation prompt dataset) or ``"bedrock-byoi"`` (the same
+            with bring-your-own-inference answers and passages).
     """
 
     path: str
@@ -148,6 +160,7 @@ class GoldenCheck:
     n_ready: int = 0
     n_templates: int = 0
     n_drafts: int = 0
+    format: str = "ragtune"
 
     @property
     def errors(self) -> list[Problem]:
@@ -174,6 +187,7 @@ class GoldenCheck:
             "n_ready": self.n_ready,
             "n_templates": self.n_templates,
             "n_drafts": self.n_drafts,
+            "format": self.format,
             "errors": [p.to_dict() for p in self.errors],
             "warnings": [p.to_dict() for p in self.warnings],
         }
@@ -191,6 +205,7 @@ class GoldenSet:
         n_drafts: unchecked drafts skipped.
         warnings: the check's warnings.
         raw: the file's bytes (kept so reports can store the file once per sha256).
+        format: the file's format, as :attr:`GoldenCheck.format`.
     """
 
     path: str
@@ -200,3 +215,4 @@ class GoldenSet:
     n_drafts: int = 0
     warnings: list[Problem] = field(default_factory=list)
     raw: bytes = b""
+    format: str = "ragtune"

@@ -1,6 +1,27 @@
 """Metrics: retrieval metrics (recall@k, precision@k, success@k, nDCG@k, MRR) at the document,
 page and evidence grains."""
 
+from core.metrics.answers import (
+    ALL_METRICS,
+    DEFAULT_METRICS,
+    JUDGE_METRICS,
+    UNITXT_METRICS,
+    AnswerEvaluator,
+    AnswerItem,
+    AnswerReport,
+    JudgeEvaluator,
+    JudgeMetric,
+    MetricResult,
+    MetricScores,
+    ParsedScore,
+    QuestionScore,
+    UnitxtEvaluator,
+    answer_report,
+    bootstrap_interval,
+    parse_score,
+    summarize,
+    unitxt_import_s,
+)
 from core.metrics.retrieval import (
     DEFAULT_KS,
     EVIDENCE_MIN_OVERLAP,
@@ -21,6 +42,25 @@ from core.metrics.retrieval import (
 )
 
 __all__ = [
+    "ALL_METRICS",
+    "DEFAULT_METRICS",
+    "JUDGE_METRICS",
+    "UNITXT_METRICS",
+    "AnswerEvaluator",
+    "AnswerItem",
+    "AnswerReport",
+    "JudgeEvaluator",
+    "JudgeMetric",
+    "MetricResult",
+    "MetricScores",
+    "ParsedScore",
+    "QuestionScore",
+    "UnitxtEvaluator",
+    "answer_report",
+    "bootstrap_interval",
+    "parse_score",
+    "summarize",
+    "unitxt_import_s",
     "DEFAULT_KS",
     "EVIDENCE_MIN_OVERLAP",
     "GRAINS",

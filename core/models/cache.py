@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from core.errors import StoreError
 from core.models.embeddings import EmbeddingModel, text_sha256
 
 _SCHEMA = """
@@ -31,19 +32,28 @@ class EmbeddingCache:
 
     Args:
         path: the SQLite file; its folder is created. ``":memory:"`` keeps it in memory.
+
+    Raises:
+        StoreError: the file cannot be created or is not a SQLite database (names the path).
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
-        with self._lock:
+        try:
             if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(_SCHEMA)
-            self._conn.commit()
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
+            with self._lock:
+                if self.path != ":memory:":
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute(_SCHEMA)
+                self._conn.commit()
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(
+                f"cannot open the embedding cache {self.path}: {exc}. Delete the file to start a new cache "
+                "(texts are embedded again), or choose another output folder"
+            ) from exc
 
     def get_many(self, model_id: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
         """Return the cached vectors among ``keys`` (text sha256s) as ``{key: float32 (dim,)}``."""

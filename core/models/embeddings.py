@@ -40,10 +40,14 @@ class EmbeddingModel(Protocol):
     model_id: str
 
     @property
-    def embedding_dimension(self) -> int: ...
+    def embedding_dimension(self) -> int:
+        """Length of each vector."""
+        ...
 
     @property
-    def max_input_tokens(self) -> int | None: ...
+    def max_input_tokens(self) -> int | None:
+        """Context length in tokens, or None when unknown."""
+        ...
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Return float32 vectors of shape ``(len(texts), embedding_dimension)``.

@@ -18,6 +18,8 @@ from typing import Any
 from core.errors import StoreError
 from core.reports.files import Files
 
+#: Version of the retrieval report's JSON layout; the major part changes on incompatible changes.
+REPORT_SCHEMA_VERSION = "1.0"
 RUNS_PREFIX = "retrieval/runs"
 GOLDEN_PREFIX = "golden_dataset"
 
@@ -67,14 +69,31 @@ class ReportStore:
         """Return a stored report; ``"latest"`` is the newest.
 
         Raises:
-            StoreError: no run is stored, or no run has that id (the message lists recent ids).
+            StoreError: no run is stored, no run has that id (the message lists recent ids), the
+                file is not valid JSON, or its major schema version is not
+                :data:`REPORT_SCHEMA_VERSION`'s.
         """
         ids = self.run_ids()
         if run_id == "latest":
             if not ids:
-                raise StoreError("no retrieval run is stored here yet: run 'ragtune evaluate' first")
+                raise StoreError(f"no retrieval run is stored in {self._where(RUNS_PREFIX)} yet: run 'ragtune evaluate' first")
             run_id = ids[0]
         elif run_id not in ids:
             recent = ", ".join(ids[:5]) or "none"
             raise StoreError(f"no run {run_id!r}; recent runs: {recent}")
-        return json.loads(self.files.read_bytes(f"{RUNS_PREFIX}/{run_id}/report.json"))
+        key = f"{RUNS_PREFIX}/{run_id}/report.json"
+        try:
+            report = json.loads(self.files.read_bytes(key))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreError(f"{self._where(key)} is not a valid report: {exc}") from exc
+        version = str(report.get("schema_version", "")) if isinstance(report, dict) else ""
+        if version.split(".")[0] != REPORT_SCHEMA_VERSION.split(".")[0]:
+            raise StoreError(
+                f"{self._where(key)} has report schema version {version or 'none'}; "
+                f"this ragtune reads version {REPORT_SCHEMA_VERSION}"
+            )
+        return report
+
+    def _where(self, key: str) -> str:
+        root = getattr(self.files, "root", None)
+        return f"{root}/{key}" if root is not None else key

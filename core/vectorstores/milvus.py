@@ -91,6 +91,7 @@ class MilvusVectorStore:
         self.config = config
         self.collection_name = validate_collection_name(collection_name)
         self._client = client
+        self._shared_client = client is not None
         self._loaded = False
 
     @property
@@ -99,6 +100,12 @@ class MilvusVectorStore:
         if self._client is None:
             self._client = open_client(self.config)
         return self._client
+
+    def close(self) -> None:
+        """Close the client (a client passed in by the caller is left open)."""
+        if self._client is not None and not self._shared_client:
+            self._client.close()
+            self._client = None
 
     def exists(self) -> bool:
         """True when the collection exists."""
@@ -288,6 +295,7 @@ class _LiteNoiseFilter(logging.Filter):
     pymilvus asks it for a timestamp while waiting for an index (the call falls back and works)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Return False for that one known message, True for every other record."""
         text = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             text += str(record.exc_info[1])
@@ -297,34 +305,75 @@ class _LiteNoiseFilter(logging.Filter):
 _LITE_FILTER = _LiteNoiseFilter()
 
 
+class _Capture(logging.Handler):
+    """Collects the records of a logger while Milvus Lite starts, so its failure can be told
+    in one message instead of a logged traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.reasons: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.reasons.append(f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}")
+        elif record.levelno >= logging.ERROR:
+            self.reasons.append(record.getMessage())
+
+
+def _open_lite(path: str) -> Any:
+    from pymilvus import MilvusClient
+
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise StoreError(
+            f"{target} is a file, not a Milvus Lite database folder: remove it or choose another output folder"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    grpc_log = logging.getLogger("grpc._server")
+    if _LITE_FILTER not in grpc_log.filters:
+        grpc_log.addFilter(_LITE_FILTER)
+    lite_log = logging.getLogger("milvus_lite")
+    capture = _Capture()
+    propagate = lite_log.propagate
+    lite_log.addHandler(capture)
+    lite_log.propagate = False
+    try:
+        return MilvusClient(str(target))
+    except Exception as exc:  # pymilvus wraps the server's failure in its own types
+        reasons = " ".join(capture.reasons) or str(exc)
+        if "DataDirLockedError" in reasons or "lock" in reasons.lower():
+            raise StoreError(
+                f"Milvus Lite database {target} is in use by another process (only one process can open it): "
+                "wait for it to finish, use another output folder, or run 'milvus-lite server' and connect "
+                "with RAGTUNE_MILVUS_URI"
+            ) from exc
+        raise StoreError(f"cannot open Milvus Lite database {target}: {reasons}") from exc
+    finally:
+        lite_log.removeHandler(capture)
+        lite_log.propagate = propagate
+
+
 def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
     """Open a ``pymilvus.MilvusClient`` for ``config``.
 
     Raises:
-        StoreError: the file is locked by another process, or the server cannot be reached;
-            the message says which path or URI and what to check (the token is never shown).
+        StoreError: the Lite database is locked by another process or is not a database
+            folder, or the server cannot be reached; the message says which path or URI and
+            what to check (the token is never shown).
     """
+    if isinstance(config, MilvusLiteConfig):
+        return _open_lite(config.uri)
     from pymilvus import MilvusClient
 
+    kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30}
+    if config.token:
+        kwargs["token"] = config.token
+    if config.db_name:
+        kwargs["db_name"] = config.db_name
     try:
-        if isinstance(config, MilvusLiteConfig):
-            Path(config.uri).parent.mkdir(parents=True, exist_ok=True)
-            grpc_log = logging.getLogger("grpc._server")
-            if _LITE_FILTER not in grpc_log.filters:
-                grpc_log.addFilter(_LITE_FILTER)
-            return MilvusClient(config.uri)
-        kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30}
-        if config.token:
-            kwargs["token"] = config.token
-        if config.db_name:
-            kwargs["db_name"] = config.db_name
         return MilvusClient(**kwargs)
     except Exception as exc:  # pymilvus raises several unrelated types here
-        if isinstance(config, MilvusLiteConfig):
-            raise StoreError(
-                f"cannot open Milvus Lite database {config.uri}: {exc}. Only one process can open it at a time; "
-                "for several processes run 'milvus-lite server' and connect by URI"
-            ) from exc
+        message = str(exc).replace(config.token, "***") if config.token else str(exc)
         raise StoreError(
-            f"cannot reach Milvus at {config.uri}: {exc}. Check that the server runs, the host and port, and the token"
+            f"cannot reach Milvus at {config.uri}: {message}. Check that the server runs, the host and port, and the token"
         ) from exc

@@ -1,7 +1,8 @@
 """The vector-store contract, run against every backend: Milvus Lite (embedded), a Milvus
-server (``milvus-lite server``, started by ``scripts/test.sh``) and PostgreSQL with pgvector.
+server (``milvus-lite server``) and PostgreSQL with pgvector, both started by ``scripts/test.sh``.
 
-Vectors come from a lookup-table embedding model so rankings can be computed by hand.
+Vectors come from a lookup-table embedding model (``tests/support/vectors.py``), so every
+ranking below is computed by hand.
 """
 
 from __future__ import annotations
@@ -14,45 +15,19 @@ import pytest
 
 from core.chunking.base import Chunk, make_chunk_id
 from core.errors import ConfigError, IndexingError, StoreError
-from core.vectorstores import MilvusConfig, MilvusLiteConfig, MilvusVectorStore, collection_name_for
+from core.vectorstores import (
+    MilvusConfig,
+    MilvusLiteConfig,
+    PGVectorConfig,
+    collection_name_for,
+    get_vector_store,
+    new_collection_name,
+)
+from tests.support.vectors import TEXTS, chunks, docs, table_model
 
 pytestmark = pytest.mark.integration
 
-
-class TableModel:
-    """An embedding model whose vectors come from a dict (text -> vector)."""
-
-    def __init__(self, table: dict[str, list[float]], model_id: str = "table") -> None:
-        self.table = {k: np.asarray(v, dtype=np.float32) for k, v in table.items()}
-        self.model_id = model_id
-        self.embedding_dimension = len(next(iter(table.values())))
-        self.max_input_tokens = None
-
-    def embed_documents(self, texts):
-        return np.stack([self.table[t] for t in texts])
-
-    def embed_query(self, text):
-        return self.table[text]
-
-
-TEXTS = {
-    "c1": "the cat sat on the mat",
-    "c2": "dogs chase cats in the yard",
-    "c3": "a cat and a mat and a hat",
-    "c4": "stock markets fell sharply today",
-}
-VECTORS = {"c1": [1.0, 0.0, 0.0], "c2": [0.8, 0.6, 0.0], "c3": [0.6, 0.0, 0.8], "c4": [0.0, 0.0, -1.0]}
-
-
-def chunks():
-    out = []
-    for i, (name, text) in enumerate(TEXTS.items()):
-        out.append(Chunk(text, make_chunk_id(f"{name}.txt", 0, text),
-                         {"document_id": f"{name}.txt", "sequence_number": 0, "pages": [i + 1], "headings": ["H"]}))
-    return out
-
-
-BACKENDS = ["milvus-lite", "milvus-server"]
+BACKENDS = ["milvus-lite", "milvus-server", "pgvector"]
 
 
 def _service(var: str, script: str) -> str:
@@ -63,91 +38,146 @@ def _service(var: str, script: str) -> str:
     return value
 
 
-def make_store(backend: str, model, tmp_path, name: str):
-    """A store of ``backend`` holding collection ``name`` (the collection is not created yet)."""
+def config_for(backend: str, tmp_path):
+    """The configuration of ``backend`` (services come from the test script's variables)."""
     if backend == "milvus-lite":
-        return MilvusVectorStore(model, MilvusLiteConfig(str(tmp_path / "m.db")), name)
+        return MilvusLiteConfig(str(tmp_path / "m.db"))
     if backend == "milvus-server":
-        return MilvusVectorStore(model, MilvusConfig(uri=_service("RAGTUNE_TEST_MILVUS_URI", "milvus.sh")), name)
-    raise ValueError(backend)
+        return MilvusConfig(uri=_service("RAGTUNE_TEST_MILVUS_URI", "milvus.sh"))
+    return PGVectorConfig(dsn=_service("RAGTUNE_TEST_PG_DSN", "postgres.sh"))
+
+
+def _close(store) -> None:
+    store.delete_collection()
+    store.close()
 
 
 @pytest.fixture(params=BACKENDS)
-def store(request, tmp_path):
-    table = {TEXTS[k]: v for k, v in VECTORS.items()}
-    table["cat mat"] = [1.0, 0.0, 0.0]
-    table["markets"] = [0.0, 0.0, -1.0]
-    s = make_store(request.param, TableModel(table), tmp_path, f"ragtune_test_{uuid.uuid4().hex[:12]}")
+def backend(request):
+    return request.param
+
+
+@pytest.fixture()
+def store(backend, tmp_path):
+    s = get_vector_store(table_model(), config_for(backend, tmp_path), f"ragtune_test_{uuid.uuid4().hex[:12]}")
     yield s
-    s.delete_collection()
-    close = getattr(getattr(s, "client", None), "close", None)
-    if close:
-        close()
+    _close(s)
 
 
 def test_insert_count_and_dense_order(store):
-    assert store.count() == 0
+    assert not store.exists() and store.count() == 0
     assert store.add_documents(chunks()) == 4
-    assert store.count() == 4
-    hits = store.search("cat mat", k=3, search_mode="vector")
+    store.flush()
+    assert store.exists() and store.count() == 4
+    hits = store.search("zebra", k=3, search_mode="vector")
     # cosine with [1,0,0]: c1 1.0, c2 0.8, c3 0.6, c4 0.0
-    assert [h.chunk.document_id for h in hits] == ["c1.txt", "c2.txt", "c3.txt"]
+    assert docs(hits) == ["c1.txt", "c2.txt", "c3.txt"]
     assert [round(h.score, 5) for h in hits] == [1.0, 0.8, 0.6]
     assert [h.rank for h in hits] == [1, 2, 3]
-    assert hits[0].chunk.pages == [1] and hits[0].chunk.headings == ["H"] and hits[0].chunk.text == TEXTS["c1"]
+    top = hits[0].chunk
+    assert top.pages == [1] and top.headings == ["H"] and top.text == TEXTS["c1"]
+    assert top.sequence_number == 0 and top.chunk_id == make_chunk_id("c1.txt", 0, TEXTS["c1"])
 
 
-def test_keyword_scores_are_positive_and_ranked(store):
+def test_keyword_search_ranks_by_term_frequency(store):
     store.add_documents(chunks())
-    hits = store.search("markets", k=4, search_mode="keyword")
-    assert [h.chunk.document_id for h in hits] == ["c4.txt"]  # the only text with the word
-    assert hits[0].score > 0
+    store.flush()
+    hits = store.search("zebra", k=4, search_mode="keyword")
+    assert docs(hits) == ["c3.txt", "c1.txt"]  # twice, then once; no other chunk holds the word
+    assert hits[0].score > hits[1].score > 0  # one convention: non-negative, higher is better
+    assert docs(store.search("markets", k=4, search_mode="keyword")) == ["c4.txt"]
 
 
-def test_hybrid_rrf_and_weighted(store):
+def test_hybrid_fusion_hand_computed(store):
     store.add_documents(chunks())
-    rrf = store.search("cat mat", k=3, search_mode="hybrid", ranker_strategy="rrf", ranker_k=60)
-    # dense ranks c1, c2, c3; BM25 on "cat mat" ranks c1 first too (both words, and shorter
-    # than c3, which also holds both; "cats" in c2 is another token), so c1 scores 1/61 + 1/61.
-    assert rrf[0].chunk.document_id == "c1.txt"
-    assert rrf[0].score == pytest.approx(2 / 61, rel=1e-4)
-    dense_only = store.search("cat mat", k=3, search_mode="hybrid", ranker_strategy="weighted", ranker_alpha=1.0)
-    assert [h.chunk.document_id for h in dense_only] == ["c1.txt", "c2.txt", "c3.txt"]
+    store.flush()
+    # dense top 3 [c1, c2, c3]; keyword top 2 [c3, c1]
+    rrf = store.search("zebra", k=3, search_mode="hybrid", ranker_strategy="rrf", ranker_k=60)
+    # c1 = 1/61 + 1/62 = 0.032522, c3 = 1/63 + 1/61 = 0.032266, c2 = 1/62 = 0.016129
+    assert docs(rrf) == ["c1.txt", "c3.txt", "c2.txt"]
+    assert [h.score for h in rrf] == [
+        pytest.approx(1 / 61 + 1 / 62, rel=1e-4), pytest.approx(1 / 63 + 1 / 61, rel=1e-4), pytest.approx(1 / 62, rel=1e-4)
+    ]
+    dense_only = store.search("zebra", k=3, search_mode="hybrid", ranker_strategy="weighted", ranker_alpha=1.0)
+    assert docs(dense_only) == ["c1.txt", "c2.txt", "c3.txt"]
+    assert [round(h.score, 4) for h in dense_only] == [1.0, 0.9, 0.8]  # (1 + cos) / 2
+    keyword_only = store.search("zebra", k=3, search_mode="hybrid", ranker_strategy="weighted", ranker_alpha=0.0)
+    assert docs(keyword_only)[:2] == ["c3.txt", "c1.txt"]
 
 
-def test_upsert_is_idempotent(store):
+def test_upsert_is_idempotent_and_updates(store):
     store.add_documents(chunks())
     store.add_documents(chunks())
+    store.flush()
     assert store.count() == 4
+    first = chunks()[0]
+    changed = Chunk("a parrot on a mat", first.chunk_id, dict(first.metadata, headings=["New"]))
+    store.add_documents([changed], vectors=np.asarray([[0, 1, 0]], dtype=np.float32))
+    store.flush()
+    assert store.count() == 4
+    hits = store.search("parrot", k=1, search_mode="keyword")
+    assert docs(hits) == ["c1.txt"] and hits[0].chunk.headings == ["New"]
 
 
-def test_dimension_mismatch_is_refused(store):
+def test_many_chunks_in_batches(store):
+    n = 2500  # more than one insert batch on every backend (Milvus 2048, PostgreSQL 1024)
+    rng = np.random.default_rng(0)
+    many = [Chunk(f"text {i}", f"id{i:05d}", {"document_id": "big.txt", "sequence_number": i}) for i in range(n)]
+    assert store.add_documents(many, vectors=rng.normal(size=(n, 3)).astype(np.float32)) == n
+    store.flush()
+    assert store.count() == n
+
+
+def test_collection_is_reused_by_name(backend, tmp_path):
+    name = f"ragtune_test_{uuid.uuid4().hex[:12]}"
+    config = config_for(backend, tmp_path)
+    first = get_vector_store(table_model(), config, name)
+    first.add_documents(chunks())
+    first.flush()
+    first.close()
+    again = get_vector_store(table_model(), config, name)
+    try:
+        assert again.exists() and again.count() == 4
+        assert docs(again.search("zebra", k=1)) == ["c1.txt"]
+    finally:
+        _close(again)
+
+
+def test_dimension_mismatch_is_refused_before_writing(store):
     store.add_documents(chunks())
-    with pytest.raises(IndexingError, match="holds 3-dimensional vectors; model table returned 2"):
-        store.add_documents(chunks()[:1], vectors=np.ones((1, 2), dtype=np.float32))
+    store.flush()
+    new = Chunk("brand new", "new-id", {"document_id": "n.txt", "sequence_number": 0})
+    with pytest.raises(IndexingError, match=f"collection {store.collection_name} holds 3-dimensional vectors; "
+                                            "model table returned 2"):
+        store.add_documents([new], vectors=np.ones((1, 2), dtype=np.float32))
+    assert store.count() == 4
 
 
 def test_delete_and_missing_collection(store):
     store.add_documents(chunks())
     store.delete_collection()
-    assert store.count() == 0
+    assert store.count() == 0 and not store.exists()
     with pytest.raises(StoreError, match="does not exist"):
-        store.search("cat mat")
+        store.search("zebra")
     store.delete_collection()  # no error the second time
 
 
-def test_bad_settings(store, tmp_path, request):
+def test_bad_settings_and_names(store, backend, tmp_path):
     store.add_documents(chunks())
     with pytest.raises(ConfigError):
-        store.search("cat mat", search_mode="fuzzy")
+        store.search("zebra", search_mode="fuzzy")
     with pytest.raises(ConfigError):
-        store.search("cat mat", k=0)
-    with pytest.raises(ConfigError, match="collection name"):
-        make_store(request.node.callspec.params["store"], store.embedding_model, tmp_path, "bad-name!")
+        store.search("zebra", k=0)
+    for bad in ("bad-name!", 'x"; DROP TABLE y; --', "1starts_with_digit"):
+        with pytest.raises(ConfigError, match="collection name"):
+            get_vector_store(table_model(), config_for(backend, tmp_path), bad)
 
 
-def test_collection_names_follow_parameters():
+def test_collection_names():
     a = collection_name_for({"chunking": {"size": 256}, "model": "m"})
     assert a == collection_name_for({"model": "m", "chunking": {"size": 256}})  # key order irrelevant
     assert a != collection_name_for({"chunking": {"size": 512}, "model": "m"})
     assert a.startswith("ragtune_") and len(a) == len("ragtune_") + 16
+    fresh = new_collection_name()
+    assert fresh.startswith("ragtune_") and len(fresh) == len("ragtune_YYYYmmddHHMMSS_") + 8
+    assert fresh != new_collection_name()

@@ -58,8 +58,8 @@ def test_layout_latest_history_and_golden_once(tmp_path):
     assert store.history() == []
     with pytest.raises(StoreError, match="no retrieval run"):
         store.load_run("latest")
-    store.save_run("20260101T000000Z-aaaaaa", {"n": 1})
-    store.save_run("20260102T000000Z-bbbbbb", {"n": 2})
+    store.save_run("20260101T000000Z-aaaaaa", {"schema_version": "1.0", "n": 1})
+    store.save_run("20260102T000000Z-bbbbbb", {"schema_version": "1.0", "n": 2})
     assert (tmp_path / "retrieval/runs/20260102T000000Z-bbbbbb/report.json").is_file()
     assert store.load_run()["n"] == 2
     assert store.load_run("20260101T000000Z-aaaaaa")["n"] == 1
@@ -77,3 +77,15 @@ def test_reports_with_nan_are_refused(tmp_path):
     with pytest.raises(ValueError):
         ReportStore(LocalFiles(tmp_path)).save_run("r", {"x": float("nan")})
     assert not (tmp_path / "retrieval/runs/r/report.json").exists()
+
+
+def test_broken_or_foreign_reports_are_clear_errors(tmp_path):
+    store = ReportStore(LocalFiles(tmp_path))
+    store.files.write_bytes("retrieval/runs/20260101T000000Z-aaaaaa/report.json", b"{bad")
+    with pytest.raises(StoreError, match="is not a valid report"):
+        store.load_run("latest")
+    store.save_run("20260102T000000Z-bbbbbb", {"schema_version": "99.0"})
+    with pytest.raises(StoreError, match="schema version 99.0; this ragtune reads version 1.0"):
+        store.load_run("20260102T000000Z-bbbbbb")
+    with pytest.raises(StoreError, match=str(tmp_path)):
+        ReportStore(LocalFiles(tmp_path / "empty")).load_run()

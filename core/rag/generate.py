@@ -1,0 +1,104 @@
+"""Answer many golden questions with a RAG template, in a bounded pool of threads."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+from core.errors import ConfigError
+from core.rag.records import AnswerRecord, contexts_from
+
+logger = logging.getLogger(__name__)
+
+
+def _history(question: Any) -> list[dict[str, str]]:
+    return [{"role": role, "content": content} for role, content in getattr(question, "history", ()) or ()]
+
+
+def answer_one(rag: Any, question: Any) -> AnswerRecord:
+    """Answer one golden question; a failure is returned as a failed record, never raised.
+
+    Args:
+        rag: a :class:`~core.rag.template.SimpleRAG` (anything with ``generate(question,
+            history=...)`` returning ``{"answer", "reference_documents"}`` and a ``model_id``).
+        question: a ``core.golden.GoldenQuestion`` (its ``history``, when present, is forwarded).
+
+    Returns:
+        An :class:`AnswerRecord`: the answer and its passages, or ``error`` set to
+        ``"<ErrorType>: <message>"``.
+    """
+    started = time.perf_counter()
+    generator_id = str(getattr(rag, "model_id", type(rag).__name__))
+    try:
+        result = rag.generate(question.question, history=_history(question))
+    except Exception as exc:  # one failed question must not stop the run; it is recorded with its error
+        logger.warning("question %s failed: %s: %s", question.id, type(exc).__name__, exc)
+        return AnswerRecord(
+            question_id=question.id, question=question.question, answer=None,
+            error=f"{type(exc).__name__}: {exc}", generator_id=generator_id,
+            duration_s=time.perf_counter() - started,
+        )
+    return AnswerRecord(
+        question_id=question.id, question=question.question, answer=result["answer"],
+        contexts=contexts_from(result.get("reference_documents") or ()), generator_id=generator_id,
+        duration_s=time.perf_counter() - started,
+    )
+
+
+def generate_answers(
+    rag: Any,
+    questions: Sequence[Any],
+    *,
+    max_workers: int = 10,
+    on_answer: Callable[[int, int], None] | None = None,
+) -> list[AnswerRecord]:
+    """Answer every question, at most ``max_workers`` at a time.
+
+    A question that fails (retrieval or generation error, after the chat model's own retries)
+    is recorded as failed with its error: it does not stop the others, and answer metrics
+    count it as failed, not as a score of 0.
+
+    Args:
+        rag: a :class:`~core.rag.template.SimpleRAG` (see :func:`answer_one`).
+        questions: ``core.golden.GoldenQuestion`` objects (distinct ids).
+        max_workers: threads answering at once (>= 1); chat endpoints are I/O-bound.
+        on_answer: called as ``on_answer(done, total)`` after each question (from worker
+            threads), for progress bars.
+
+    Returns:
+        One :class:`AnswerRecord` per question, in the order of ``questions``.
+
+    Raises:
+        ConfigError: ``max_workers`` below 1, or duplicate question ids.
+    """
+    if int(max_workers) < 1:
+        raise ConfigError(f"max_workers must be at least 1, got {max_workers}")
+    ids = [q.id for q in questions]
+    if len(set(ids)) != len(ids):
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        raise ConfigError(f"duplicate question ids: {', '.join(dupes)}")
+    total = len(questions)
+    if total == 0:
+        return []
+    done = 0
+    lock = threading.Lock()
+
+    def run(question: Any) -> AnswerRecord:
+        nonlocal done
+        record = answer_one(rag, question)
+        if on_answer is not None:
+            with lock:
+                done += 1
+                count = done
+            on_answer(count, total)
+        return record
+
+    with ThreadPoolExecutor(max_workers=min(int(max_workers), total), thread_name_prefix="ragtune-answer") as pool:
+        records = list(pool.map(run, questions))
+    failed = sum(1 for r in records if not r.ok)
+    if failed:
+        logger.info("%d of %d questions failed", failed, total)
+    return records

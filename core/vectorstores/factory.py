@@ -1,0 +1,62 @@
+"""Choosing a vector store from its configuration."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timezone
+from typing import Any
+
+from core.errors import ConfigError
+from core.vectorstores.base import validate_collection_name
+
+#: Names of the backends, as ``--vector-store`` and ``RAGTUNE_VECTOR_STORE`` spell them.
+BACKENDS = ("milvus-lite", "milvus", "pgvector")
+
+
+def new_collection_name(now: datetime | None = None, prefix: str = "ragtune") -> str:
+    """Return a fresh collection name ``<prefix>_<YYYYmmddHHMMSS>_<8 hex digits>`` (UTC time,
+    then a hash of 16 random bytes), valid for every backend."""
+    now = now or datetime.now(timezone.utc)
+    digest = hashlib.sha256(secrets.token_bytes(16)).hexdigest()[:8]
+    return f"{prefix}_{now.strftime('%Y%m%d%H%M%S')}_{digest}"
+
+
+def backend_name(config: Any) -> str:
+    """Return ``milvus-lite``, ``milvus`` or ``pgvector`` for a store configuration.
+
+    Raises:
+        ConfigError: an object that is no known configuration.
+    """
+    from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig
+
+    if isinstance(config, MilvusLiteConfig):
+        return "milvus-lite"
+    if isinstance(config, MilvusConfig):
+        return "milvus"
+    if type(config).__name__ == "PGVectorConfig":
+        return "pgvector"
+    raise ConfigError(f"unknown vector store configuration {type(config).__name__}; expected one of {', '.join(BACKENDS)}")
+
+
+def get_vector_store(embedding_model: Any, config: Any, collection_name: str | None = None) -> Any:
+    """Return the vector store for ``config``: ``MilvusVectorStore`` for ``MilvusLiteConfig`` or
+    ``MilvusConfig``, ``PGVectorStore`` for ``PGVectorConfig``.
+
+    Args:
+        embedding_model: embeds chunks and queries.
+        config: the backend's configuration.
+        collection_name: the collection; None creates a new name (:func:`new_collection_name`).
+
+    Raises:
+        ConfigError: unknown configuration or invalid collection name.
+    """
+    name = validate_collection_name(collection_name or new_collection_name())
+    backend = backend_name(config)
+    if backend in ("milvus-lite", "milvus"):
+        from core.vectorstores.milvus import MilvusVectorStore
+
+        return MilvusVectorStore(embedding_model, config, name)
+    from core.vectorstores.pgvector import PGVectorStore
+
+    return PGVectorStore(embedding_model, config, name)
