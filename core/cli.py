@@ -105,6 +105,24 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"no pick: {picks['reason']}")
     for key in ("finds_the_most", "best_for_balance", "best_for_time"):
         lines.append(f"{key:<17} {picks[key] or '-':<24} ({picks['rules'][key]})")
+    answers = report.get("answers")
+    if answers:
+        gen = answers["generator"]
+        kind = {"extractive": "extractive baseline, no language model", "llm": "language model",
+                "external": "answers read from the file"}.get(gen["kind"], gen["kind"])
+        where = f" from the top {gen['k']} chunks of {gen['setup']}" if gen.get("setup") else ""
+        lines.append(f"\nanswers by {gen['model_id']} ({kind}){where}: {answers['n_answered']} of "
+                     f"{answers['n_questions']} answered, {answers['n_failed']} failed")
+        header = f"{'metric':<28} {'mean':>6} {'95% CI':>15} {'scored':>7} {'failed':>7} {'invalid':>8}"
+        lines.append(header)
+        lines.append("-" * len(header))
+        for m in answers["metrics"]:
+            sc = m["scores"]
+            ci = f"{_fmt(sc['ci_low'])}-{_fmt(sc['ci_high'])}" if sc["ci_low"] is not None else "-"
+            lines.append(f"{m['name']:<28} {_fmt(sc['mean']):>6} {ci:>15} {m['n_scored']:>7} {m['n_failed']:>7} "
+                         f"{m.get('n_invalid', 0):>8}")
+        if answers.get("overall_score") is not None:
+            lines.append(f"overall_score {answers['overall_score']:.3f} (mean of {', '.join(answers['overall_metrics'])})")
     if report.get("location"):
         lines.append(f"\nreport: {report['location']}")
     return "\n".join(lines)
@@ -130,6 +148,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         chunk_size=256 if args.chunk_size is None else args.chunk_size,
         chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
         rank_grain=args.rank_by, show_progress=not args.json,
+        generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
+        judge=settings.judge_model(args.judge) if args.generate else None,
     )
     model = settings.embedding_model()
     try:
@@ -211,6 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32; recursive only)")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
                    help="vector store (default $RAGTUNE_VECTOR_STORE, else milvus-lite in the output folder)")
+    p.add_argument("--generate", action=argparse.BooleanOptionalAction, default=True,
+                   help="answer every question with the setup that finds the most and score the answers: with the "
+                        "chat model from RAGTUNE_CHAT_* when set, else the extractive baseline (default: on)")
+    p.add_argument("--judge", metavar="MODEL",
+                   help="judge answers with this chat model (on RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
     p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_evaluate)

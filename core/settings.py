@@ -13,6 +13,13 @@
 | ``RAGTUNE_MILVUS_URI`` | a Milvus server (``http://host:19530``) | unset |
 | ``RAGTUNE_MILVUS_TOKEN`` | Milvus token (``user:password`` or API key) | none |
 | ``RAGTUNE_MILVUS_DB`` | Milvus database name | default database |
+| ``RAGTUNE_CHAT_PROVIDER`` | ``openai`` (any OpenAI-compatible endpoint) or ``azure``; unset: answers come from the extractive baseline | unset |
+| ``RAGTUNE_CHAT_MODEL`` | chat model name (Azure: deployment name) | none |
+| ``RAGTUNE_CHAT_BASE_URL`` | chat endpoint (Azure: ``https://<resource>.openai.azure.com``) | client default |
+| ``RAGTUNE_CHAT_API_KEY`` | chat key (falls back to ``OPENAI_API_KEY`` / ``AZURE_OPENAI_API_KEY``) | none |
+| ``RAGTUNE_CHAT_API_VERSION`` | Azure OpenAI API version for chat | ``2024-10-21`` |
+| ``RAGTUNE_JUDGE_MODEL`` | model that judges answers (same endpoint as chat unless ``RAGTUNE_JUDGE_BASE_URL``) | none: no judge |
+| ``RAGTUNE_JUDGE_BASE_URL`` / ``RAGTUNE_JUDGE_API_KEY`` | the judge's own endpoint and key | the chat ones |
 | ``RAGTUNE_PG_DSN`` or ``RAGTUNE_PG_HOST`` / ``_PORT`` / ``_USER`` / ``_PASSWORD`` / ``_DB`` / ``_SCHEMA`` | PostgreSQL with pgvector (see ``PGVectorConfig.from_env``) | ``127.0.0.1:5432``, user ``postgres``, database ``postgres``, schema ``public`` |
 """
 
@@ -45,9 +52,17 @@ class Settings:
     milvus_db: str = ""
     vector_store: str = "milvus-lite"
     pgvector: Any = None
+    chat_provider: str | None = None
+    chat_model_name: str | None = None
+    chat_base_url: str | None = None
+    chat_api_key: str | None = None
+    chat_api_version: str = "2024-10-21"
+    judge_model_name: str | None = None
+    judge_base_url: str | None = None
+    judge_api_key: str | None = None
 
     def __repr__(self) -> str:
-        hidden = {"embedding_api_key", "milvus_token"}  # PGVectorConfig hides its own password
+        hidden = {"embedding_api_key", "milvus_token", "chat_api_key", "judge_api_key"}  # PGVectorConfig hides its own password
         parts = [
             f"{k}={'***' if k in hidden and v else v!r}" for k, v in self.__dict__.items()
         ]
@@ -79,6 +94,13 @@ class Settings:
             raise ConfigError(f"RAGTUNE_VECTOR_STORE must be one of {', '.join(BACKENDS)}, got {backend!r}")
         if backend == "milvus" and not milvus_uri:
             raise ConfigError("RAGTUNE_VECTOR_STORE=milvus needs RAGTUNE_MILVUS_URI (for example http://127.0.0.1:19530)")
+        chat_provider = (env.get("RAGTUNE_CHAT_PROVIDER") or "").strip().lower() or None
+        if chat_provider not in (None, "openai", "azure"):
+            raise ConfigError(f"RAGTUNE_CHAT_PROVIDER must be openai or azure, got {chat_provider!r}")
+        chat_key = env.get("RAGTUNE_CHAT_API_KEY") or (
+            env.get("AZURE_OPENAI_API_KEY") if chat_provider == "azure" else env.get("OPENAI_API_KEY")
+        )
+        chat_url = env.get("RAGTUNE_CHAT_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if chat_provider == "azure" else None)
         base_url = env.get("RAGTUNE_EMBEDDING_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if provider == "azure" else None)
         return cls(
             out_dir=(env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out",
@@ -93,6 +115,14 @@ class Settings:
             milvus_db=env.get("RAGTUNE_MILVUS_DB", ""),
             vector_store=backend,
             pgvector=PGVectorConfig.from_env(env),
+            chat_provider=chat_provider,
+            chat_model_name=(env.get("RAGTUNE_CHAT_MODEL") or "").strip() or None,
+            chat_base_url=chat_url or None,
+            chat_api_key=chat_key or None,
+            chat_api_version=env.get("RAGTUNE_CHAT_API_VERSION") or "2024-10-21",
+            judge_model_name=(env.get("RAGTUNE_JUDGE_MODEL") or "").strip() or None,
+            judge_base_url=env.get("RAGTUNE_JUDGE_BASE_URL") or None,
+            judge_api_key=env.get("RAGTUNE_JUDGE_API_KEY") or None,
         )
 
     def embedding_model(self) -> Any:
@@ -112,6 +142,41 @@ class Settings:
             dimensions=self.embedding_dimensions,
             azure_api_version=self.embedding_api_version if self.embedding_provider == "azure" else None,
         )
+
+    def chat_model(self) -> Any:
+        """Return the configured ``OpenAIChatModel``, or None when ``RAGTUNE_CHAT_PROVIDER``
+        is unset (answers then come from the extractive baseline).
+
+        Raises:
+            ConfigError: a provider without ``RAGTUNE_CHAT_MODEL``, or azure without an endpoint.
+        """
+        if self.chat_provider is None:
+            return None
+        if not self.chat_model_name:
+            raise ConfigError(f"RAGTUNE_CHAT_PROVIDER={self.chat_provider} needs RAGTUNE_CHAT_MODEL")
+        return self._chat(self.chat_model_name, self.chat_base_url, self.chat_api_key)
+
+    def judge_model(self, name: str | None = None) -> Any:
+        """Return the judge ``OpenAIChatModel`` for model ``name`` (default
+        ``RAGTUNE_JUDGE_MODEL``), on ``RAGTUNE_JUDGE_BASE_URL`` or the chat endpoint; None when
+        no judge is named.
+
+        Raises:
+            ConfigError: azure without an endpoint.
+        """
+        name = name or self.judge_model_name
+        if not name:
+            return None
+        return self._chat(name, self.judge_base_url or self.chat_base_url, self.judge_api_key or self.chat_api_key)
+
+    def _chat(self, model: str, base_url: str | None, api_key: str | None) -> Any:
+        from core.models.chat import OpenAIChatModel
+
+        if self.chat_provider == "azure":
+            if not base_url:
+                raise ConfigError("RAGTUNE_CHAT_PROVIDER=azure needs RAGTUNE_CHAT_BASE_URL or AZURE_OPENAI_ENDPOINT")
+            return OpenAIChatModel(model, base_url=base_url, api_key=api_key, azure_api_version=self.chat_api_version)
+        return OpenAIChatModel(model, base_url=base_url, api_key=api_key)
 
     def vector_store_config(self, out_dir: str | Path, backend: str | None = None) -> Any:
         """Return the configuration of ``backend`` (default ``RAGTUNE_VECTOR_STORE``):

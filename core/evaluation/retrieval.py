@@ -59,6 +59,10 @@ class EvaluateOptions:
         rank_grain: grain the setups are ranked by (``doc``, ``page``, ``evidence``), or None
             to choose the finest grain the golden file labels (evidence, else page, else doc).
         show_progress: show progress bars on stderr (when it is a terminal).
+        generate: also answer every question with the setup that finds the most, and score the
+            answers (see ``core.evaluation.answers``).
+        chat_model: the ``ChatModel`` generating answers; None uses the extractive baseline.
+        judge: a ``ChatModel`` judging answers, or None (unitxt metrics only).
     """
 
     chunking_method: str = "recursive"
@@ -67,6 +71,9 @@ class EvaluateOptions:
     setups: list[Any] = field(default_factory=default_search_setups)
     rank_grain: str | None = None
     show_progress: bool = True
+    generate: bool = False
+    chat_model: Any = None
+    judge: Any = None
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -279,7 +286,9 @@ def evaluate_retrieval(
     documents = loaded.documents
     corpus_check = check_golden(golden_path, documents=[d.document_id for d in documents])
     if not corpus_check.ok:
-        raise GoldenError(f"{golden_path} has errors", corpus_check.errors)
+        lines = [p.format(str(golden_path)) for p in corpus_check.errors]
+        raise GoldenError("\n".join([f"{golden_path} changed while it was read and now has errors:", *lines]),
+                          corpus_check.errors)
     warnings = corpus_check.warnings + corpus_warnings(golden.questions, documents, loaded.skipped)
 
     status(f"chunking {len(documents)} documents ({chunker.name})")
@@ -370,14 +379,28 @@ def evaluate_retrieval(
                     "_rank_grain_results": rank_result,
                 })
         timings["search_s"] = time.perf_counter() - t0
+
+        picks = pick_setups([
+            {"name": r["name"], "found_top10": r["found_top10"], "found_first": r["found_first"],
+             "n_scored": r["n_scored"], "median_ms": r["timings_ms"]["median"]}
+            for r in setup_results
+        ])
+        answers = None
+        if options.generate:
+            from core.evaluation.answers import evaluate_answers
+
+            by_name = {s.name: s for s in options.setups}
+            answer_setup = by_name.get(picks["finds_the_most"] or "", options.setups[0])
+            status(f"answering {len(questions)} questions with {answer_setup.name}")
+            t0 = time.perf_counter()
+            with _progress(len(questions), "answering", options.show_progress) as bar:
+                answers = evaluate_answers(
+                    store, model, golden, answer_setup, chat_model=options.chat_model, judge=options.judge,
+                    on_answer=lambda done, total: bar.update(1),
+                )
+            timings["answers_s"] = time.perf_counter() - t0
     finally:
         store.close()
-
-    picks = pick_setups([
-        {"name": r["name"], "found_top10": r["found_top10"], "found_first": r["found_first"],
-         "n_scored": r["n_scored"], "median_ms": r["timings_ms"]["median"]}
-        for r in setup_results
-    ])
     per_question = []
     for q in questions:
         per_question.append({
@@ -414,6 +437,7 @@ def evaluate_retrieval(
         "evaluation": {"top_k": TOP_K, "ks": list(KS), "grains": list(GRAINS), "rank_grain": rank_grain},
         "setups": setup_results,
         "picks": picks,
+        "answers": answers,
         "questions": per_question,
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "versions": package_versions(),

@@ -95,3 +95,45 @@ def test_bad_chunk_settings_fail_before_any_work(tmp_path, capsys):
     assert code == 1
     assert "overlap" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_evaluate_with_a_chat_model_and_a_judge(tmp_path, capsys, monkeypatch):
+    """Answers from an OpenAI-compatible chat endpoint (a local test server), judged by another
+    model on it; unitxt scores them too."""
+    from tests.support.openai_app import OpenAITestApp, last_user_text
+
+    def respond(body):
+        if body["model"] == "judge-model":
+            return "1"  # valid on both scales: 1/1 -> 1.0; answer_relevance 1 on 1..5 -> (1 - 1) / 4 = 0.0
+        text = last_user_text(body)
+        return "Paris." if "France" in text else "I do not know."
+
+    docs, golden = _tiny_corpus(tmp_path)
+    with OpenAITestApp(respond) as app:
+        monkeypatch.setenv("RAGTUNE_CHAT_PROVIDER", "openai")
+        monkeypatch.setenv("RAGTUNE_CHAT_MODEL", "gen-model")
+        monkeypatch.setenv("RAGTUNE_CHAT_BASE_URL", app.base_url)
+        monkeypatch.setenv("RAGTUNE_CHAT_API_KEY", "test-key")
+        code = main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                     "--judge", "judge-model", "--json"])
+        assert code == 0
+        report = json.loads(capsys.readouterr().out)
+        generated = [r for r in app.chat_requests if r["model"] == "gen-model"]
+    answers = report["answers"]
+    assert answers["generator"]["kind"] == "llm" and answers["generator"]["model_id"].endswith("/gen-model")
+    assert len(generated) == 3 and answers["n_answered"] == 3 and answers["n_failed"] == 0
+    by_name = {m["name"]: m for m in answers["metrics"]}
+    assert by_name["judge.correctness"]["scores"]["mean"] == 1.0
+    assert by_name["judge.answer_relevance"]["scores"]["mean"] == 0.0
+    assert by_name["judge.correctness"]["n_scored"] == 3
+    assert {"unitxt.faithfulness", "unitxt.answer_correctness", "unitxt.context_correctness"} <= set(by_name)
+    fr = next(q for q in answers["questions"] if q["question_id"] == "fr")
+    assert fr["answer"] == "Paris."
+    assert "test-key" not in json.dumps(report)
+
+
+def test_evaluate_without_generation(tmp_path, capsys):
+    docs, golden = _tiny_corpus(tmp_path)
+    assert main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                 "--no-generate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["answers"] is None

@@ -46,3 +46,36 @@ def test_milvus_server_and_bad_values(tmp_path):
         Settings.from_env({"RAGTUNE_EMBEDDING_PROVIDER": "cohere"})
     with pytest.raises(ConfigError, match="RAGTUNE_EMBEDDING_DIMENSIONS"):
         Settings.from_env({"RAGTUNE_EMBEDDING_DIMENSIONS": "big"})
+
+
+def test_chat_and_judge_models():
+    from core.models.chat import OpenAIChatModel
+
+    assert Settings.from_env({}).chat_model() is None  # the extractive baseline answers
+    assert Settings.from_env({}).judge_model() is None
+    s = Settings.from_env({
+        "RAGTUNE_CHAT_PROVIDER": "openai", "RAGTUNE_CHAT_MODEL": "llama3", "RAGTUNE_CHAT_BASE_URL": "http://localhost:11434/v1",
+        "RAGTUNE_CHAT_API_KEY": "chat-secret", "RAGTUNE_JUDGE_MODEL": "judge",
+    })
+    chat, judge = s.chat_model(), s.judge_model()
+    assert isinstance(chat, OpenAIChatModel) and chat.model_id == "openai:localhost:11434/llama3"
+    assert judge.model_id == "openai:localhost:11434/judge"  # the chat endpoint, another model
+    assert s.judge_model("other").model_id == "openai:localhost:11434/other"
+    assert "chat-secret" not in repr(s)
+    with pytest.raises(ConfigError, match="RAGTUNE_CHAT_MODEL"):
+        Settings.from_env({"RAGTUNE_CHAT_PROVIDER": "openai"}).chat_model()
+    with pytest.raises(ConfigError, match="RAGTUNE_CHAT_PROVIDER"):
+        Settings.from_env({"RAGTUNE_CHAT_PROVIDER": "anthropic"})
+
+
+def test_vector_store_choice(tmp_path):
+    from core.vectorstores import PGVectorConfig
+
+    assert Settings.from_env({"RAGTUNE_VECTOR_STORE": "pgvector", "RAGTUNE_PG_DSN": "postgresql://u@h/d"}) \
+        .vector_store_config(tmp_path) == PGVectorConfig(dsn="postgresql://u@h/d")
+    assert isinstance(Settings.from_env({}).vector_store_config(tmp_path, "milvus-lite"), MilvusLiteConfig)
+    with pytest.raises(ConfigError, match="RAGTUNE_MILVUS_URI"):
+        Settings.from_env({"RAGTUNE_VECTOR_STORE": "milvus"})
+    with pytest.raises(ConfigError, match="RAGTUNE_VECTOR_STORE"):
+        Settings.from_env({"RAGTUNE_VECTOR_STORE": "faiss"})
+    assert Settings.from_env({"RAGTUNE_OUT_DIR": "  "}).out_dir == "ragtune-out"

@@ -1,0 +1,85 @@
+"""Answers for one search setup: generate them (an OpenAI-compatible chat model, or the
+extractive baseline that needs none), or read them from a Bedrock bring-your-own-inference
+file, then score them with unitxt and, when a judge is configured, an LLM judge."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Sequence
+
+logger = logging.getLogger(__name__)
+
+#: Chunks given to the generator per question (ai4rag's ``number_of_chunks`` default).
+ANSWER_K = 5
+
+
+def evaluate_answers(
+    store: Any,
+    embedding_model: Any,
+    golden: Any,
+    setup: Any,
+    *,
+    chat_model: Any = None,
+    judge: Any = None,
+    k: int = ANSWER_K,
+    max_workers: int = 10,
+    on_answer: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Generate (or read) and score the answers to every golden question.
+
+    Args:
+        store: an open vector store holding the corpus (unused for bring-your-own-inference files).
+        embedding_model: the store's embedding model; the extractive baseline ranks sentences with it.
+        golden: the ``GoldenSet``; with format ``bedrock-byoi`` its answers and passages are
+            read from the file and nothing is generated.
+        setup: the ``SearchSetup`` retrieving the chunks answers are generated from.
+        chat_model: a ``ChatModel``; None uses the extractive baseline.
+        judge: a ``ChatModel`` judging the answers, or None (unitxt metrics only).
+        k: chunks per question given to the generator.
+        max_workers: questions answered at once.
+        on_answer: progress callback ``(done, total)``.
+
+    Returns:
+        ``{generator{model_id, kind, k, setup, search}, rag{...}, metrics[...], overall_score,
+        overall_metrics, n_questions, n_answered, n_failed, evaluators, timings, questions[...]}``
+        (see ``core.metrics.answers.AnswerReport.to_dict``); ``kind`` is ``llm``,
+        ``extractive`` (no language model: sentences copied from the retrieved chunks) or
+        ``external`` (answers read from the file).
+
+    Raises:
+        ConfigError: bad metric or template settings. Failed questions do not raise: they are
+            recorded as failed with their error.
+    """
+    from core.golden.bedrock import read_bedrock_answers
+    from core.metrics.answers import answer_report
+    from core.rag import ExtractiveGenerator, SimpleRAG, generate_answers
+
+    started = time.perf_counter()
+    if getattr(golden, "format", "ragtune") == "bedrock-byoi":
+        answers = read_bedrock_answers(golden.path)
+        generator: dict[str, Any] = {
+            "model_id": answers[0].generator_id if answers else "external", "kind": "external",
+            "k": None, "setup": None, "search": None,
+        }
+        rag_params = None
+    else:
+        if chat_model is None:
+            chat_model = ExtractiveGenerator(embedding_model)
+            kind = "extractive"
+        else:
+            kind = "llm"
+        rag = SimpleRAG(store, chat_model, k=k, search=setup)
+        answers = generate_answers(rag, golden.questions, max_workers=max_workers, on_answer=on_answer)
+        generator = {"model_id": chat_model.model_id, "kind": kind, "k": k, "setup": setup.name,
+                     "search": setup.to_dict()}
+        rag_params = rag.params()
+    generate_s = time.perf_counter() - started
+    report = answer_report(golden.questions, answers, judge=judge).to_dict()
+    report["generator"] = generator
+    report["rag"] = rag_params
+    report.setdefault("timings", {})["generate_s"] = round(generate_s, 3)
+    usage = getattr(chat_model, "usage", None)
+    if usage:
+        report["generator"]["usage"] = dict(usage)
+    return report
