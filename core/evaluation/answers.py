@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +22,8 @@ def evaluate_answers(
     *,
     chat_model: Any = None,
     judge: Any = None,
+    metrics: Sequence[str] | None = None,
+    templates: Mapping[str, str] | None = None,
     k: int = ANSWER_K,
     max_workers: int = 10,
     on_answer: Callable[[int, int], None] | None = None,
@@ -36,6 +38,9 @@ def evaluate_answers(
         setup: the ``SearchSetup`` retrieving the chunks answers are generated from.
         chat_model: a ``ChatModel``; None uses the extractive baseline.
         judge: a ``ChatModel`` judging the answers, or None (unitxt metrics only).
+        metrics: answer metric names (None: the unitxt metrics, plus the judge's with a judge).
+        templates: ``system_message_text`` / ``context_template_text`` / ``user_message_text``
+            overrides for ``SimpleRAG``.
         k: chunks per question given to the generator.
         max_workers: questions answered at once.
         on_answer: progress callback ``(done, total)``.
@@ -69,13 +74,13 @@ def evaluate_answers(
             kind = "extractive"
         else:
             kind = "llm"
-        rag = SimpleRAG(store, chat_model, k=k, search=setup)
+        rag = SimpleRAG(store, chat_model, k=k, search=setup, **dict(templates or {}))
         answers = generate_answers(rag, golden.questions, max_workers=max_workers, on_answer=on_answer)
         generator = {"model_id": chat_model.model_id, "kind": kind, "k": k, "setup": setup.name,
                      "search": setup.to_dict()}
         rag_params = rag.params()
     generate_s = time.perf_counter() - started
-    report = answer_report(golden.questions, answers, judge=judge).to_dict()
+    report = answer_report(golden.questions, answers, judge=judge, metrics=metrics).to_dict()
     report["generator"] = generator
     report["rag"] = rag_params
     report.setdefault("timings", {})["generate_s"] = round(generate_s, 3)

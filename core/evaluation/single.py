@@ -1,0 +1,310 @@
+"""Evaluating one RAG configuration end to end, without repeating work.
+
+``run_single_evaluation(configuration, corpus, golden, context=...)`` chunks the corpus,
+embeds and indexes it (reusing a collection whose indexing parameters match, and the
+embedding cache, so a text is embedded once per model across a whole study), retrieves for
+every question, generates answers and scores retrieval and answers. A configuration already
+evaluated on the same corpus and golden file returns its stored result. A failure is returned
+as a result with ``status="failed"`` and its error, never raised, so a study goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.errors import ConfigError, RagtuneError
+
+logger = logging.getLogger(__name__)
+
+#: The placeholder a parameter takes where it does not apply (see ``core.optimization``).
+NOT_APPLICABLE = (None, "n/a")
+#: Name of the foundation model that needs no language model (see ``core.rag.ExtractiveGenerator``).
+EXTRACTIVE = "extractive"
+#: Rank cut-offs of the retrieval metrics.
+KS = (1, 3, 5, 10)
+
+
+@dataclass
+class Corpus:
+    """Documents loaded once and shared by every evaluation of a study.
+
+    Attributes:
+        docs_dir: the folder they came from.
+        documents: the ``LoadedDocument`` objects.
+        skipped: files that did not load (``SkippedFile``).
+        fingerprint: sha256 over the documents' ids and contents.
+    """
+
+    docs_dir: str
+    documents: list[Any]
+    skipped: list[Any] = field(default_factory=list)
+    fingerprint: str = ""
+
+    @classmethod
+    def load(cls, docs_dir: str | Path) -> "Corpus":
+        """Load every document of ``docs_dir`` (see ``core.documents.load_documents``).
+
+        Raises:
+            DocumentError: the folder is missing or holds no loadable document.
+        """
+        from core.documents import corpus_fingerprint, load_documents
+
+        loaded = load_documents(docs_dir)
+        return cls(str(docs_dir), loaded.documents, loaded.skipped, corpus_fingerprint(loaded.documents))
+
+
+@dataclass
+class EvaluationContext:
+    """What every evaluation of a study shares: models, stores, caches and counters.
+
+    Attributes:
+        out_dir: working folder: ``cache/embeddings.sqlite``, ``milvus.db`` (Milvus Lite) and
+            stored results under ``results/``.
+        embedding_models: embedding model id -> ``EmbeddingModel`` (ids as in the search space).
+        chat_models: foundation model id -> ``ChatModel``; :data:`EXTRACTIVE` needs no entry.
+        vector_store_config: the store's configuration (default Milvus Lite in ``out_dir``).
+        judge: a ``ChatModel`` judging answers, or None.
+        answer_metrics: answer metric names (None: the unitxt metrics, plus the judge's when
+            a judge is given).
+        max_workers: questions answered at once.
+        collections_built: collections created (counter).
+        n_embedded: texts sent to an embedding model (counter, all models).
+    """
+
+    out_dir: Path
+    embedding_models: dict[str, Any]
+    chat_models: dict[str, Any] = field(default_factory=dict)
+    vector_store_config: Any = None
+    judge: Any = None
+    answer_metrics: list[str] | None = None
+    max_workers: int = 10
+    collections_built: int = 0
+    n_embedded: int = 0
+    _cache: Any = None
+    _cached_models: dict[str, Any] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def embedding_model(self, model_id: str) -> Any:
+        """The cached (``CachedEmbeddingModel``) embedding model ``model_id``.
+
+        Raises:
+            ConfigError: no such model is configured.
+        """
+        from core.models import CachedEmbeddingModel, EmbeddingCache
+
+        with self._lock:
+            if model_id not in self._cached_models:
+                if model_id not in self.embedding_models:
+                    known = ", ".join(sorted(self.embedding_models)) or "none"
+                    raise ConfigError(f"embedding model {model_id!r} is not configured (configured: {known})")
+                if self._cache is None:
+                    self._cache = EmbeddingCache(Path(self.out_dir) / "cache" / "embeddings.sqlite")
+                self._cached_models[model_id] = CachedEmbeddingModel(self.embedding_models[model_id], self._cache)
+            return self._cached_models[model_id]
+
+    def store_config(self) -> Any:
+        """The vector store configuration (Milvus Lite in ``out_dir/milvus.db`` by default)."""
+        from core.vectorstores import MilvusLiteConfig
+
+        return self.vector_store_config or MilvusLiteConfig(str(Path(self.out_dir) / "milvus.db"))
+
+
+def _applies(value: Any) -> bool:
+    return value not in NOT_APPLICABLE
+
+
+def configuration_key(configuration: Mapping[str, Any]) -> str:
+    """First 16 hex digits of the sha256 of the configuration's canonical JSON (sorted keys)."""
+    canonical = json.dumps(dict(configuration), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: str) -> Path:
+    scope = hashlib.sha256(f"{corpus.fingerprint}\0{golden.sha256}".encode()).hexdigest()[:16]
+    return Path(context.out_dir) / "results" / scope / f"{key}.json"
+
+
+def _search_setup(configuration: Mapping[str, Any]) -> Any:
+    from core.vectorstores import SearchSetup
+
+    mode = configuration.get("search_mode", "vector")
+    strategy = configuration.get("ranker_strategy")
+    kwargs: dict[str, Any] = {}
+    if mode == "hybrid":
+        kwargs["ranker_strategy"] = strategy if _applies(strategy) else "rrf"
+        if _applies(configuration.get("ranker_k")):
+            kwargs["ranker_k"] = int(configuration["ranker_k"])
+        if _applies(configuration.get("ranker_alpha")):
+            kwargs["ranker_alpha"] = float(configuration["ranker_alpha"])
+    return SearchSetup(mode, **kwargs)
+
+
+def _chunker(configuration: Mapping[str, Any]) -> Any:
+    from core.chunking import get_chunker
+
+    method = configuration.get("chunking_method", "recursive")
+    size = int(configuration.get("chunk_size", 256))
+    overlap = configuration.get("chunk_overlap")
+    return get_chunker(method, size, int(overlap) if _applies(overlap) else 0)
+
+
+def _generator(configuration: Mapping[str, Any], context: EvaluationContext) -> Any:
+    """The configuration's chat model; None for the extractive baseline (``evaluate_answers``
+    builds it on the embedding model)."""
+    name = str(configuration.get("foundation_model", EXTRACTIVE))
+    if name == EXTRACTIVE:
+        return None
+    if name not in context.chat_models:
+        known = ", ".join(sorted([EXTRACTIVE, *context.chat_models]))
+        raise ConfigError(f"foundation model {name!r} is not configured (configured: {known})")
+    return context.chat_models[name]
+
+
+def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext) -> bool:
+    """Fill ``store`` with ``chunks`` unless it already holds them; True when reused."""
+    if store.exists() and store.count() == len(chunks):
+        return True
+    store.delete_collection()
+    before = model.n_embedded
+    for i in range(0, len(chunks), 256):
+        batch = chunks[i : i + 256]
+        store.add_documents(batch, vectors=model.embed_documents([c.text for c in batch]))
+    store.flush()
+    with context._lock:
+        context.collections_built += 1
+        context.n_embedded += model.n_embedded - before
+    return False
+
+
+def run_single_evaluation(
+    configuration: Mapping[str, Any],
+    corpus: Corpus,
+    golden: Any,
+    *,
+    context: EvaluationContext,
+    use_stored: bool = True,
+) -> dict[str, Any]:
+    """Evaluate one configuration end to end.
+
+    Args:
+        configuration: parameter name -> value (see ``core.optimization`` for the names:
+            ``chunking_method``, ``chunk_size``, ``chunk_overlap``, ``embedding_model``,
+            ``number_of_chunks``, ``search_mode``, ``ranker_strategy``, ``ranker_k``,
+            ``ranker_alpha``, ``foundation_model``, ``system_message_text``,
+            ``context_template_text``, ``user_message_text``); parameters that do not apply
+            hold ``None`` or ``"n/a"``.
+        corpus: the loaded documents.
+        golden: the ``GoldenSet``.
+        context: models, store and caches shared by the study.
+        use_stored: return the stored result when this configuration was already evaluated
+            successfully on the same corpus and golden file.
+
+    Returns:
+        ``{key, configuration, status ("ok" | "failed"), error, stored (bool), metrics{name:
+        mean}, retrieval{grain: aggregate}, rank_grain, answers (answer report), collection,
+        collection_reused, n_embedded, timings{index_s, retrieve_s, answers_s, total_s}}``.
+        ``metrics`` holds the retrieval means at the finest labelled grain (``recall@5``,
+        ``mrr``, ...) and the answer metric means (``unitxt.answer_correctness``, ...); a
+        metric with no scorable question is absent, never NaN.
+    """
+    from core.evaluation.retrieval import choose_rank_grain
+    from core.metrics.retrieval import GRAINS, evaluate_rankings
+    from core.vectorstores import collection_name_for, get_vector_store
+
+    configuration = dict(configuration)
+    key = configuration_key(configuration)
+    path = _result_path(context, corpus, golden, key)
+    if use_stored and path.is_file():
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored["stored"] = True
+            return stored
+        except (OSError, ValueError):
+            logger.warning("stored result %s is unreadable; evaluating again", path)
+
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    result: dict[str, Any] = {
+        "key": key, "configuration": configuration, "status": "failed", "error": None, "stored": False,
+        "metrics": {}, "retrieval": {}, "rank_grain": None, "answers": None, "collection": None,
+        "collection_reused": None, "n_embedded": 0, "timings": timings,
+    }
+    try:
+        chunker = _chunker(configuration)
+        model = context.embedding_model(str(configuration.get("embedding_model")))
+        chunks = [c for doc in corpus.documents for c in chunker.chunk([doc])]
+        if not chunks:
+            raise ConfigError("the corpus gave no chunks")
+        collection = collection_name_for({
+            "corpus": corpus.fingerprint, "chunking": {"method": chunker.name, **chunker.params()},
+            "embedding_model": model.model_id,
+        })
+        result["collection"] = collection
+        store = get_vector_store(model, context.store_config(), collection)
+        try:
+            t0 = time.perf_counter()
+            before = model.n_embedded
+            result["collection_reused"] = _index(store, chunks, model, context)
+            result["n_embedded"] = model.n_embedded - before
+            timings["index_s"] = round(time.perf_counter() - t0, 3)
+
+            setup = _search_setup(configuration)
+            k = int(configuration.get("number_of_chunks", 5))
+            t0 = time.perf_counter()
+            rankings = {q.id: [h.chunk for h in store.search(q.question, k=k, **setup.to_dict())]
+                        for q in golden.questions}
+            timings["retrieve_s"] = round(time.perf_counter() - t0, 3)
+            grains = evaluate_rankings(golden.questions, rankings, grains=GRAINS, ks=KS)
+            rank_grain = choose_rank_grain(golden.questions)
+            result["rank_grain"] = rank_grain
+            result["retrieval"] = {g: r.aggregate.to_dict() for g, r in grains.items()}
+            result["metrics"].update(grains[rank_grain].aggregate.means)
+
+            t0 = time.perf_counter()
+            generator = _generator(configuration, context)
+            answers = _answers(store, model, golden, setup, generator, configuration, context, k)
+            timings["answers_s"] = round(time.perf_counter() - t0, 3)
+            result["answers"] = answers
+            for m in answers["metrics"]:
+                if m["scores"]["mean"] is not None:
+                    result["metrics"][m["name"]] = m["scores"]["mean"]
+        finally:
+            store.close()
+        result["status"] = "ok"
+    except (RagtuneError, OSError, ValueError) as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        logger.warning("configuration %s failed: %s", key, result["error"])
+    except Exception as exc:  # an evaluation must never take the study down with it
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        logger.error("configuration %s failed unexpectedly:\n%s", key, traceback.format_exc())
+    timings["total_s"] = round(time.perf_counter() - started, 3)
+    if result["status"] == "ok":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(result, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+        tmp.replace(path)
+    return result
+
+
+def _answers(store: Any, model: Any, golden: Any, setup: Any, generator: Any, configuration: Mapping[str, Any],
+             context: EvaluationContext, k: int) -> dict[str, Any]:
+    """Generate and score the answers with the configuration's generator and prompt templates."""
+    from core.evaluation.answers import evaluate_answers
+
+    templates = {
+        name: configuration[name]
+        for name in ("system_message_text", "context_template_text", "user_message_text")
+        if _applies(configuration.get(name))
+    }
+    return evaluate_answers(
+        store, model, golden, setup, chat_model=generator, judge=context.judge, metrics=context.answer_metrics,
+        templates=templates, k=k, max_workers=context.max_workers,
+    )

@@ -1,0 +1,154 @@
+"""Progress events of an experiment, as IBM ai4rag publishes them.
+
+An :class:`EventHandler` hears ``on_status_change(level, message, step)`` while the experiment
+runs and ``on_pattern_creation(payload, evaluation_results)`` once per evaluated configuration
+("pattern"). Payloads follow ai4rag's shape: ``name``, ``iteration``, ``max_combinations``,
+``duration_seconds``, ``evaluation.metrics[...]`` and ``settings{chunking, embedding,
+retrieval, generation, vector_store}``.
+
+References:
+    IBM ai4rag, event handler and pattern payload:
+    https://github.com/IBM/ai4rag (``ai4rag/core/experiment``, ``on_pattern_creation``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class EventHandler(Protocol):
+    """Receives an experiment's progress."""
+
+    def on_status_change(self, level: str, message: str, step: str | None = None) -> None:
+        """A status line: ``level`` is ``"info"``, ``"warning"`` or ``"error"``; ``step`` names
+        the phase (``"preselection"``, ``"random"``, ``"model"``, ``"evaluation"``, ``"done"``)."""
+        ...
+
+    def on_pattern_creation(self, payload: Mapping[str, Any], evaluation_results: Sequence[Mapping[str, Any]]) -> None:
+        """One configuration was evaluated: its payload and per-question records."""
+        ...
+
+
+def pattern_payload(
+    result: Mapping[str, Any], *, iteration: int, max_combinations: int, vector_store: str, objective: str
+) -> dict[str, Any]:
+    """Build ai4rag's pattern payload from a ``run_single_evaluation`` result.
+
+    Args:
+        result: the evaluation result.
+        iteration: 1-based number of the evaluation in the experiment.
+        max_combinations: the number of valid configurations of the search space.
+        vector_store: the backend's name (``milvus-lite``, ``milvus``, ``pgvector``).
+        objective: the objective metric's name.
+
+    Returns:
+        ``{name, iteration, max_combinations, duration_seconds, status, error, objective,
+        evaluation{metrics[{name, evaluator, scores{mean, ci_low, ci_high}}]}, settings{chunking,
+        embedding, retrieval, generation, vector_store}}``.
+    """
+    cfg = result.get("configuration", {})
+    answers = result.get("answers") or {}
+    metrics = [
+        {"name": name, "evaluator": "retrieval", "scores": {"mean": value, "ci_low": None, "ci_high": None}}
+        for name, value in result.get("metrics", {}).items() if "." not in name
+    ] + [
+        {"name": m["name"], "evaluator": m["evaluator"], "scores": m["scores"]} for m in answers.get("metrics", [])
+    ]
+    return {
+        "name": f"pattern{iteration}",
+        "key": result.get("key"),
+        "iteration": iteration,
+        "max_combinations": max_combinations,
+        "duration_seconds": result.get("timings", {}).get("total_s"),
+        "status": result.get("status"),
+        "error": result.get("error"),
+        "objective": {"name": objective, "value": result.get("metrics", {}).get(objective)},
+        "evaluation": {"metrics": metrics},
+        "settings": {
+            "chunking": {k: cfg.get(k) for k in ("chunking_method", "chunk_size", "chunk_overlap")},
+            "embedding": {"model_id": cfg.get("embedding_model")},
+            "retrieval": {k: cfg.get(k) for k in ("search_mode", "ranker_strategy", "ranker_k", "ranker_alpha",
+                                                  "number_of_chunks")},
+            "generation": {"model_id": cfg.get("foundation_model"),
+                           **{k: cfg.get(k) for k in ("system_message_text", "context_template_text",
+                                                      "user_message_text") if k in cfg}},
+            "vector_store": {"backend": vector_store, "collection": result.get("collection")},
+        },
+    }
+
+
+class LoggingHandler:
+    """Writes status lines to ``logging`` (patterns at debug level)."""
+
+    def on_status_change(self, level: str, message: str, step: str | None = None) -> None:
+        """Log ``message`` at ``level``."""
+        logger.log(getattr(logging, level.upper(), logging.INFO), "%s%s", f"[{step}] " if step else "", message)
+
+    def on_pattern_creation(self, payload: Mapping[str, Any], evaluation_results: Sequence[Mapping[str, Any]]) -> None:
+        """Log the pattern's name and objective."""
+        logger.debug("%s: %s", payload.get("name"), payload.get("objective"))
+
+
+class ProgressBarHandler:
+    """A tqdm progress bar over the planned evaluations, with the best score so far.
+
+    Args:
+        total: planned evaluations.
+        objective: the objective metric's name.
+        enabled: False hides the bar (it also hides itself when stderr is no terminal).
+    """
+
+    def __init__(self, total: int, objective: str, *, enabled: bool = True) -> None:
+        from tqdm.auto import tqdm
+
+        self.objective = objective
+        self.best: float | None = None
+        self.bar = tqdm(total=total, desc="optimizing", unit="eval", disable=None if enabled else True, dynamic_ncols=True)
+
+    def on_status_change(self, level: str, message: str, step: str | None = None) -> None:
+        """Show warnings and errors above the bar."""
+        if level in ("warning", "error"):
+            self.bar.write(f"{level}: {message}")
+
+    def on_pattern_creation(self, payload: Mapping[str, Any], evaluation_results: Sequence[Mapping[str, Any]]) -> None:
+        """Advance the bar and show the best objective value so far."""
+        value = payload.get("objective", {}).get("value")
+        if value is not None and (self.best is None or value > self.best):
+            self.best = value
+        self.bar.update(1)
+        if self.best is not None:
+            self.bar.set_postfix({self.objective: f"{self.best:.3f}"})
+
+    def close(self) -> None:
+        """Close the bar."""
+        self.bar.close()
+
+
+class PatternFileHandler:
+    """Writes each pattern as ``<folder>/<name>.json`` (payload and per-question records),
+    atomically.
+
+    Args:
+        folder: where the files go (created).
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    def on_status_change(self, level: str, message: str, step: str | None = None) -> None:
+        """Status lines are not written."""
+
+    def on_pattern_creation(self, payload: Mapping[str, Any], evaluation_results: Sequence[Mapping[str, Any]]) -> None:
+        """Write ``{"payload": ..., "evaluation_results": [...]}`` to ``<name>.json``."""
+        from core.reports import LocalFiles
+
+        data = {"payload": dict(payload), "evaluation_results": list(evaluation_results)}
+        LocalFiles(self.folder).write_bytes(
+            f"{payload['name']}.json", json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8")
+        )
