@@ -1,0 +1,71 @@
+"""run_single_evaluation on squad-mini with the real local model and Milvus Lite: metrics,
+stored results, collection reuse and the embedding cache, measured by counters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.evaluation.single import Corpus, EvaluationContext, configuration_key, run_single_evaluation
+from core.golden import read_golden
+from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+BASE = {
+    "chunking_method": "recursive", "chunk_size": 128, "chunk_overlap": 32, "embedding_model": LOCAL_MODEL_ID,
+    "number_of_chunks": 3, "search_mode": "hybrid", "ranker_strategy": "rrf", "ranker_k": 60,
+    "ranker_alpha": "n/a", "foundation_model": "extractive",
+}
+
+
+@pytest.fixture(scope="module")
+def setting(squad_dir, tmp_path_factory):
+    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:20]
+    golden_path = tmp_path_factory.mktemp("g") / "golden.jsonl"
+    golden_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus = Corpus.load(squad_dir / "docs")
+    context = EvaluationContext(out_dir=tmp_path_factory.mktemp("out"),
+                                embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()})
+    return corpus, read_golden(golden_path), context
+
+
+def test_one_configuration_end_to_end(setting):
+    corpus, golden, context = setting
+    result = run_single_evaluation(BASE, corpus, golden, context=context)
+    assert result["status"] == "ok" and result["error"] is None and result["stored"] is False
+    assert result["key"] == configuration_key(BASE)
+    assert result["collection_reused"] is False and context.collections_built == 1
+    assert result["n_embedded"] > 0
+    m = result["metrics"]
+    # retrieval at the ranking grain over k = number_of_chunks = 3 results: recall@5 and @10
+    # see the same 3 results as recall@3
+    assert m["recall@3"] == m["recall@5"] == m["recall@10"]
+    assert 0.5 <= m["recall@3"] <= 1.0
+    for name in ("unitxt.faithfulness", "unitxt.answer_correctness", "unitxt.context_correctness"):
+        assert 0.0 <= m[name] <= 1.0
+    assert result["answers"]["generator"]["kind"] == "extractive"
+    json.dumps(result, allow_nan=False)
+
+
+def test_stored_result_and_reused_collection(setting):
+    corpus, golden, context = setting
+    first = run_single_evaluation(BASE, corpus, golden, context=context)
+    built, embedded = context.collections_built, context.n_embedded
+    again = run_single_evaluation(BASE, corpus, golden, context=context)
+    assert again["stored"] is True and again["metrics"] == first["metrics"]
+    # another search setup on the same chunks: same collection, nothing embedded
+    other = run_single_evaluation(dict(BASE, search_mode="vector", ranker_strategy="n/a", ranker_k="n/a",
+                                       number_of_chunks=5), corpus, golden, context=context)
+    assert other["status"] == "ok" and other["collection_reused"] is True and other["n_embedded"] == 0
+    assert other["collection"] == first["collection"]
+    assert (context.collections_built, context.n_embedded) == (built, embedded)
+
+
+def test_a_failure_is_recorded_not_raised(setting):
+    corpus, golden, context = setting
+    bad = run_single_evaluation(dict(BASE, embedding_model="no-such-model"), corpus, golden, context=context)
+    assert bad["status"] == "failed" and "no-such-model" in bad["error"] and bad["metrics"] == {}
+    overlap = run_single_evaluation(dict(BASE, chunk_overlap=128), corpus, golden, context=context)
+    assert overlap["status"] == "failed" and "overlap" in overlap["error"]
