@@ -11,11 +11,13 @@ One process, one corpus, the same vectors for every backend:
 
    * insert throughput in chunks/s: ``add_documents(chunks, vectors=...)`` then ``flush()``;
    * search latency p50 / p95 in ms over the golden questions, for ``vector`` and for
-     ``hybrid`` with RRF (k = 60), ``k = 10``; one untimed search per mode first. Queries are
-     looked up in memory, so the latency is the store's alone (no model, no cache);
+     ``hybrid`` with RRF (k = 60), ``k = 10``; one untimed search per backend and mode first,
+     then the backends take turns question by question. Queries are looked up in memory, so
+     the latency is the store's alone (no model, no cache);
    * ``recall@10`` of the vector search against exact brute-force cosine search with numpy on
      the same vectors: the fraction of the exact top 10 chunk ids the store returns, averaged
-     over the questions (1.0 = exact).
+     over the questions (1.0 = exact; chunks tied with the 10th count, see
+     :func:`recall_against_exact`).
 
 It prints one table and the ratio of each backend's numbers to Milvus Lite's (insert: higher is
 faster; latency: lower is faster). Collections are dropped at the end.
@@ -39,7 +41,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 from urllib.parse import urlparse
 
 import numpy as np
@@ -66,6 +68,8 @@ DEFAULT_CACHE = Path(tempfile.gettempdir()) / "ragtune-bench" / "embeddings.sqli
 TOP_K = 10
 #: Chunking of the benchmark (method, chunk size in tokens, overlap in tokens).
 CHUNKING = ("recursive", 256, 32)
+#: Score difference under which a chunk counts as tied with the exact k-th (float32 rounding).
+TIE_TOLERANCE = 1e-5
 
 
 class LookupEmbeddingModel:
@@ -184,93 +188,124 @@ def _percentile_ms(latencies_s: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(latencies_s, dtype=np.float64), q)) * 1000.0
 
 
-def _timed_searches(search: Callable[[str], Any], questions: Sequence[str]) -> tuple[list[float], list[Any]]:
-    """Run ``search`` once untimed (cold start), then once per question.
-
-    Returns:
-        ``(latencies in s, results)``, one of each per question.
-    """
-    search(questions[0])
-    latencies, results = [], []
-    for q in questions:
-        start = time.perf_counter()
-        results.append(search(q))
-        latencies.append(time.perf_counter() - start)
-    return latencies, results
-
-
-def exact_top_ids(chunk_vectors: np.ndarray, chunk_ids: Sequence[str], query_vectors: np.ndarray, k: int) -> list[list[str]]:
-    """Exact cosine top-``k`` chunk ids per query, by brute force.
+def exact_scores(chunk_vectors: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
+    """Exact cosine similarities of every query with every chunk, by brute force.
 
     Args:
         chunk_vectors: float32 ``(n_chunks, dim)``.
-        chunk_ids: the ``n_chunks`` ids, in the rows' order.
         query_vectors: float32 ``(n_queries, dim)``.
-        k: results per query.
 
     Returns:
-        ``n_queries`` lists of ``k`` ids, most similar first (rows are L2-normalised here, so
-        the dot product is the cosine similarity).
+        float64 ``(n_queries, n_chunks)`` in [-1, 1] (rows are L2-normalised here first; a zero
+        row stays zero).
     """
     def unit(m: np.ndarray) -> np.ndarray:
         m = np.asarray(m, dtype=np.float64)
         return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
 
-    scores = unit(query_vectors) @ unit(chunk_vectors).T  # (n_queries, n_chunks)
-    top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    return [[chunk_ids[j] for j in row] for row in top]
+    return unit(query_vectors) @ unit(chunk_vectors).T
+
+
+def recall_against_exact(returned_ids: Sequence[str], scores: np.ndarray, index: dict[str, int], k: int) -> float:
+    """Fraction of the exact top ``k`` that a search returned, in [0, 1].
+
+    A returned chunk counts when its exact score reaches the exact ``k``-th score (less
+    :data:`TIE_TOLERANCE`), so chunks tied with the ``k``-th (identical texts in several
+    documents have identical vectors) count whichever of them a store returns.
+
+    Args:
+        returned_ids: the chunk ids the store returned (at most ``k``, distinct).
+        scores: float ``(n_chunks,)``, the query's exact cosine similarities.
+        index: chunk id -> column of ``scores``.
+        k: the cut-off.
+
+    Returns:
+        ``min(k, counted) / k``; 1.0 when the search is exact.
+    """
+    kth = float(np.partition(scores, -k)[-k])
+    counted = sum(1 for i in dict.fromkeys(returned_ids) if scores[index[i]] >= kth - TIE_TOLERANCE)
+    return min(k, counted) / k
 
 
 def measure(
-    name: str,
-    config: Any,
+    configs: Sequence[tuple[str, Any]],
     model: LookupEmbeddingModel,
     chunks: Sequence[Any],
     vectors: np.ndarray,
     questions: Sequence[str],
-    exact: Sequence[Sequence[str]],
-) -> BackendResult:
-    """Fill a new collection on one backend, time it and its searches, then drop it.
+    scores: np.ndarray,
+) -> list[BackendResult]:
+    """Fill a new collection on each backend, time the inserts and the searches, then drop them.
+
+    Inserts run one backend after the other. Searches are interleaved: for each mode and each
+    question, every backend searches once in turn (after one untimed search per backend and
+    mode), so a change of machine load during the run falls on all backends alike.
 
     Args:
-        name: the backend's name in the table.
-        config: its configuration (``MilvusLiteConfig``, ``MilvusConfig``, ``PGVectorConfig``).
+        configs: ``(name, configuration)`` per backend (``MilvusLiteConfig``, ``MilvusConfig``,
+            ``PGVectorConfig``).
         model: answers the questions' vectors.
         chunks: the chunks to insert.
         vectors: float32 ``(len(chunks), dim)``, their vectors.
         questions: the question texts searched.
-        exact: per question, the exact top :data:`TOP_K` chunk ids.
+        scores: float ``(len(questions), len(chunks))``, exact cosine similarities.
+
+    Returns:
+        One :class:`BackendResult` per backend, in the order of ``configs``.
 
     Raises:
-        RuntimeError: the collection holds a different number of chunks than were inserted.
+        RuntimeError: a collection holds a different number of chunks than were inserted.
     """
-    store = get_vector_store(model, config, new_collection_name(prefix="ragtune_bench"))
+    stores = []
+    insert_s: list[float] = []
+    latencies: dict[str, list[list[float]]] = {"vector": [], "hybrid": []}
+    recalls: list[list[float]] = [[] for _ in configs]
+    index = {c.chunk_id: i for i, c in enumerate(chunks)}
     try:
-        store.exists()  # connect (and start Milvus Lite) outside the timing
-        start = time.perf_counter()
-        store.add_documents(chunks, vectors=vectors)
-        store.flush()
-        insert_s = time.perf_counter() - start
-        if store.count() != len(chunks):
-            raise RuntimeError(f"{name}: collection holds {store.count()} chunks; {len(chunks)} were inserted")
-        vec_lat, vec_hits = _timed_searches(lambda q: store.search(q, k=TOP_K, search_mode="vector"), questions)
-        hyb_lat, _ = _timed_searches(
-            lambda q: store.search(q, k=TOP_K, search_mode="hybrid", ranker_strategy="rrf", ranker_k=60), questions
-        )
+        for name, config in configs:
+            store = get_vector_store(model, config, new_collection_name(prefix="ragtune_bench"))
+            store.exists()  # connect (and start Milvus Lite) outside the timing
+            stores.append(store)
+            start = time.perf_counter()
+            store.add_documents(chunks, vectors=vectors)
+            store.flush()
+            insert_s.append(time.perf_counter() - start)
+            if store.count() != len(chunks):
+                raise RuntimeError(f"{name}: collection holds {store.count()} chunks; {len(chunks)} were inserted")
+        settings = {"vector": {"search_mode": "vector"},
+                    "hybrid": {"search_mode": "hybrid", "ranker_strategy": "rrf", "ranker_k": 60}}
+        for mode, kwargs in settings.items():
+            latencies[mode] = [[] for _ in stores]
+            for store in stores:
+                store.search(questions[0], k=TOP_K, **kwargs)  # cold start, untimed
+            for qi, question in enumerate(questions):
+                for si, store in enumerate(stores):
+                    start = time.perf_counter()
+                    hits = store.search(question, k=TOP_K, **kwargs)
+                    latencies[mode][si].append(time.perf_counter() - start)
+                    if mode == "vector":
+                        recalls[si].append(
+                            recall_against_exact([h.chunk.chunk_id for h in hits], scores[qi], index, TOP_K)
+                        )
     finally:
-        try:
-            store.delete_collection()
-        finally:
-            store.close()
-    recall = float(np.mean([
-        len({h.chunk.chunk_id for h in hits} & set(ids)) / len(ids) for hits, ids in zip(vec_hits, exact)
-    ]))
-    return BackendResult(
-        name=name, insert_chunks_per_s=len(chunks) / insert_s,
-        vector_p50_ms=_percentile_ms(vec_lat, 50), vector_p95_ms=_percentile_ms(vec_lat, 95),
-        hybrid_p50_ms=_percentile_ms(hyb_lat, 50), hybrid_p95_ms=_percentile_ms(hyb_lat, 95),
-        recall_at_10=recall,
-    )
+        for store in stores:  # drop every collection, even when one drop fails
+            try:
+                store.delete_collection()
+            except Exception as exc:  # pymilvus and psycopg raise their own types
+                print(f"could not drop collection {store.collection_name}: {exc}", file=sys.stderr)
+            finally:
+                store.close()
+    return [
+        BackendResult(
+            name=name, insert_chunks_per_s=len(chunks) / insert_s[si],
+            vector_p50_ms=_percentile_ms(latencies["vector"][si], 50),
+            vector_p95_ms=_percentile_ms(latencies["vector"][si], 95),
+            hybrid_p50_ms=_percentile_ms(latencies["hybrid"][si], 50),
+            hybrid_p95_ms=_percentile_ms(latencies["hybrid"][si], 95),
+            recall_at_10=float(np.mean(recalls[si])),
+        )
+        for si, (name, _config) in enumerate(configs)
+    ]
 
 
 # ------------------------------------------------------------------------------------- output
@@ -313,7 +348,7 @@ def main() -> int:
     cache.close()
     prep_s = time.perf_counter() - t0
     lookup = LookupEmbeddingModel(model.model_id, dict(zip(questions, question_vectors)))
-    exact = exact_top_ids(chunk_vectors, [c.chunk_id for c in chunks], question_vectors, TOP_K)
+    scores = exact_scores(chunk_vectors, question_vectors)
     print(f"corpus {args.docs}: {len(chunks)} chunks ({'/'.join(map(str, CHUNKING))}), {len(questions)} questions, "
           f"{chunk_vectors.shape[1]}-dim vectors; embedded {model.n_embedded} texts, {model.n_cache_hits} from the "
           f"cache {args.cache} ({prep_s:.1f} s loading, chunking and embedding)")
@@ -327,8 +362,7 @@ def main() -> int:
                 ("milvus", MilvusConfig(uri=milvus_uri(started))),
                 ("pgvector", PGVectorConfig(dsn=postgres_dsn(started))),
             ]
-            for name, config in backends:
-                results.append(measure(name, config, lookup, chunks, chunk_vectors, questions, exact))
+            results = measure(backends, lookup, chunks, chunk_vectors, questions, scores)
     finally:
         for script in reversed(started):
             _run_script(script, "stop")

@@ -141,6 +141,8 @@ def _vector_doc_metrics(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_each_backend_ran_on_the_same_index(reports):
+    """Every run used its own backend, the same chunks and collection name, scored every
+    question, and the server runs embedded nothing (their vectors came from the seeded cache)."""
     assert {b: r["indexing"]["vector_store"] for b, r in reports.items()} == {
         "milvus-lite": "milvus-lite", "milvus-server": "milvus", "pgvector": "pgvector",
     }
