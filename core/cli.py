@@ -209,6 +209,90 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_experiment(report: dict[str, Any], most: int = 20) -> str:
+    """Return an experiment report as text: the leaderboard (score with its interval, key
+    parameters, duration), the best configuration, and what the search cost."""
+    lines = []
+    g, sp, opt = report["golden"], report["space"], report["optimizer"]
+    lines.append(f"experiment {report['experiment_id']}: {g['n_questions']} questions, {report['corpus']['n_documents']} "
+                 f"documents; {sp['n_valid']} valid configurations; optimizer {opt['name']} (seed {opt['seed']}, "
+                 f"up to {opt['max_evals']} evaluations); objective {report['objective']}")
+    header = (f"{'rank':>4} {'score':>6} {'95% CI':>13} {'chunking':<10} {'size':>5} {'overlap':>7} {'k':>3} "
+              f"{'search':<22} {'generator':<11} {'seconds':>8}")
+    lines += ["", header, "-" * len(header)]
+    for row in report["leaderboard"][:most]:
+        p = row["parameters"]
+        search = p.get("search_mode") or "-"
+        if search == "hybrid":
+            search += f"-{p.get('ranker_strategy')}"
+            if p.get("ranker_strategy") == "weighted":
+                search += f"-a{p.get('ranker_alpha')}"
+        ci = f"{_fmt(row['ci_low'])}-{_fmt(row['ci_high'])}" if row["ci_low"] is not None else "-"
+        rank = "-" if row["rank"] is None else str(row["rank"])
+        score = "failed" if row["status"] == "failed" else _fmt(row["score"])
+        overlap = "-" if p.get("chunk_overlap") is None else str(p.get("chunk_overlap"))
+        gen = str(p.get("foundation_model"))[:11]
+        dur = "-" if row["duration_s"] is None else f"{row['duration_s']:.1f}"
+        lines.append(f"{rank:>4} {score:>6} {ci:>13} {str(p.get('chunking_method')):<10} {str(p.get('chunk_size')):>5} "
+                     f"{overlap:>7} {str(p.get('number_of_chunks')):>3} {search:<22} {gen:<11} {dur:>8}")
+        if row["status"] == "failed":
+            lines.append(f"{'':>4} error: {row['error']}")
+    if len(report["leaderboard"]) > most:
+        lines.append(f"... {len(report['leaderboard']) - most} more in the report")
+    best = report.get("best")
+    c = report["counts"]
+    lines.append("")
+    if best:
+        params = {k: v for k, v in best["configuration"].items() if not k.endswith("_text") and v is not None}
+        lines.append(f"best: {report['objective']} = {best['score']:.3f} with {json.dumps(params)}")
+    else:
+        lines.append("best: none (every evaluation failed)")
+    lines.append(f"cost: {c['evaluations']} evaluations ({c['failed']} failed, {c['stored']} from stored results), "
+                 f"{c['collections_built']} collections built, {c['texts_embedded']} texts embedded; "
+                 f"{report['timings_s']['total_s']:.0f} s")
+    if report.get("location"):
+        lines.append(f"report: {report['location']}")
+    return "\n".join(lines)
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    """``ragtune optimize``: search the space of RAG configurations and write the experiment report."""
+    from core.optimization.events import LoggingHandler, ProgressBarHandler
+    from core.optimization.runner import ExperimentOptions, run_experiment
+    from core.optimization.space import parse_overrides
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    embedding = settings.embedding_model()
+    chat = settings.chat_model()
+    options = ExperimentOptions(
+        optimizer=args.optimizer, max_evals=args.max_evals, objective=args.metric, seed=args.seed,
+        space_file=args.space, overrides=parse_overrides(args.set or []), experiment_id=args.resume,
+        show_progress=not args.json,
+    )
+    handlers: list[Any] = [LoggingHandler()]
+    bar = None
+    if not args.json:
+        bar = ProgressBarHandler(args.max_evals or 0, args.metric or "objective")
+        handlers.append(bar)
+    try:
+        report = run_experiment(
+            args.docs, args.golden, out_dir=out, embedding_models={embedding.model_id: embedding},
+            chat_models={chat.model_id: chat} if chat is not None else None,
+            judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
+            options=options, handlers=handlers,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_experiment(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
@@ -239,6 +323,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("optimize", help="search the space of RAG configurations (random phase, then a GAM surrogate)")
+    p.add_argument("--docs", required=True, help="folder of documents")
+    p.add_argument("--golden", required=True, help="golden JSONL file (native or Amazon Bedrock)")
+    p.add_argument("--space", help="JSON or YAML file narrowing or widening the default search space")
+    p.add_argument("--set", action="append", metavar="NAME=V1,V2",
+                   help="override one parameter's values, e.g. --set chunk_size=128,256 (repeatable)")
+    p.add_argument("--max-evals", type=int, default=12, help="most configurations to evaluate (default 12)")
+    p.add_argument("--optimizer", choices=["gam", "random"], default="gam")
+    p.add_argument("--metric", help="objective (default unitxt.answer_correctness, or mrr without reference answers)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--judge", metavar="MODEL", help="judge answers with this chat model")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
+    p.add_argument("--resume", metavar="EXPERIMENT_ID", help="continue a stopped experiment")
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_optimize)
 
     p = sub.add_parser("report", help="print a stored retrieval report")
     p.add_argument("run", nargs="?", default="latest", help="run id, or 'latest' (default)")

@@ -76,7 +76,9 @@ class EvaluationContext:
             a judge is given).
         max_workers: questions answered at once.
         collections_built: collections created (counter).
-        n_embedded: texts sent to an embedding model (counter, all models).
+        n_embedded: chunk texts sent to an embedding model while indexing (counter, all
+            models; questions and the extractive baseline's sentences are counted by each
+            cached model's own ``n_embedded``).
     """
 
     out_dir: Path

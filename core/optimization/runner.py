@@ -1,0 +1,277 @@
+"""The local experiment runner: one process drives a :class:`~core.optimization.study.Study`.
+
+It loads the corpus and the golden file once, then loops: ``study.ask`` -> evaluate each
+configuration with ``run_single_evaluation`` -> ``study.tell``, publishing events and saving
+the study's state after every evaluation (``experiments/<id>/study.json``), so a stopped
+experiment resumes where it stopped. It ends by writing the experiment report
+(``experiments/<id>/report.json``): a leaderboard of every configuration tried, the best one,
+and what it cost (evaluations, collections built, texts embedded).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from core.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+#: Version of the experiment report's JSON layout.
+EXPERIMENT_SCHEMA_VERSION = "1.0"
+#: The default objective when the golden file has reference answers, else the retrieval one.
+DEFAULT_ANSWER_OBJECTIVE = "unitxt.answer_correctness"
+DEFAULT_RETRIEVAL_OBJECTIVE = "mrr"
+
+
+@dataclass
+class ExperimentOptions:
+    """Settings of one experiment.
+
+    Attributes:
+        optimizer: ``"gam"`` (random phase, then a GAM surrogate) or ``"random"``.
+        max_evals: the most configurations to evaluate (None: the whole valid space).
+        objective: the metric maximised (None: ``unitxt.answer_correctness`` when questions
+            have reference answers, else ``mrr``).
+        seed: the study's seed; the same seed on the same data gives the same sequence.
+        n_random_nodes: configurations of the GAM's random phase (at least enough to try every
+            categorical value once).
+        evals_per_trial: configurations evaluated per GAM round.
+        space_file: a JSON or YAML file narrowing or widening the default space.
+        overrides: ``name -> values`` overrides applied last (from ``--set``).
+        experiment_id: resume this experiment (its ``study.json``) instead of starting anew.
+        show_progress: show a progress bar.
+    """
+
+    optimizer: str = "gam"
+    max_evals: int | None = 12
+    objective: str | None = None
+    seed: int = 0
+    n_random_nodes: int = 4
+    evals_per_trial: int = 1
+    space_file: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    experiment_id: str | None = None
+    show_progress: bool = True
+
+
+def _sampler(options: ExperimentOptions) -> Any:
+    from core.optimization.samplers import GAMSampler, RandomSampler
+
+    if options.optimizer == "gam":
+        return GAMSampler(n_random_nodes=options.n_random_nodes, evals_per_trial=options.evals_per_trial)
+    if options.optimizer == "random":
+        return RandomSampler()
+    raise ConfigError(f"optimizer must be 'gam' or 'random', got {options.optimizer!r}")
+
+
+def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], foundation_models: Sequence[str]) -> Any:
+    """The default space for the models, narrowed or widened by the space file and overrides.
+
+    Raises:
+        ConfigError: a bad space file or override, or a space with no valid configuration.
+    """
+    from core.optimization.space import SearchSpace, default_space
+
+    lengths = {name: model.max_input_tokens for name, model in embedding_models.items()}
+    if options.space_file:
+        space = SearchSpace.from_file(options.space_file, embedding_models=lengths,
+                                      foundation_models=list(foundation_models))
+    else:
+        space = default_space(lengths, list(foundation_models))
+    if options.overrides:
+        space = space.with_overrides(options.overrides, source="--set")
+    return space
+
+
+def leaderboard(study: Any, results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for every trial, best first (failed ones last, in the order tried).
+
+    Each row: ``rank`` (None for failed), ``trial``, ``key``, ``status``, ``score``, ``ci_low``
+    / ``ci_high`` (the objective's 95 % interval when it has one), ``parameters`` (the
+    configuration without its prompt templates), ``duration_s``, ``error``, ``stored``.
+    """
+    rows = []
+    for trial in study.trials:
+        if trial.status == "pending":
+            continue
+        cfg = dict(trial.configuration)
+        res = results.get(trial.configuration.key, {})
+        ci = _objective_interval(res, study.objective_metric)
+        rows.append({
+            "rank": None, "trial": trial.number, "key": trial.configuration.key, "status": trial.status,
+            "score": trial.score, "ci_low": ci[0], "ci_high": ci[1],
+            "parameters": {k: v for k, v in cfg.items() if not k.endswith("_text")},
+            "duration_s": res.get("timings", {}).get("total_s"), "error": trial.error,
+            "stored": res.get("stored", False), "warm_start": trial.warm_start,
+        })
+    done = sorted((r for r in rows if r["score"] is not None), key=lambda r: (-r["score"], r["trial"]))
+    for i, row in enumerate(done, start=1):
+        row["rank"] = i
+    return done + [r for r in rows if r["score"] is None]
+
+
+def _objective_interval(result: dict[str, Any], objective: str) -> tuple[float | None, float | None]:
+    for metric in (result.get("answers") or {}).get("metrics", []):
+        if metric["name"] == objective:
+            return metric["scores"]["ci_low"], metric["scores"]["ci_high"]
+    return None, None
+
+
+def run_experiment(
+    docs_dir: str | Path,
+    golden_path: str | Path,
+    *,
+    out_dir: str | Path,
+    embedding_models: dict[str, Any],
+    chat_models: dict[str, Any] | None = None,
+    judge: Any = None,
+    vector_store_config: Any = None,
+    options: ExperimentOptions | None = None,
+    handlers: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """Search the space of RAG configurations on one corpus and golden file.
+
+    Args:
+        docs_dir: the documents.
+        golden_path: the golden file (native or Bedrock).
+        out_dir: working folder (caches, Milvus Lite, stored results, experiments).
+        embedding_models: embedding model id -> ``EmbeddingModel`` (the space's values).
+        chat_models: foundation model id -> ``ChatModel``; the extractive baseline
+            (``"extractive"``) is always available.
+        judge: a ``ChatModel`` judging answers, or None.
+        vector_store_config: the vector store (default Milvus Lite in ``out_dir``).
+        options: optimizer, budget, objective, seed, space.
+        handlers: ``EventHandler`` objects hearing progress.
+
+    Returns:
+        The experiment report (also written to ``experiments/<id>/report.json``):
+        ``{schema_version, experiment_id, golden, corpus, space{n_valid, parameters},
+        optimizer{...}, objective, leaderboard[...], best{key, score, configuration}, counts
+        {evaluations, failed, stored, collections_built, texts_embedded}, study (its state),
+        timings, versions}``.
+
+    Raises:
+        GoldenError / DocumentError / ConfigError: bad input, before any evaluation.
+    """
+    from core.evaluation.retrieval import corpus_warnings, package_versions
+    from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, run_single_evaluation
+    from core.golden import read_golden
+    from core.optimization.events import pattern_payload
+    from core.optimization.study import Study
+    from core.reports import LocalFiles, new_run_id
+    from core.vectorstores import MilvusLiteConfig, backend_name
+
+    options = options or ExperimentOptions()
+    chat_models = dict(chat_models or {})
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"output folder {out_dir} is a file: choose a folder")
+    started = datetime.now(timezone.utc)
+    t_start = time.perf_counter()
+
+    def status(level: str, message: str, step: str | None = None) -> None:
+        for h in handlers:
+            h.on_status_change(level, message, step)
+
+    golden = read_golden(golden_path)
+    objective = options.objective or (
+        DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE
+    )
+    sampler = _sampler(options)
+    space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models])
+    files = LocalFiles(out_dir)
+    experiment_id = options.experiment_id or new_run_id()
+    prefix = f"experiments/{experiment_id}"
+    if options.experiment_id:
+        if not files.exists(f"{prefix}/study.json"):
+            raise ConfigError(f"no experiment {experiment_id!r} to resume in {out_dir}/experiments")
+        study = Study.from_json(files.read_bytes(f"{prefix}/study.json").decode("utf-8"), sampler=sampler)
+        status("info", f"resuming experiment {experiment_id}: {len(study.trials)} trials so far", "resume")
+    else:
+        study = Study(space, sampler, objective, options.seed, max_evals=options.max_evals)
+    status("info", f"{space.n_valid} valid configurations; evaluating up to {study.max_evals} with {options.optimizer}",
+           "space")
+
+    corpus = Corpus.load(docs_dir)
+    warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
+    for w in warnings:
+        status("warning", w.format(str(golden_path)), "golden")
+    store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
+    context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
+                                vector_store_config=store_config, judge=judge)
+    results: dict[str, dict[str, Any]] = {}
+    for key_file in files.list(f"{prefix}/results"):
+        stored = json.loads(files.read_bytes(key_file))
+        results[stored["key"]] = stored
+
+    # Pending trials of a resumed study were asked but never told: evaluate them first.
+    pending = [t.configuration for t in study.pending_trials]
+    iteration = len([t for t in study.trials if t.status != "pending" and not t.warm_start])
+    while True:
+        batch = pending or study.ask(None)
+        pending = []
+        if not batch:
+            break
+        for config in batch:
+            step = "random" if iteration < options.n_random_nodes or options.optimizer == "random" else "model"
+            status("info", f"evaluating configuration {config.key}", step)
+            result = run_single_evaluation(dict(config), corpus, golden, context=context)
+            iteration += 1
+            if result["status"] == "ok":
+                study.tell(config, result["metrics"])
+            else:
+                study.tell(config, None, error=result["error"] or "evaluation failed")
+                status("warning", f"configuration {config.key} failed: {result['error']}", "evaluation")
+            results[config.key] = result
+            files.write_bytes(f"{prefix}/results/{config.key}.json",
+                              json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+            files.write_bytes(f"{prefix}/study.json", study.to_json().encode("utf-8"))
+            payload = pattern_payload(result, iteration=iteration, max_combinations=space.n_valid,
+                                      vector_store=backend_name(store_config), objective=objective)
+            records = (result.get("answers") or {}).get("questions", [])
+            for h in handlers:
+                h.on_pattern_creation(payload, records)
+
+    board = leaderboard(study, results)
+    best = study.best_trial
+    evaluated = [r for r in results.values() if r["key"] in {t.configuration.key for t in study.trials}]
+    report = {
+        "schema_version": EXPERIMENT_SCHEMA_VERSION,
+        "kind": "experiment",
+        "experiment_id": experiment_id,
+        "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "golden": {"path": str(golden_path), "sha256": golden.sha256, "format": getattr(golden, "format", "ragtune"),
+                   "n_questions": len(golden.questions), "warnings": [w.to_dict() for w in warnings]},
+        "corpus": {"path": str(docs_dir), "n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
+                   "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in corpus.skipped]},
+        "space": {"n_valid": space.n_valid, "parameters": space.to_dict()},
+        "optimizer": {"name": options.optimizer, "seed": options.seed, "max_evals": study.max_evals,
+                      "n_random_nodes": options.n_random_nodes, "evals_per_trial": options.evals_per_trial},
+        "objective": objective,
+        "vector_store": backend_name(store_config),
+        "leaderboard": board,
+        "best": None if best is None else {"key": best.configuration.key, "score": best.score,
+                                           "configuration": dict(best.configuration)},
+        "counts": {
+            "evaluations": len(evaluated),
+            "failed": sum(1 for r in evaluated if r["status"] != "ok"),
+            "stored": sum(1 for r in evaluated if r.get("stored")),
+            "collections_built": context.collections_built,
+            "texts_embedded": sum(m.n_embedded for m in context._cached_models.values()),
+        },
+        "study": study.to_dict(),
+        "timings_s": {"total_s": round(time.perf_counter() - t_start, 3)},
+        "versions": package_versions(),
+    }
+    files.write_bytes(f"{prefix}/report.json", json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8"))
+    report["location"] = str(out_dir / prefix / "report.json")
+    status("info", f"experiment {experiment_id} done: best {objective} = "
+                   f"{'-' if best is None else f'{best.score:.3f}'}", "done")
+    return report

@@ -1,0 +1,229 @@
+"""Samplers: the shared contract, reproducibility, the GAM's random phase and its fallbacks."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from core.errors import ConfigError
+from core.optimization import GAMSampler, RandomSampler, Sampler, Trial, sampler_from_dict
+from core.optimization.trial import COMPLETE, FAILED, PENDING
+
+from .conftest import small_space
+
+
+def additive(config) -> float:
+    """A synthetic objective, additive in the parameters; the best is unique."""
+    score = 0.5
+    score += {128: 0.0, 256: 0.08, None: 0.0}[config["chunk_size"]]
+    score += {3: 0.0, 5: 0.05, 10: 0.02}[config["number_of_chunks"]]
+    score += 0.06 if config["search_mode"] == "hybrid" else 0.0
+    score += {None: 0.0, "rrf": 0.03, "weighted": 0.0}[config["ranker_strategy"]]
+    score += 0.1 if config["foundation_model"] == "fm-b" else 0.0
+    score += {0: 0.0, 32: 0.01, 64: 0.02, None: 0.0}[config["chunk_overlap"]]
+    return round(score, 6)
+
+
+def told(space, configs, scores, status=COMPLETE):
+    out = []
+    for c, s in zip(configs, scores):
+        out.append(Trial(number=len(out), configuration=c, status=status if s is not None else FAILED,
+                         score=s, error=None if s is not None else "boom"))
+    return out
+
+
+SAMPLERS = [lambda: RandomSampler(), lambda: GAMSampler(), lambda: GAMSampler(n_random_nodes=1, evals_per_trial=3)]
+
+
+@pytest.mark.parametrize("make", SAMPLERS)
+def test_contract(make):
+    """Every sampler: at most n, distinct, valid, untried; deterministic per rng; round trip."""
+    space = small_space()
+    sampler: Sampler = make()
+    assert isinstance(sampler, Sampler)
+    configs = space.valid_configurations()
+    trials = told(space, configs[::7], [additive(c) for c in configs[::7]])
+    tried = {t.configuration.key for t in trials}
+    got = sampler.propose(space, trials, 5, np.random.default_rng(1))
+    assert len(got) == 5 and len({c.key for c in got}) == 5
+    assert all(space.contains(c) and c.key not in tried for c in got)
+    again = make().propose(space, trials, 5, np.random.default_rng(1))
+    assert [c.key for c in again] == [c.key for c in got]
+    assert sampler.batch_size(space, trials) >= 1
+    assert sampler_from_dict(sampler.to_dict()).to_dict() == sampler.to_dict()
+    # only untried configurations remain to propose; asking for more returns what is left
+    rest = [c for c in configs if c.key not in tried]
+    all_trials = told(space, configs, [additive(c) for c in configs])[: len(configs) - 2]
+    left = make().propose(space, all_trials, 10, np.random.default_rng(0))
+    assert {c.key for c in left} == {c.key for c in configs[-2:]}
+    assert make().propose(space, told(space, configs, [0.5] * len(configs)), 3, np.random.default_rng(0)) == []
+    assert rest  # sanity
+
+
+def test_sampler_settings_are_checked():
+    with pytest.raises(ConfigError, match="n_random_nodes"):
+        GAMSampler(n_random_nodes=0)
+    with pytest.raises(ConfigError, match="n_splines must be an integer greater than spline_order"):
+        GAMSampler(n_splines=3, spline_order=3)
+    with pytest.raises(ConfigError, match="max_evals"):
+        RandomSampler(max_evals=0)
+    with pytest.raises(ConfigError, match="unknown sampler"):
+        sampler_from_dict({"name": "tpe"})
+
+
+def test_random_phase_covers_every_categorical_value():
+    space = small_space().with_overrides({"foundation_model": ["a", "b", "c", "d", "e"]})
+    sampler = GAMSampler(n_random_nodes=1)  # the phase grows past n_random_nodes to cover
+    trials: list[Trial] = []
+    rng_seed = 0
+    while True:
+        got = sampler.propose(space, trials, 1, np.random.default_rng(rng_seed))
+        rng_seed += 1
+        if sampler.last_info.n_cover == 0:
+            break
+        trials += [Trial(len(trials), got[0], COMPLETE, additive(got[0]) if got[0]["foundation_model"] in ("a", "b")
+                         else 0.4)]
+    # five chat models need five configurations; greedy covering gets the rest along
+    assert len(trials) == 5
+    for name in ("chunking_method", "search_mode", "ranker_strategy", "foundation_model"):
+        seen = {t.configuration[name] for t in trials}
+        assert seen == set(space.level_codes()[0][[p.name for p in space.parameters].index(name)]), name
+
+
+def test_batch_size_follows_the_phases():
+    space = small_space()
+    sampler = GAMSampler(n_random_nodes=4, evals_per_trial=2)
+    assert sampler.batch_size(space, []) == 4  # the random phase (covering needs 3: rrf, weighted, null)
+    first = sampler.propose(space, [], 4, np.random.default_rng(0))
+    assert sampler.last_info.n_cover == 3 and sampler.last_info.n_random == 1
+    trials = told(space, first, [additive(c) for c in first])
+    assert sampler.batch_size(space, trials) == 2
+
+
+def test_pending_trials_count_towards_the_random_phase_and_are_never_proposed():
+    space = small_space()
+    sampler = GAMSampler(n_random_nodes=4)
+    first = sampler.propose(space, [], 4, np.random.default_rng(0))
+    pending = [Trial(i, c, PENDING) for i, c in enumerate(first)]
+    more = sampler.propose(space, pending, 2, np.random.default_rng(1))
+    assert not {c.key for c in more} & {c.key for c in first}
+    assert sampler.last_info.n_cover == 0
+    # nothing is complete yet: no model, random picks
+    assert sampler.last_info.model is None and sampler.last_info.n_random == 2
+    assert "too few successful trials" in sampler.last_info.reason
+
+
+def history(space, n, objective=additive, seed=0):
+    rng = np.random.default_rng(seed)
+    configs = space.valid_configurations()
+    picks = [configs[i] for i in rng.choice(len(configs), size=n, replace=False)]
+    return told(space, picks, [objective(c) for c in picks])
+
+
+def test_gam_with_too_few_rows_falls_back_to_random():
+    space = small_space()
+    sampler = GAMSampler(n_random_nodes=1)
+    trials: list[Trial] = []
+    while True:  # the random phase; only the first two evaluations succeed
+        got = sampler.propose(space, trials, 1, np.random.default_rng(len(trials)))
+        if not sampler.last_info.n_cover:
+            break
+        score = additive(got[0]) if len(trials) < 2 else None
+        trials.append(Trial(len(trials), got[0], COMPLETE if score else FAILED, score, None if score else "boom"))
+    info = sampler.last_info
+    assert len(trials) >= 3 and info.model is None and info.n_rows == 2 and info.n_random == 1
+    assert "too few successful trials" in info.reason
+
+
+def test_gam_with_constant_scores_falls_back_to_random():
+    space = small_space()
+    trials = history(space, 12, objective=lambda c: 0.7)
+    sampler = GAMSampler(n_random_nodes=1)
+    a = sampler.propose(space, trials, 3, np.random.default_rng(0))
+    assert sampler.last_info.model is None and "same score" in sampler.last_info.reason
+    b = GAMSampler(n_random_nodes=1).propose(space, trials, 3, np.random.default_rng(0))
+    assert a == b and len(a) == 3
+
+
+def test_gam_fits_successful_rows_only_and_finds_the_best():
+    space = small_space()
+    trials = history(space, 20)
+    best = max(space.valid_configurations(), key=additive)
+    trials = [t for t in trials if t.configuration != best]
+    failed = [Trial(len(trials) + i, c, FAILED, None, "timeout") for i, c in enumerate(
+        [c for c in space.valid_configurations() if c not in {t.configuration for t in trials} and c != best][:5])]
+    sampler = GAMSampler(n_random_nodes=1)
+    got = sampler.propose(space, trials + failed, 1, np.random.default_rng(0))
+    info = sampler.last_info
+    assert info.model == "gam" and info.n_model == 1
+    assert info.n_rows == len(trials)  # failed trials are not fed to the model
+    assert got[0] == best  # an additive objective is what a GAM models exactly
+
+
+def test_gam_on_collinear_history():
+    """Every successful row has chunking_method=hybrid exactly when search_mode=hybrid."""
+    space = small_space()
+    configs = [c for c in space.valid_configurations()
+               if (c["chunking_method"] == "hybrid") == (c["search_mode"] == "hybrid")]
+    rng = np.random.default_rng(3)
+    picks = [configs[i] for i in rng.choice(len(configs), size=10, replace=False)]
+    trials = told(space, picks, [additive(c) for c in picks])
+    sampler = GAMSampler(n_random_nodes=1)
+    got = sampler.propose(space, trials, 4, np.random.default_rng(0))
+    assert sampler.last_info.model == "gam" and len(got) == 4
+    assert all(space.contains(c) for c in got)
+    # an exactly duplicated column as well: number_of_chunks follows foundation_model
+    dup = [c for c in space.valid_configurations()
+           if (c["number_of_chunks"] == 10) == (c["foundation_model"] == "fm-b") and c["number_of_chunks"] != 5]
+    picks = [dup[i] for i in rng.choice(len(dup), size=8, replace=False)]
+    got = sampler.propose(space, told(space, picks, [additive(c) for c in picks]), 2, np.random.default_rng(0))
+    assert sampler.last_info.model == "gam" and len(got) == 2
+
+
+def test_ridge_fallback_when_pygam_fails(monkeypatch):
+    space = small_space()
+    trials = history(space, 15)
+    best = max((c for c in space.valid_configurations() if c not in {t.configuration for t in trials}), key=additive)
+
+    def broken(*args, **kwargs):
+        raise np.linalg.LinAlgError("singular")
+
+    monkeypatch.setattr(GAMSampler, "_fit_gam", broken)
+    sampler = GAMSampler(n_random_nodes=1)
+    got = sampler.propose(space, trials, 1, np.random.default_rng(0))
+    assert sampler.last_info.model == "ridge" and "LinAlgError" in sampler.last_info.reason
+    assert additive(got[0]) >= additive(best) - 0.03  # the ridge model still points near the best
+
+
+def test_ridge_fallback_when_pygam_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pygam", None)  # import pygam raises ImportError
+    space = small_space()
+    sampler = GAMSampler(n_random_nodes=1)
+    got = sampler.propose(space, history(space, 10), 2, np.random.default_rng(0))
+    assert sampler.last_info.model == "ridge" and "not installed" in sampler.last_info.reason and len(got) == 2
+
+
+def test_spline_terms_on_a_wide_numeric_parameter():
+    space = small_space().with_overrides({"number_of_chunks": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]})
+
+    def peaked(c):  # best number_of_chunks is 6, a smooth bump
+        return 0.5 - 0.01 * (c["number_of_chunks"] - 6) ** 2 + (0.1 if c["foundation_model"] == "fm-b" else 0)
+
+    trials = [t for t in history(space, 30, objective=peaked) if t.configuration["number_of_chunks"] != 6]
+    sampler = GAMSampler(n_random_nodes=1)
+    terms = sampler._design(space, np.array([space.index_of(t.configuration) for t in trials]))
+    kinds = {space.parameters[j].name: kind for j, kind, _, _ in terms}
+    assert kinds["number_of_chunks"] == "spline" and kinds["foundation_model"] == "factor"
+    got = sampler.propose(space, trials, 1, np.random.default_rng(0))
+    assert sampler.last_info.model == "gam"
+    assert got[0]["number_of_chunks"] in (5, 6, 7) and got[0]["foundation_model"] == "fm-b"
+
+
+def test_minimize_direction():
+    space = small_space()
+    trials = history(space, 20)
+    worst = min((c for c in space.valid_configurations() if c not in {t.configuration for t in trials}), key=additive)
+    got = GAMSampler(n_random_nodes=1).propose(space, trials, 1, np.random.default_rng(0), direction="minimize")
+    assert additive(got[0]) == additive(worst)  # several configurations tie for the worst
