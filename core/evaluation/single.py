@@ -75,6 +75,8 @@ class EvaluationContext:
         answer_metrics: answer metric names (None: the unitxt metrics, plus the judge's when
             a judge is given).
         max_workers: questions answered at once.
+        with_answers: generate and score answers; False evaluates retrieval only (cheaper,
+            for benchmarks and retrieval objectives).
         collections_built: collections created (counter).
         n_embedded: chunk texts sent to an embedding model while indexing (counter, all
             models; questions and the extractive baseline's sentences are counted by each
@@ -88,6 +90,7 @@ class EvaluationContext:
     judge: Any = None
     answer_metrics: list[str] | None = None
     max_workers: int = 10
+    with_answers: bool = True
     collections_built: int = 0
     n_embedded: int = 0
     _cache: Any = None
@@ -130,7 +133,10 @@ def configuration_key(configuration: Mapping[str, Any]) -> str:
 
 
 def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: str) -> Path:
-    scope = hashlib.sha256(f"{corpus.fingerprint}\0{golden.sha256}".encode()).hexdigest()[:16]
+    what = "retrieval"
+    if context.with_answers:  # answers also depend on who judges them and on which metrics
+        what = f"answers\0{getattr(context.judge, 'model_id', '')}\0{','.join(context.answer_metrics or [])}"
+    scope = hashlib.sha256(f"{corpus.fingerprint}\0{golden.sha256}\0{what}".encode()).hexdigest()[:16]
     return Path(context.out_dir) / "results" / scope / f"{key}.json"
 
 
@@ -270,6 +276,9 @@ def run_single_evaluation(
             result["retrieval"] = {g: r.aggregate.to_dict() for g, r in grains.items()}
             result["metrics"].update(grains[rank_grain].aggregate.means)
 
+            if not context.with_answers:
+                result["status"] = "ok"
+                return _finish(result, started, context, corpus, golden, path)
             t0 = time.perf_counter()
             generator = _generator(configuration, context)
             answers = _answers(store, model, golden, setup, generator, configuration, context, k)
@@ -287,7 +296,13 @@ def run_single_evaluation(
     except Exception as exc:  # an evaluation must never take the study down with it
         result["error"] = f"{type(exc).__name__}: {exc}"
         logger.error("configuration %s failed unexpectedly:\n%s", key, traceback.format_exc())
-    timings["total_s"] = round(time.perf_counter() - started, 3)
+    return _finish(result, started, context, corpus, golden, path)
+
+
+def _finish(result: dict[str, Any], started: float, context: EvaluationContext, corpus: Corpus, golden: Any,
+            path: Path) -> dict[str, Any]:
+    """Stamp the total time and store a successful result (atomically) for reuse."""
+    result["timings"]["total_s"] = round(time.perf_counter() - started, 3)
     if result["status"] == "ok":
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".json.tmp")

@@ -219,7 +219,8 @@ def run_experiment(
         if not batch:
             break
         for config in batch:
-            step = "random" if iteration < options.n_random_nodes or options.optimizer == "random" else "model"
+            info = getattr(study.sampler, "last_info", None)
+            step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
             status("info", f"evaluating configuration {config.key}", step)
             result = run_single_evaluation(dict(config), corpus, golden, context=context)
             iteration += 1
