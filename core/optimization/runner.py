@@ -45,6 +45,10 @@ class ExperimentOptions:
         space_file: a JSON or YAML file narrowing or widening the default space.
         overrides: ``name -> values`` overrides applied last (from ``--set``).
         experiment_id: resume this experiment (its ``study.json``) instead of starting anew.
+        keep_embedding: with more embedding models than this (or more foundation models than
+            ``keep_foundation``), model pre-selection narrows them first.
+        keep_foundation: foundation models kept by pre-selection.
+        preselection_questions: questions in pre-selection's sample.
         show_progress: show a progress bar.
     """
 
@@ -58,6 +62,9 @@ class ExperimentOptions:
     overrides: dict[str, Any] = field(default_factory=dict)
     experiment_id: str | None = None
     show_progress: bool = True
+    keep_embedding: int = 2
+    keep_foundation: int = 3
+    preselection_questions: int = 5
 
 
 def _sampler(options: ExperimentOptions) -> Any:
@@ -163,6 +170,7 @@ def run_experiment(
     from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, run_single_evaluation
     from core.golden import read_golden
     from core.optimization.events import pattern_payload
+    from core.optimization.preselection import preselect_models
     from core.optimization.study import Study
     from core.reports import LocalFiles, new_run_id
     from core.vectorstores import MilvusLiteConfig, backend_name
@@ -188,15 +196,8 @@ def run_experiment(
     files = LocalFiles(out_dir)
     experiment_id = options.experiment_id or new_run_id()
     prefix = f"experiments/{experiment_id}"
-    if options.experiment_id:
-        if not files.exists(f"{prefix}/study.json"):
-            raise ConfigError(f"no experiment {experiment_id!r} to resume in {out_dir}/experiments")
-        study = Study.from_json(files.read_bytes(f"{prefix}/study.json").decode("utf-8"), sampler=sampler)
-        status("info", f"resuming experiment {experiment_id}: {len(study.trials)} trials so far", "resume")
-    else:
-        study = Study(space, sampler, objective, options.seed, max_evals=options.max_evals)
-    status("info", f"{space.n_valid} valid configurations; evaluating up to {study.max_evals} with {options.optimizer}",
-           "space")
+    if options.experiment_id and not files.exists(f"{prefix}/study.json"):
+        raise ConfigError(f"no experiment {experiment_id!r} to resume in {out_dir}/experiments")
 
     corpus = Corpus.load(docs_dir)
     warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
@@ -205,6 +206,27 @@ def run_experiment(
     store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
     context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
                                 vector_store_config=store_config, judge=judge)
+
+    preselection = None
+    if options.experiment_id:
+        study = Study.from_json(files.read_bytes(f"{prefix}/study.json").decode("utf-8"), sampler=sampler)
+        space = study.space
+        status("info", f"resuming experiment {experiment_id}: {len(study.trials)} trials so far", "resume")
+    else:
+        preselection = preselect_models(
+            space, corpus, golden, context=context, objective=objective, keep_embedding=options.keep_embedding,
+            keep_foundation=options.keep_foundation, n_questions=options.preselection_questions, seed=options.seed,
+        )
+        if preselection["ran"]:
+            space = space.with_overrides({"embedding_model": tuple(preselection["embedding_models"]),
+                                          "foundation_model": tuple(preselection["foundation_models"])},
+                                         source="model pre-selection")
+            status("info", f"model pre-selection kept {preselection['embedding_models']} and "
+                           f"{preselection['foundation_models']}", "preselection")
+        study = Study(space, sampler, objective, options.seed, max_evals=options.max_evals)
+    status("info", f"{space.n_valid} valid configurations; evaluating up to {study.max_evals} with {options.optimizer}",
+           "space")
+
     results: dict[str, dict[str, Any]] = {}
     for key_file in files.list(f"{prefix}/results"):
         stored = json.loads(files.read_bytes(key_file))
@@ -253,6 +275,7 @@ def run_experiment(
         "corpus": {"path": str(docs_dir), "n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
                    "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in corpus.skipped]},
         "space": {"n_valid": space.n_valid, "parameters": space.to_dict()},
+        "preselection": preselection,
         "optimizer": {"name": options.optimizer, "seed": options.seed, "max_evals": study.max_evals,
                       "n_random_nodes": options.n_random_nodes, "evals_per_trial": options.evals_per_trial},
         "objective": objective,
