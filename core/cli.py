@@ -63,6 +63,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"{c['n_documents']} documents, {c['n_pages']} pages, {c['n_chunks']} chunks"
     )
     emb = ix["embedding"]
+    if ix.get("vector_store_location"):
+        lines.append(f"vector store {ix['vector_store']} at {ix['vector_store_location']}")
     lines.append(
         f"chunking {ix['chunking']}; embedding {ix['embedding_model']}: {emb['n_embedded']} texts embedded, "
         f"{emb['n_cache_hits']} from cache; collection {ix['collection']}{' (reused)' if ix['reused'] else ''}"
@@ -123,6 +125,12 @@ def format_report(report: dict[str, Any]) -> str:
                          f"{m.get('n_invalid', 0):>8}")
         if answers.get("overall_score") is not None:
             lines.append(f"overall_score {answers['overall_score']:.3f} (mean of {', '.join(answers['overall_metrics'])})")
+        if answers["n_failed"]:
+            lines.append(f"warning: {answers['n_failed']} of {answers['n_questions']} answers failed; the scores above "
+                         "cover only the answered questions (errors per question are in the report)")
+        for m in answers["metrics"]:
+            if m["scores"]["mean"] is None and m.get("reason"):
+                lines.append(f"{m['name']}: no score: {m['reason']}")
     if report.get("location"):
         lines.append(f"\nreport: {report['location']}")
     return "\n".join(lines)
@@ -139,6 +147,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.chunking == "hierarchical" and (args.chunk_size is not None or args.chunk_overlap is not None):
         print("ragtune evaluate: hierarchical chunking makes one chunk per document element and takes no "
               "--chunk-size or --chunk-overlap", file=sys.stderr)
+        return 1
+    if args.judge and not args.generate:
+        print("ragtune evaluate: --judge judges answers; it has nothing to judge with --no-generate", file=sys.stderr)
         return 1
     if args.chunking == "hybrid" and args.chunk_overlap is not None:
         print("ragtune evaluate: hybrid chunking takes no --chunk-overlap", file=sys.stderr)
@@ -314,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256; not for hierarchical)")
     p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32; recursive only)")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
-                   help="vector store (default $RAGTUNE_VECTOR_STORE, else milvus-lite in the output folder)")
+                   help="vector store (default $RAGTUNE_VECTOR_STORE; else milvus when $RAGTUNE_MILVUS_URI is set; "
+                        "else milvus-lite in the output folder)")
     p.add_argument("--generate", action=argparse.BooleanOptionalAction, default=True,
                    help="answer every question with the setup that finds the most and score the answers: with the "
                         "chat model from RAGTUNE_CHAT_* when set, else the extractive baseline (default: on)")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up, start the test services, then run the whole test suite: unit, functions and
 # integration tests with the real Milvus Lite, a Milvus server (milvus-lite server),
-# PostgreSQL with pgvector and the real local embedding model. Services are stopped at the
+# PostgreSQL with pgvector, an S3 server (moto), Azurite (Blob storage) and the real local
+# embedding model. Services are stopped at the
 # end, also when tests fail. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,8 @@ bash scripts/services/postgres.sh install
 stop_services() {
   bash scripts/services/milvus.sh stop || true
   bash scripts/services/postgres.sh stop || true
+  bash scripts/services/moto.sh stop || true
+  bash scripts/services/azurite.sh stop || true
 }
 trap stop_services EXIT
 
@@ -18,6 +21,10 @@ bash scripts/services/postgres.sh start >/dev/null
 eval "$(bash scripts/services/postgres.sh env)"
 bash scripts/services/milvus.sh start
 eval "$(bash scripts/services/milvus.sh env)"
+bash scripts/services/moto.sh start >/dev/null
+eval "$(bash scripts/services/moto.sh env)"
+bash scripts/services/azurite.sh start >/dev/null
+eval "$(bash scripts/services/azurite.sh env)"
 
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # pytest exits 5 when no test was collected: a failure here, like any non-zero code.

@@ -244,7 +244,7 @@ def evaluate_retrieval(
     from core.golden import Problem, check_golden, read_golden
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
-    from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, get_vector_store
+    from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, describe_store, get_vector_store
 
     options = options or EvaluateOptions()
     status = on_status or (lambda msg: logger.info(msg))
@@ -391,7 +391,11 @@ def evaluate_retrieval(
 
             by_name = {s.name: s for s in options.setups}
             answer_setup = by_name.get(picks["finds_the_most"] or "", options.setups[0])
-            status(f"answering {len(questions)} questions with {answer_setup.name}")
+            if getattr(golden, "format", "ragtune") == "bedrock-byoi":
+                status(f"scoring the {len(questions)} answers and passages the file holds (nothing is generated)")
+            else:
+                why = "" if picks["finds_the_most"] else " (no setup could be ranked, so the first)"
+                status(f"answering {len(questions)} questions with {answer_setup.name}{why}")
             t0 = time.perf_counter()
             with _progress(len(questions), "answering", options.show_progress) as bar:
                 answers = evaluate_answers(
@@ -431,6 +435,7 @@ def evaluate_retrieval(
         },
         "indexing": {
             "collection": collection, "reused": reused, "vector_store": backend_name(store_config),
+            "vector_store_location": describe_store(store_config),
             "chunking": indexing_params["chunking"], "embedding_model": model.model_id,
             "embedding": indexing_embedding,
         },

@@ -49,7 +49,9 @@ class EmbeddingCache:
                     self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute(_SCHEMA)
                 self._conn.commit()
-        except (OSError, sqlite3.Error) as exc:
+        except OSError as exc:
+            raise StoreError(f"cannot create the embedding cache {self.path}: {exc.strerror or exc}") from exc
+        except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot open the embedding cache {self.path}: {exc}. Delete the file to start a new cache "
                 "(texts are embedded again), or choose another output folder"

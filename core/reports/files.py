@@ -3,16 +3,25 @@
 Paths are ``/``-separated keys relative to the store's root (for example
 ``retrieval/runs/<run id>/report.json``). Writes are atomic: a reader sees the old content
 or the new, never a half-written file.
+
+:func:`open_files` turns an address (a folder, ``s3://bucket/prefix`` or a Blob URL) into the
+matching store: :class:`LocalFiles`, :class:`~core.reports.s3.S3Files` or
+:class:`~core.reports.blob.BlobFiles`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
 
-from core.errors import StoreError
+from core.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from core.reports.store import ReportStore
 
 
 @runtime_checkable
@@ -101,3 +110,164 @@ class LocalFiles:
             if path.is_file() and not (path.name.startswith(".") and path.name.endswith(".tmp")):
                 keys.append(path.relative_to(self.root).as_posix())
         return sorted(keys)
+
+
+def _clean_prefix(prefix: str) -> str:
+    """``prefix`` as a clean key (``""`` for the root). Raises ConfigError for ``..``."""
+    if not prefix.strip("/").strip():
+        return ""
+    try:
+        return _clean_key(prefix)
+    except StoreError as exc:
+        raise ConfigError(f"invalid store prefix {prefix!r}: use a relative path without '..'") from exc
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_BLOB_HOST = re.compile(r"^([a-z0-9]{3,24})\.blob\.", re.IGNORECASE)
+_HOW = "use a folder path, s3://<bucket>/<prefix> or https://<account>.blob.core.windows.net/<container>/<prefix>"
+
+
+def _shown(address: str) -> str:
+    """``address`` without its query string (which may hold a SAS token)."""
+    return address.split("?", 1)[0] + ("?..." if "?" in address else "")
+
+
+def _connection_string_fields(connection_string: str) -> dict[str, str]:
+    fields = {}
+    for part in connection_string.split(";"):
+        name, sep, value = part.partition("=")
+        if sep and name.strip():
+            fields[name.strip().lower()] = value.strip()
+    return fields
+
+
+def open_files(
+    address: str | os.PathLike[str],
+    *,
+    connection_string: str | None = None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    credential: Any = None,
+) -> Files:
+    """Return the :class:`Files` store at ``address``.
+
+    Addresses:
+
+    - a local folder: ``ragtune-out/reports``, ``/data/reports``, ``file:///data/reports``
+      -> :class:`LocalFiles`;
+    - ``s3://<bucket>/<prefix>`` -> :class:`~core.reports.s3.S3Files` (credentials from
+      boto3's chain; ``endpoint_url`` for an S3-compatible server);
+    - ``https://<account>.blob.core.windows.net/<container>/<prefix>`` (any
+      ``<account>.blob.<cloud suffix>`` host) -> :class:`~core.reports.blob.BlobFiles`, with
+      ``connection_string`` when given, else ``credential`` or a SAS query string on the URL,
+      else ``DefaultAzureCredential`` (managed identity);
+    - ``http(s)://<host>:<port>/<account>/<container>/<prefix>``, the path-style URL of
+      Azurite and other emulators -> :class:`~core.reports.blob.BlobFiles`; only with
+      ``connection_string`` (it says how to reach and sign in to the emulator).
+
+    The prefix may be empty; URL-encoded characters (``%20``) are decoded. Nothing is
+    contacted here: the first read or write does that.
+
+    Args:
+        address: where the store lives (see above).
+        connection_string: an Azure Storage connection string, for Blob addresses.
+        endpoint_url: an S3-compatible server's URL, for ``s3://`` addresses.
+        region: the AWS region, for ``s3://`` addresses.
+        credential: an Azure credential (SAS token, account key, ``TokenCredential``), for
+            ``https://<account>.blob...`` addresses without a connection string.
+
+    Raises:
+        ConfigError: an empty address, an unknown scheme, a missing bucket or container, a
+            prefix with ``..``, a path-style Blob URL without a connection string, or a
+            connection string for another account. Messages never show a SAS token.
+    """
+    if isinstance(address, os.PathLike):
+        return LocalFiles(address)
+    text = str(address).strip()
+    if not text:
+        raise ConfigError(f"empty store address: {_HOW}")
+    match = _SCHEME.match(text)
+    if not match or len(match.group(1)) == 1:  # no scheme, or a Windows drive letter
+        return LocalFiles(text)
+    scheme = match.group(1).lower()
+    parts = urlsplit(text)
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ConfigError(f"file:// store address on another host is not supported: {text!r}")
+        path = unquote(parts.path)
+        if re.match(r"^/[A-Za-z]:", path):  # file:///C:/reports on Windows
+            path = path[1:]
+        return LocalFiles(path)
+    if scheme == "s3":
+        if parts.query or parts.fragment:
+            raise ConfigError(f"s3:// store address must not have a query or fragment: {_shown(text)!r}")
+        if not parts.netloc:
+            raise ConfigError(f"s3:// store address needs a bucket (s3://<bucket>/<prefix>), got {_shown(text)!r}")
+        from core.reports.s3 import S3Files
+
+        return S3Files(parts.netloc, unquote(parts.path), endpoint_url=endpoint_url, region=region)
+    if scheme in ("http", "https"):
+        return _open_blob(text, parts, connection_string=connection_string, credential=credential)
+    raise ConfigError(f"unknown store address scheme {scheme!r} in {_shown(text)!r}: {_HOW}")
+
+
+def _open_blob(text: str, parts: Any, *, connection_string: str | None, credential: Any) -> Files:
+    from core.reports.blob import BlobFiles
+
+    segments = [s for s in unquote(parts.path).split("/") if s]
+    host = parts.hostname or ""
+    fields = _connection_string_fields(connection_string) if connection_string else {}
+    named_account = fields.get("accountname")
+    virtual_host = _BLOB_HOST.match(host)
+    if virtual_host:
+        account = virtual_host.group(1).lower()
+    else:
+        if not connection_string:
+            raise ConfigError(
+                f"{_shown(text)!r} is not an https://<account>.blob.core.windows.net URL; a path-style "
+                "Blob URL (http://127.0.0.1:<port>/<account>/<container>/<prefix>, Azurite) needs a connection string"
+            )
+        if not segments:
+            raise ConfigError(f"path-style Blob URL needs /<account>/<container>, got {_shown(text)!r}")
+        account = segments.pop(0)
+        endpoint = fields.get("blobendpoint", "").rstrip("/")
+        wanted = f"{parts.scheme.lower()}://{parts.netloc.lower()}/{account}"
+        if endpoint and endpoint.lower() != wanted.lower():
+            raise ConfigError(
+                f"Blob URL {_shown(text)!r} does not match the connection string's BlobEndpoint {endpoint!r}"
+            )
+    if named_account and named_account.lower() != account.lower():
+        raise ConfigError(
+            f"Blob URL {_shown(text)!r} is for account {account!r} but the connection string is for {named_account!r}"
+        )
+    if not segments:
+        raise ConfigError(f"Blob URL needs a container (.../<container>/<prefix>), got {_shown(text)!r}")
+    container, prefix = segments[0], "/".join(segments[1:])
+    if connection_string:
+        if parts.query:
+            raise ConfigError(f"give either a connection string or a SAS query string, not both: {_shown(text)!r}")
+        return BlobFiles(container, prefix, connection_string=connection_string)
+    account_url = f"{parts.scheme.lower()}://{parts.netloc}"
+    if parts.query:
+        if credential is not None:
+            raise ConfigError(f"give either a credential or a SAS query string, not both: {_shown(text)!r}")
+        account_url += "?" + parts.query
+    return BlobFiles(container, prefix, account_url=account_url, credential=credential)
+
+
+def report_store(where: "str | os.PathLike[str] | Files", **kw: Any) -> "ReportStore":
+    """Return a :class:`~core.reports.store.ReportStore` over ``where``.
+
+    Args:
+        where: a :class:`Files` store, or an address for :func:`open_files`.
+        **kw: passed to :func:`open_files` (``connection_string``, ``endpoint_url``,
+            ``region``, ``credential``).
+
+    Raises:
+        ConfigError: as :func:`open_files`.
+    """
+    from core.reports.store import ReportStore
+
+    if not isinstance(where, (str, os.PathLike)) and isinstance(where, Files):
+        return ReportStore(where)
+    return ReportStore(open_files(where, **kw))

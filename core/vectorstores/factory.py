@@ -39,6 +39,17 @@ def backend_name(config: Any) -> str:
     raise ConfigError(f"unknown vector store configuration {type(config).__name__}; expected one of {', '.join(BACKENDS)}")
 
 
+def describe_store(config: Any) -> str:
+    """Where a store lives, for reports and messages, never with credentials: the Milvus Lite
+    path, the Milvus URI (and database), or PostgreSQL's ``host:port/db as user`` and schema."""
+    backend = backend_name(config)
+    if backend == "milvus-lite":
+        return str(config.uri)
+    if backend == "milvus":
+        return config.uri + (f" (database {config.db_name})" if config.db_name else "")
+    return f"{config.describe()} (schema {config.schema})"
+
+
 def get_vector_store(embedding_model: Any, config: Any, collection_name: str | None = None) -> Any:
     """Return the vector store for ``config``: ``MilvusVectorStore`` for ``MilvusLiteConfig`` or
     ``MilvusConfig``, ``PGVectorStore`` for ``PGVectorConfig``.

@@ -47,6 +47,7 @@ References:
 from __future__ import annotations
 
 import logging
+import threading
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -211,7 +212,7 @@ class PGVectorConfig:
                 schema=schema,
             )
         except ConfigError as exc:
-            raise ConfigError(f"{exc} (from RAGTUNE_PG_PORT / RAGTUNE_PG_SCHEMA)") from exc
+            raise ConfigError(f"{exc} (from RAGTUNE_PG_SCHEMA)") from exc
 
 
 def _redact(text: str, secrets: Sequence[str]) -> str:
@@ -300,16 +301,20 @@ class PGVectorStore:
         self.exact_search = bool(exact_search)
         self._conn = connection
         self._owns_connection = connection is None
+        # One psycopg connection runs one transaction at a time: calls from several threads
+        # (answers are generated in a pool) take turns.
+        self._lock = threading.RLock()
 
     # --------------------------------------------------------------------------- connection
 
     @property
     def connection(self) -> Any:
         """The ``psycopg.Connection`` (opened on first use)."""
-        if self._conn is None or self._conn.closed:
-            self._conn = open_connection(self.config)
-            self._owns_connection = True
-        return self._conn
+        with self._lock:
+            if self._conn is None or self._conn.closed:
+                self._conn = open_connection(self.config)
+                self._owns_connection = True
+            return self._conn
 
     def close(self) -> None:
         """Close the connection when the store opened it."""
@@ -330,17 +335,19 @@ class PGVectorStore:
 
     @contextmanager
     def _errors(self, action: str, error: type[Exception] = StoreError) -> Iterator[None]:
-        """Turn database errors into ``error`` naming the collection and the action."""
+        """Hold the connection's lock, and turn database errors into ``error`` naming the
+        collection and the action."""
         import psycopg
 
         try:
-            yield
+            with self._lock:
+                yield
         except psycopg.errors.UndefinedTable:
             raise StoreError(
                 f"collection {self.collection_name} does not exist: index the documents first"
             ) from None
         except psycopg.Error as exc:
-            reason = _redact(str(exc).strip(), self.config._secrets())
+            reason = " ".join(_redact(str(exc).strip(), self.config._secrets()).split())
             raise error(
                 f"{action} collection {self.collection_name} in PostgreSQL at {self.config.describe()} failed: {reason}"
             ) from exc

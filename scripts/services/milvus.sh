@@ -15,6 +15,22 @@ case "${1:-}" in
       exit 0
     fi
     rm -rf "$dir/data.db"
+    # milvus-lite lets a second server bind a port already in use: find a free one first, so
+    # two checkouts on one machine never share a server.
+    port=$("$py/python" - "$port" <<'PY'
+import socket, sys
+start = int(sys.argv[1])
+for p in range(start, start + 50):
+    with socket.socket() as s:
+        try:
+            s.connect(("127.0.0.1", p))
+        except OSError:
+            print(p)
+            break
+else:
+    sys.exit(f"no free port in {start}-{start + 49} on 127.0.0.1")
+PY
+)
     nohup "$py/milvus-lite" server --data-dir "$dir/data.db" --host 127.0.0.1 --port "$port" \
       >"$dir/server.log" 2>&1 &
     echo $! >"$dir/pid"

@@ -1,0 +1,270 @@
+"""Optimizer benchmark: how many evaluations GAM, random search and TPE need to find the best.
+
+One process, on one corpus and golden file:
+
+1. the grid: every valid configuration of the offline default space
+   (``default_space({LOCAL_MODEL_ID: 256}, ["extractive"])``, 84 configurations: chunking,
+   chunk size and overlap, number of chunks, vector or hybrid search and its ranker) is
+   evaluated once, retrieval only (no answers are generated, so the foundation model plays no
+   part), and its objective (``mrr`` at the finest labelled grain by default) is written to a
+   score table ``{configuration key: score}`` in the output folder, with the configurations.
+   A re-run with the same corpus, questions, space and metric reads the table instead of
+   evaluating; the per-configuration results, the embedding cache and the Milvus Lite
+   collections also stay in that folder, so even a new table (another metric) is cheap;
+2. the replays: the GAM sampler (``GAMSampler()``, its defaults), uniform random search
+   (``RandomSampler()``) and Optuna's TPE (``TPESampler``, 10 random start-up trials) each
+   search the table for ``--seeds`` seeds, one configuration per ask, each score looked up
+   instead of evaluated (``core.optimization.replay``). Every seed is replayed twice: once
+   until it reaches the target, with the whole space as budget (evaluations to the target),
+   and once for 20 evaluations (the best score after 10 and 20). Stopping at the target keeps
+   TPE's replay short: once it has converged it mostly suggests configurations it has already
+   tried, which cost no evaluation but take Optuna's time.
+
+It prints, per optimizer, the median over seeds of the evaluations needed to reach a score
+within 0.01 (1 point) of the grid's best, the median best score after 10 and after 20
+evaluations, and the ratios GAM / random and GAM / TPE of the median evaluations. The goal
+line is "GAM needs at most half the evaluations random search needs, and no more than TPE";
+the last line says whether this run meets it. How many configurations lie within 1 point of
+the best is printed too: when many do, the target is easy for every optimizer and the ratios
+say little. For reference, uniform sampling without replacement needs (N + 1) / (m + 1)
+evaluations on average to hit one of m targets among N configurations.
+
+Seconds are measured on the machine that runs it: the grid (cold or warm caches, as found)
+and each replay.
+
+Usage: python bench/optimizer.py [--dataset DIR] [--golden FILE] [--questions N] [--seeds N]
+       [--metric NAME] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, run_single_evaluation  # noqa: E402
+from core.golden import read_golden  # noqa: E402
+from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel  # noqa: E402
+from core.optimization import GAMSampler, RandomSampler, SearchSpace, default_space, replay, replay_tpe  # noqa: E402
+
+SQUAD = ROOT / "examples" / "data" / "squad-mini"
+DEFAULT_OUT = ROOT / ".bench-cache" / "optimizer"
+#: How close to the grid's best a score must be to count as found (1 point on a 0-1 metric).
+TOLERANCE = 0.01
+#: Evaluation counts at which the best score so far is reported.
+CHECKPOINTS = (10, 20)
+#: Context length in tokens of the local embedding model (all-MiniLM-L6-v2).
+LOCAL_CONTEXT_TOKENS = 256
+#: Version of the score table's layout.
+TABLE_VERSION = 1
+
+
+def bench_space() -> SearchSpace:
+    """The offline default space: the local embedding model and the extractive baseline."""
+    return default_space({LOCAL_MODEL_ID: LOCAL_CONTEXT_TOKENS}, [EXTRACTIVE])
+
+
+def load_golden(path: Path, n_questions: int | None) -> Any:
+    """Read the golden file and keep its first ``n_questions`` questions (None: all).
+
+    A subset gets its own ``sha256`` (the file's, the count), so its stored results never mix
+    with those of the whole file.
+    """
+    golden = read_golden(path)
+    if n_questions is None or n_questions >= len(golden.questions):
+        return golden
+    digest = hashlib.sha256(f"{golden.sha256}\0first {n_questions}".encode()).hexdigest()
+    return dataclasses.replace(golden, questions=golden.questions[:n_questions], sha256=digest)
+
+
+def table_path(out: Path, corpus: Corpus, golden: Any, space: SearchSpace, metric: str) -> Path:
+    """The score table's file: one per corpus, question set, space and metric."""
+    scope = "\0".join((corpus.fingerprint, golden.sha256, str(len(golden.questions)), space.fingerprint(), metric))
+    return out / f"table-{metric.replace('@', '_at_')}-{hashlib.sha256(scope.encode()).hexdigest()[:12]}.json"
+
+
+def evaluate_grid(space: SearchSpace, corpus: Corpus, golden: Any, metric: str, out: Path) -> dict[str, Any]:
+    """Evaluate every valid configuration (retrieval only) and return the table's content.
+
+    Returns:
+        ``{version, metric, n_questions, n_valid, grid_s, collections_built, texts_embedded,
+        scores{key: score or None}, errors{key: message}, configurations{key: config}}``.
+        A configuration that failed, or whose result lacks ``metric``, scores None.
+    """
+    model = LocalEmbeddingModel()
+    model.embed_documents(["warm up"])  # load the weights outside the timing
+    context = EvaluationContext(out_dir=out, embedding_models={LOCAL_MODEL_ID: model}, with_answers=False)
+    configs = space.valid_configurations()
+    scores: dict[str, float | None] = {}
+    errors: dict[str, str] = {}
+    stored = 0
+    t0 = time.perf_counter()
+    for i, config in enumerate(configs, start=1):
+        result = run_single_evaluation(dict(config), corpus, golden, context=context)
+        stored += bool(result.get("stored"))
+        value = result["metrics"].get(metric) if result["status"] == "ok" else None
+        if result["status"] != "ok":
+            errors[config.key] = result["error"] or "evaluation failed"
+        elif value is None:
+            known = ", ".join(sorted(result["metrics"])) or "none"
+            errors[config.key] = f"no {metric!r} in the result (metrics: {known})"
+        scores[config.key] = None if value is None else float(value)
+        if i % 12 == 0 or i == len(configs):
+            print(f"  grid {i}/{len(configs)}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    grid_s = time.perf_counter() - t0
+    if all(v is None for v in scores.values()):
+        first = next(iter(errors.values()), "?")
+        raise SystemExit(f"no configuration produced {metric!r}; first error: {first}")
+    return {
+        "version": TABLE_VERSION,
+        "metric": metric,
+        "n_questions": len(golden.questions),
+        "n_valid": space.n_valid,
+        "grid_s": round(grid_s, 2),
+        "stored_results_reused": stored,
+        "collections_built": context.collections_built,
+        "texts_embedded": sum(m.n_embedded for m in context._cached_models.values()),
+        "scores": scores,
+        "errors": errors,
+        "configurations": {c.key: c.to_dict() for c in configs},
+    }
+
+
+def median_or_none(values: list[float | None]) -> float | None:
+    """Median of the values that are not None (None when there are none)."""
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+def fmt(value: float | None, spec: str) -> str:
+    """``value`` formatted with ``spec``, or ``-`` for None."""
+    return "-" if value is None else format(value, spec)
+
+
+def main() -> int:
+    """Run the benchmark and print its table; returns 0."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default=str(SQUAD), help="folder with docs/ and golden.jsonl")
+    parser.add_argument("--golden", default=None, help="golden file (default: DATASET/golden.jsonl)")
+    parser.add_argument("--questions", type=int, default=None, help="use the first N questions (default: all)")
+    parser.add_argument("--seeds", type=int, default=30, help="seeds per optimizer (default: 30)")
+    parser.add_argument("--metric", default="mrr", help="objective, maximised (default: mrr)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"persistent folder (default: {DEFAULT_OUT})")
+    args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    if args.questions is not None and args.questions < 1:
+        parser.error("--questions must be at least 1")
+
+    dataset = Path(args.dataset)
+    golden_file = Path(args.golden) if args.golden else dataset / "golden.jsonl"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    golden = load_golden(golden_file, args.questions)
+    corpus = Corpus.load(dataset / "docs")
+    space = bench_space()
+
+    path = table_path(out, corpus, golden, space, args.metric)
+    if path.is_file():
+        table = json.loads(path.read_text(encoding="utf-8"))
+        grid_note = f"read from {path} (evaluating it took {table['grid_s']:.1f} s)"
+    else:
+        table = evaluate_grid(space, corpus, golden, args.metric, out)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(table, indent=1, allow_nan=False), encoding="utf-8")
+        tmp.replace(path)
+        grid_note = (f"{table['grid_s']:.1f} s for {table['n_valid']} configurations "
+                     f"({table['grid_s'] / table['n_valid']:.2f} s each; {table['collections_built']} collections "
+                     f"built, {table['texts_embedded']} texts embedded, {table['stored_results_reused']} stored "
+                     f"results reused); written to {path}")
+    scores: dict[str, float | None] = table["scores"]
+    ok = [v for v in scores.values() if v is not None]
+    best = max(ok)
+    near = sum(v >= best - TOLERANCE for v in ok)
+    exact = sum(v == best for v in ok)
+    n = len(scores)
+
+    print(f"dataset {dataset}: {len(corpus.documents)} documents, {len(golden.questions)} questions; "
+          f"objective {args.metric} (maximised), retrieval only")
+    print(f"grid: {grid_note}")
+    print(f"scores over {n} configurations: best {best:.4f}, median {statistics.median(ok):.4f}, "
+          f"worst {min(ok):.4f}; {n - len(ok)} failed")
+    print(f"within {TOLERANCE:g} of the best: {near} of {n} configurations ({exact} tied at the best); "
+          f"uniform sampling without replacement needs {(n + 1) / (near + 1):.1f} evaluations on average")
+
+    seeds = list(range(args.seeds))
+    last = max(CHECKPOINTS)
+    optimizers = {
+        "gam": lambda **kw: replay(scores, space, GAMSampler, seeds, tolerance=TOLERANCE, checkpoints=CHECKPOINTS, **kw),
+        "random": lambda **kw: replay(scores, space, RandomSampler, seeds, tolerance=TOLERANCE,
+                                      checkpoints=CHECKPOINTS, **kw),
+        "optuna-tpe": lambda **kw: replay_tpe(scores, space, seeds, tolerance=TOLERANCE, checkpoints=CHECKPOINTS, **kw),
+    }
+    to_target: dict[str, Any] = {}
+    first: dict[str, Any] = {}
+    seconds: dict[str, float] = {}
+    for name, go in optimizers.items():
+        t0 = time.perf_counter()
+        to_target[name] = go(stop_at_target=True)  # until the target, within the whole space
+        first[name] = go(max_evals=last)  # the first evaluations, for the best-so-far checkpoints
+        seconds[name] = time.perf_counter() - t0
+
+    print()
+    print(f"replay: {args.seeds} seeds per optimizer; each seed searches until the target (best - {TOLERANCE:g}) "
+          f"within a budget of {n} evaluations, and again for {last} evaluations for the best-so-far columns")
+    head = (f"{'optimizer':<11} {'median evals to target':>23} {'reached':>8} "
+            + " ".join(f"{f'median best @{k}':>15}" for k in CHECKPOINTS) + f" {'replay s':>9}")
+    print(head)
+    medians: dict[str, float | None] = {}
+    for name in optimizers:
+        stats = to_target[name]
+        medians[name] = stats.median_evaluations_to_target
+        best_at = [median_or_none([r.best_after.get(k) for r in first[name].runs]) for k in CHECKPOINTS]
+        print(f"{name:<11} {fmt(medians[name], '.1f'):>23} {stats.fraction_reached:>8.0%} "
+              + " ".join(f"{fmt(b, '.4f'):>15}" for b in best_at) + f" {seconds[name]:>9.1f}")
+    tpe_extra = [r.extra for r in to_target["optuna-tpe"].runs]
+    print(f"TPE suggestions per seed until the target (median): {statistics.median(e['suggestions'] for e in tpe_extra):.0f}, "
+          f"of which repeats {statistics.median(e['duplicates'] for e in tpe_extra):.0f} and invalid "
+          f"{statistics.median(e['invalid'] for e in tpe_extra):.0f} (not counted as evaluations)")
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None or b == 0 else a / b
+
+    gam_random = ratio(medians["gam"], medians["random"])
+    gam_tpe = ratio(medians["gam"], medians["optuna-tpe"])
+    print()
+    print(f"ratio of median evaluations to target: GAM / random = {fmt(gam_random, '.2f')}, "
+          f"GAM / TPE = {fmt(gam_tpe, '.2f')}")
+    print('goal: "GAM needs at most half the evaluations random search needs, and no more than TPE"')
+    met = gam_random is not None and gam_tpe is not None and gam_random <= 0.5 and gam_tpe <= 1.0
+    parts = [f"GAM / random {fmt(gam_random, '.2f')} {'<=' if gam_random is not None and gam_random <= 0.5 else '>'} 0.50",
+             f"GAM / TPE {fmt(gam_tpe, '.2f')} {'<=' if gam_tpe is not None and gam_tpe <= 1.0 else '>'} 1.00"]
+    print(f"this run {'meets' if met else 'does not meet'} the goal ({'; '.join(parts)})"
+          + (f"; note {near} of {n} configurations are within the target" if near > 1 else ""))
+
+    summary = {
+        "table": str(path), "metric": args.metric, "tolerance": TOLERANCE, "seeds": seeds,
+        "table_best": best, "within_tolerance": near, "n_valid": n,
+        "replay_s": {k: round(v, 2) for k, v in seconds.items()},
+        "ratios": {"gam_over_random": gam_random, "gam_over_tpe": gam_tpe}, "goal_met": met,
+        "to_target": {k: v.to_dict() for k, v in to_target.items()},
+        f"first_{last}": {k: v.to_dict() for k, v in first.items()},
+    }
+    replay_file = path.with_name(path.stem.replace("table-", "replay-") + ".json")
+    replay_file.write_text(json.dumps(summary, indent=1, allow_nan=False), encoding="utf-8")
+    print(f"replays written to {replay_file}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""The :class:`~core.reports.files.Files` protocol on Azure Blob Storage (or Azurite).
+
+Keys map to blob names ``<prefix>/<key>`` in one container. azure-storage-blob (and
+azure-identity, when it is needed) is imported on first use, never at import time.
+
+Atomic writes: :meth:`BlobFiles.write_bytes` calls ``upload_blob(overwrite=True)``. A small
+body goes up in one ``Put Blob`` request; a large one is staged as uncommitted blocks and made
+visible by one ``Put Block List`` request. Either way the new content replaces the old in a
+single step: readers see the old content or the new, and a failed or interrupted upload leaves
+the old content (uncommitted blocks are invisible and discarded by the service).
+
+References:
+    Azure Storage REST API, "Put Blob" and "Put Block List".
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from core.errors import ConfigError, StoreError
+from core.reports.files import _clean_key, _clean_prefix
+
+logger = logging.getLogger(__name__)
+
+_SECRET = re.compile(r"((?:^|[?&;\s])(?:sig|AccountKey|SharedAccessSignature)=)[^&;\s]*", re.IGNORECASE)
+
+
+def _redact(text: str) -> str:
+    """``text`` with SAS signatures and account keys replaced by ``***``."""
+    return _SECRET.sub(r"\1***", text)
+
+
+def _describe(exc: Exception) -> str:
+    """A one-line description of an Azure error: its error code and first message line."""
+    code = getattr(exc, "error_code", None)
+    lines = str(getattr(exc, "message", None) or exc).strip().splitlines()
+    message = lines[0] if lines else ""
+    return _redact(f"{code}: {message}" if code else f"{type(exc).__name__}: {message}".rstrip(": "))
+
+
+def _without_query(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, unquote(parts.path), "", ""))
+
+
+class BlobFiles:
+    """:class:`~core.reports.files.Files` in an Azure Blob Storage container, under an
+    optional prefix.
+
+    Give exactly one way to reach the account: ``connection_string``, ``account_url`` (with
+    ``credential``, or without it for Microsoft Entra ID through
+    ``azure.identity.DefaultAzureCredential``: managed identity in Azure, developer sign-in
+    locally), or ``client``.
+
+    Args:
+        container: the container's name. It is created on the first write when missing (the
+            way a local folder is); reading or listing a missing container finds nothing.
+        prefix: folder-like prefix inside the container (``""``: the container's root).
+            Leading and trailing ``/`` are ignored; ``..`` is refused.
+        connection_string: a storage connection string (account key or SAS; Azurite's
+            development connection string in tests).
+        account_url: ``https://<account>.blob.core.windows.net`` (a SAS query string on it is
+            used as the credential).
+        credential: with ``account_url``: a SAS token, an account key, or a ``TokenCredential``.
+        client: a ``BlobServiceClient`` to use (for example one with its own pipeline options).
+        list_page_size: blob names asked for per ``List Blobs`` page (1 to 5000).
+
+    Raises:
+        ConfigError: no way or more than one way to reach the account, an empty container
+            name, a prefix with ``..``, or a page size outside 1..5000.
+
+    Errors from the service become :class:`~core.errors.StoreError` naming the blob's URL
+    without any SAS token or key.
+    """
+
+    def __init__(
+        self,
+        container: str,
+        prefix: str = "",
+        *,
+        connection_string: str | None = None,
+        account_url: str | None = None,
+        credential: Any = None,
+        client: Any = None,
+        list_page_size: int = 5000,
+    ) -> None:
+        if not container or "/" in container:
+            raise ConfigError(f"Blob container name must be non-empty and without '/', got {container!r}")
+        given = [name for name, value in (("connection_string", connection_string), ("account_url", account_url), ("client", client)) if value]
+        if len(given) != 1:
+            raise ConfigError(
+                "BlobFiles needs exactly one of connection_string, account_url or client"
+                + (f"; got {', '.join(given)}" if given else "")
+            )
+        if credential is not None and not account_url:
+            raise ConfigError("BlobFiles: credential goes with account_url")
+        if not 1 <= list_page_size <= 5000:
+            raise ConfigError(f"list_page_size must be between 1 and 5000, got {list_page_size}")
+        self.container = container
+        self.prefix = _clean_prefix(prefix)
+        self.list_page_size = list_page_size
+        self._service = client
+        self._connection_string = connection_string
+        self._account_url = account_url
+        self._credential = credential
+        self._container_client: Any = None
+
+    def __repr__(self) -> str:
+        return f"BlobFiles({self.root!r})"
+
+    @property
+    def container_client(self) -> Any:
+        """The ``ContainerClient`` (created on first use)."""
+        if self._container_client is None:
+            if self._service is None:
+                from azure.storage.blob import BlobServiceClient
+
+                if self._connection_string:
+                    self._service = BlobServiceClient.from_connection_string(self._connection_string)
+                else:
+                    credential = self._credential
+                    if credential is None and "sig=" not in (urlsplit(self._account_url).query or ""):
+                        from azure.identity import DefaultAzureCredential
+
+                        credential = DefaultAzureCredential()
+                    self._service = BlobServiceClient(self._account_url, credential=credential)
+            self._container_client = self._service.get_container_client(self.container)
+        return self._container_client
+
+    @property
+    def root(self) -> str:
+        """The store's URL, ``<account url>/<container>[/<prefix>]``, without credentials."""
+        url = self._container_url()
+        return f"{url}/{self.prefix}" if self.prefix else url
+
+    def _container_url(self) -> str:
+        try:
+            return _without_query(self.container_client.url)
+        except ValueError:  # an unusable connection string or URL: name the container only
+            return f"<blob container {self.container}>"
+
+    def _name(self, key: str) -> str:
+        key = _clean_key(key)
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def _url(self, name: str) -> str:
+        return f"{self._container_url()}/{name}"
+
+    def read_bytes(self, key: str) -> bytes:
+        """Return the blob's bytes.
+
+        Raises:
+            StoreError: the blob (or its container) does not exist (the message names the
+                blob's URL), or the service refused or failed the request.
+        """
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        name = self._name(key)
+        try:
+            return self.container_client.get_blob_client(name).download_blob(max_concurrency=1).readall()
+        except ResourceNotFoundError as exc:
+            raise StoreError(f"{self._url(name)} does not exist") from exc
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        """Write ``data`` with ``upload_blob(overwrite=True)`` (atomic: old or new content).
+
+        Creates the container when it does not exist, then uploads again.
+
+        Raises:
+            StoreError: the service refused or failed the upload (the previous content, if
+                any, is still there).
+        """
+        from azure.core.exceptions import AzureError, ResourceExistsError, ResourceNotFoundError
+
+        name = self._name(key)
+        body = bytes(data)
+        try:
+            blob = self.container_client.get_blob_client(name)
+            try:
+                blob.upload_blob(body, overwrite=True)
+            except ResourceNotFoundError as exc:
+                if getattr(exc, "error_code", None) != "ContainerNotFound":
+                    raise
+                logger.info("creating blob container %s", self._container_url())
+                try:
+                    self.container_client.create_container()
+                except ResourceExistsError:
+                    pass
+                blob.upload_blob(body, overwrite=True)
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot write {self._url(name)}: {_describe(exc)}") from exc
+
+    def exists(self, key: str) -> bool:
+        """True when the blob exists (False also when the container does not).
+
+        Raises:
+            StoreError: the service refused or failed the request for another reason.
+        """
+        from azure.core.exceptions import AzureError
+
+        name = self._name(key)
+        try:
+            return bool(self.container_client.get_blob_client(name).exists())
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot check {self._url(name)}: {_describe(exc)}") from exc
+
+    def list(self, prefix: str = "") -> list[str]:
+        """Keys under ``prefix`` (recursive), relative to the store's prefix, sorted.
+
+        Only blob names are fetched (``List Blobs``, page by page); blob contents are never
+        read. A missing container lists nothing. Names that are not valid keys (with ``//``,
+        ``.`` or ``..`` segments, or ending in ``/``) are left out.
+
+        Raises:
+            StoreError: ``prefix`` contains ``..``, or the service refused or failed the request.
+        """
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        base = self.prefix + "/" if self.prefix else ""
+        search = base + _clean_key(prefix) + "/" if prefix.strip("/") else base
+        keys: list[str] = []
+        try:
+            names = self.container_client.list_blob_names(
+                name_starts_with=search or None, results_per_page=self.list_page_size
+            )
+            for full in names:
+                key = full[len(base):]
+                try:
+                    valid = _clean_key(key) == key
+                except StoreError:
+                    valid = False
+                if valid:
+                    keys.append(key)
+                else:
+                    logger.debug("skipping blob %s: not a valid key", self._url(full))
+        except ResourceNotFoundError:
+            return []
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot list {self._url(search)}: {_describe(exc)}") from exc
+        return sorted(keys)
