@@ -20,6 +20,11 @@
 | ``RAGTUNE_CHAT_API_VERSION`` | Azure OpenAI API version for chat | ``2024-10-21`` |
 | ``RAGTUNE_JUDGE_MODEL`` | model that judges answers (same endpoint as chat unless ``RAGTUNE_JUDGE_BASE_URL``) | none: no judge |
 | ``RAGTUNE_JUDGE_BASE_URL`` / ``RAGTUNE_JUDGE_API_KEY`` | the judge's own endpoint and key | the chat ones |
+| ``RAGTUNE_REPORTS`` | report store address (a folder, ``s3://bucket/prefix`` or a Blob URL; see ``core.reports.open_files``) | ``RAGTUNE_OUT_DIR`` |
+| ``RAGTUNE_STORAGE_CONNECTION`` | Azure Storage connection string for Blob and Queue (falls back to ``AzureWebJobsStorage``) | none |
+| ``RAGTUNE_GOLDEN_CONTAINER`` | Blob container whose golden files are checked on upload | ``golden`` |
+| ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
+| ``RAGTUNE_ROUND_TIMEOUT_S`` | longest wait, in seconds, for one round of evaluations | ``1800`` |
 | ``RAGTUNE_PG_DSN`` or ``RAGTUNE_PG_HOST`` / ``_PORT`` / ``_USER`` / ``_PASSWORD`` / ``_DB`` / ``_SCHEMA`` | PostgreSQL with pgvector (see ``PGVectorConfig.from_env``) | ``127.0.0.1:5432``, user ``postgres``, database ``postgres``, schema ``public`` |
 """
 
@@ -60,9 +65,14 @@ class Settings:
     judge_model_name: str | None = None
     judge_base_url: str | None = None
     judge_api_key: str | None = None
+    reports: str = ""
+    storage_connection: str | None = None
+    golden_container: str = "golden"
+    evaluations_queue: str = "evaluations"
+    round_timeout_s: int = 1800
 
     def __repr__(self) -> str:
-        hidden = {"embedding_api_key", "milvus_token", "chat_api_key", "judge_api_key"}  # PGVectorConfig hides its own password
+        hidden = {"embedding_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection"}  # PGVectorConfig hides its own password
         parts = [
             f"{k}={'***' if k in hidden and v else v!r}" for k, v in self.__dict__.items()
         ]
@@ -73,7 +83,8 @@ class Settings:
         """Read the settings from ``env`` (default ``os.environ``).
 
         Raises:
-            ConfigError: an unknown provider or a non-integer dimension count (names the variable).
+            ConfigError: an unknown provider, a non-integer dimension count or a round timeout
+                that is not a positive integer (names the variable).
         """
         env = os.environ if env is None else env
         provider = env.get("RAGTUNE_EMBEDDING_PROVIDER", "local").strip().lower() or "local"
@@ -101,9 +112,13 @@ class Settings:
             env.get("AZURE_OPENAI_API_KEY") if chat_provider == "azure" else env.get("OPENAI_API_KEY")
         )
         chat_url = env.get("RAGTUNE_CHAT_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if chat_provider == "azure" else None)
+        timeout_raw = (env.get("RAGTUNE_ROUND_TIMEOUT_S") or "").strip() or "1800"
+        if not timeout_raw.isdigit() or int(timeout_raw) < 1:
+            raise ConfigError(f"RAGTUNE_ROUND_TIMEOUT_S must be a positive integer (seconds), got {timeout_raw!r}")
+        out_dir = (env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out"
         base_url = env.get("RAGTUNE_EMBEDDING_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if provider == "azure" else None)
         return cls(
-            out_dir=(env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out",
+            out_dir=out_dir,
             embedding_provider=provider,
             embedding_model_name=env.get("RAGTUNE_EMBEDDING_MODEL", "text-embedding-3-small"),
             embedding_base_url=base_url or None,
@@ -123,7 +138,23 @@ class Settings:
             judge_model_name=(env.get("RAGTUNE_JUDGE_MODEL") or "").strip() or None,
             judge_base_url=env.get("RAGTUNE_JUDGE_BASE_URL") or None,
             judge_api_key=env.get("RAGTUNE_JUDGE_API_KEY") or None,
+            reports=(env.get("RAGTUNE_REPORTS") or "").strip() or out_dir,
+            storage_connection=(env.get("RAGTUNE_STORAGE_CONNECTION") or env.get("AzureWebJobsStorage") or "").strip() or None,
+            golden_container=(env.get("RAGTUNE_GOLDEN_CONTAINER") or "").strip() or "golden",
+            evaluations_queue=(env.get("RAGTUNE_EVALUATIONS_QUEUE") or "").strip() or "evaluations",
+            round_timeout_s=int(timeout_raw),
         )
+
+    def report_store(self) -> Any:
+        """Return the ``ReportStore`` at ``RAGTUNE_REPORTS`` (Blob addresses use
+        ``RAGTUNE_STORAGE_CONNECTION``). Nothing is contacted here.
+
+        Raises:
+            ConfigError: an address :func:`core.reports.open_files` does not accept.
+        """
+        from core.reports import report_store
+
+        return report_store(self.reports or self.out_dir, connection_string=self.storage_connection)
 
     def embedding_model(self) -> Any:
         """Return the configured ``EmbeddingModel`` (not yet loaded or called).

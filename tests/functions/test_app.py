@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import azure.functions as func
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sentence_transformers", "pymilvus", "milvus_lite", "docling", "unitxt", "pygam", "transformers")
@@ -24,36 +25,63 @@ def test_app_imports_without_heavy_modules():
     assert [m for m in loaded if m.split(".")[0] in HEAVY] == []
 
 
-_FUNCTIONS: dict = {}
+#: Every function the host indexes: name -> (trigger type, route or path, auth level).
+EXPECTED_INDEX = {
+    "health": ("httpTrigger", "health", "anonymous"),
+    "check_golden_http": ("httpTrigger", "golden/check", "function"),
+    "check_golden_blob": ("blobTrigger", "%RAGTUNE_GOLDEN_CONTAINER%/{name}", None),
+    "list_runs": ("httpTrigger", "runs", "function"),
+    "latest_run": ("httpTrigger", "runs/latest", "function"),
+    "get_run": ("httpTrigger", "runs/{run_id}", "function"),
+    "get_run_golden": ("httpTrigger", "runs/{run_id}/golden", "function"),
+    "get_golden_check": ("httpTrigger", "golden-checks/{name}", "function"),
+    "start_experiment": ("httpTrigger", "experiments", "function"),
+    "experiment_orchestrator": ("orchestrationTrigger", None, None),
+    "prepare_experiment": ("activityTrigger", None, None),
+    "ask_configurations": ("activityTrigger", None, None),
+    "evaluate_configuration": ("activityTrigger", None, None),
+    "tell_results": ("activityTrigger", None, None),
+    "write_experiment_report": ("activityTrigger", None, None),
+}
 
 
-def _functions() -> dict:
-    """The app's functions by name, as the host indexes them (get_functions() builds once)."""
-    if not _FUNCTIONS:
-        import function_app
-
-        _FUNCTIONS.update({f.get_function_name(): f for f in function_app.app.get_functions()})
-    return _FUNCTIONS
-
-
-def test_app_registers_the_blueprint_functions():
-    functions = _functions()
-    assert {"health", "check_golden_http"} <= set(functions)
-    triggers = [b for b in functions["check_golden_http"].get_bindings() if b.type == "httpTrigger"]
-    assert len(triggers) == 1 and triggers[0].route == "golden/check"
+def _trigger(function) -> tuple:
+    triggers = [b for b in function.get_bindings() if b.type.endswith("Trigger")]
+    assert len(triggers) == 1, function.get_function_name()
+    t = triggers[0]
+    auth = getattr(t, "auth_level", None)
+    return t.type, getattr(t, "route", None) or getattr(t, "path", None), getattr(auth, "value", auth)
 
 
-def _function(name: str):
-    return _functions()[name].get_user_function()
+def test_app_registers_the_blueprint_functions(app_functions):
+    index = {name: _trigger(f) for name, f in app_functions.items()}
+    assert index == EXPECTED_INDEX
 
 
-def test_health():
+def test_experiment_starter_has_a_durable_client(app_functions):
+    types = sorted(b.type for b in app_functions["start_experiment"].get_bindings())
+    assert types == ["durableClient", "http", "httpTrigger"]
+
+
+def test_golden_blob_trigger_binding(app_functions):
+    (binding,) = [b for b in app_functions["check_golden_blob"].get_bindings() if b.type == "blobTrigger"]
+    data = binding.get_dict_repr()
+    assert data["connection"] == "RAGTUNE_STORAGE_CONNECTION"
+    assert data["source"] == "EventGrid"
+
+
+@pytest.fixture
+def _function(app_functions):
+    return lambda name: app_functions[name].get_user_function()
+
+
+def test_health(_function):
     resp = _function("health")(func.HttpRequest("GET", "/api/health", body=b""))
     assert resp.status_code == 200
     assert json.loads(resp.get_body())["status"] == "ok"
 
 
-def test_golden_check_over_http(northwind_dir):
+def test_golden_check_over_http(northwind_dir, _function):
     ok = _function("check_golden_http")(
         func.HttpRequest("POST", "/api/golden/check", body=(northwind_dir / "golden.jsonl").read_bytes(),
                          params={"name": "golden.jsonl"})
@@ -83,3 +111,21 @@ def test_core_never_imports_functions_or_azure_functions():
                 if name.split(".")[0] == "functions" or name.startswith("azure.functions") or name.startswith("azure.durable"):
                     offenders.append(f"{path.relative_to(ROOT)}: {name}")
     assert offenders == []
+
+
+def test_local_settings_sample_lists_every_setting_the_code_reads():
+    import re
+
+    sources = [ROOT / "core" / "settings.py", ROOT / "core" / "vectorstores" / "pgvector.py",
+               *(ROOT / "functions").glob("*.py")]
+    read = {m for p in sources for m in re.findall(r'"(RAGTUNE_[A-Z_]*[A-Z])"', p.read_text(encoding="utf-8"))}
+    sample = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
+    assert {"RAGTUNE_REPORTS", "RAGTUNE_STORAGE_CONNECTION", "RAGTUNE_ROUND_TIMEOUT_S"} <= read
+    assert sorted(read - set(sample)) == []
+    assert "AzureWebJobsStorage" in sample
+
+
+def test_host_json_queue_and_durable_settings():
+    host = json.loads((ROOT / "host.json").read_text())
+    assert host["extensions"]["queues"]["visibilityTimeout"] == "00:01:00"
+    assert host["extensions"]["durableTask"]["hubName"] == "ragtune"

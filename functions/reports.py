@@ -1,0 +1,156 @@
+"""Read-only HTTP access to the report store (``RAGTUNE_REPORTS``).
+
+| route | answer |
+| --- | --- |
+| ``GET /api/runs?limit=20&offset=0`` | ``{"runs": [run id, ...], "limit", "offset"}``, newest first |
+| ``GET /api/runs/latest`` | the newest run's report |
+| ``GET /api/runs/{run_id}`` | that run's report |
+| ``GET /api/runs/{run_id}/golden`` | the golden file the run used (JSONL, ``application/x-ndjson``) |
+| ``GET /api/golden-checks/{name}`` | the stored check of the uploaded golden file ``name`` |
+
+Every answer is JSON (except the golden file itself). Status 400 for an id or name with
+characters outside ``[A-Za-z0-9_.-]`` (or made only of dots) and for a bad ``limit`` /
+``offset``; 404 when nothing is stored under it; 500 with a one-line message when the store
+cannot be reached or read. Stack traces are logged, never returned.
+"""
+
+import json
+import logging
+import re
+from typing import Any, Callable
+
+import azure.functions as func
+
+logger = logging.getLogger(__name__)
+
+bp = func.Blueprint()
+
+_ID = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+#: Largest ``limit`` accepted by ``GET /api/runs``.
+MAX_LIMIT = 500
+
+
+def _json(body: Any, status: int = 200) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps(body, ensure_ascii=False, allow_nan=False), status_code=status,
+                             mimetype="application/json")
+
+
+def _error(message: str, status: int) -> func.HttpResponse:
+    return _json({"error": message}, status)
+
+
+def _valid_id(value: str | None) -> bool:
+    return bool(value) and bool(_ID.match(value)) and set(value) != {"."}
+
+
+def _answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
+    """Open the report store and call ``read(store)``; store and settings errors become JSON."""
+    from core.errors import ConfigError, StoreError
+    from core.settings import Settings
+
+    try:
+        return read(Settings.from_env().report_store())
+    except ConfigError as exc:
+        logger.error("report store settings are invalid: %s", exc)
+        return _error(f"the report store is not configured correctly: {exc}", 500)
+    except StoreError as exc:
+        logger.error("report store read failed: %s", exc)
+        return _error(f"the report store could not be read: {exc}", 500)
+    except Exception:  # never a stack trace in an answer
+        logger.exception("unexpected error reading the report store")
+        return _error("internal error reading the report store", 500)
+
+
+def _load_run(store: Any, run_id: str) -> dict | None:
+    """The run's report, or None when no run has that id (``latest``: when none is stored)."""
+    ids = store.run_ids()
+    if (run_id == "latest" and not ids) or (run_id != "latest" and run_id not in ids):
+        return None
+    return store.load_run(run_id)
+
+
+def _int_param(req: func.HttpRequest, name: str, default: int, low: int, high: int) -> int | str:
+    raw = (req.params.get(name) or "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        return f"{name} must be an integer from {low} to {high}, got {raw!r}"
+    return int(raw)
+
+
+@bp.route(route="runs", methods=["GET"])
+def list_runs(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/runs?limit&offset``: run ids newest first (``limit`` 1..500, default 20)."""
+    limit = _int_param(req, "limit", 20, 1, MAX_LIMIT)
+    offset = _int_param(req, "offset", 0, 0, 10**9)
+    for value in (limit, offset):
+        if isinstance(value, str):
+            return _error(value, 400)
+    return _answer(lambda store: _json({"runs": store.history(limit, offset), "limit": limit, "offset": offset}))
+
+
+@bp.route(route="runs/latest", methods=["GET"])
+def latest_run(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/runs/latest``: the newest run's report; 404 when no run is stored."""
+    def read(store: Any) -> func.HttpResponse:
+        report = _load_run(store, "latest")
+        return _error("no run is stored yet", 404) if report is None else _json(report)
+
+    return _answer(read)
+
+
+@bp.route(route="runs/{run_id}", methods=["GET"])
+def get_run(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/runs/{run_id}``: the run's report; 400 for a bad id, 404 for an unknown one."""
+    run_id = req.route_params.get("run_id")
+    if not _valid_id(run_id):
+        return _error("run id may only hold letters, digits, '_', '.' and '-'", 400)
+
+    def read(store: Any) -> func.HttpResponse:
+        report = _load_run(store, run_id)
+        return _error(f"no run {run_id!r}", 404) if report is None else _json(report)
+
+    return _answer(read)
+
+
+@bp.route(route="runs/{run_id}/golden", methods=["GET"])
+def get_run_golden(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/runs/{run_id}/golden``: the golden file the run used, as stored (JSONL).
+
+    404 when the run is unknown or its golden file was not stored.
+    """
+    from core.reports.store import GOLDEN_PREFIX
+
+    run_id = req.route_params.get("run_id")
+    if not _valid_id(run_id):
+        return _error("run id may only hold letters, digits, '_', '.' and '-'", 400)
+
+    def read(store: Any) -> func.HttpResponse:
+        report = _load_run(store, run_id)
+        if report is None:
+            return _error(f"no run {run_id!r}", 404)
+        sha256 = str((report.get("golden") or {}).get("sha256") or "")
+        key = f"{GOLDEN_PREFIX}/{sha256}.jsonl"
+        if not _valid_id(sha256) or not store.files.exists(key):
+            return _error(f"the golden file of run {run_id!r} is not stored", 404)
+        return func.HttpResponse(store.files.read_bytes(key), status_code=200, mimetype="application/x-ndjson")
+
+    return _answer(read)
+
+
+@bp.route(route="golden-checks/{name}", methods=["GET"])
+def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/golden-checks/{name}``: the stored check of the uploaded golden file ``name``."""
+    from functions.golden import GOLDEN_CHECKS_PREFIX
+
+    name = req.route_params.get("name")
+    if not _valid_id(name):
+        return _error("golden file name may only hold letters, digits, '_', '.' and '-'", 400)
+
+    def read(store: Any) -> func.HttpResponse:
+        key = f"{GOLDEN_CHECKS_PREFIX}/{name}.json"
+        if not store.files.exists(key):
+            return _error(f"no check of golden file {name!r} is stored", 404)
+        return _json(json.loads(store.files.read_bytes(key)))
+
+    return _answer(read)

@@ -1,0 +1,105 @@
+"""The report store's HTTP reads, over a local-folder store and an Azurite (Blob) store."""
+
+from __future__ import annotations
+
+import json
+
+import azure.functions as func
+import pytest
+
+from core.reports import report_store
+from core.reports.store import REPORT_SCHEMA_VERSION
+
+GOLDEN = b'{"question": "q", "expected": ["a.md"]}\n'
+SHA = "ab" * 32
+OLD, NEW = "20260101T000000Z-aaaaaa", "20260102T000000Z-bbbbbb"
+
+
+@pytest.fixture(params=["local", "azurite"])
+def store(request, clean_env, tmp_path):
+    """A report store with two runs and one golden check, and the settings pointing at it."""
+    if request.param == "local":
+        address = str(tmp_path / "reports")
+        clean_env.setenv("RAGTUNE_REPORTS", address)
+        store = report_store(address)
+    else:
+        azurite = request.getfixturevalue("azurite")
+        address = f"{request.getfixturevalue('blob_endpoint')}/{request.getfixturevalue('new_container')()}/r"
+        clean_env.setenv("RAGTUNE_REPORTS", address)
+        clean_env.setenv("RAGTUNE_STORAGE_CONNECTION", azurite)
+        store = report_store(address, connection_string=azurite)
+    for run_id in (OLD, NEW):
+        store.save_run(run_id, {"schema_version": REPORT_SCHEMA_VERSION, "run_id": run_id,
+                                "golden": {"sha256": SHA if run_id == NEW else "cd" * 32}})
+    store.save_golden(SHA, GOLDEN)
+    store.files.write_bytes("golden_checks/g.jsonl.json", json.dumps({"ok": True, "errors": []}).encode())
+    return store
+
+
+def _get(app_functions, name: str, url: str, route_params: dict | None = None, params: dict | None = None):
+    req = func.HttpRequest("GET", url, body=b"", route_params=route_params or {}, params=params or {})
+    return app_functions[name].get_user_function()(req)
+
+
+def _body(resp):
+    return json.loads(resp.get_body())
+
+
+def test_list_runs_newest_first_with_paging(store, app_functions):
+    resp = _get(app_functions, "list_runs", "/api/runs")
+    assert resp.status_code == 200 and resp.mimetype == "application/json"
+    assert _body(resp) == {"runs": [NEW, OLD], "limit": 20, "offset": 0}
+    assert _body(_get(app_functions, "list_runs", "/api/runs", params={"limit": "1", "offset": "1"}))["runs"] == [OLD]
+    for bad in ({"limit": "0"}, {"limit": "x"}, {"offset": "-1"}, {"limit": "501"}):
+        resp = _get(app_functions, "list_runs", "/api/runs", params=bad)
+        assert resp.status_code == 400 and "must be an integer" in _body(resp)["error"]
+
+
+def test_latest_and_by_id(store, app_functions):
+    assert _body(_get(app_functions, "latest_run", "/api/runs/latest"))["run_id"] == NEW
+    assert _body(_get(app_functions, "get_run", f"/api/runs/{OLD}", {"run_id": OLD}))["run_id"] == OLD
+    resp = _get(app_functions, "get_run", "/api/runs/nope", {"run_id": "20990101T000000Z-cccccc"})
+    assert resp.status_code == 404 and "no run" in _body(resp)["error"]
+
+
+@pytest.mark.parametrize("bad", ["..", "../x", "a/b", "a%2Fb", "a b", "", "x\\y", "é"])
+def test_bad_ids_are_refused_before_the_store_is_read(store, app_functions, bad):
+    for name, key in (("get_run", "run_id"), ("get_run_golden", "run_id"), ("get_golden_check", "name")):
+        resp = _get(app_functions, name, "/api/x", {key: bad})
+        assert resp.status_code == 400, (name, bad)
+        assert "Traceback" not in resp.get_body().decode()
+
+
+def test_run_golden(store, app_functions):
+    resp = _get(app_functions, "get_run_golden", f"/api/runs/{NEW}/golden", {"run_id": NEW})
+    assert resp.status_code == 200 and resp.get_body() == GOLDEN and resp.mimetype == "application/x-ndjson"
+    missing = _get(app_functions, "get_run_golden", f"/api/runs/{OLD}/golden", {"run_id": OLD})
+    assert missing.status_code == 404 and "not stored" in _body(missing)["error"]
+    unknown = _get(app_functions, "get_run_golden", "/api/runs/x/golden", {"run_id": "x"})
+    assert unknown.status_code == 404
+
+
+def test_golden_checks(store, app_functions):
+    assert _body(_get(app_functions, "get_golden_check", "/api/golden-checks/g.jsonl", {"name": "g.jsonl"})) == {
+        "ok": True, "errors": []}
+    resp = _get(app_functions, "get_golden_check", "/api/golden-checks/other.jsonl", {"name": "other.jsonl"})
+    assert resp.status_code == 404
+
+
+def test_empty_store_and_broken_report(clean_env, tmp_path, app_functions):
+    clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path))
+    resp = _get(app_functions, "latest_run", "/api/runs/latest")
+    assert resp.status_code == 404 and _body(resp) == {"error": "no run is stored yet"}
+    assert _body(_get(app_functions, "list_runs", "/api/runs"))["runs"] == []
+    (tmp_path / "retrieval/runs/r1").mkdir(parents=True)
+    (tmp_path / "retrieval/runs/r1/report.json").write_text("{not json")
+    resp = _get(app_functions, "get_run", "/api/runs/r1", {"run_id": "r1"})
+    assert resp.status_code == 500
+    body = resp.get_body().decode()
+    assert "not a valid report" in _body(resp)["error"] and "Traceback" not in body
+
+
+def test_bad_settings_answer_500_without_a_trace(clean_env, app_functions):
+    clean_env.setenv("RAGTUNE_REPORTS", "ftp://x/y")
+    resp = _get(app_functions, "list_runs", "/api/runs")
+    assert resp.status_code == 500 and "not configured correctly" in _body(resp)["error"]
