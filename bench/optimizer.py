@@ -223,19 +223,19 @@ def main() -> int:
     print(f"grid: {grid_note}")
     print(f"scores over {n} configurations: best {best:.4f}, median {statistics.median(ok):.4f}, "
           f"worst {min(ok):.4f}; {n - len(ok)} failed")
-    top = max((k for k in scores if scores[k] is not None), key=lambda k: scores[k])  # type: ignore[arg-type,return-value]
+    top = max((k for k, v in scores.items() if v is not None), key=lambda k: scores[k] or 0.0)
     shown = {k: v for k, v in table["configurations"][top].items() if v is not None and not k.endswith("_text")}
     print(f"best configuration: {json.dumps(shown)}")
     print(f"within {TOLERANCE:g} of the best: {near} of {n} configurations ({exact} tied at the best); "
-          f"uniform sampling without replacement needs {(n + 1) / (near + 1):.1f} evaluations on average")
+          f"uniform sampling without replacement expects {(n + 1) / (near + 1):.1f} evaluations to reach one")
 
     seeds = list(range(args.seeds))
     last = max(CHECKPOINTS)
+    common = {"tolerance": TOLERANCE, "checkpoints": CHECKPOINTS}
     optimizers = {
-        "gam": lambda **kw: replay(scores, space, GAMSampler, seeds, tolerance=TOLERANCE, checkpoints=CHECKPOINTS, **kw),
-        "random": lambda **kw: replay(scores, space, RandomSampler, seeds, tolerance=TOLERANCE,
-                                      checkpoints=CHECKPOINTS, **kw),
-        "optuna-tpe": lambda **kw: replay_tpe(scores, space, seeds, tolerance=TOLERANCE, checkpoints=CHECKPOINTS, **kw),
+        "gam": lambda **kw: replay(scores, space, GAMSampler, seeds, **common, **kw),
+        "random": lambda **kw: replay(scores, space, RandomSampler, seeds, **common, **kw),
+        "optuna-tpe": lambda **kw: replay_tpe(scores, space, seeds, **common, **kw),
     }
     to_target: dict[str, Any] = {}
     first: dict[str, Any] = {}
@@ -262,10 +262,10 @@ def main() -> int:
         print(f"{name:<11} {fmt(medians[name], '.1f'):>23} {f'{q1:g}-{q3:g}':>11} {max(evals):>4g} "
               f"{stats.fraction_reached:>8.0%} "
               + " ".join(f"{fmt(b, '.4f'):>15}" for b in best_at) + f" {seconds[name]:>9.1f}")
-    tpe_extra = [r.extra for r in to_target["optuna-tpe"].runs]
-    print(f"TPE suggestions per seed until the target (median): {statistics.median(e['suggestions'] for e in tpe_extra):.0f}, "
-          f"of which repeats {statistics.median(e['duplicates'] for e in tpe_extra):.0f} and invalid "
-          f"{statistics.median(e['invalid'] for e in tpe_extra):.0f} (not counted as evaluations)")
+    tpe = {c: statistics.median(r.extra[c] for r in to_target["optuna-tpe"].runs)
+           for c in ("suggestions", "duplicates", "invalid")}
+    print(f"TPE suggestions per seed until the target (median): {tpe['suggestions']:.0f}, of which repeats "
+          f"{tpe['duplicates']:.0f} and invalid {tpe['invalid']:.0f} (not counted as evaluations)")
 
     gam_random, gam_tpe, met = goal(medians["gam"], medians["random"], medians["optuna-tpe"])
     print()

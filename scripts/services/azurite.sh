@@ -136,7 +136,8 @@ cmd_start() {
       cat "$STATE/connection_string"
       return 0
     fi
-    if ! running_pid >/dev/null; then
+    # Alive is enough here: until the subshell execs, its command line is not azurite's yet.
+    if ! kill -0 "$(cat "$STATE/pid")" 2>/dev/null; then
       tail -n 20 "$STATE/server.log" >&2 || true
       rm -f "$STATE/pid" "$STATE/ports"
       die "azurite exited (log: $STATE/server.log)"

@@ -105,7 +105,8 @@ cmd_start() {
       cat "$STATE/endpoint"
       return 0
     fi
-    if ! running_pid >/dev/null; then
+    # Alive is enough here: until nohup execs, its command line is not moto's yet.
+    if ! kill -0 "$(cat "$STATE/pid")" 2>/dev/null; then
       tail -n 20 "$STATE/server.log" >&2 || true
       rm -f "$STATE/pid" "$STATE/port"
       die "moto_server exited (log: $STATE/server.log)"

@@ -1,0 +1,66 @@
+"""The optimizer benchmark's pure parts: the goal, question subsets and table files."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from core.evaluation.single import Corpus
+
+ROOT = Path(__file__).resolve().parents[3]
+SQUAD_GOLDEN = ROOT / "examples" / "data" / "squad-mini" / "golden.jsonl"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_optimizer", ROOT / "bench" / "optimizer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "medians, expected",
+    [
+        # hand computed: 7 / 14 = 0.5 and 7 / 14 = 0.5, both within the limits
+        ((7, 14, 14), (0.5, 0.5, True)),
+        # 13 / 14 > 0.5
+        ((13, 14, 14), (13 / 14, 13 / 14, False)),
+        # 6 / 14 <= 0.5 but 6 / 5 > 1
+        ((6, 14, 5), (6 / 14, 1.2, False)),
+        # GAM never reached the target: infinite ratios, not met
+        ((None, 14, 14), (None, None, False)),
+        # random never reached it: GAM / random counts as 0, GAM / TPE = 0.5
+        ((5, None, 10), (None, 0.5, True)),
+    ],
+)
+def test_goal(bench, medians, expected):
+    gam_random, gam_tpe, met = bench.goal(*medians)
+    assert (gam_random, gam_tpe, met) == pytest.approx(expected)
+
+
+def test_a_question_subset_has_its_own_sha256(bench):
+    whole = bench.load_golden(SQUAD_GOLDEN, None)
+    five = bench.load_golden(SQUAD_GOLDEN, 5)
+    six = bench.load_golden(SQUAD_GOLDEN, 6)
+    assert [q.id for q in five.questions] == [q.id for q in whole.questions[:5]]
+    assert len({whole.sha256, five.sha256, six.sha256}) == 3
+    assert bench.load_golden(SQUAD_GOLDEN, 10_000).sha256 == whole.sha256
+
+
+def test_table_file_depends_on_metric_and_questions(bench, tmp_path):
+    corpus = Corpus(str(tmp_path), [], fingerprint="f" * 64)
+    space = bench.bench_space()
+    assert space.n_valid == 84  # the count in the benchmark's docstring (and SearchSpace's example)
+    five = bench.load_golden(SQUAD_GOLDEN, 5)
+    whole = bench.load_golden(SQUAD_GOLDEN, None)
+    paths = {
+        bench.table_path(tmp_path, corpus, whole, space, "mrr"),
+        bench.table_path(tmp_path, corpus, whole, space, "recall@5"),
+        bench.table_path(tmp_path, corpus, five, space, "mrr"),
+    }
+    assert len(paths) == 3
+    assert bench.table_path(tmp_path, corpus, whole, space, "mrr") == bench.table_path(
+        tmp_path, corpus, whole, space, "mrr")
