@@ -18,7 +18,7 @@ import hashlib
 import logging
 import statistics
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -19,12 +19,13 @@ Collections created on the servers are dropped at the end of the module.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+
+from tests.support.services import service
 
 from core.evaluation import EvaluateOptions, evaluate_retrieval
 from core.models import LocalEmbeddingModel
@@ -38,22 +39,6 @@ N_QUESTIONS = 60
 TOLERANCE = 0.01
 #: Backends compared with Milvus Lite.
 SERVERS = ("milvus-server", "pgvector")
-
-
-def _service(var: str, script: str) -> str:
-    """Return the service address in ``var``, or fail naming the script that starts it.
-
-    Args:
-        var: the environment variable (``RAGTUNE_TEST_MILVUS_URI`` or ``RAGTUNE_TEST_PG_DSN``).
-        script: the service script under ``scripts/services/``.
-    """
-    value = os.environ.get(var)
-    if not value:
-        pytest.fail(
-            f"{var} is not set: start the service with 'bash scripts/services/{script} start' and "
-            f"'eval \"$(bash scripts/services/{script} env)\"', or run scripts/test.sh (it does both)"
-        )
-    return value
 
 
 def _seed_cache(source_out: Path, target_out: Path) -> None:
@@ -90,8 +75,8 @@ def squad_subset(squad_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 def server_configs() -> dict[str, Any]:
     """The server backends' configurations, from the test script's variables."""
     return {
-        "milvus-server": MilvusConfig(uri=_service("RAGTUNE_TEST_MILVUS_URI", "milvus.sh")),
-        "pgvector": PGVectorConfig(dsn=_service("RAGTUNE_TEST_PG_DSN", "postgres.sh")),
+        "milvus-server": MilvusConfig(uri=service("RAGTUNE_TEST_MILVUS_URI", "milvus.sh")),
+        "pgvector": PGVectorConfig(dsn=service("RAGTUNE_TEST_PG_DSN", "postgres.sh")),
     }
 
 

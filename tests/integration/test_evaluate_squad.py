@@ -62,7 +62,7 @@ def test_report_counts(run, squad_dir):
 def test_doc_metrics_match_ir_measures(run, squad_dir, squad_subset, model):
     """Reference: ir_measures R@5, RR and nDCG@10 on the chunk ranking each setup returns."""
     import ir_measures
-    from ir_measures import P, R, RR, nDCG
+    from ir_measures import RR, R, nDCG
 
     from core.golden import read_golden
     from core.models import CachedEmbeddingModel, EmbeddingCache

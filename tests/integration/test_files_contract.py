@@ -17,6 +17,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from tests.support.services import service
+
 from core.errors import StoreError
 from core.reports import BlobFiles, Files, LocalFiles, ReportStore, S3Files, open_files, report_store
 
@@ -25,14 +27,6 @@ pytestmark = pytest.mark.integration
 BACKENDS = ["local", "s3", "blob"]
 S3_SECRET = "ragtune-test-secret-never-printed"
 S3_KEY_ID = "ragtune-test-key-id"
-
-
-def _service(var: str, script: str) -> str:
-    value = os.environ.get(var)
-    if not value:
-        pytest.fail(f"{var} is not set: start the service with 'bash scripts/services/{script} start' "
-                    f"and 'eval \"$(bash scripts/services/{script} env)\"' (scripts/test.sh does both)")
-    return value
 
 
 def _unique_name() -> str:
@@ -137,7 +131,7 @@ def _s3(request) -> Backend:
     import boto3
     from botocore.config import Config
 
-    endpoint = _service("RAGTUNE_TEST_S3_ENDPOINT", "moto.sh")
+    endpoint = service("RAGTUNE_TEST_S3_ENDPOINT", "moto.sh")
     client = boto3.client(
         "s3", endpoint_url=endpoint, region_name="us-east-1",
         aws_access_key_id=S3_KEY_ID, aws_secret_access_key=S3_SECRET,
@@ -184,7 +178,7 @@ def _blob(request) -> Backend:
     from azure.core.exceptions import ServiceRequestError
     from azure.storage.blob import BlobServiceClient
 
-    connection_string = _service("RAGTUNE_TEST_AZURITE_CONNECTION_STRING", "azurite.sh")
+    connection_string = service("RAGTUNE_TEST_AZURITE_CONNECTION_STRING", "azurite.sh")
     seen: list[str] = []
     state = {"interrupt": False, "sent_bytes": 0}
 
@@ -197,17 +191,17 @@ def _blob(request) -> Backend:
             state["sent_bytes"] += len(http_request.http_request.body or b"")
 
     # Small block sizes: a 20 KB write goes up as staged blocks plus one Put Block List.
-    service = BlobServiceClient.from_connection_string(
+    blob_service = BlobServiceClient.from_connection_string(
         connection_string, raw_request_hook=hook, retry_total=0,
         max_single_put_size=4096, max_block_size=4096,
     )
     container = _unique_name()
-    service.create_container(container)
-    request.addfinalizer(lambda: service.delete_container(container))
-    blob_endpoint = service.url.rstrip("/")
+    blob_service.create_container(container)
+    request.addfinalizer(lambda: blob_service.delete_container(container))
+    blob_endpoint = blob_service.url.rstrip("/")
 
     def make(prefix: str = "", page_size: int | None = None) -> Files:
-        return BlobFiles(container, prefix, client=service, **({"list_page_size": page_size} if page_size else {}))
+        return BlobFiles(container, prefix, client=blob_service, **({"list_page_size": page_size} if page_size else {}))
 
     @contextlib.contextmanager
     def interrupt() -> Iterator[dict]:
@@ -392,7 +386,7 @@ def test_errors_do_not_show_credentials(backend):
 def test_s3_missing_bucket_is_named():
     import boto3
 
-    endpoint = _service("RAGTUNE_TEST_S3_ENDPOINT", "moto.sh")
+    endpoint = service("RAGTUNE_TEST_S3_ENDPOINT", "moto.sh")
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                           aws_access_key_id=S3_KEY_ID, aws_secret_access_key=S3_SECRET)
     bucket = _unique_name()
@@ -407,7 +401,7 @@ def test_s3_missing_bucket_is_named():
 def test_blob_container_is_created_on_first_write():
     from azure.storage.blob import BlobServiceClient
 
-    connection_string = _service("RAGTUNE_TEST_AZURITE_CONNECTION_STRING", "azurite.sh")
+    connection_string = service("RAGTUNE_TEST_AZURITE_CONNECTION_STRING", "azurite.sh")
     container = _unique_name()
     files = BlobFiles(container, "p", connection_string=connection_string)
     try:

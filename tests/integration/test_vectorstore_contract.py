@@ -7,11 +7,12 @@ ranking below is computed by hand.
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import numpy as np
 import pytest
+
+from tests.support.services import service
 
 from core.chunking.base import Chunk, make_chunk_id
 from core.errors import ConfigError, IndexingError, StoreError
@@ -30,21 +31,13 @@ pytestmark = pytest.mark.integration
 BACKENDS = ["milvus-lite", "milvus-server", "pgvector"]
 
 
-def _service(var: str, script: str) -> str:
-    value = os.environ.get(var)
-    if not value:
-        pytest.fail(f"{var} is not set: start the service with 'bash scripts/services/{script} start' "
-                    f"and 'eval \"$(bash scripts/services/{script} env)\"' (scripts/test.sh does both)")
-    return value
-
-
 def config_for(backend: str, tmp_path):
     """The configuration of ``backend`` (services come from the test script's variables)."""
     if backend == "milvus-lite":
         return MilvusLiteConfig(str(tmp_path / "m.db"))
     if backend == "milvus-server":
-        return MilvusConfig(uri=_service("RAGTUNE_TEST_MILVUS_URI", "milvus.sh"))
-    return PGVectorConfig(dsn=_service("RAGTUNE_TEST_PG_DSN", "postgres.sh"))
+        return MilvusConfig(uri=service("RAGTUNE_TEST_MILVUS_URI", "milvus.sh"))
+    return PGVectorConfig(dsn=service("RAGTUNE_TEST_PG_DSN", "postgres.sh"))
 
 
 def _close(store) -> None:
