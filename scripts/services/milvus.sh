@@ -36,9 +36,14 @@ PY
     echo $! >"$dir/pid"
     echo "http://127.0.0.1:$port" >"$dir/uri"
     for _ in $(seq 1 100); do
-      if "$py/python" - "$port" <<'PY' 2>/dev/null; then
+      # Ready when it answers a real gRPC call (it accepts TCP connections a little earlier).
+      if "$py/python" - "$port" <<'PY' >/dev/null 2>&1; then
 import socket, sys
 socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
+from pymilvus import MilvusClient
+client = MilvusClient(uri=f"http://127.0.0.1:{sys.argv[1]}", timeout=5)
+client.list_collections()
+client.close()
 PY
         echo "milvus-lite server on 127.0.0.1:$port" >&2
         exit 0
