@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -30,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 #: Rows per upsert request.
 UPSERT_BATCH = 2048
+#: Attempts to open a client on a Milvus server before giving up.
+MAX_CONNECT_ATTEMPTS = 3
 #: Longest text Milvus's VARCHAR field holds, in bytes.
 MAX_TEXT_BYTES = 65535
 
@@ -365,15 +368,26 @@ def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
         return _open_lite(config.uri)
     from pymilvus import MilvusClient
 
-    kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30}
+    # No keepalive pings while idle: gRPC servers with default limits (milvus-lite server
+    # among them) answer pings on an idle channel with GOAWAY "too_many_pings", and the
+    # next client on that URI then fails. A dropped channel is reopened on the next call.
+    kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30,
+                              "grpc_options": {"grpc.keepalive_permit_without_calls": False}}
     if config.token:
         kwargs["token"] = config.token
     if config.db_name:
         kwargs["db_name"] = config.db_name
-    try:
-        return MilvusClient(**kwargs)
-    except Exception as exc:  # pymilvus raises several unrelated types here
-        message = str(exc).replace(config.token, "***") if config.token else str(exc)
-        raise StoreError(
-            f"cannot reach Milvus at {config.uri}: {message}. Check that the server runs, the host and port, and the token"
-        ) from exc
+    last: Exception | None = None
+    for attempt in range(MAX_CONNECT_ATTEMPTS):
+        try:
+            return MilvusClient(**kwargs)
+        except Exception as exc:  # pymilvus raises several unrelated types here
+            # A pooled gRPC channel the server has closed (for example a GOAWAY after idle
+            # keepalive pings) fails once; a new attempt opens a fresh channel.
+            last = exc
+            if attempt + 1 < MAX_CONNECT_ATTEMPTS:
+                time.sleep(0.5 * 2**attempt)
+    message = str(last).replace(config.token, "***") if config.token else str(last)
+    raise StoreError(
+        f"cannot reach Milvus at {config.uri}: {message}. Check that the server runs, the host and port, and the token"
+    ) from last
