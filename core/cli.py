@@ -205,12 +205,22 @@ def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``ragtune report [RUN|latest] [--out DIR] [--json]``: print a stored report."""
+    """``ragtune report [RUN|latest|EXPERIMENT] [--out DIR] [--json]``: print a stored report."""
     from core.reports import LocalFiles, ReportStore
     from core.settings import Settings
 
     out = Path(args.out or Settings.from_env().out_dir)
-    store = ReportStore(LocalFiles(out))
+    files = LocalFiles(out)
+    experiment_key = f"experiments/{args.run}/report.json"
+    if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
+        experiment = json.loads(files.read_bytes(experiment_key))
+        experiment["location"] = str(out / experiment_key)
+        if args.json:
+            _print_json(experiment)
+        else:
+            print(format_experiment(experiment))
+        return 0
+    store = ReportStore(files)
     report = store.load_run(args.run)
     report["location"] = str(out / "retrieval" / "runs" / report.get("run_id", args.run) / "report.json")
     if args.json:
@@ -353,8 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_optimize)
 
-    p = sub.add_parser("report", help="print a stored retrieval report")
-    p.add_argument("run", nargs="?", default="latest", help="run id, or 'latest' (default)")
+    p = sub.add_parser("report", help="print a stored retrieval report or experiment report")
+    p.add_argument("run", nargs="?", default="latest",
+                   help="an evaluate run id, 'latest' (default: the newest evaluate run), or an optimize experiment id")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_report)

@@ -48,6 +48,9 @@ def test_experiment_then_a_free_rerun(squad_dir, golden, tmp_path):
     assert [p["iteration"] for p, _ in seen] == [1, 2, 3, 4, 5] and all(n == 15 for _, n in seen)
     assert seen[0][0]["settings"]["vector_store"]["backend"] == "milvus-lite"
     assert (tmp_path / "experiments" / first["experiment_id"] / "report.json").is_file()
+    from core.cli import main
+
+    assert main(["report", first["experiment_id"], "--out", str(tmp_path), "--json"]) == 0
 
     again = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
                            options=options)
