@@ -302,6 +302,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             args.docs, args.golden, out_dir=out, embedding_models={embedding.model_id: embedding},
             chat_models={chat.model_id: chat} if chat is not None else None,
             judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
+            vector_store_configs=settings.vector_store_configs(out),
             options=options, handlers=handlers,
         )
     finally:

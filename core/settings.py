@@ -209,6 +209,13 @@ class Settings:
             return OpenAIChatModel(model, base_url=base_url, api_key=api_key, azure_api_version=self.chat_api_version)
         return OpenAIChatModel(model, base_url=base_url, api_key=api_key)
 
+    def vector_store_configs(self, out_dir: str | Path) -> dict[str, Any]:
+        """Every backend that can be configured from the environment, by name: ``milvus-lite``
+        and ``pgvector`` always (PostgreSQL from ``RAGTUNE_PG_*`` or its defaults), ``milvus``
+        when ``RAGTUNE_MILVUS_URI`` is set. A search space may list several of them."""
+        names = ["milvus-lite", "pgvector"] + (["milvus"] if self.milvus_uri else [])
+        return {name: self.vector_store_config(out_dir, name) for name in names}
+
     def vector_store_config(self, out_dir: str | Path, backend: str | None = None) -> Any:
         """Return the configuration of ``backend`` (default ``RAGTUNE_VECTOR_STORE``):
         ``MilvusLiteConfig`` for ``<out_dir>/milvus.db``, ``MilvusConfig`` from

@@ -71,6 +71,9 @@ class EvaluationContext:
         embedding_models: embedding model id -> ``EmbeddingModel`` (ids as in the search space).
         chat_models: foundation model id -> ``ChatModel``; :data:`EXTRACTIVE` needs no entry.
         vector_store_config: the store's configuration (default Milvus Lite in ``out_dir``).
+        vector_store_configs: backend name -> configuration, for configurations whose
+            ``vector_store`` parameter names a backend (``milvus-lite`` defaults to
+            ``out_dir/milvus.db``).
         judge: a ``ChatModel`` judging answers, or None.
         answer_metrics: answer metric names (None: the unitxt metrics, plus the judge's when
             a judge is given).
@@ -87,6 +90,7 @@ class EvaluationContext:
     embedding_models: dict[str, Any]
     chat_models: dict[str, Any] = field(default_factory=dict)
     vector_store_config: Any = None
+    vector_store_configs: dict[str, Any] = field(default_factory=dict)
     judge: Any = None
     answer_metrics: list[str] | None = None
     max_workers: int = 10
@@ -115,11 +119,24 @@ class EvaluationContext:
                 self._cached_models[model_id] = CachedEmbeddingModel(self.embedding_models[model_id], self._cache)
             return self._cached_models[model_id]
 
-    def store_config(self) -> Any:
-        """The vector store configuration (Milvus Lite in ``out_dir/milvus.db`` by default)."""
-        from core.vectorstores import MilvusLiteConfig
+    def store_config(self, backend: str | None = None) -> Any:
+        """The configuration of ``backend`` (None: the context's own store; Milvus Lite in
+        ``out_dir/milvus.db`` by default).
 
-        return self.vector_store_config or MilvusLiteConfig(str(Path(self.out_dir) / "milvus.db"))
+        Raises:
+            ConfigError: a backend without a configuration.
+        """
+        from core.vectorstores import MilvusLiteConfig, backend_name
+
+        default = self.vector_store_config or MilvusLiteConfig(str(Path(self.out_dir) / "milvus.db"))
+        if backend is None or backend in NOT_APPLICABLE or backend_name(default) == backend:
+            return default
+        if backend in self.vector_store_configs:
+            return self.vector_store_configs[backend]
+        if backend == "milvus-lite":
+            return MilvusLiteConfig(str(Path(self.out_dir) / "milvus.db"))
+        known = ", ".join(sorted({backend_name(default), *self.vector_store_configs}))
+        raise ConfigError(f"vector store {backend!r} is not configured (configured: {known})")
 
 
 def _applies(value: Any) -> bool:
@@ -218,6 +235,7 @@ def run_single_evaluation(
     Returns:
         ``{key, configuration, status ("ok" | "failed"), error, stored (bool), metrics{name:
         mean}, retrieval{grain: aggregate}, rank_grain, answers (answer report), collection,
+        store_binding{backend, location, collection} (never credentials),
         collection_reused, n_embedded, timings{index_s, retrieve_s, answers_s, total_s}}``.
         ``metrics`` holds the retrieval means at the finest labelled grain (``recall@5``,
         ``mrr``, ...) and the answer metric means (``unitxt.answer_correctness``, ...); a
@@ -225,7 +243,7 @@ def run_single_evaluation(
     """
     from core.evaluation.retrieval import choose_rank_grain
     from core.metrics.retrieval import GRAINS, evaluate_rankings
-    from core.vectorstores import collection_name_for, get_vector_store
+    from core.vectorstores import backend_name, collection_name_for, describe_store, get_vector_store
 
     configuration = dict(configuration)
     key = configuration_key(configuration)
@@ -243,6 +261,7 @@ def run_single_evaluation(
     result: dict[str, Any] = {
         "key": key, "configuration": configuration, "status": "failed", "error": None, "stored": False,
         "metrics": {}, "retrieval": {}, "rank_grain": None, "answers": None, "collection": None,
+        "store_binding": None,
         "collection_reused": None, "n_embedded": 0, "timings": timings,
     }
     try:
@@ -256,7 +275,10 @@ def run_single_evaluation(
             "embedding_model": model.model_id,
         })
         result["collection"] = collection
-        store = get_vector_store(model, context.store_config(), collection)
+        store_config = context.store_config(configuration.get("vector_store"))
+        result["store_binding"] = {"backend": backend_name(store_config), "location": describe_store(store_config),
+                                   "collection": collection}
+        store = get_vector_store(model, store_config, collection)
         try:
             t0 = time.perf_counter()
             before = model.n_embedded

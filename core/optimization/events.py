@@ -78,7 +78,7 @@ def pattern_payload(
             "generation": {"model_id": cfg.get("foundation_model"),
                            **{k: cfg.get(k) for k in ("system_message_text", "context_template_text",
                                                       "user_message_text") if k in cfg}},
-            "vector_store": {"backend": vector_store, "collection": result.get("collection")},
+            "vector_store": result.get("store_binding") or {"backend": vector_store, "collection": result.get("collection")},
         },
     }
 

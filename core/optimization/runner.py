@@ -77,7 +77,8 @@ def _sampler(options: ExperimentOptions) -> Any:
     raise ConfigError(f"optimizer must be 'gam' or 'random', got {options.optimizer!r}")
 
 
-def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], foundation_models: Sequence[str]) -> Any:
+def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], foundation_models: Sequence[str],
+                vector_stores: Sequence[str] = ("milvus-lite",)) -> Any:
     """The default space for the models, narrowed or widened by the space file and overrides.
 
     Raises:
@@ -88,9 +89,9 @@ def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], fo
     lengths = {name: model.max_input_tokens for name, model in embedding_models.items()}
     if options.space_file:
         space = SearchSpace.from_file(options.space_file, embedding_models=lengths,
-                                      foundation_models=list(foundation_models))
+                                      foundation_models=list(foundation_models), vector_stores=tuple(vector_stores))
     else:
-        space = default_space(lengths, list(foundation_models))
+        space = default_space(lengths, list(foundation_models), tuple(vector_stores))
     if options.overrides:
         space = space.with_overrides(options.overrides, source="--set")
     return space
@@ -139,6 +140,7 @@ def run_experiment(
     chat_models: dict[str, Any] | None = None,
     judge: Any = None,
     vector_store_config: Any = None,
+    vector_store_configs: dict[str, Any] | None = None,
     options: ExperimentOptions | None = None,
     handlers: Sequence[Any] = (),
 ) -> dict[str, Any]:
@@ -152,7 +154,10 @@ def run_experiment(
         chat_models: foundation model id -> ``ChatModel``; the extractive baseline
             (``"extractive"``) is always available.
         judge: a ``ChatModel`` judging answers, or None.
-        vector_store_config: the vector store (default Milvus Lite in ``out_dir``).
+        vector_store_config: the vector store (default Milvus Lite in ``out_dir``); the default
+            space searches this backend only.
+        vector_store_configs: backend name -> configuration, for spaces that list several
+            backends in ``vector_store`` (a space file or ``--set vector_store=...``).
         options: optimizer, budget, objective, seed, space.
         handlers: ``EventHandler`` objects hearing progress.
 
@@ -192,7 +197,8 @@ def run_experiment(
         DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE
     )
     sampler = _sampler(options)
-    space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models])
+    default_store = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
+    space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)])
     files = LocalFiles(out_dir)
     experiment_id = options.experiment_id or new_run_id()
     prefix = f"experiments/{experiment_id}"
@@ -203,9 +209,10 @@ def run_experiment(
     warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
     for w in warnings:
         status("warning", w.format(str(golden_path)), "golden")
-    store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
+    store_config = default_store
     context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
-                                vector_store_config=store_config, judge=judge)
+                                vector_store_config=store_config, vector_store_configs=dict(vector_store_configs or {}),
+                                judge=judge)
 
     preselection = None
     if options.experiment_id:

@@ -68,6 +68,7 @@ PARAMETER_KINDS: dict[str, ParameterKind] = {
     "ranker_k": "integer",
     "ranker_alpha": "real",
     "foundation_model": "categorical",
+    "vector_store": "categorical",
     "system_message_text": "categorical",
     "context_template_text": "categorical",
     "user_message_text": "categorical",
@@ -79,6 +80,8 @@ TEXT_PARAMETERS: tuple[str, ...] = ("system_message_text", "context_template_tex
 CHUNKING_METHODS: tuple[str, ...] = ("recursive", "hybrid", "hierarchical")
 SEARCH_MODES: tuple[str, ...] = ("vector", "hybrid", "keyword")
 RANKER_STRATEGIES: tuple[str, ...] = ("rrf", "weighted")
+#: Vector store backends (as ``core.vectorstores.BACKENDS`` names them).
+VECTOR_STORES: tuple[str, ...] = ("milvus-lite", "milvus", "pgvector")
 
 #: ai4rag's default chunk sizes and overlaps (tokens).
 AI4RAG_CHUNK_SIZES: tuple[int, ...] = (512, 1024, 2048)
@@ -314,6 +317,8 @@ def _check_domain(p: Parameter, source: str | None) -> None:
         allowed(SEARCH_MODES)
     elif p.name == "ranker_strategy":
         allowed(RANKER_STRATEGIES)
+    elif p.name == "vector_store":
+        allowed(VECTOR_STORES)
     elif p.name in ("chunk_size", "number_of_chunks", "ranker_k"):
         for v in p.values:
             if v < 1:  # type: ignore[operator]
@@ -672,6 +677,7 @@ class SearchSpace:
         *,
         embedding_models: Mapping[str, int | None] | Sequence[str] | None = None,
         foundation_models: Sequence[str] | None = None,
+        vector_stores: Sequence[str] = ("milvus-lite",),
     ) -> "SearchSpace":
         """Read a JSON or YAML space file and merge it over :func:`default_space`.
 
@@ -716,7 +722,7 @@ class SearchSpace:
         if not fms:
             raise ConfigError(f"{src}: no foundation_model; list the chat model ids in the file or pass them")
         try:
-            base = default_space(emb, fms)  # type: ignore[arg-type]
+            base = default_space(emb, fms, vector_stores)  # type: ignore[arg-type]
         except ConfigError as exc:
             raise ConfigError(f"{src}: {exc}") from None
         rest = {k: v for k, v in raw.items() if k not in ("embedding_model", "foundation_model")}
@@ -847,6 +853,7 @@ def _read_space_file(path: Path) -> dict[str, Any]:
 def default_space(
     embedding_models: Mapping[str, int | None] | Sequence[str],
     foundation_models: Sequence[str],
+    vector_stores: Sequence[str] = ("milvus-lite",),
 ) -> SearchSpace:
     """Return ai4rag's default space for the given models.
 
@@ -867,6 +874,8 @@ def default_space(
             a plain list of ids means every length is unknown.
         foundation_models: chat model ids (at least one; for example the extractive
             baseline's ``model_id``).
+        vector_stores: the backends compared (``milvus-lite``, ``milvus``, ``pgvector``);
+            one by default, so the search compares RAG settings, not databases.
 
     Raises:
         ConfigError: no embedding model, no foundation model, or a bad context length.
@@ -896,6 +905,7 @@ def default_space(
         "ranker_k": DEFAULT_RANKER_K,
         "ranker_alpha": DEFAULT_RANKER_ALPHA,
         "foundation_model": tuple(foundation_models),
+        "vector_store": tuple(vector_stores),
         "system_message_text": (DEFAULT_SYSTEM_MESSAGE,),
         "context_template_text": (DEFAULT_CONTEXT_TEMPLATE,),
         "user_message_text": (DEFAULT_USER_MESSAGE,),

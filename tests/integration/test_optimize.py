@@ -58,3 +58,30 @@ def test_experiment_then_a_free_rerun(squad_dir, golden, tmp_path):
     assert [t["configuration"] for t in again["study"]["trials"]] == [t["configuration"] for t in first["study"]["trials"]]
     assert again["counts"]["stored"] == 5
     assert again["counts"]["collections_built"] == 0 and again["counts"]["texts_embedded"] == 0
+
+
+def test_the_space_can_compare_vector_stores(squad_dir, golden, tmp_path):
+    """With ``vector_store`` listing Milvus Lite and PostgreSQL, both are evaluated and every
+    configuration records which store and collection it used, never credentials."""
+    from core.vectorstores import PGVectorConfig, get_vector_store
+    from tests.support.services import service
+
+    pg = PGVectorConfig(dsn=service("RAGTUNE_TEST_PG_DSN", "postgres.sh"))
+    model = LocalEmbeddingModel()
+    options = ExperimentOptions(
+        optimizer="random", max_evals=4, seed=1, show_progress=False,
+        overrides={"vector_store": ("milvus-lite", "pgvector"), "chunk_size": (128,), "chunking_method": ("recursive",),
+                   "chunk_overlap": (32,), "search_mode": ("vector",), "number_of_chunks": (3, 5)},
+    )
+    report = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                            vector_store_configs={"pgvector": pg}, options=options)
+    assert report["space"]["n_valid"] == 4 and report["counts"]["evaluations"] == 4 and report["counts"]["failed"] == 0
+    results = [json.loads(p.read_text()) for p in (tmp_path / "experiments" / report["experiment_id"] / "results").glob("*.json")]
+    bindings = {r["configuration"]["vector_store"]: r["store_binding"] for r in results}
+    assert set(bindings) == {"milvus-lite", "pgvector"}
+    assert bindings["pgvector"]["backend"] == "pgvector" and bindings["milvus-lite"]["location"].endswith("milvus.db")
+    # the same chunks and embeddings in both stores: the same retrieval at the same k
+    by = {(r["configuration"]["vector_store"], r["configuration"]["number_of_chunks"]): r["metrics"]["mrr"] for r in results}
+    for k in (3, 5):
+        assert by[("pgvector", k)] == pytest.approx(by[("milvus-lite", k)], abs=0.01)
+    get_vector_store(model, pg, bindings["pgvector"]["collection"]).delete_collection()

@@ -79,3 +79,10 @@ def test_vector_store_choice(tmp_path):
     with pytest.raises(ConfigError, match="RAGTUNE_VECTOR_STORE"):
         Settings.from_env({"RAGTUNE_VECTOR_STORE": "faiss"})
     assert Settings.from_env({"RAGTUNE_OUT_DIR": "  "}).out_dir == "ragtune-out"
+
+
+def test_every_configurable_vector_store(tmp_path):
+    configs = Settings.from_env({}).vector_store_configs(tmp_path)
+    assert sorted(configs) == ["milvus-lite", "pgvector"]  # milvus only with RAGTUNE_MILVUS_URI
+    with_uri = Settings.from_env({"RAGTUNE_MILVUS_URI": "http://127.0.0.1:19530"}).vector_store_configs(tmp_path)
+    assert with_uri["milvus"] == MilvusConfig("http://127.0.0.1:19530", "", "")
