@@ -18,7 +18,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -47,6 +47,12 @@ class MilvusLiteConfig:
 
     path: str
 
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], out_dir: str = "ragtune-out") -> "MilvusLiteConfig":
+        """``RAGTUNE_MILVUS_LITE_PATH``, else ``<out_dir>/milvus.db`` (``core.settings`` passes
+        ``os.environ``)."""
+        return cls((env.get("RAGTUNE_MILVUS_LITE_PATH") or "").strip() or str(Path(out_dir) / "milvus.db"))
+
     @property
     def uri(self) -> str:
         """The URI pymilvus opens."""
@@ -66,6 +72,21 @@ class MilvusConfig:
     uri: str
     token: str = ""
     db_name: str = ""
+
+    def __repr__(self) -> str:
+        return f"MilvusConfig(uri={self.uri!r}, token={'***' if self.token else ''!r}, db_name={self.db_name!r})"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "MilvusConfig":
+        """``RAGTUNE_MILVUS_URI`` (required), ``RAGTUNE_MILVUS_TOKEN``, ``RAGTUNE_MILVUS_DB``.
+
+        Raises:
+            ConfigError: ``RAGTUNE_MILVUS_URI`` is unset.
+        """
+        uri = (env.get("RAGTUNE_MILVUS_URI") or "").strip()
+        if not uri:
+            raise ConfigError("RAGTUNE_MILVUS_URI is not set (for example http://127.0.0.1:19530)")
+        return cls(uri, env.get("RAGTUNE_MILVUS_TOKEN") or "", env.get("RAGTUNE_MILVUS_DB") or "")
 
 
 class MilvusVectorStore:

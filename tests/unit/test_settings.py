@@ -86,3 +86,12 @@ def test_every_configurable_vector_store(tmp_path):
     assert sorted(configs) == ["milvus-lite", "pgvector"]  # milvus only with RAGTUNE_MILVUS_URI
     with_uri = Settings.from_env({"RAGTUNE_MILVUS_URI": "http://127.0.0.1:19530"}).vector_store_configs(tmp_path)
     assert with_uri["milvus"] == MilvusConfig("http://127.0.0.1:19530", "", "")
+
+
+def test_milvus_configs_from_env():
+    assert MilvusLiteConfig.from_env({}, "out").path == "out/milvus.db"
+    assert MilvusLiteConfig.from_env({"RAGTUNE_MILVUS_LITE_PATH": "/data/x.db"}).path == "/data/x.db"
+    cfg = MilvusConfig.from_env({"RAGTUNE_MILVUS_URI": "http://h:19530", "RAGTUNE_MILVUS_TOKEN": "root:secret"})
+    assert cfg == MilvusConfig("http://h:19530", "root:secret", "") and "secret" not in repr(cfg)
+    with pytest.raises(ConfigError, match="RAGTUNE_MILVUS_URI"):
+        MilvusConfig.from_env({})
