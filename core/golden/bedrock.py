@@ -180,26 +180,9 @@ class _Record:
 
     def check(self, line: str) -> tuple[list[GoldenQuestion], list[BedrockOutput]]:
         reader = _helpers()
-        repeated: list[str] = []
-
-        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            for key, value in items:
-                if key in out:
-                    repeated.append(key)
-                out[key] = value
-            return out
-
-        try:
-            obj = json.loads(line, object_pairs_hook=pairs)
-        except json.JSONDecodeError as exc:
-            self.error(f"not valid JSON: {exc.msg} at column {exc.colno}")
+        obj = reader.parse_line_object(line, self.error, "one conversation")
+        if obj is None:
             return [], []
-        if not isinstance(obj, dict):
-            self.error(f"not a JSON object (got {reader._json_type(obj)}); each line holds one conversation")
-            return [], []
-        for key in dict.fromkeys(repeated):
-            self.error("given more than once on this line (the last value would win)", key)
         if "conversationTurns" not in obj:
             native = [k for k in obj if k in reader.FIELDS]
             hint = (" (this line looks like the ragtune golden format; a file holds one format)"

@@ -39,7 +39,7 @@ from functools import lru_cache
 from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from jsonschema import Draft202012Validator
 
@@ -414,6 +414,41 @@ def _is_json_array(text: str) -> bool:
         return False
 
 
+def parse_line_object(
+    line: str, error: Callable[..., None], holds: str
+) -> dict[str, Any] | None:
+    """Parse one JSON Lines line that must hold a JSON object.
+
+    Invalid JSON (with its column), a value that is not an object, and keys given more than
+    once on the line (JSON would silently keep the last) are reported through
+    ``error(message, field=None)``; ``holds`` says what a line holds ("one object").
+
+    Returns:
+        The object, or None when the line is not valid JSON or not an object.
+    """
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                repeated.append(key)
+            out[key] = value
+        return out
+
+    try:
+        obj = json.loads(line, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        error(f"not valid JSON: {exc.msg} at column {exc.colno}")
+        return None
+    if not isinstance(obj, dict):
+        error(f"not a JSON object (got {_json_type(obj)}); each line holds {holds}")
+        return None
+    for key in dict.fromkeys(repeated):
+        error("given more than once on this line (the last value would win)", key)
+    return obj
+
+
 class _Row:
     """Checks one non-blank line and collects its problems."""
 
@@ -442,26 +477,9 @@ class _Row:
         ids: dict[str, int],
         questions: dict[str, int],
     ) -> GoldenQuestion | None:
-        repeated: list[str] = []
-
-        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            for key, value in items:
-                if key in out:
-                    repeated.append(key)
-                out[key] = value
-            return out
-
-        try:
-            obj = json.loads(line, object_pairs_hook=pairs)
-        except json.JSONDecodeError as exc:
-            self.error(f"not valid JSON: {exc.msg} at column {exc.colno}")
+        obj = parse_line_object(line, self.error, "one object")
+        if obj is None:
             return None
-        if not isinstance(obj, dict):
-            self.error(f"not a JSON object (got {_json_type(obj)}); each line holds one object")
-            return None
-        for key in dict.fromkeys(repeated):
-            self.error("given more than once on this line (the last value would win)", key)
 
         unknown = [key for key in obj if key not in FIELDS]
         for key in unknown:
