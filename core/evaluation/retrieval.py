@@ -82,6 +82,32 @@ def _progress(total: int, desc: str, enabled: bool) -> Any:
     return tqdm(total=total, desc=desc, unit="", disable=None if enabled else True, leave=False, dynamic_ncols=True)
 
 
+def fill_collection(store: Any, chunks: Sequence[Any], model: Any, *,
+                    on_batch: Callable[[int], Any] | None = None) -> None:
+    """(Re)build ``store``'s collection from ``chunks``: drop it, embed the texts in batches of
+    :data:`EMBED_BATCH` (through ``model``, usually cached), insert, flush, and check the count.
+
+    Args:
+        store: the vector store (its collection is replaced).
+        chunks: the chunks to index.
+        model: the embedding model.
+        on_batch: called with the size of each batch written (for progress bars).
+
+    Raises:
+        IndexingError: the collection does not hold exactly ``len(chunks)`` chunks afterwards.
+    """
+    store.delete_collection()
+    for i in range(0, len(chunks), EMBED_BATCH):
+        batch = chunks[i : i + EMBED_BATCH]
+        store.add_documents(batch, vectors=model.embed_documents([c.text for c in batch]))
+        if on_batch is not None:
+            on_batch(len(batch))
+    store.flush()
+    held = store.count()
+    if held != len(chunks):
+        raise IndexingError(f"collection {store.collection_name} holds {held} chunks; {len(chunks)} were written")
+
+
 def choose_rank_grain(questions: Sequence[Any]) -> str:
     """Return the finest grain the golden questions label: ``evidence`` when any question has
     usable evidence (others fall back to documents), else ``page`` when any has page labels,
@@ -322,16 +348,8 @@ def evaluate_retrieval(
                     f"chunk size {options.chunk_size} tokens exceeds the embedding model's input of {limit} tokens: "
                     "text past the limit is not embedded",
                 ))
-            store.delete_collection()
             with _progress(len(chunks), "embedding", options.show_progress) as bar:
-                for i in range(0, len(chunks), EMBED_BATCH):
-                    batch = chunks[i : i + EMBED_BATCH]
-                    vectors = model.embed_documents([c.text for c in batch])
-                    store.add_documents(batch, vectors=vectors)
-                    bar.update(len(batch))
-            store.flush()
-            if store.count() != len(chunks):
-                raise IndexingError(f"collection {collection} holds {store.count()} chunks; {len(chunks)} were written")
+                fill_collection(store, chunks, model, on_batch=bar.update)
         else:
             status(f"reusing collection {collection} ({len(chunks)} chunks)")
         timings["index_s"] = time.perf_counter() - t0

@@ -195,14 +195,12 @@ def _generator(configuration: Mapping[str, Any], context: EvaluationContext) -> 
 
 def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext) -> bool:
     """Fill ``store`` with ``chunks`` unless it already holds them; True when reused."""
+    from core.evaluation.retrieval import fill_collection
+
     if store.exists() and store.count() == len(chunks):
         return True
-    store.delete_collection()
     before = model.n_embedded
-    for i in range(0, len(chunks), 256):
-        batch = chunks[i : i + 256]
-        store.add_documents(batch, vectors=model.embed_documents([c.text for c in batch]))
-    store.flush()
+    fill_collection(store, chunks, model)
     with context._lock:
         context.collections_built += 1
         context.n_embedded += model.n_embedded - before
