@@ -22,6 +22,8 @@
 | ``RAGTUNE_JUDGE_BASE_URL`` / ``RAGTUNE_JUDGE_API_KEY`` | the judge's own endpoint and key | the chat ones |
 | ``RAGTUNE_REPORTS`` | report store address (a folder, ``s3://bucket/prefix`` or a Blob URL; see ``core.reports.open_files``) | ``RAGTUNE_OUT_DIR`` |
 | ``RAGTUNE_STORAGE_CONNECTION`` | Azure Storage connection string for Blob and Queue (falls back to ``AzureWebJobsStorage``) | none |
+| ``RAGTUNE_STORAGE_CONNECTION__blobServiceUri`` / ``__queueServiceUri`` | identity-based connection instead (the Functions host's own convention): the account's Blob and Queue endpoints, reached with Microsoft Entra ID | unset |
+| ``RAGTUNE_STORAGE_CONNECTION__clientId`` | client id of the user-assigned managed identity for that connection | system identity / ``DefaultAzureCredential`` |
 | ``RAGTUNE_GOLDEN_CONTAINER`` | Blob container whose golden files are checked on upload | ``golden`` |
 | ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
 | ``RAGTUNE_ROUND_TIMEOUT_S`` | longest wait, in seconds, for one round of evaluations | ``1800`` |
@@ -70,6 +72,9 @@ class Settings:
     golden_container: str = "golden"
     evaluations_queue: str = "evaluations"
     round_timeout_s: int = 1800
+    storage_blob_uri: str | None = None
+    storage_queue_uri: str | None = None
+    storage_client_id: str | None = None
 
     def __repr__(self) -> str:
         hidden = {"embedding_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection"}  # PGVectorConfig hides its own password
@@ -143,7 +148,42 @@ class Settings:
             golden_container=(env.get("RAGTUNE_GOLDEN_CONTAINER") or "").strip() or "golden",
             evaluations_queue=(env.get("RAGTUNE_EVALUATIONS_QUEUE") or "").strip() or "evaluations",
             round_timeout_s=int(timeout_raw),
+            storage_blob_uri=(env.get("RAGTUNE_STORAGE_CONNECTION__blobServiceUri") or "").strip() or None,
+            storage_queue_uri=(env.get("RAGTUNE_STORAGE_CONNECTION__queueServiceUri") or "").strip() or None,
+            storage_client_id=(env.get("RAGTUNE_STORAGE_CONNECTION__clientId") or "").strip() or None,
         )
+
+    def storage_credential(self) -> Any:
+        """The Microsoft Entra ID credential for an identity-based storage connection:
+        ``DefaultAzureCredential`` (managed identity ``RAGTUNE_STORAGE_CONNECTION__clientId``
+        when set). Nothing is contacted here."""
+        from azure.identity import DefaultAzureCredential
+
+        if self.storage_client_id:
+            return DefaultAzureCredential(managed_identity_client_id=self.storage_client_id)
+        return DefaultAzureCredential()
+
+    def queue_client(self, name: str) -> Any:
+        """An ``azure.storage.queue.QueueClient`` for queue ``name`` whose messages are Base64
+        encoded, as the Functions queue trigger expects (``host.json`` ``messageEncoding``).
+
+        Uses ``RAGTUNE_STORAGE_CONNECTION`` (or ``AzureWebJobsStorage``) when it is a connection
+        string, else ``RAGTUNE_STORAGE_CONNECTION__queueServiceUri`` with
+        :meth:`storage_credential`. Nothing is contacted here.
+
+        Raises:
+            ConfigError: neither is set.
+        """
+        from azure.storage.queue import BinaryBase64DecodePolicy, BinaryBase64EncodePolicy, QueueClient
+
+        policies = {"message_encode_policy": BinaryBase64EncodePolicy(),
+                    "message_decode_policy": BinaryBase64DecodePolicy()}
+        if self.storage_connection:
+            return QueueClient.from_connection_string(self.storage_connection, name, **policies)
+        if self.storage_queue_uri:
+            return QueueClient(self.storage_queue_uri, name, credential=self.storage_credential(), **policies)
+        raise ConfigError("no storage for queues: set RAGTUNE_STORAGE_CONNECTION (a connection string) or "
+                          "RAGTUNE_STORAGE_CONNECTION__queueServiceUri (identity-based)")
 
     def report_store(self) -> Any:
         """Return the ``ReportStore`` at ``RAGTUNE_REPORTS`` (Blob addresses use
@@ -154,7 +194,10 @@ class Settings:
         """
         from core.reports import report_store
 
-        return report_store(self.reports or self.out_dir, connection_string=self.storage_connection)
+        where = self.reports or self.out_dir
+        if self.storage_connection or not self.storage_client_id or not str(where).startswith("https://"):
+            return report_store(where, connection_string=self.storage_connection)
+        return report_store(where, credential=self.storage_credential())
 
     def embedding_model(self) -> Any:
         """Return the configured ``EmbeddingModel`` (not yet loaded or called).
