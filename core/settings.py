@@ -163,6 +163,43 @@ class Settings:
             return DefaultAzureCredential(managed_identity_client_id=self.storage_client_id)
         return DefaultAzureCredential()
 
+    def blob_address(self, container: str, name: str = "") -> str:
+        """The address of blob ``name`` (or of the ``container`` itself) in the storage account
+        of ``RAGTUNE_STORAGE_CONNECTION``: ``<Blob endpoint>/<container>[/<name>]``
+        (``http://127.0.0.1:10000/devstoreaccount1/...`` for Azurite). Nothing is contacted.
+
+        Raises:
+            ConfigError: no storage connection is set.
+        """
+        if self.storage_connection:
+            from azure.storage.blob import BlobServiceClient
+
+            try:
+                endpoint = BlobServiceClient.from_connection_string(self.storage_connection).url
+            except ValueError as exc:
+                raise ConfigError(f"RAGTUNE_STORAGE_CONNECTION is not a valid connection string: {exc}") from None
+        elif self.storage_blob_uri:
+            endpoint = self.storage_blob_uri
+        else:
+            raise ConfigError("no storage for blobs: set RAGTUNE_STORAGE_CONNECTION (a connection string) or "
+                              "RAGTUNE_STORAGE_CONNECTION__blobServiceUri (identity-based)")
+        endpoint = endpoint.split("?", 1)[0].rstrip("/")
+        return f"{endpoint}/{container}" + (f"/{name.lstrip('/')}" if name else "")
+
+    def files(self, address: str) -> Any:
+        """The ``Files`` store at ``address`` (see ``core.reports.open_files``), signed in with
+        this storage connection for Blob addresses. Nothing is contacted.
+
+        Raises:
+            ConfigError: an address ``open_files`` does not accept.
+        """
+        from core.reports import open_files
+
+        if self.storage_connection or not str(address).startswith("https://") or not (
+                self.storage_client_id or self.storage_blob_uri):
+            return open_files(address, connection_string=self.storage_connection)
+        return open_files(address, credential=self.storage_credential())
+
     def queue_client(self, name: str) -> Any:
         """An ``azure.storage.queue.QueueClient`` for queue ``name`` whose messages are Base64
         encoded, as the Functions queue trigger expects (``host.json`` ``messageEncoding``).
@@ -194,10 +231,7 @@ class Settings:
         """
         from core.reports import report_store
 
-        where = self.reports or self.out_dir
-        if self.storage_connection or not self.storage_client_id or not str(where).startswith("https://"):
-            return report_store(where, connection_string=self.storage_connection)
-        return report_store(where, credential=self.storage_credential())
+        return report_store(self.files(self.reports or self.out_dir))
 
     def embedding_model(self) -> Any:
         """Return the configured ``EmbeddingModel`` (not yet loaded or called).

@@ -1,37 +1,36 @@
 """Experiments on Durable Functions: the ask / tell loop of ``core.optimization.Study``.
 
-Roles, as in the Durable Functions Python samples:
-
-- starter ``POST /api/experiments``: validates the body, starts :func:`experiment_orchestrator`
-  with the experiment id as its instance id and answers with the status URLs;
+- starter ``POST /api/experiments``: validates the body
+  (``core.optimization.stored.parse_experiment_request``), starts :func:`experiment_orchestrator`
+  with a new experiment id as its instance id and answers with Durable's check-status response;
 - orchestrator :func:`experiment_orchestrator`: ``prepare_experiment``, then rounds of
-  ``ask_configurations`` -> ``evaluate_configuration`` for each configuration, in parallel ->
-  ``tell_results`` until no configuration is returned, then ``write_experiment_report``;
-- activities: everything that reads or writes (the study, the stores, the models; the GAM is
-  fitted in ``ask_configurations``).
+  ``ask_configurations`` -> ``enqueue_evaluations`` (one queue message per configuration) ->
+  wait for one ``evaluated-<key>`` external event per configuration, or the round's timeout ->
+  ``tell_results``, until nothing is asked; then ``write_experiment_report``;
+- :func:`evaluate_from_queue`, triggered by the evaluations queue (``RAGTUNE_EVALUATIONS_QUEUE``):
+  runs the evaluation, stores its result, and raises the completion event on the orchestration;
+- :func:`evaluation_poisoned`, triggered by ``<queue>-poison`` (where the host moves a message
+  after ``maxDequeueCount`` failed deliveries, ``host.json``): raises a failure event so the
+  orchestration does not wait for its timeout.
 
-Evaluations fan out as activities (``context.task_all``) with a per-round timeout
-(``round_timeout_s``, from ``RAGTUNE_ROUND_TIMEOUT_S`` at start); a configuration not finished
-in time is told as failed.
-
-The experiment's state lives in the report store (``RAGTUNE_REPORTS``) under
-``experiments/<experiment id>/``: ``request.json``, ``study.json``,
-``results/<configuration key>.json`` and ``report.json``. Payloads between functions are small
-JSON: ids, configuration dicts, scores and metric means.
+The state lives in the report store under ``experiments/<experiment id>/``
+(``core.optimization.stored.StoredExperiment``); payloads carry ids, configurations and scores.
 
 Request body of ``POST /api/experiments``::
 
-    {"golden": "/data/golden.jsonl",      # golden file (local path on the Function's storage)
-     "documents": "/data/docs",            # documents folder (local path)
+    {"golden": "https://<account>.blob.core.windows.net/golden/g.jsonl",  # or s3://..., a path
+     "documents": "https://<account>.blob.core.windows.net/documents/hr",
      "space": {"chunk_size": [256, 512]},  # optional: parameter -> values overrides
      "optimizer": "gam",                   # optional: "gam" (default) or "random"
      "max_evals": 12,                      # optional: 1..1000 (default 12)
      "seed": 0,                            # optional: >= 0 (default 0)
-     "objective": "mrr"}                   # optional: the metric to maximise
+     "objective": "mrr",                   # optional: the metric to maximise
+     "vector_store": "pgvector"}           # optional: a backend (default RAGTUNE_VECTOR_STORE)
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from datetime import timedelta
@@ -44,57 +43,21 @@ logger = logging.getLogger(__name__)
 
 bp = df.Blueprint()
 
-#: Prefix of an experiment's files in the report store.
-EXPERIMENTS_PREFIX = "experiments"
-#: Largest ``max_evals`` a request may ask for.
-MAX_EVALS_LIMIT = 1000
-_FIELDS = ("golden", "documents", "space", "optimizer", "max_evals", "seed", "objective")
+
+def _json(body: Any, status: int) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps(body), status_code=status, mimetype="application/json")
 
 
-# Parsing --------------------------------------------------------------------------------------
-def parse_experiment_request(body: Any) -> tuple[dict[str, Any] | None, list[str]]:
-    """Validate a ``POST /api/experiments`` body.
+def _settings() -> Any:
+    from core.settings import Settings
 
-    Args:
-        body: the parsed JSON body.
+    return Settings.from_env()
 
-    Returns:
-        ``(request, errors)``: the request with defaults filled in (None when there are
-        errors), and every problem found, one message each.
-    """
-    from core.optimization.space import PARAMETER_NAMES
 
-    if not isinstance(body, dict):
-        return None, ["the body must be a JSON object"]
-    errors = [f"unknown field {k!r} (known: {', '.join(_FIELDS)})" for k in body if k not in _FIELDS]
-    for name in ("golden", "documents"):
-        if not isinstance(body.get(name), str) or not body[name].strip():
-            errors.append(f"{name!r} is required: the {name} address as a non-empty string")
-    space = body.get("space") or {}
-    if not isinstance(space, dict):
-        errors.append("'space' must be an object: parameter name -> list of values")
-        space = {}
-    for name, values in space.items():
-        if name not in PARAMETER_NAMES:
-            errors.append(f"space: unknown parameter {name!r} (known: {', '.join(PARAMETER_NAMES)})")
-        elif not isinstance(values, list) or not values:
-            errors.append(f"space: {name!r} must be a non-empty list of values")
-    optimizer = body.get("optimizer", "gam")
-    if optimizer not in ("gam", "random"):
-        errors.append(f"'optimizer' must be 'gam' or 'random', got {optimizer!r}")
-    max_evals = body.get("max_evals", 12)
-    if isinstance(max_evals, bool) or not isinstance(max_evals, int) or not 1 <= max_evals <= MAX_EVALS_LIMIT:
-        errors.append(f"'max_evals' must be an integer from 1 to {MAX_EVALS_LIMIT}, got {max_evals!r}")
-    seed = body.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        errors.append(f"'seed' must be a non-negative integer, got {seed!r}")
-    objective = body.get("objective")
-    if objective is not None and (not isinstance(objective, str) or not objective.strip()):
-        errors.append(f"'objective' must be a metric name, got {objective!r}")
-    if errors:
-        return None, errors
-    return {"golden": body["golden"].strip(), "documents": body["documents"].strip(), "space": space,
-            "optimizer": optimizer, "max_evals": max_evals, "seed": seed, "objective": objective}, []
+def _experiment(experiment_id: str, settings: Any = None) -> Any:
+    from core.optimization.stored import StoredExperiment
+
+    return StoredExperiment((settings or _settings()).report_store().files, experiment_id)
 
 
 # Starter --------------------------------------------------------------------------------------
@@ -104,8 +67,8 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     """``POST /api/experiments``: start an experiment; 202 with the status URLs, 400 with every
     problem of the body, 500 when the settings are invalid."""
     from core.errors import ConfigError
+    from core.optimization.stored import parse_experiment_request
     from core.reports import new_run_id
-    from core.settings import Settings
 
     try:
         body = req.get_json()
@@ -115,7 +78,7 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     if errors:
         return _json({"errors": errors}, 400)
     try:
-        settings = Settings.from_env()
+        settings = _settings()
     except ConfigError as exc:
         return _json({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
     experiment_id = new_run_id()
@@ -125,17 +88,14 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     return client.create_check_status_response(req, instance_id)
 
 
-def _json(body: Any, status: int) -> func.HttpResponse:
-    return func.HttpResponse(json.dumps(body), status_code=status, mimetype="application/json")
-
-
 # Orchestrator ---------------------------------------------------------------------------------
 @bp.orchestration_trigger(context_name="context")
 def experiment_orchestrator(context: df.DurableOrchestrationContext):
-    """Drive the study: ask, evaluate in parallel, tell, until nothing is asked; then report.
+    """Drive the study: ask, enqueue the evaluations, wait for their events, tell, until
+    nothing is asked; then report.
 
-    Deterministic: it reads only its input and activity results (no I/O, clock other than
-    ``context.current_utc_datetime``, environment or randomness).
+    Deterministic: it reads only its input, activity results and events (no I/O, clock other
+    than ``context.current_utc_datetime``, environment or randomness).
 
     Custom status: ``{phase, evaluated, planned, best_score, best_key}`` with ``phase`` one of
     ``preparing``, ``asking``, ``evaluating``, ``telling``, ``reporting``, ``done``, ``failed``.
@@ -161,7 +121,9 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
         if not configurations:
             break
         context.set_custom_status({**status, "phase": "evaluating"})
-        results = yield from _evaluate_round(context, experiment_id, configurations, request.get("round_timeout_s"))
+        enqueued = yield context.call_activity(
+            "enqueue_evaluations", {**ref, "instance_id": context.instance_id, "configurations": configurations})
+        results = yield from _wait_for_round(context, configurations, enqueued["keys"], request.get("round_timeout_s"))
         context.set_custom_status({**status, "phase": "telling"})
         told = yield context.call_activity("tell_results", {**ref, "results": results})
         status.update(evaluated=told["evaluated"], best_score=told["best_score"], best_key=told["best_key"])
@@ -172,12 +134,13 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
             "best_key": status["best_key"], "best_score": status["best_score"], "evaluated": status["evaluated"]}
 
 
-def _evaluate_round(context: Any, experiment_id: str, configurations: list[dict], timeout_s: Any):
-    """Fan out one ``evaluate_configuration`` per configuration and wait for all of them, or
-    until ``timeout_s`` (None: no limit); unfinished ones come back failed (score None)."""
-    tasks = [context.call_activity("evaluate_configuration", {"experiment_id": experiment_id, "configuration": c})
-             for c in configurations]
-    together = context.task_all(tasks)
+def _wait_for_round(context: Any, configurations: list[dict], keys: list[str], timeout_s: Any):
+    """Wait for one ``evaluated-<key>`` event per configuration, or until ``timeout_s`` (None:
+    no limit); configurations whose event did not come in time are failed (score None)."""
+    from core.optimization.stored import evaluated_event, failed_outcome
+
+    events = [context.wait_for_external_event(evaluated_event(key)) for key in keys]
+    together = context.task_all(events)
     if not timeout_s:
         return (yield together)
     timer = context.create_timer(context.current_utc_datetime + timedelta(seconds=int(timeout_s)))
@@ -185,201 +148,176 @@ def _evaluate_round(context: Any, experiment_id: str, configurations: list[dict]
     if winner is together:
         timer.cancel()
         return together.result
-    return [{"configuration": c, "score": None, "metrics": None,
-             "error": f"the round did not finish within {timeout_s} s"} for c in configurations]
+    return [event.result if event.is_completed else
+            failed_outcome(configuration, f"no result within the round's timeout of {timeout_s} s")
+            for configuration, event in zip(configurations, events)]
 
 
 # Activities -----------------------------------------------------------------------------------
-def _files() -> Any:
-    from core.settings import Settings
-
-    return Settings.from_env().report_store().files
-
-
-def _write_json(files: Any, key: str, data: Any) -> None:
-    files.write_bytes(key, json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8"))
-
-
-def _read_json(files: Any, key: str) -> Any:
-    return json.loads(files.read_bytes(key))
-
-
-def _load_study(files: Any, experiment_id: str) -> Any:
-    from core.optimization import Study
-
-    return Study.from_json(files.read_bytes(f"{EXPERIMENTS_PREFIX}/{experiment_id}/study.json"))
-
-
-def _save_study(files: Any, experiment_id: str, study: Any) -> None:
-    files.write_bytes(f"{EXPERIMENTS_PREFIX}/{experiment_id}/study.json", study.to_json().encode("utf-8"))
-
-
-def _models(settings: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(embedding models, chat models)`` by model id, from the settings."""
-    embedding = settings.embedding_model()
-    chat = settings.chat_model()
-    return {embedding.model_id: embedding}, ({chat.model_id: chat} if chat is not None else {})
-
-
 @bp.activity_trigger(input_name="request")
 def prepare_experiment(request: dict) -> dict:
-    """Check the golden file, build the space and store a new study (``study.json``) and the
-    request (``request.json``); an existing study is kept (the activity may run twice).
-
-    Returns:
-        ``{"objective", "n_valid", "max_evals"}``, or ``{"error": message}`` when the golden
-        file, the space or the settings are unusable.
-    """
+    """``StoredExperiment.prepare``: returns ``{"objective", "n_valid", "max_evals"}``, or
+    ``{"error": message}`` when the golden file, the space or the settings are unusable."""
     from core.errors import RagtuneError
-    from core.evaluation.single import EXTRACTIVE
-    from core.golden import read_golden
-    from core.optimization.runner import DEFAULT_ANSWER_OBJECTIVE, DEFAULT_RETRIEVAL_OBJECTIVE, ExperimentOptions, \
-        _sampler, build_space
-    from core.optimization.study import Study
-    from core.settings import Settings
 
-    experiment_id = request["experiment_id"]
-    prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
     try:
-        settings = Settings.from_env()
-        files = settings.report_store().files
-        if files.exists(f"{prefix}/study.json"):
-            study = _load_study(files, experiment_id)
-        else:
-            golden = read_golden(request["golden"])
-            objective = request.get("objective") or (
-                DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE)
-            options = ExperimentOptions(optimizer=request["optimizer"], max_evals=request["max_evals"],
-                                        seed=request["seed"], objective=objective,
-                                        overrides={k: tuple(v) for k, v in (request.get("space") or {}).items()})
-            embedding, chat = _models(settings)
-            space = build_space(options, embedding, [EXTRACTIVE, *chat])
-            study = Study(space, _sampler(options), objective, options.seed, max_evals=options.max_evals)
-            _write_json(files, f"{prefix}/request.json", {**request, "objective": objective})
-            _save_study(files, experiment_id, study)
+        settings = _settings()
+        return _experiment(request["experiment_id"], settings).prepare(request, settings)
     except RagtuneError as exc:
-        logger.warning("experiment %s cannot start: %s", experiment_id, exc)
+        logger.warning("experiment %s cannot start: %s", request.get("experiment_id"), exc)
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return {"objective": study.objective_metric, "n_valid": study.space.n_valid, "max_evals": study.max_evals}
 
 
 @bp.activity_trigger(input_name="ref")
 def ask_configurations(ref: dict) -> dict:
-    """Load the study, ask for its next batch (the sampler's natural batch size; the GAM is
-    fitted here), save it; returns ``{"configurations": [configuration dict, ...]}``.
-
-    Configurations asked in an earlier run of this activity and never told are returned again
-    first, so a retried activity loses nothing.
-    """
-    files = _files()
-    study = _load_study(files, ref["experiment_id"])
-    pending = [dict(t.configuration) for t in study.pending_trials]
-    if pending:
-        return {"configurations": pending}
-    configurations = [dict(c) for c in study.ask(None)]
-    _save_study(files, ref["experiment_id"], study)
-    return {"configurations": configurations}
+    """``StoredExperiment.ask``: ``{"configurations": [configuration dict, ...]}``."""
+    return {"configurations": _experiment(ref["experiment_id"]).ask()}
 
 
-@bp.activity_trigger(input_name="task")
-def evaluate_configuration(task: dict) -> dict:
-    """Evaluate one configuration (``run_single_evaluation``) and store its full result as
-    ``results/<key>.json``.
+@bp.activity_trigger(input_name="batch")
+def enqueue_evaluations(batch: dict) -> dict:
+    """Put one evaluation message per configuration on the evaluations queue (creating the
+    queue when missing); returns ``{"keys": [configuration key, ...]}`` in the same order."""
+    settings = _settings()
+    experiment = _experiment(batch["experiment_id"], settings)
+    queue = settings.queue_client(settings.evaluations_queue)
+    _ensure_queue(queue)
+    keys = []
+    for configuration in batch["configurations"]:
+        message = experiment.evaluation_message(batch["instance_id"], configuration)
+        queue.send_message(json.dumps(message).encode("utf-8"))
+        keys.append(message["key"])
+    logger.info("experiment %s: %d evaluations enqueued", batch["experiment_id"], len(keys))
+    return {"keys": keys}
 
-    Returns:
-        ``{"configuration", "key", "score", "metrics", "error"}``: ``score`` is the objective's
-        mean, or None when the evaluation failed or did not compute it (``error`` says why).
-        Never raises for a failed evaluation.
-    """
-    from core.evaluation.single import Corpus, EvaluationContext, run_single_evaluation
-    from core.golden import read_golden
-    from core.optimization import Configuration
-    from core.settings import Settings
 
-    experiment_id, configuration = task["experiment_id"], task["configuration"]
-    out = {"configuration": configuration, "key": Configuration(configuration).key, "score": None,
-           "metrics": None, "error": None}
+def _ensure_queue(queue: Any) -> None:
+    from azure.core.exceptions import ResourceExistsError
+
     try:
-        settings = Settings.from_env()
-        files = settings.report_store().files
-        request = _read_json(files, f"{EXPERIMENTS_PREFIX}/{experiment_id}/request.json")
-        embedding, chat = _models(settings)
-        context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
-                                    vector_store_config=settings.vector_store_config(settings.out_dir),
-                                    judge=settings.judge_model())
-        result = run_single_evaluation(configuration, Corpus.load(request["documents"]),
-                                       read_golden(request["golden"]), context=context)
-        _write_json(files, f"{EXPERIMENTS_PREFIX}/{experiment_id}/results/{out['key']}.json", result)
-    except Exception as exc:  # a failed evaluation is a result: the study goes on
-        logger.exception("configuration %s of experiment %s failed", out["key"], experiment_id)
-        out["error"] = f"{type(exc).__name__}: {exc}"
-        return out
-    out["metrics"] = result.get("metrics") or None
-    if result["status"] != "ok":
-        out["error"] = result.get("error") or "evaluation failed"
-    else:
-        out["score"] = (result.get("metrics") or {}).get(request["objective"])
-        if out["score"] is None:
-            out["error"] = f"objective metric {request['objective']!r} was not computed"
-    return out
+        queue.create_queue()
+    except ResourceExistsError:
+        pass
 
 
 @bp.activity_trigger(input_name="told")
 def tell_results(told: dict) -> dict:
-    """Tell the study each result (a None score is a failed trial) and save it.
-
-    Returns:
-        ``{"evaluated", "failed", "best_score", "best_key"}`` after telling.
-    """
-    files = _files()
-    study = _load_study(files, told["experiment_id"])
-    for item in told["results"]:
-        trial = study.trial_of(item["configuration"])
-        if trial is None or trial.status != "pending":
-            continue  # a retried activity: already told
-        if item.get("score") is None:
-            study.tell(item["configuration"], None, error=item.get("error") or "evaluation failed",
-                       metrics=item.get("metrics"))
-        else:
-            study.tell(item["configuration"], float(item["score"]), metrics=item.get("metrics"))
-    _save_study(files, told["experiment_id"], study)
-    best = study.best_trial
-    done = [t for t in study.trials if t.status != "pending" and not t.warm_start]
-    return {"evaluated": len(done), "failed": sum(1 for t in done if t.status == "failed"),
-            "best_score": None if best is None else best.score,
-            "best_key": None if best is None else best.configuration.key}
+    """``StoredExperiment.tell``: ``{"evaluated", "failed", "best_score", "best_key"}``."""
+    return _experiment(told["experiment_id"]).tell(told["results"])
 
 
 @bp.activity_trigger(input_name="ref")
 def write_experiment_report(ref: dict) -> dict:
-    """Write ``report.json``: the leaderboard, the best configuration and the study's state.
+    """``StoredExperiment.write_report``: ``{"report": the report's key in the store}``."""
+    return {"report": _experiment(ref["experiment_id"]).write_report()}
 
-    Returns:
-        ``{"report": the report's key in the store}``.
+
+# Queue-triggered evaluations --------------------------------------------------------------------
+@bp.queue_trigger(arg_name="msg", queue_name="%RAGTUNE_EVALUATIONS_QUEUE%", connection="RAGTUNE_STORAGE_CONNECTION")
+@bp.durable_client_input(client_name="client")
+async def evaluate_from_queue(msg: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
+    """Evaluate the configuration in ``msg`` (``StoredExperiment.evaluate``, in a worker
+    thread), store its result and raise ``evaluated-<key>`` on the orchestration with the
+    outcome. A re-delivered message whose result is stored raises the event again without
+    evaluating.
+
+    Raises:
+        ConfigError: a malformed message (after ``maxDequeueCount`` tries it goes to the
+            poison queue, where nothing is lost).
+        StoreError: the store failed (the host delivers the message again).
     """
-    from core.optimization.runner import EXPERIMENT_SCHEMA_VERSION, leaderboard
+    from core.optimization.stored import evaluated_event, parse_evaluation_message
 
-    experiment_id = ref["experiment_id"]
-    prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
-    files = _files()
-    study = _load_study(files, experiment_id)
-    request = _read_json(files, f"{prefix}/request.json")
-    results = {}
-    for key in files.list(f"{prefix}/results"):  # results/<Configuration.key>.json
-        results[key.rsplit("/", 1)[-1].removesuffix(".json")] = _read_json(files, key)
-    best = study.best_trial
-    report = {
-        "schema_version": EXPERIMENT_SCHEMA_VERSION, "kind": "experiment", "experiment_id": experiment_id,
-        "golden": {"path": request["golden"]}, "corpus": {"path": request["documents"]},
-        "space": {"n_valid": study.space.n_valid, "parameters": study.space.to_dict()},
-        "optimizer": {"name": request["optimizer"], "seed": request["seed"], "max_evals": study.max_evals},
-        "objective": study.objective_metric, "leaderboard": leaderboard(study, results),
-        "best": None if best is None else {"key": best.configuration.key, "score": best.score,
-                                           "configuration": dict(best.configuration)},
-        "counts": {"evaluations": sum(1 for t in study.trials if t.status != "pending"),
-                   "failed": sum(1 for t in study.trials if t.status == "failed")},
-        "study": study.to_dict(),
-    }
-    key = f"{prefix}/report.json"
-    _write_json(files, key, report)
-    return {"report": key}
+    message = parse_evaluation_message(msg.get_body())
+    experiment = _experiment(message["experiment_id"])
+    outcome = await asyncio.to_thread(experiment.evaluate, message, _settings())
+    outcome.pop("stored", None)
+    await _raise(client, message, evaluated_event(message["key"]), outcome)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name="%RAGTUNE_EVALUATIONS_QUEUE%-poison",
+                  connection="RAGTUNE_STORAGE_CONNECTION")
+@bp.durable_client_input(client_name="client")
+async def evaluation_poisoned(msg: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
+    """A message that failed ``maxDequeueCount`` times: raise ``evaluated-<key>`` with a
+    failed outcome so the orchestration tells the study at once.
+
+    Raises:
+        ConfigError: a message too malformed to name its orchestration (it stays in the
+            poison queue's own poison queue).
+    """
+    from core.optimization.stored import evaluated_event, failed_outcome, parse_evaluation_message
+
+    message = parse_evaluation_message(msg.get_body())
+    outcome = failed_outcome(message["configuration"],
+                             f"the evaluation failed on every delivery and its message was moved to the poison queue "
+                             f"(message id {msg.id})")
+    logger.error("experiment %s: configuration %s poisoned", message["experiment_id"], message["key"])
+    await _raise(client, message, evaluated_event(message["key"]), outcome)
+
+
+async def _raise(client: Any, message: dict, event: str, outcome: dict) -> None:
+    """Raise ``event`` on the message's orchestration; an orchestration that is gone (ended or
+    purged) is logged, not retried."""
+    try:
+        await client.raise_event(message["instance_id"], event, outcome)
+    except Exception as exc:  # noqa: BLE001 - the SDK raises plain Exception for 404 / 410
+        text = str(exc)  # the SDK's messages for 410 and 404
+        if "is gone" in text or text.startswith("No instance with ID"):
+            logger.warning("orchestration %s no longer takes events (%s): %s", message["instance_id"], event, exc)
+            return
+        raise
+
+
+# HTTP reads -------------------------------------------------------------------------------------
+@bp.route(route="experiments/{experiment_id}", methods=["GET"])
+def get_experiment(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/experiments/{experiment_id}``: the final report when written, else the report
+    so far (``complete`` False; per-configuration results included). 400 for a bad id, 404
+    for an unknown one."""
+    from functions.reports import answer, error, json_response, valid_id
+
+    experiment_id = req.route_params.get("experiment_id")
+    if not valid_id(experiment_id):
+        return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
+
+    def read(store: Any) -> func.HttpResponse:
+        from core.optimization.stored import StoredExperiment
+
+        experiment = StoredExperiment(store.files, experiment_id)
+        if store.files.exists(f"{experiment.prefix}/report.json"):
+            return json_response(json.loads(store.files.read_bytes(f"{experiment.prefix}/report.json")))
+        if not experiment.exists():
+            return error(f"no experiment {experiment_id!r}", 404)
+        return json_response(experiment.build_report())
+
+    return answer(read)
+
+
+@bp.route(route="experiments/{experiment_id}/status", methods=["GET"])
+@bp.durable_client_input(client_name="client")
+async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    """``GET /api/experiments/{experiment_id}/status``: the orchestration's ``{instance_id,
+    runtime_status, custom_status, created_time, last_updated_time, output}`` through the
+    Durable client. 400 for a bad id, 404 when no orchestration has that id, 500 (one line)
+    when the Durable client fails."""
+    from functions.reports import error, json_response, valid_id
+
+    experiment_id = req.route_params.get("experiment_id")
+    if not valid_id(experiment_id):
+        return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
+    try:
+        status = await client.get_status(experiment_id)
+    except Exception:  # noqa: BLE001 - never a stack trace in an answer
+        logger.exception("status of experiment %s could not be read", experiment_id)
+        return error("the orchestration status could not be read", 500)
+    runtime = getattr(status, "runtime_status", None)
+    if status is None or runtime is None:
+        return error(f"no experiment {experiment_id!r}", 404)
+
+    def when(value: Any) -> Any:
+        return value.isoformat() if hasattr(value, "isoformat") else value
+
+    return json_response({"instance_id": experiment_id, "runtime_status": getattr(runtime, "value", runtime),
+                          "custom_status": status.custom_status, "created_time": when(status.created_time),
+                          "last_updated_time": when(status.last_updated_time), "output": status.output})

@@ -6,14 +6,18 @@
 - Blob trigger on ``%RAGTUNE_GOLDEN_CONTAINER%/{name}`` (connection
   ``RAGTUNE_STORAGE_CONNECTION``, Event Grid source as the Flex Consumption plan requires):
   checks the uploaded file and writes the result to the report store as
-  ``golden_checks/<blob name>.json``.
+  ``golden_checks/<blob name>.json``; a valid file with an ``experiment.json`` beside it starts
+  that experiment (once per blob name and content).
 """
 
 import json
 import logging
 import os
+import posixpath
 import tempfile
+from typing import Any
 
+import azure.durable_functions as df
 import azure.functions as func
 
 logger = logging.getLogger(__name__)
@@ -21,7 +25,10 @@ logger = logging.getLogger(__name__)
 #: Report store prefix of the stored golden checks.
 GOLDEN_CHECKS_PREFIX = "golden_checks"
 
-bp = func.Blueprint()
+bp = df.Blueprint()
+
+#: The experiment specification a golden file may have beside it (same folder).
+EXPERIMENT_SPEC = "experiment.json"
 
 #: Largest golden file accepted in a request body, in bytes.
 MAX_BODY_BYTES = 20 * 1024 * 1024
@@ -72,12 +79,20 @@ def blob_name(full_name: str | None) -> str:
     arg_name="blob", path="%RAGTUNE_GOLDEN_CONTAINER%/{name}", connection="RAGTUNE_STORAGE_CONNECTION",
     source=func.BlobSource.EVENT_GRID,
 )
-def check_golden_blob(blob: func.InputStream) -> None:
-    """Check an uploaded golden file and store the result as ``golden_checks/<name>.json``.
+@bp.durable_client_input(client_name="client")
+async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrationClient) -> None:
+    """Check an uploaded golden file, store the result as ``golden_checks/<name>.json`` and,
+    when the file is valid and ``experiment.json`` sits in the same folder, start the
+    experiment it describes.
 
     The stored JSON is ``GoldenCheck.to_dict()`` (``ok``, ``errors`` and ``warnings`` with their
-    line numbers, ``sha256``, counts) plus ``blob`` (the blob's name). A file with errors is a
-    result, not a failure.
+    line numbers, ``sha256``, counts) plus ``blob`` (the blob's name) and ``experiment``: None
+    without a specification, else ``{"spec", "instance_id", "started", "reason"}`` or
+    ``{"spec", "errors"}`` for an invalid specification. The instance id comes from the blob
+    name and the file's sha256 (``core.optimization.stored.golden_instance_id``): a repeated
+    event or an unchanged save starts nothing new. An upload of ``experiment.json`` itself is
+    checked as a specification (stored the same way) and starts nothing. A file with errors is
+    a result, not a failure.
 
     Raises:
         ConfigError: the settings or the report store address are invalid.
@@ -87,11 +102,55 @@ def check_golden_blob(blob: func.InputStream) -> None:
     from core.settings import Settings
 
     name = blob_name(blob.name)
-    result = _check_bytes(blob.read(), name)
-    result["blob"] = name
-    store = Settings.from_env().report_store()
+    settings = Settings.from_env()
+    data = blob.read()
+    if posixpath.basename(name) == EXPERIMENT_SPEC:
+        result = {"blob": name, "kind": "experiment_spec", **_check_spec(data)}
+        result["ok"] = not result["errors"]
+    else:
+        result = _check_bytes(data, name)
+        result["blob"] = name
+        result["experiment"] = await _start_experiment(name, result, settings, client) if result["ok"] else None
     key = f"{GOLDEN_CHECKS_PREFIX}/{name}.json"
-    store.files.write_bytes(key, json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    settings.report_store().files.write_bytes(key, json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
     log = logger.info if result["ok"] else logger.warning
-    log("golden file %s checked: %d errors, %d warnings; stored as %s",
-        name, len(result["errors"]), len(result["warnings"]), key)
+    log("%s checked: %d errors; stored as %s", name, len(result["errors"]), key)
+
+
+def _check_spec(data: bytes) -> dict:
+    """``{"errors": [...], "request": request or None}`` for an ``experiment.json``."""
+    from core.optimization.stored import parse_experiment_request
+
+    try:
+        body = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return {"errors": [f"{EXPERIMENT_SPEC} is not valid JSON: {exc}"], "request": None}
+    request, errors = parse_experiment_request(body, golden_required=False)
+    if request is not None and request.get("golden"):
+        errors = [f"{EXPERIMENT_SPEC} must not name 'golden': the golden file is the blob uploaded beside it"]
+    return {"errors": errors, "request": None if errors else request}
+
+
+async def _start_experiment(name: str, check: dict, settings: Any, client: Any) -> dict | None:
+    """Start the experiment of the ``experiment.json`` beside golden blob ``name``, once."""
+    from core.optimization.stored import golden_instance_id
+
+    container = settings.golden_container
+    spec_key = posixpath.join(posixpath.dirname(name), EXPERIMENT_SPEC)
+    files = settings.files(settings.blob_address(container))
+    if not files.exists(spec_key):
+        return None
+    spec = _check_spec(files.read_bytes(spec_key))
+    if spec["errors"]:
+        logger.warning("%s beside %s is invalid: %s", spec_key, name, "; ".join(spec["errors"]))
+        return {"spec": spec_key, "errors": spec["errors"], "started": False}
+    instance_id = golden_instance_id(name, check["sha256"])
+    status = await client.get_status(instance_id)
+    if status is not None and getattr(status, "runtime_status", None) is not None:
+        return {"spec": spec_key, "instance_id": instance_id, "started": False,
+                "reason": f"already started ({status.runtime_status.value if hasattr(status.runtime_status, 'value') else status.runtime_status})"}
+    payload = {**spec["request"], "experiment_id": instance_id, "round_timeout_s": settings.round_timeout_s,
+               "golden": settings.blob_address(container, name)}
+    await client.start_new("experiment_orchestrator", instance_id, payload)
+    logger.info("golden file %s started experiment %s", name, instance_id)
+    return {"spec": spec_key, "instance_id": instance_id, "started": True, "reason": None}

@@ -30,20 +30,23 @@ _ID = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 MAX_LIMIT = 500
 
 
-def _json(body: Any, status: int = 200) -> func.HttpResponse:
+def json_response(body: Any, status: int = 200) -> func.HttpResponse:
+    """``body`` as a JSON response with ``status``."""
     return func.HttpResponse(json.dumps(body, ensure_ascii=False, allow_nan=False), status_code=status,
                              mimetype="application/json")
 
 
-def _error(message: str, status: int) -> func.HttpResponse:
-    return _json({"error": message}, status)
+def error(message: str, status: int) -> func.HttpResponse:
+    """``{"error": message}`` with ``status``."""
+    return json_response({"error": message}, status)
 
 
-def _valid_id(value: str | None) -> bool:
+def valid_id(value: str | None) -> bool:
+    """Whether ``value`` is a safe id: 1-200 of ``[A-Za-z0-9_.-]``, not only dots."""
     return bool(value) and bool(_ID.match(value)) and set(value) != {"."}
 
 
-def _answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
+def answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
     """Open the report store and call ``read(store)``; store and settings errors become JSON."""
     from core.errors import ConfigError, StoreError
     from core.settings import Settings
@@ -52,13 +55,13 @@ def _answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
         return read(Settings.from_env().report_store())
     except ConfigError as exc:
         logger.error("report store settings are invalid: %s", exc)
-        return _error(f"the report store is not configured correctly: {exc}", 500)
+        return error(f"the report store is not configured correctly: {exc}", 500)
     except StoreError as exc:
         logger.error("report store read failed: %s", exc)
-        return _error(f"the report store could not be read: {exc}", 500)
+        return error(f"the report store could not be read: {exc}", 500)
     except Exception:  # never a stack trace in an answer
         logger.exception("unexpected error reading the report store")
-        return _error("internal error reading the report store", 500)
+        return error("internal error reading the report store", 500)
 
 
 def _load_run(store: Any, run_id: str) -> dict | None:
@@ -85,8 +88,8 @@ def list_runs(req: func.HttpRequest) -> func.HttpResponse:
     offset = _int_param(req, "offset", 0, 0, 10**9)
     for value in (limit, offset):
         if isinstance(value, str):
-            return _error(value, 400)
-    return _answer(lambda store: _json({"runs": store.history(limit, offset), "limit": limit, "offset": offset}))
+            return error(value, 400)
+    return answer(lambda store: json_response({"runs": store.history(limit, offset), "limit": limit, "offset": offset}))
 
 
 @bp.route(route="runs/latest", methods=["GET"])
@@ -94,23 +97,23 @@ def latest_run(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/runs/latest``: the newest run's report; 404 when no run is stored."""
     def read(store: Any) -> func.HttpResponse:
         report = _load_run(store, "latest")
-        return _error("no run is stored yet", 404) if report is None else _json(report)
+        return error("no run is stored yet", 404) if report is None else json_response(report)
 
-    return _answer(read)
+    return answer(read)
 
 
 @bp.route(route="runs/{run_id}", methods=["GET"])
 def get_run(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/runs/{run_id}``: the run's report; 400 for a bad id, 404 for an unknown one."""
     run_id = req.route_params.get("run_id")
-    if not _valid_id(run_id):
-        return _error("run id may only hold letters, digits, '_', '.' and '-'", 400)
+    if not valid_id(run_id):
+        return error("run id may only hold letters, digits, '_', '.' and '-'", 400)
 
     def read(store: Any) -> func.HttpResponse:
         report = _load_run(store, run_id)
-        return _error(f"no run {run_id!r}", 404) if report is None else _json(report)
+        return error(f"no run {run_id!r}", 404) if report is None else json_response(report)
 
-    return _answer(read)
+    return answer(read)
 
 
 @bp.route(route="runs/{run_id}/golden", methods=["GET"])
@@ -122,20 +125,20 @@ def get_run_golden(req: func.HttpRequest) -> func.HttpResponse:
     from core.reports.store import GOLDEN_PREFIX
 
     run_id = req.route_params.get("run_id")
-    if not _valid_id(run_id):
-        return _error("run id may only hold letters, digits, '_', '.' and '-'", 400)
+    if not valid_id(run_id):
+        return error("run id may only hold letters, digits, '_', '.' and '-'", 400)
 
     def read(store: Any) -> func.HttpResponse:
         report = _load_run(store, run_id)
         if report is None:
-            return _error(f"no run {run_id!r}", 404)
+            return error(f"no run {run_id!r}", 404)
         sha256 = str((report.get("golden") or {}).get("sha256") or "")
         key = f"{GOLDEN_PREFIX}/{sha256}.jsonl"
-        if not _valid_id(sha256) or not store.files.exists(key):
-            return _error(f"the golden file of run {run_id!r} is not stored", 404)
+        if not valid_id(sha256) or not store.files.exists(key):
+            return error(f"the golden file of run {run_id!r} is not stored", 404)
         return func.HttpResponse(store.files.read_bytes(key), status_code=200, mimetype="application/x-ndjson")
 
-    return _answer(read)
+    return answer(read)
 
 
 @bp.route(route="golden-checks/{name}", methods=["GET"])
@@ -144,13 +147,13 @@ def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
     from functions.golden import GOLDEN_CHECKS_PREFIX
 
     name = req.route_params.get("name")
-    if not _valid_id(name):
-        return _error("golden file name may only hold letters, digits, '_', '.' and '-'", 400)
+    if not valid_id(name):
+        return error("golden file name may only hold letters, digits, '_', '.' and '-'", 400)
 
     def read(store: Any) -> func.HttpResponse:
         key = f"{GOLDEN_CHECKS_PREFIX}/{name}.json"
         if not store.files.exists(key):
-            return _error(f"no check of golden file {name!r} is stored", 404)
-        return _json(json.loads(store.files.read_bytes(key)))
+            return error(f"no check of golden file {name!r} is stored", 404)
+        return json_response(json.loads(store.files.read_bytes(key)))
 
-    return _answer(read)
+    return answer(read)

@@ -39,9 +39,13 @@ EXPECTED_INDEX = {
     "experiment_orchestrator": ("orchestrationTrigger", None, None),
     "prepare_experiment": ("activityTrigger", None, None),
     "ask_configurations": ("activityTrigger", None, None),
-    "evaluate_configuration": ("activityTrigger", None, None),
+    "enqueue_evaluations": ("activityTrigger", None, None),
     "tell_results": ("activityTrigger", None, None),
     "write_experiment_report": ("activityTrigger", None, None),
+    "evaluate_from_queue": ("queueTrigger", "%RAGTUNE_EVALUATIONS_QUEUE%", None),
+    "evaluation_poisoned": ("queueTrigger", "%RAGTUNE_EVALUATIONS_QUEUE%-poison", None),
+    "get_experiment": ("httpTrigger", "experiments/{experiment_id}", "function"),
+    "get_experiment_status": ("httpTrigger", "experiments/{experiment_id}/status", "function"),
 }
 
 
@@ -50,7 +54,8 @@ def _trigger(function) -> tuple:
     assert len(triggers) == 1, function.get_function_name()
     t = triggers[0]
     auth = getattr(t, "auth_level", None)
-    return t.type, getattr(t, "route", None) or getattr(t, "path", None), getattr(auth, "value", auth)
+    where = getattr(t, "route", None) or getattr(t, "path", None) or getattr(t, "queue_name", None)
+    return t.type, where, getattr(auth, "value", auth)
 
 
 def test_app_registers_the_blueprint_functions(app_functions):
@@ -61,6 +66,25 @@ def test_app_registers_the_blueprint_functions(app_functions):
 def test_experiment_starter_has_a_durable_client(app_functions):
     types = sorted(b.type for b in app_functions["start_experiment"].get_bindings())
     assert types == ["durableClient", "http", "httpTrigger"]
+
+
+@pytest.mark.parametrize("name", ["check_golden_blob", "evaluate_from_queue", "evaluation_poisoned",
+                                  "get_experiment_status"])
+def test_functions_that_start_or_signal_orchestrations_have_a_durable_client(app_functions, name):
+    assert "durableClient" in [b.type for b in app_functions[name].get_bindings()]
+
+
+@pytest.mark.parametrize("name", ["evaluate_from_queue", "evaluation_poisoned"])
+def test_queue_triggers_use_the_storage_connection(app_functions, name):
+    (binding,) = [b for b in app_functions[name].get_bindings() if b.type == "queueTrigger"]
+    assert binding.get_dict_repr()["connection"] == "RAGTUNE_STORAGE_CONNECTION"
+
+
+def test_host_json_poison_settings():
+    """After maxDequeueCount failed deliveries the host moves a message to <queue>-poison,
+    which evaluation_poisoned watches; messages are Base64 as the queue client writes them."""
+    queues = json.loads((ROOT / "host.json").read_text())["extensions"]["queues"]
+    assert queues["maxDequeueCount"] >= 1 and queues["messageEncoding"] == "base64"
 
 
 def test_golden_blob_trigger_binding(app_functions):

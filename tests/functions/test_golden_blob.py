@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 
@@ -9,6 +10,7 @@ import azure.functions as func
 from azure.storage.blob import BlobServiceClient
 
 from core.reports import report_store
+from tests.support.durable import RecordingClient, user_function
 
 VALID = b'{"question": "What is the deductible?", "expected": ["plan.md"]}\n'
 # Line 2 misspells "expected" (an error); line 1 is fine.
@@ -23,6 +25,13 @@ def _uploaded_stream(service: BlobServiceClient, container: str, name: str, data
     return func.blob.InputStream(data=body, name=f"{container}/{name}", uri=blob.url, length=len(body))
 
 
+def _check(app_functions, client=None):
+    """Call the blob trigger as the host would, with a recording Durable client."""
+    fn = user_function(app_functions, "check_golden_blob")
+    client = client or RecordingClient()
+    return lambda stream: asyncio.run(fn(stream, client))
+
+
 def test_blob_trigger_stores_the_check_in_an_azurite_report_store(azurite, blob_endpoint, new_container, clean_env,
                                                                   app_functions):
     from functions.golden import blob_name
@@ -34,7 +43,7 @@ def test_blob_trigger_stores_the_check_in_an_azurite_report_store(azurite, blob_
     clean_env.setenv("RAGTUNE_STORAGE_CONNECTION", azurite)
     clean_env.setenv("RAGTUNE_REPORTS", address)
     clean_env.setenv("RAGTUNE_GOLDEN_CONTAINER", golden_container)
-    check = app_functions["check_golden_blob"].get_user_function()
+    check = _check(app_functions)
 
     check(_uploaded_stream(service, golden_container, "valid.jsonl", VALID))
     check(_uploaded_stream(service, golden_container, "invalid.jsonl", INVALID))
@@ -56,7 +65,7 @@ def test_blob_trigger_stores_the_check_in_an_azurite_report_store(azurite, blob_
 def test_blob_trigger_falls_back_to_azure_web_jobs_storage(azurite, clean_env, tmp_path, app_functions):
     clean_env.setenv("AzureWebJobsStorage", azurite)
     clean_env.setenv("RAGTUNE_OUT_DIR", str(tmp_path))
-    check = app_functions["check_golden_blob"].get_user_function()
+    check = _check(app_functions)
     check(func.blob.InputStream(data=VALID, name="golden/g.jsonl"))
     stored = json.loads((tmp_path / "golden_checks" / "g.jsonl.json").read_bytes())
     assert stored["ok"] is True and stored["path"] == "g.jsonl"
