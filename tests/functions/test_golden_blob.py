@@ -69,3 +69,84 @@ def test_blob_trigger_falls_back_to_azure_web_jobs_storage(azurite, clean_env, t
     check(func.blob.InputStream(data=VALID, name="golden/g.jsonl"))
     stored = json.loads((tmp_path / "golden_checks" / "g.jsonl.json").read_bytes())
     assert stored["ok"] is True and stored["path"] == "g.jsonl"
+
+
+SPEC = json.dumps({"documents": "https://example.blob.core.windows.net/documents/hr", "max_evals": 4,
+                   "optimizer": "random", "seed": 2}).encode()
+
+
+def _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path):
+    service = BlobServiceClient.from_connection_string(azurite)
+    container = new_container()
+    service.create_container(container)
+    clean_env.setenv("RAGTUNE_STORAGE_CONNECTION", azurite)
+    clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path / "reports"))
+    clean_env.setenv("RAGTUNE_GOLDEN_CONTAINER", container)
+    clean_env.setenv("RAGTUNE_ROUND_TIMEOUT_S", "120")
+    return service, container
+
+
+def _stored_check(tmp_path, name):
+    return json.loads((tmp_path / "reports" / "golden_checks" / f"{name}.json").read_text())
+
+
+def test_a_valid_golden_file_with_a_spec_starts_one_experiment(azurite, blob_endpoint, new_container, clean_env,
+                                                              tmp_path, app_functions):
+    from core.optimization.stored import golden_instance_id
+
+    service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
+    service.get_blob_client(container, "hr/experiment.json").upload_blob(SPEC)
+    client = RecordingClient()
+    check = _check(app_functions, client)
+    stream = _uploaded_stream(service, container, "hr/golden.jsonl", VALID)
+    check(stream)
+    # Reference: the id is derived from the blob name and hashlib's sha256 of the bytes.
+    expected_id = "golden-%s-%s" % (hashlib.sha256(b"hr/golden.jsonl").hexdigest()[:16],
+                                    hashlib.sha256(VALID).hexdigest()[:16])
+    assert golden_instance_id("hr/golden.jsonl", hashlib.sha256(VALID).hexdigest()) == expected_id
+    ((name, instance_id, payload),) = client.started
+    assert (name, instance_id) == ("experiment_orchestrator", expected_id)
+    assert payload == {"experiment_id": expected_id, "round_timeout_s": 120,
+                       "golden": f"{blob_endpoint}/{container}/hr/golden.jsonl",
+                       "documents": "https://example.blob.core.windows.net/documents/hr", "space": {},
+                       "optimizer": "random", "max_evals": 4, "seed": 2, "objective": None, "vector_store": None}
+    assert _stored_check(tmp_path, "hr/golden.jsonl")["experiment"] == {
+        "spec": "hr/experiment.json", "instance_id": expected_id, "started": True, "reason": None}
+    # The same event again (or a save that changed nothing): nothing new starts.
+    check(_uploaded_stream(service, container, "hr/golden.jsonl", VALID))
+    assert len(client.started) == 1
+    again = _stored_check(tmp_path, "hr/golden.jsonl")["experiment"]
+    assert again["started"] is False and again["reason"].startswith("already started")
+    # Changed content: a new experiment with a new id.
+    changed = VALID + b'{"question": "Who pays?", "expected": ["plan.md"]}\n'
+    check(_uploaded_stream(service, container, "hr/golden.jsonl", changed))
+    assert [s[1] for s in client.started] == [expected_id, golden_instance_id("hr/golden.jsonl",
+                                                                              hashlib.sha256(changed).hexdigest())]
+
+
+def test_invalid_golden_files_and_specs_start_nothing(azurite, blob_endpoint, new_container, clean_env, tmp_path,
+                                                      app_functions):
+    service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
+    client = RecordingClient()
+    check = _check(app_functions, client)
+    # No spec beside it: checked, nothing started.
+    check(_uploaded_stream(service, container, "solo.jsonl", VALID))
+    assert _stored_check(tmp_path, "solo.jsonl")["experiment"] is None
+    # An invalid golden file beside a valid spec: its check says why, nothing starts.
+    service.get_blob_client(container, "a/experiment.json").upload_blob(SPEC)
+    check(_uploaded_stream(service, container, "a/golden.jsonl", INVALID))
+    stored = _stored_check(tmp_path, "a/golden.jsonl")
+    assert stored["ok"] is False and stored["experiment"] is None and {e["line"] for e in stored["errors"]} == {2}
+    # A valid golden file beside an invalid spec: the spec's errors are in the check.
+    service.get_blob_client(container, "b/experiment.json").upload_blob(b'{"max_evals": 0}')
+    check(_uploaded_stream(service, container, "b/golden.jsonl", VALID))
+    experiment = _stored_check(tmp_path, "b/golden.jsonl")["experiment"]
+    assert experiment["started"] is False and experiment["spec"] == "b/experiment.json"
+    assert any("'documents' is required" in e for e in experiment["errors"])
+    assert any("'max_evals' must be an integer" in e for e in experiment["errors"])
+    # The spec itself, uploaded: checked as a spec, nothing started.
+    check(_uploaded_stream(service, container, "b/experiment.json", b'{"documents": "d", "golden": "x"}'))
+    spec_check = _stored_check(tmp_path, "b/experiment.json")
+    assert spec_check["kind"] == "experiment_spec" and spec_check["ok"] is False
+    assert "must not name 'golden'" in spec_check["errors"][0]
+    assert client.started == []

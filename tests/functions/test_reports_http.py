@@ -103,3 +103,75 @@ def test_bad_settings_answer_500_without_a_trace(clean_env, app_functions):
     clean_env.setenv("RAGTUNE_REPORTS", "ftp://x/y")
     resp = _get(app_functions, "list_runs", "/api/runs")
     assert resp.status_code == 500 and "not configured correctly" in _body(resp)["error"]
+
+
+# Experiments ---------------------------------------------------------------------------------------
+def test_experiment_report_so_far_then_final(app_functions, clean_env, tmp_path):
+
+    from core.optimization.stored import StoredExperiment
+    from core.reports import LocalFiles
+
+    clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path))
+    get = app_functions["get_experiment"].get_user_function()
+
+    def call(experiment_id):
+        resp = get(func.HttpRequest("GET", f"/api/experiments/{experiment_id}", body=b"",
+                                    route_params={"experiment_id": experiment_id}))
+        return resp.status_code, json.loads(resp.get_body())
+
+    assert call("nope")[0] == 404
+    assert call("..")[0] == 400 and call("a b")[0] == 400
+    experiment = _prepared_experiment(LocalFiles(tmp_path))
+    (configuration,) = experiment.ask()
+    experiment.tell([{"configuration": configuration, "score": 0.5, "metrics": {"mrr": 0.5}}])
+    (second,) = experiment.ask()
+    status, body = call("exp-1")
+    assert status == 200 and body["complete"] is False
+    assert body["counts"] == {"evaluations": 1, "failed": 0, "pending": 1}
+    assert body["best"]["score"] == 0.5 and body["leaderboard"][0]["score"] == 0.5
+    experiment.tell([{"configuration": second, "score": None, "error": "timed out"}])
+    experiment.write_report()
+    status, body = call("exp-1")
+    assert status == 200 and body["complete"] is True and body["counts"]["failed"] == 1
+    assert isinstance(experiment, StoredExperiment)
+
+
+def _prepared_experiment(files):
+    """An experiment stored by hand: request.json and a two-configuration random study."""
+    from core.optimization import RandomSampler, Study
+    from core.optimization.space import default_space
+    from core.optimization.stored import StoredExperiment
+
+    space = default_space({"m": 256}, ["extractive"]).with_overrides(
+        {"chunking_method": ("recursive",), "chunk_size": (256,), "chunk_overlap": (0,), "search_mode": ("vector",),
+         "number_of_chunks": (3, 5)}, source="test")
+    study = Study(space, RandomSampler(), "mrr", 0, max_evals=2)
+    files.write_bytes("experiments/exp-1/study.json", study.to_json().encode())
+    files.write_bytes("experiments/exp-1/request.json", json.dumps(
+        {"golden": "g.jsonl", "documents": "docs", "optimizer": "random", "seed": 0, "objective": "mrr",
+         "golden_sha256": "0" * 64}).encode())
+    return StoredExperiment(files, "exp-1")
+
+
+def test_experiment_status_through_the_durable_client(app_functions):
+    import asyncio
+
+    from tests.support.durable import RecordingClient, user_function
+
+    status_fn = user_function(app_functions, "get_experiment_status")
+    client = RecordingClient()
+
+    def call(experiment_id):
+        req = func.HttpRequest("GET", f"/api/experiments/{experiment_id}/status", body=b"",
+                               route_params={"experiment_id": experiment_id})
+        resp = asyncio.run(status_fn(req, client))
+        return resp.status_code, json.loads(resp.get_body())
+
+    assert call("exp-9")[0] == 404
+    assert call("../x")[0] == 400
+    asyncio.run(client.start_new("experiment_orchestrator", "exp-9", {}))
+    status, body = call("exp-9")
+    assert status == 200
+    assert body == {"instance_id": "exp-9", "runtime_status": "Running", "custom_status": {"phase": "evaluating"},
+                    "created_time": "2026-01-01T00:00:00+00:00", "last_updated_time": "2026-01-01T00:05:00+00:00",
+                    "output": None}
