@@ -1,0 +1,114 @@
+"""StoredExperiment: an experiment's steps over a Files store (local folder here)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from core.errors import ConfigError
+from core.optimization import Configuration
+from core.optimization.stored import (StoredExperiment, evaluated_event, failed_outcome, golden_instance_id,
+                                      parse_evaluation_message, parse_experiment_request)
+from core.reports import LocalFiles
+
+GOLDEN = b'{"question": "What is the deductible?", "expected": ["plan.md"]}\n'
+
+
+class FakeEmbedding:
+    model_id = "fake-embedding"
+    max_input_tokens = 256
+
+
+class FakeSettings:
+    """What ``prepare`` and ``evaluate`` read from ``Settings``."""
+
+    vector_store = "milvus-lite"
+
+    def __init__(self, out_dir):
+        self.out_dir = str(out_dir)
+
+    def embedding_model(self):
+        return FakeEmbedding()
+
+    def chat_model(self):
+        return None
+
+
+@pytest.fixture
+def experiment(tmp_path):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_bytes(GOLDEN)
+    request, errors = parse_experiment_request({
+        "golden": f"{golden}?sig=SECRET", "documents": "https://acct.blob.core.windows.net/docs/hr?sv=1&sig=SECRET",
+        "optimizer": "random", "max_evals": 2, "objective": "mrr",
+        "space": {"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0],
+                  "search_mode": ["vector"], "number_of_chunks": [3, 5]}})
+    assert errors == []
+    request["golden"] = str(golden)
+    stored = StoredExperiment(LocalFiles(tmp_path / "reports"), "exp-1")
+    assert stored.prepare(request, FakeSettings(tmp_path / "out")) == {"objective": "mrr", "n_valid": 2, "max_evals": 2}
+    return stored
+
+
+def test_golden_instance_id_is_deterministic():
+    sha = hashlib.sha256(GOLDEN).hexdigest()
+    expected = f"golden-{hashlib.sha256(b'hr/g.jsonl').hexdigest()[:16]}-{sha[:16]}"
+    assert golden_instance_id("hr/g.jsonl", sha) == expected
+    assert golden_instance_id("hr/g.jsonl", "0" * 64) != expected
+    assert evaluated_event("abc") == "evaluated-abc"
+
+
+def test_message_round_trip_and_errors(experiment):
+    (configuration,) = experiment.ask()
+    message = experiment.evaluation_message("inst-1", configuration)
+    assert parse_evaluation_message(json.dumps(message).encode()) == message
+    assert message["golden"]["sha256"] == hashlib.sha256(GOLDEN).hexdigest()
+    assert message["key"] == Configuration(configuration).key
+    for broken, where in [({**message, "v": 2}, "version"), ({**message, "instance_id": ""}, "instance_id"),
+                          ({**message, "experiment_id": "../x"}, "experiment_id"),
+                          ({**message, "golden": {"address": "g"}}, "'golden'"),
+                          ({**message, "configuration": {**configuration, "chunk_size": 512}}, "does not match")]:
+        with pytest.raises(ConfigError, match=where):
+            parse_evaluation_message(json.dumps(broken))
+
+
+def test_a_changed_golden_file_fails_the_evaluation_and_is_stored(experiment, tmp_path):
+    (configuration,) = experiment.ask()
+    message = experiment.evaluation_message("inst-1", configuration)
+    (tmp_path / "golden.jsonl").write_bytes(GOLDEN + GOLDEN.replace(b"deductible", b"copay"))
+    outcome = experiment.evaluate(message, FakeSettings(tmp_path / "out"))
+    assert outcome["score"] is None and outcome["stored"] is False
+    assert "changed since the experiment started" in outcome["error"]
+    assert experiment.results()[message["key"]]["status"] == "failed"
+    # Delivered again: the stored failure is returned, not evaluated anew.
+    again = experiment.evaluate(message, FakeSettings(tmp_path / "out"))
+    assert again["stored"] is True and again["error"] == outcome["error"]
+
+
+def test_tell_is_idempotent_and_the_report_hides_query_strings(experiment):
+    (first,) = experiment.ask()
+    assert experiment.ask() == [first]  # pending comes back first
+    outcome = {**failed_outcome(first, ""), "score": 0.25, "error": None}
+    assert experiment.tell([outcome]) == {"evaluated": 1, "failed": 0, "best_score": 0.25,
+                                          "best_key": Configuration(first).key}
+    assert experiment.tell([outcome])["evaluated"] == 1  # a retried tell changes nothing
+    report = experiment.build_report()
+    assert report["complete"] is False and report["counts"] == {"evaluations": 1, "failed": 0, "pending": 0}
+    assert report["corpus"]["path"] == "https://acct.blob.core.windows.net/docs/hr"
+    assert "SECRET" not in json.dumps(report)
+
+
+def test_bad_experiment_ids_are_refused(tmp_path):
+    for bad in ("", "..", "a/b", "x" * 201):
+        with pytest.raises(ConfigError, match="experiment id"):
+            StoredExperiment(LocalFiles(tmp_path), bad)
+
+
+def test_request_validation_lists_every_problem():
+    request, errors = parse_experiment_request({"documents": "", "max_evals": True, "vector_store": "faiss"})
+    assert request is None
+    assert len(errors) == 4  # golden missing, documents empty, max_evals a bool, vector_store unknown
+    request, errors = parse_experiment_request({"documents": "d"}, golden_required=False)
+    assert errors == [] and request["golden"] is None and request["max_evals"] == 12
