@@ -24,18 +24,28 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``ragtune check GOLDEN [--docs DIR] [--json]``: 0 when the file can be run, 1 when not."""
+    """``ragtune check GOLDEN [--docs DIR] [--json]``: 0 when the file can be run, 1 when not.
+
+    GOLDEN and DIR may be local paths or addresses (``s3://...``, Blob URLs; see
+    ``core.inputs``); a remote folder is listed, not downloaded."""
     from core.golden import check_golden, format_check
+    from core.inputs import is_remote, shown_address
 
     documents = None
     if args.docs:
         from core.documents import list_document_ids
 
-        docs = Path(args.docs)
-        if not docs.is_dir():
-            print(f"ragtune check: --docs {docs} is not a folder", file=sys.stderr)
-            return 1
-        documents = list_document_ids(docs)
+        if is_remote(args.docs):
+            documents = list_document_ids(args.docs)
+            if not documents:
+                print(f"ragtune check: --docs {shown_address(args.docs)} holds no documents", file=sys.stderr)
+                return 1
+        else:
+            docs = Path(args.docs)
+            if not docs.is_dir():
+                print(f"ragtune check: --docs {docs} is not a folder", file=sys.stderr)
+                return 1
+            documents = list_document_ids(docs)
     check = check_golden(args.golden, documents=documents)
     if args.json:
         _print_json(check.to_dict())
@@ -187,7 +197,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         _print_json(report)
     else:
         print(format_report(report))
-        _print_warnings(report["golden"]["warnings"], str(args.golden))
+        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
     return 0
 
 
@@ -323,14 +333,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("check", help="check a golden file; exit 0 when it can be run, 1 when it has errors")
-    p.add_argument("golden", help="golden JSONL file")
-    p.add_argument("--docs", help="corpus folder: warn about expected documents it does not hold")
+    p.add_argument("golden", help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
+    p.add_argument("--docs", help="corpus folder (a path, s3://bucket/prefix or a Blob URL): warn about expected "
+                                  "documents it does not hold")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("evaluate", help="evaluate every search setup on documents and a golden file")
-    p.add_argument("--docs", required=True, help="folder of documents (.pdf .md .html .docx .txt .json)")
-    p.add_argument("--golden", required=True, help="golden JSONL file")
+    p.add_argument("--docs", required=True, help="folder of documents (.pdf .md .html .docx .txt .json): a path, "
+                                                 "s3://bucket/prefix or a Blob URL")
+    p.add_argument("--golden", required=True, help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--chunking", default="recursive", choices=["recursive", "hierarchical", "hybrid"])
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256; not for hierarchical)")
@@ -348,8 +360,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("optimize", help="search the space of RAG configurations (random phase, then a GAM surrogate)")
-    p.add_argument("--docs", required=True, help="folder of documents")
-    p.add_argument("--golden", required=True, help="golden JSONL file (native or Amazon Bedrock)")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file, native or Amazon Bedrock (a path, "
+                                                   "s3://bucket/key or a Blob URL)")
     p.add_argument("--space", help="JSON or YAML file narrowing or widening the default search space")
     p.add_argument("--set", action="append", metavar="NAME=V1,V2",
                    help="override one parameter's values, e.g. --set chunk_size=128,256 (repeatable)")

@@ -118,15 +118,45 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
     return files, hidden
 
 
-def list_document_ids(folder: str | os.PathLike[str]) -> list[str]:
+def list_document_ids(
+    folder: str | os.PathLike[str],
+    *,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
+) -> list[str]:
     """Return the ids of the files :func:`load_documents` would try to load from ``folder``:
     not hidden, with a supported extension, sorted. Whether each one reads is only known by
-    loading it. A missing folder gives an empty list."""
-    root = Path(folder)
+    loading it. A missing folder gives an empty list.
+
+    Args:
+        folder: a local folder, or the address of a remote one (``s3://bucket/docs``, a Blob
+            URL; see :mod:`core.inputs`). A remote folder's keys are listed; nothing is
+            downloaded.
+        connection_string, credential, endpoint_url: how to reach a remote folder (see
+            :func:`core.inputs.read_input_bytes`; defaults from ``core.settings.Settings``).
+
+    Raises:
+        StoreError: listing a remote folder failed (for example a missing S3 bucket).
+        ConfigError: an address that cannot be read.
+    """
+    from core import inputs
+
+    if inputs.is_remote(folder):
+        keys = inputs.list_input_keys(
+            folder, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url
+        )
+        return [k for k in keys if _listed(k) and PurePath(k).suffix.lower() in SUPPORTED_EXTENSIONS]
+    root = inputs.local_path(folder) or Path(folder)
     if not root.is_dir():
         return []
     files, _ = _scan(root)
     return [doc_id for doc_id, path in files if path.suffix.lower() in SUPPORTED_EXTENSIONS]
+
+
+def _listed(key: str) -> bool:
+    """Whether :func:`_scan` would find the file at ``key`` (no hidden file or folder on its path)."""
+    return not any(_is_hidden(part) for part in key.split("/"))
 
 
 def _report_progress(progress: Any, n_done: int, n_total: int) -> None:
@@ -294,6 +324,10 @@ def load_documents(
     *,
     on_skip: Callable[[SkippedFile], None] | None = None,
     progress: Any = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
 ) -> LoadResult:
     """Load every supported file under ``folder`` (recursively) as a ``DoclingDocument``.
 
@@ -304,25 +338,52 @@ def load_documents(
     :attr:`LoadResult.skipped`, and loading goes on.
 
     Args:
-        folder: the corpus folder. Document ids are paths relative to it with ``/``
-            separators, e.g. ``"sub/x.md"``.
+        folder: the corpus folder: a local path, a ``file://`` URL, or the address of a remote
+            folder (``s3://bucket/docs``, ``https://<account>.blob.core.windows.net/<container>/docs``,
+            a path-style Azurite URL; see :mod:`core.inputs`), which is first downloaded with
+            :func:`core.inputs.fetch_folder`. Document ids are paths relative to it with ``/``
+            separators, e.g. ``"sub/x.md"`` (for a remote folder: keys relative to the prefix,
+            so the same ids as for a local copy).
         on_skip: called with each :class:`SkippedFile` as it is skipped.
         progress: either a callable ``progress(n_done, n_total)`` called after each file, or
             a tqdm-like object whose ``update(1)`` is called after each file (its ``total``
             is set when it is ``None``). Counts are files considered (hidden ones excluded).
+        cache_dir: where a remote folder is downloaded (default ``<Settings.out_dir>/inputs``).
+        connection_string, credential, endpoint_url: how to reach a remote folder (see
+            :func:`core.inputs.read_input_bytes`; defaults from ``core.settings.Settings``).
 
     Returns:
         :class:`LoadResult` with the documents sorted by ``document_id`` and the skipped files.
 
     Raises:
-        DocumentError: ``folder`` does not exist or is not a folder; no file could be loaded;
-            or .md/.html/.docx files are present but docling-slim is not installed.
+        DocumentError: ``folder`` does not exist or is not a folder (a remote prefix with
+            no keys below it); a remote folder cannot be listed or downloaded (the message
+            names the address without its query string); no file could be loaded; or
+            .md/.html/.docx files are present but docling-slim is not installed.
+        ConfigError: an address that cannot be read (unknown scheme, a path-style Blob URL
+            without a connection string).
     """
-    root = Path(folder)
+    from core import inputs
+    from core.errors import StoreError
+
+    shown = inputs.shown_address(folder)
+    if inputs.is_remote(folder):
+        try:
+            root = inputs.fetch_folder(
+                folder, cache_dir=cache_dir, connection_string=connection_string, credential=credential,
+                endpoint_url=endpoint_url,
+            )
+        except inputs.InputNotFoundError:
+            raise DocumentError(f"corpus folder not found: {shown} (no files below this address)") from None
+        except StoreError as exc:
+            raise DocumentError(f"cannot download the corpus folder {shown}: {exc}") from None
+    else:
+        root = inputs.local_path(folder) or Path(folder)
+        shown = str(root)
     if not root.exists():
-        raise DocumentError(f"corpus folder not found: {root}")
+        raise DocumentError(f"corpus folder not found: {shown}")
     if not root.is_dir():
-        raise DocumentError(f"corpus path is not a folder: {root}")
+        raise DocumentError(f"corpus path is not a folder: {shown}")
 
     candidates, hidden = _scan(root)
     result = LoadResult()
@@ -378,10 +439,10 @@ def load_documents(
         detail = "; ".join(f"{s.document_id}: {s.reason}" for s in result.skipped[:10])
         more = f" (and {len(result.skipped) - 10} more)" if len(result.skipped) > 10 else ""
         raise DocumentError(
-            f"no loadable document in {root}"
+            f"no loadable document in {shown}"
             + (f" — skipped {detail}{more}" if detail else " (the folder has no files)")
         )
-    logger.info("loaded %d documents from %s (%d skipped)", len(result.documents), root, len(result.skipped))
+    logger.info("loaded %d documents from %s (%d skipped)", len(result.documents), shown, len(result.skipped))
     return result
 
 

@@ -244,8 +244,10 @@ def evaluate_retrieval(
     """Run the retrieval evaluation end to end and return the report (not yet stored).
 
     Args:
-        docs_dir: folder of source documents (ids = paths relative to it).
-        golden_path: the golden JSONL file.
+        docs_dir: folder of source documents (ids = paths relative to it): a local folder or
+            the address of a remote one (``s3://...``, a Blob URL; see ``core.inputs``),
+            downloaded to ``<out_dir>/inputs``.
+        golden_path: the golden JSONL file: a local path or an address (read into memory).
         out_dir: working folder: the embedding cache (``cache/embeddings.sqlite``) and the
             Milvus Lite database (``milvus.db``) live here.
         embedding_model: an ``EmbeddingModel``; default the local all-MiniLM-L6-v2.
@@ -268,6 +270,7 @@ def evaluate_retrieval(
     from core.chunking import get_chunker
     from core.documents import corpus_fingerprint, load_documents
     from core.golden import Problem, check_golden, read_golden
+    from core.inputs import shown_address
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
     from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, describe_store, get_vector_store
@@ -285,7 +288,8 @@ def evaluate_retrieval(
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"output folder {out_dir} is a file: choose a folder")
 
-    status(f"checking {golden_path}")
+    golden_shown, docs_shown = shown_address(golden_path), shown_address(docs_dir)
+    status(f"checking {golden_shown}")
     golden = read_golden(golden_path)
 
     # Open the cache and the vector store before the slow steps, so a locked, broken or
@@ -299,7 +303,7 @@ def evaluate_retrieval(
     finally:
         probe.close()
 
-    status(f"loading documents from {docs_dir}")
+    status(f"loading documents from {docs_shown}")
     t0 = time.perf_counter()
     with _progress(0, "loading", options.show_progress) as bar:
         def loading(done: int, total: int) -> None:
@@ -307,13 +311,13 @@ def evaluate_retrieval(
             bar.n = done
             bar.refresh()
 
-        loaded = load_documents(docs_dir, progress=loading)
+        loaded = load_documents(docs_dir, progress=loading, cache_dir=out_dir / "inputs")
     timings["load_s"] = time.perf_counter() - t0
     documents = loaded.documents
     corpus_check = check_golden(golden_path, documents=[d.document_id for d in documents])
     if not corpus_check.ok:
-        lines = [p.format(str(golden_path)) for p in corpus_check.errors]
-        raise GoldenError("\n".join([f"{golden_path} changed while it was read and now has errors:", *lines]),
+        lines = [p.format(golden_shown) for p in corpus_check.errors]
+        raise GoldenError("\n".join([f"{golden_shown} changed while it was read and now has errors:", *lines]),
                           corpus_check.errors)
     warnings = corpus_check.warnings + corpus_warnings(golden.questions, documents, loaded.skipped)
 
@@ -326,7 +330,7 @@ def evaluate_retrieval(
             bar.update(1)
     timings["chunk_s"] = time.perf_counter() - t0
     if not chunks:
-        raise IndexingError(f"the documents in {docs_dir} gave no chunks")
+        raise IndexingError(f"the documents in {docs_shown} gave no chunks")
 
     indexing_params = {
         "corpus": corpus_fingerprint(documents),
@@ -440,14 +444,14 @@ def evaluate_retrieval(
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": finished.isoformat(timespec="seconds"),
         "golden": {
-            "path": str(golden_path), "sha256": golden.sha256, "n_questions": len(questions),
+            "path": golden_shown, "sha256": golden.sha256, "n_questions": len(questions),
             "n_templates": golden.n_templates, "n_drafts": golden.n_drafts,
             "n_with_pages": sum(1 for q in questions if q.pages),
             "n_with_evidence": sum(1 for q in questions if q.usable_evidence),
             "warnings": [p.to_dict() for p in warnings],
         },
         "corpus": {
-            "path": str(docs_dir), "n_documents": len(documents), "n_pages": pages_total, "n_chunks": len(chunks),
+            "path": docs_shown, "n_documents": len(documents), "n_pages": pages_total, "n_chunks": len(chunks),
             "fingerprint": indexing_params["corpus"],
             "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped],
         },

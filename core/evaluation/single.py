@@ -49,16 +49,42 @@ class Corpus:
     fingerprint: str = ""
 
     @classmethod
-    def load(cls, docs_dir: str | Path) -> "Corpus":
+    def load(
+        cls,
+        docs_dir: str | Path,
+        *,
+        cache_dir: str | Path | None = None,
+        connection_string: str | None = None,
+        credential: Any = None,
+        endpoint_url: str | None = None,
+    ) -> "Corpus":
         """Load every document of ``docs_dir`` (see ``core.documents.load_documents``).
 
+        Args:
+            docs_dir: a local folder, or the address of a remote one (``s3://bucket/docs``,
+                ``https://<account>.blob.core.windows.net/<container>/docs``, a path-style
+                Azurite URL), downloaded first (see ``core.inputs.fetch_folder``). Document
+                ids and the fingerprint are the same as for a local copy of the folder.
+            cache_dir: where a remote folder is downloaded (default
+                ``<Settings.out_dir>/inputs``).
+            connection_string, credential, endpoint_url: how to reach a remote folder
+                (defaults from ``core.settings.Settings``; boto3 reads ``AWS_ENDPOINT_URL``).
+
+        Returns:
+            The corpus; ``docs_dir`` is the folder as given (a remote address without its
+            query string).
+
         Raises:
-            DocumentError: the folder is missing or holds no loadable document.
+            DocumentError: the folder is missing (a remote prefix with nothing below it),
+                cannot be downloaded, or holds no loadable document.
+            ConfigError: an address that cannot be read.
         """
         from core.documents import corpus_fingerprint, load_documents
+        from core.inputs import shown_address
 
-        loaded = load_documents(docs_dir)
-        return cls(str(docs_dir), loaded.documents, loaded.skipped, corpus_fingerprint(loaded.documents))
+        loaded = load_documents(docs_dir, cache_dir=cache_dir, connection_string=connection_string,
+                                credential=credential, endpoint_url=endpoint_url)
+        return cls(shown_address(docs_dir), loaded.documents, loaded.skipped, corpus_fingerprint(loaded.documents))
 
 
 @dataclass

@@ -429,7 +429,7 @@ def read_bedrock_answers(path: str | PathLike[str]) -> list[Any]:
     without generating.
 
     Args:
-        path: the file (a local path).
+        path: the file (a local path or an address, as for ``read_golden``).
 
     Returns:
         One ``core.rag.AnswerRecord`` per question of ``read_golden(path)``, in the same
@@ -444,7 +444,7 @@ def read_bedrock_answers(path: str | PathLike[str]) -> list[Any]:
 
     reader = _helpers()
     check, found = reader._check(path, None)
-    shown = str(path)
+    shown = check.path
     if check.errors:
         errors = check.errors
         head = f"{shown}: {reader._plural(len(errors), 'error')} — cannot run"

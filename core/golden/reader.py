@@ -62,7 +62,6 @@ FIELDS: tuple[str, ...] = ("id", "question", "expected", "reference", "evidence"
 
 _SCHEMA_FILE = "golden.schema.json"
 _BOM = b"\xef\xbb\xbf"
-_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _JSON_TYPES = {
     type(None): "null",
     bool: "boolean",
@@ -109,27 +108,56 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(load_schema())
 
 
-def read_bytes(path: PathLikeStr) -> bytes:
-    """Return the bytes of a golden file.
-
-    Only local paths are read for now; addresses such as ``s3://bucket/key`` are refused with a
-    clear error.
+def read_bytes(
+    path: PathLikeStr,
+    *,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
+) -> bytes:
+    """Return the bytes of a golden file, local or remote.
 
     Args:
-        path: a local file path, as ``str`` or ``pathlib.Path``.
+        path: a local file path (``str`` or ``pathlib.Path``), a ``file://`` URL,
+            ``s3://<bucket>/<key>``, ``https://<account>.blob.core.windows.net/<container>/<key>``
+            (optionally with a SAS query string) or a path-style Azurite URL (see
+            :mod:`core.inputs`). A remote file is read into memory; no local copy is made.
+        connection_string: Azure Storage connection string for Blob addresses (default
+            ``Settings.storage_connection``).
+        credential: Azure credential for Blob addresses without a connection string (default
+            from ``Settings``).
+        endpoint_url: S3-compatible server for ``s3://`` addresses (default boto3's, which
+            honours ``AWS_ENDPOINT_URL``).
 
     Returns:
-        The file's bytes, unchanged.
+        The file's bytes, unchanged (so its sha256 is the same wherever it lives).
 
     Raises:
-        GoldenError: the address is not a local path, or the file is missing, is a directory or
-            cannot be read. ``.problems`` holds one file-level :class:`Problem`.
+        GoldenError: the address cannot be read (unknown scheme, no key), or the file is
+            missing, is a directory (or a remote folder) or cannot be read. ``.problems``
+            holds one file-level :class:`Problem`; the message names the path, or the address
+            without its query string, and never a credential.
     """
-    shown = str(path)
-    if isinstance(path, str) and _URL_RE.match(path):
-        scheme = path.split("://", 1)[0]
-        raise _file_error(shown, f"reading '{scheme}://' addresses is not supported; give a local file path")
-    p = Path(path)
+    from core import inputs
+    from core.errors import ConfigError, StoreError
+
+    shown = inputs.shown_address(path)
+    try:
+        local = inputs.local_path(path)
+    except ConfigError as exc:
+        raise _file_error(shown, str(exc)) from None
+    if local is None:
+        try:
+            return inputs.read_input_bytes(
+                path, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url
+            )
+        except inputs.InputNotFoundError as exc:
+            if exc.is_folder:
+                raise _file_error(shown, _NOT_A_FILE) from None
+            raise _file_error(shown, "file not found" + (f" ({exc.reason})" if exc.reason else "")) from None
+        except (StoreError, ConfigError) as exc:
+            raise _file_error(shown, f"cannot read the file: {exc}") from None
+    p = local
     try:
         return p.read_bytes()
     except FileNotFoundError:
@@ -148,7 +176,14 @@ def _file_error(path: str, message: str) -> GoldenError:
     return GoldenError(problem.format(path), [problem])
 
 
-def check_golden(path: PathLikeStr, documents: Iterable[str] | None = None) -> GoldenCheck:
+def check_golden(
+    path: PathLikeStr,
+    documents: Iterable[str] | None = None,
+    *,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
+) -> GoldenCheck:
     """Check a golden file and report every problem, each with its 1-based line number.
 
     The whole file is checked in one pass; nothing stops at the first problem and nothing is
@@ -169,37 +204,54 @@ def check_golden(path: PathLikeStr, documents: Iterable[str] | None = None) -> G
     reporting (``GoldenCheck.format`` says which format was read).
 
     Args:
-        path: the golden file, as ``str`` or ``pathlib.Path``.
+        path: the golden file: a local path (``str`` or ``pathlib.Path``) or an address
+            (``s3://...``, a Blob URL; see :func:`read_bytes`). ``GoldenCheck.path`` and every
+            problem name it as given, a remote address without its query string.
         documents: the corpus's document ids; when given, expected documents not among them are
             reported as warnings. None skips that check.
+        connection_string, credential, endpoint_url: how to reach a remote file (see
+            :func:`read_bytes`; defaults from ``core.settings.Settings``).
 
     Returns:
         A :class:`GoldenCheck`: problems sorted by line (file-level problems last), counts of
         non-blank lines, ready questions, templates and drafts, and the file's sha256 (None when
-        it could not be read).
+        it could not be read; the same for a remote file as for a local copy of it).
     """
-    check, _ = _check(path, documents)
+    check, _ = _check(path, documents, connection_string=connection_string, credential=credential,
+                      endpoint_url=endpoint_url)
     return check
 
 
-def read_golden(path: PathLikeStr, *, documents: Iterable[str] | None = None) -> GoldenSet:
+def read_golden(
+    path: PathLikeStr,
+    *,
+    documents: Iterable[str] | None = None,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
+) -> GoldenSet:
     """Read a golden file, refusing it when :func:`check_golden` finds any error.
 
     Args:
-        path: the golden file, as ``str`` or ``pathlib.Path``.
+        path: the golden file: a local path (``str`` or ``pathlib.Path``) or an address
+            (``s3://...``, a Blob URL; see :func:`read_bytes`).
         documents: optional corpus document ids, passed to :func:`check_golden` (missing
             documents are warnings, kept in ``GoldenSet.warnings``).
+        connection_string, credential, endpoint_url: how to reach a remote file (see
+            :func:`read_bytes`; defaults from ``core.settings.Settings``).
 
     Returns:
         A :class:`GoldenSet` with the questions ready to score in file order (templates and
         drafts skipped and counted), the sha256 of the file's bytes, the warnings and the bytes.
+        ``GoldenSet.path`` is the path as given, a remote address without its query string.
 
     Raises:
         GoldenError: the file cannot be read or has errors. The message lists every error as
             ``path:line: error: field 'x': message``; ``.problems`` holds the error problems.
     """
-    check, found = _check(path, documents)
-    shown = str(path)
+    check, found = _check(path, documents, connection_string=connection_string, credential=credential,
+                          endpoint_url=endpoint_url)
+    shown = check.path
     if check.errors:
         errors = check.errors
         head = f"{shown}: {_plural(len(errors), 'error')} — cannot run"
@@ -314,11 +366,13 @@ def _field_name(path: Iterable[Any]) -> str | None:
     return name or None
 
 
-def _check(path: PathLikeStr, documents: Iterable[str] | None) -> tuple[GoldenCheck, _Found]:
-    shown = str(path)
+def _check(path: PathLikeStr, documents: Iterable[str] | None, **access: Any) -> tuple[GoldenCheck, _Found]:
+    from core.inputs import shown_address
+
+    shown = shown_address(path)
     found = _Found()
     try:
-        data = read_bytes(path)
+        data = read_bytes(path, **access)
     except GoldenError as exc:
         return GoldenCheck(path=shown, sha256=None, problems=list(exc.problems)), found
     found.raw = data

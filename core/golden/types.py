@@ -141,7 +141,7 @@ class GoldenCheck:
     """The result of checking a golden file.
 
     Attributes:
-        path: the file checked, as given.
+        path: the file checked, as given (a remote address without its query string).
         sha256: hex sha256 of the file's bytes, or None when it could not be read.
         problems: every problem found, in line order (file-level problems last).
         n_lines: non-blank lines read.
@@ -198,7 +198,7 @@ class GoldenSet:
     """A golden file read and checked.
 
     Attributes:
-        path: the file read, as given.
+        path: the file read, as given (a remote address without its query string).
         sha256: hex sha256 of the file's bytes.
         questions: the questions ready to score, in file order.
         n_templates: template rows skipped.

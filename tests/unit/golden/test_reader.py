@@ -366,11 +366,28 @@ def test_one_json_array(tmp_path):
     )
 
 
-def test_remote_addresses_are_refused_clearly():
+def test_unknown_schemes_are_refused_clearly():
     with pytest.raises(GoldenError) as info:
-        read_bytes("s3://bucket/golden.jsonl")
-    assert str(info.value) == "s3://bucket/golden.jsonl: error: reading 's3://' addresses is not supported; give a local file path"
+        read_bytes("ftp://host/golden.jsonl")
+    assert str(info.value) == (
+        "ftp://host/golden.jsonl: error: cannot read ftp:// addresses ('ftp://host/golden.jsonl'): give a local path, "
+        "s3://<bucket>/<key> or https://<account>.blob.core.windows.net/<container>/<key>"
+    )
     assert len(info.value.problems) == 1
+
+
+def test_a_remote_address_without_a_key_is_a_file_level_problem():
+    # Reading s3:// and Blob addresses is tested against real services in
+    # tests/integration/test_remote_inputs.py; an address naming no file fails before any request.
+    check = check_golden("s3://bucket/")
+    assert check.sha256 is None and not check.ok
+    assert _only_error(check) == "cannot read the file: 's3://bucket/' names a folder, not a file: add the file's key"
+
+
+def test_file_urls_are_local_paths(tmp_path):
+    path = write(tmp_path, OK_ROW)
+    assert read_bytes(path.as_uri()) == path.read_bytes()
+    assert check_golden(path.as_uri()).path == path.as_uri()
 
 
 # --- format_check -----------------------------------------------------------------------------

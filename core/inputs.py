@@ -1,0 +1,464 @@
+"""Golden files and document folders at an address: a local path, S3 or Azure Blob Storage.
+
+An *address* is one of:
+
+- a local path (``data/golden.jsonl``, ``/data/docs``, ``C:\\data\\docs``) or a
+  ``file://`` URL (``file:///data/docs``);
+- ``s3://<bucket>/<key>`` (credentials from boto3's chain; boto3 reads ``AWS_ENDPOINT_URL``
+  for an S3-compatible server unless ``endpoint_url`` is given);
+- ``https://<account>.blob.core.windows.net/<container>/<key>``, optionally with a SAS query
+  string (``?sv=...&sig=...``);
+- a path-style Blob URL of Azurite and other emulators,
+  ``http://127.0.0.1:10000/devstoreaccount1/<container>/<key>``, with a connection string.
+
+Remote addresses are read through the :class:`~core.reports.files.Files` stores of
+:func:`core.reports.open_files` (:class:`~core.reports.s3.S3Files`,
+:class:`~core.reports.blob.BlobFiles`); nothing here talks to a service directly.
+
+- :func:`read_input_bytes` returns one file's bytes (no local copy);
+- :func:`fetch_file` materialises one file as a local file with the same base name;
+- :func:`fetch_folder` materialises a folder (a key prefix) as a local folder mirroring the keys
+  below the prefix;
+- :func:`list_input_keys` lists a folder's keys without reading any content.
+
+A local path is returned as it is (never copied). Downloads go under a cache folder
+(default ``<Settings.out_dir>/inputs``)::
+
+    <cache_dir>/<sha256 of the address>/<content digest>/<base name>
+    <cache_dir>/<sha256 of the address>/<content digest>/<keys...>
+
+(the address hashed without its query string and trailing ``/``).
+
+The content digest is the first 16 hex digits of the file's sha256 (a folder's: sha256 over
+its ``(key, file sha256)`` pairs). A file is written to a temporary file and renamed into
+place; a folder is downloaded into a hidden ``.partial-*`` folder and renamed into place once
+complete. Either way a half-downloaded file or folder is never returned or found. Content
+already in the cache under the same digest is not written again; every call still reads the
+remote content, since the ``Files`` protocol tells nothing cheaper about a change (no ETag).
+Older versions stay in the cache (another process may still be reading them); delete the
+cache folder to reclaim the space.
+
+Credentials: ``connection_string`` and ``credential`` default to :class:`core.settings.Settings`
+(``RAGTUNE_STORAGE_CONNECTION``, or ``RAGTUNE_STORAGE_CONNECTION__clientId`` through
+``Settings.storage_credential()``); a Blob URL with a SAS query string uses that instead.
+Errors, logs and results name an address without its query string (:func:`shown_address`);
+account keys, SAS signatures and secret keys never appear in them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from core.errors import ConfigError, StoreError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "InputNotFoundError",
+    "fetch_file",
+    "fetch_folder",
+    "is_remote",
+    "list_input_keys",
+    "local_path",
+    "read_input_bytes",
+    "shown_address",
+]
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_REMOTE_SCHEMES = ("s3", "http", "https")
+_HOW = "give a local path, s3://<bucket>/<key> or https://<account>.blob.core.windows.net/<container>/<key>"
+_SECRET = re.compile(
+    r"((?:^|[?&;\s])(?:sig|AccountKey|SharedAccessSignature|aws_secret_access_key)=)[^&;\s]*", re.IGNORECASE
+)
+
+
+class InputNotFoundError(StoreError):
+    """Nothing exists at a remote address.
+
+    Attributes:
+        address: the address, without its query string.
+        is_folder: True when a file was asked for but the address is a folder (keys exist
+            below it).
+        reason: what the service added, when it said more than "not found" (for example
+            ``"there is no bucket 'x'"``), else None.
+    """
+
+    def __init__(self, message: str, *, address: str, is_folder: bool = False, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.address = address
+        self.is_folder = is_folder
+        self.reason = reason
+
+
+def _scheme(address: str) -> str | None:
+    """The lower-case scheme of ``address``, or None for a plain path (``C:\\x`` included)."""
+    match = _SCHEME.match(address.strip())
+    if not match or len(match.group(1)) == 1:
+        return None
+    return match.group(1).lower()
+
+
+def is_remote(address: str | os.PathLike[str]) -> bool:
+    """True when ``address`` is an ``s3://``, ``http://`` or ``https://`` address.
+
+    A ``pathlib.Path``, a plain path and a ``file://`` URL are local. Other schemes are
+    neither; :func:`local_path` refuses them.
+    """
+    if isinstance(address, os.PathLike):
+        return False
+    return _scheme(str(address)) in _REMOTE_SCHEMES
+
+
+def local_path(address: str | os.PathLike[str]) -> Path | None:
+    """The local path ``address`` names, or None for a remote address.
+
+    Args:
+        address: a path, ``file://`` URL, or remote address.
+
+    Returns:
+        ``Path(address)`` for a path; the decoded path of a ``file://`` URL
+        (``file:///data/my%20docs`` -> ``/data/my docs``); None for ``s3://``, ``http(s)://``.
+
+    Raises:
+        ConfigError: a ``file://`` URL on another host, or an unknown scheme (``ftp://``).
+    """
+    if isinstance(address, os.PathLike):
+        return Path(address)
+    text = str(address)
+    scheme = _scheme(text)
+    if scheme is None:
+        return Path(text)
+    if scheme in _REMOTE_SCHEMES:
+        return None
+    if scheme == "file":
+        parts = urlsplit(text.strip())
+        if parts.netloc not in ("", "localhost"):
+            raise ConfigError(f"file:// address on another host is not supported: {shown_address(text)!r}")
+        path = unquote(parts.path)
+        if re.match(r"^/[A-Za-z]:", path):  # file:///C:/data on Windows
+            path = path[1:]
+        return Path(path)
+    raise ConfigError(f"cannot read {scheme}:// addresses ({shown_address(text)!r}): {_HOW}")
+
+
+def shown_address(address: str | os.PathLike[str]) -> str:
+    """``address`` as errors, logs and reports show it: without a query string or fragment.
+
+    A local path is returned as ``str(address)``, unchanged. A remote address loses
+    everything from the first ``?`` or ``#`` (a SAS token lives there).
+    """
+    text = str(address)
+    if not is_remote(address):
+        return text
+    return re.split(r"[?#]", text.strip(), maxsplit=1)[0]
+
+
+def _safe(text: str, address: str) -> str:
+    """``text`` without ``address``'s query string and with keys and signatures as ``***``."""
+    query = urlsplit(str(address).strip()).query
+    if query:
+        text = text.replace(query, "***")
+    return _SECRET.sub(r"\1***", text)
+
+
+def _access(
+    address: str, connection_string: str | None, credential: Any, endpoint_url: str | None
+) -> dict[str, Any]:
+    """Keyword arguments for :func:`core.reports.open_files`, filled from Settings when not given."""
+    if _scheme(address) == "s3":
+        return {"endpoint_url": endpoint_url}
+    if connection_string is not None or credential is not None:
+        return {"connection_string": connection_string, "credential": credential}
+    if urlsplit(address.strip()).query:  # a SAS token on the URL is the credential
+        return {}
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    if settings.storage_connection:
+        return {"connection_string": settings.storage_connection}
+    if settings.storage_client_id and address.strip().lower().startswith("https://"):
+        return {"credential": settings.storage_credential()}
+    return {}
+
+
+def _split_file(address: str) -> tuple[str, str, str]:
+    """``(folder address, key, base name)`` of a remote file address; the query stays on the folder."""
+    parts = urlsplit(address.strip())
+    folder_path, _, name = parts.path.rpartition("/")
+    if not name:
+        raise ConfigError(f"{shown_address(address)!r} names a folder, not a file: add the file's key")
+    key = unquote(name)
+    if key in (".", ".."):
+        raise ConfigError(f"{shown_address(address)!r} does not name a file")
+    folder = urlunsplit((parts.scheme, parts.netloc, folder_path, parts.query, ""))
+    return folder, key, key
+
+
+def _open(
+    address: str, connection_string: str | None, credential: Any, endpoint_url: str | None, *, shown: str | None = None
+) -> Any:
+    """The ``Files`` store at ``address``; its errors name ``shown`` (default: the address shown)."""
+    from core.reports.files import _shown, open_files
+
+    try:
+        return open_files(address, **_access(address, connection_string, credential, endpoint_url))
+    except ConfigError as exc:
+        message = str(exc)
+        if shown is not None:  # name the file asked for, not the folder it is read through
+            message = message.replace(_shown(address), shown)
+        raise ConfigError(_safe(message, address)) from None
+
+
+def read_input_bytes(
+    address: str | os.PathLike[str],
+    *,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
+) -> bytes:
+    """Return the bytes of the file at ``address`` (local or remote), unchanged.
+
+    Args:
+        address: a file's path or address (see the module docstring).
+        connection_string: an Azure Storage connection string for Blob addresses (default
+            ``Settings.storage_connection``).
+        credential: an Azure credential for ``https://<account>.blob...`` addresses (default
+            ``Settings.storage_credential()`` when ``RAGTUNE_STORAGE_CONNECTION__clientId`` is
+            set, else ``DefaultAzureCredential``).
+        endpoint_url: an S3-compatible server for ``s3://`` addresses (default: boto3's
+            own, which honours ``AWS_ENDPOINT_URL``).
+
+    Returns:
+        The file's bytes.
+
+    Raises:
+        InputNotFoundError: a remote address where no file exists (``.is_folder`` when keys
+            exist below it).
+        StoreError: the service refused or failed the request.
+        ConfigError: an address that cannot be read (unknown scheme, no key, no bucket or
+            container, a path-style Blob URL without a connection string).
+        OSError: a local file that cannot be read (``FileNotFoundError``, ...).
+    """
+    local = local_path(address)
+    if local is not None:
+        return local.read_bytes()
+    text = str(address)
+    folder, key, _ = _split_file(text)
+    shown = shown_address(text)
+    files = _open(folder, connection_string, credential, endpoint_url, shown=shown)
+    try:
+        return files.read_bytes(key)
+    except StoreError as exc:
+        message = _safe(str(exc), text)
+        try:
+            found = files.exists(key)
+        except StoreError:
+            found = True  # cannot tell: report the read's own failure
+        if found:
+            raise StoreError(f"cannot read {shown}: {message}") from None
+        try:
+            is_folder = bool(files.list(key))
+        except StoreError:  # a missing bucket, for one
+            is_folder = False
+        if is_folder:
+            raise InputNotFoundError(f"{shown} is a folder, not a file", address=shown, is_folder=True) from None
+        told = message if message.startswith(shown) else f"{shown} does not exist ({message})"
+        reason = message.split("does not exist: ", 1)[1] if "does not exist: " in message else None
+        raise InputNotFoundError(told, address=shown, reason=reason) from None
+
+
+def list_input_keys(
+    address: str | os.PathLike[str],
+    *,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
+) -> list[str]:
+    """Return the keys below the folder ``address`` (recursive, ``/``-separated, sorted).
+
+    No content is read. For a local folder the keys are its files' relative paths (a missing
+    folder gives ``[]``).
+
+    Args:
+        address: a folder's path or address (``s3://bucket/docs``, a Blob URL ending in the
+            container or a prefix).
+        connection_string, credential, endpoint_url: as for :func:`read_input_bytes`.
+
+    Returns:
+        The keys, e.g. ``["a.txt", "sub/b.md"]``; ``[]`` when nothing is below the prefix.
+
+    Raises:
+        StoreError: the service refused or failed the request (for example a missing S3
+            bucket).
+        ConfigError: an address that cannot be read.
+    """
+    local = local_path(address)
+    if local is not None:
+        if not local.is_dir():
+            return []
+        return sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
+    text = str(address)
+    return _list(_open(text, connection_string, credential, endpoint_url), text)
+
+
+def _cache_root(cache_dir: str | os.PathLike[str] | None, shown: str) -> Path:
+    if cache_dir is None:
+        from core.settings import Settings
+
+        cache_dir = Path(Settings.from_env().out_dir) / "inputs"
+    return Path(cache_dir) / hashlib.sha256(shown.rstrip("/").encode("utf-8")).hexdigest()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def fetch_file(
+    address: str | os.PathLike[str],
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
+) -> Path:
+    """Return a local file holding the file at ``address``.
+
+    A local path (or ``file://`` URL) is returned as a ``Path``, unchecked and not copied. A
+    remote file is downloaded to ``<cache_dir>/<address hash>/<content digest>/<base name>``:
+    the local file has the remote key's base name (``s3://b/x/golden.jsonl`` ->
+    ``.../golden.jsonl``), so readers that look at the name or extension behave as for a
+    local copy. The file appears atomically (temporary file, fsync, rename).
+
+    Args:
+        address: a file's path or address (see the module docstring).
+        cache_dir: where downloads go (default ``<Settings.out_dir>/inputs``).
+        connection_string, credential, endpoint_url: as for :func:`read_input_bytes`.
+
+    Returns:
+        The local file's path.
+
+    Raises:
+        InputNotFoundError: no file at the remote address (``.is_folder`` when it is a folder).
+        StoreError: the service refused or failed, or the cache cannot be written.
+        ConfigError: an address that cannot be read.
+    """
+    local = local_path(address)
+    if local is not None:
+        return local
+    text = str(address)
+    shown = shown_address(text)
+    _, _, name = _split_file(text)
+    data = read_input_bytes(text, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url)
+    target = _cache_root(cache_dir, shown) / hashlib.sha256(data).hexdigest()[:16] / name
+    try:
+        if not (target.is_file() and target.stat().st_size == len(data)):
+            _write_atomic(target, data)
+    except OSError as exc:
+        raise StoreError(f"cannot write the local copy of {shown} at {target}: {exc.strerror or exc}") from exc
+    logger.info("fetched %s to %s (%d bytes)", shown, target, len(data))
+    return target
+
+
+def fetch_folder(
+    address: str | os.PathLike[str],
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    connection_string: str | None = None,
+    credential: Any = None,
+    endpoint_url: str | None = None,
+    keep: Callable[[str], bool] | None = None,
+) -> Path:
+    """Return a local folder holding the files below the folder (key prefix) ``address``.
+
+    A local path (or ``file://`` URL) is returned as a ``Path``, unchecked and not copied. A
+    remote folder is downloaded to ``<cache_dir>/<address hash>/<content digest>/``, one file
+    per key below the prefix at the same relative path (``s3://b/docs/sub/a.md`` ->
+    ``.../sub/a.md``). The files are written into a hidden ``.partial-*`` folder first, which
+    is renamed into place once every file is there; a folder with the same content digest
+    already in the cache is used as it is.
+
+    Args:
+        address: a folder's address (``s3://bucket/docs``, ``https://<account>.blob.core.
+            windows.net/<container>/docs``; a trailing ``/`` is optional).
+        cache_dir: where downloads go (default ``<Settings.out_dir>/inputs``).
+        connection_string, credential, endpoint_url: as for :func:`read_input_bytes`.
+        keep: ``keep(key)`` -> False leaves a key out (not downloaded). Default: every key.
+
+    Returns:
+        The local folder's path.
+
+    Raises:
+        InputNotFoundError: nothing is below the remote prefix (or a missing container).
+        StoreError: the service refused or failed, or the cache cannot be written.
+        ConfigError: an address that cannot be read.
+    """
+    local = local_path(address)
+    if local is not None:
+        return local
+    text = str(address)
+    shown = shown_address(text)
+    files = _open(text, connection_string, credential, endpoint_url)
+    keys = _list(files, text)
+    keys = [k for k in keys if keep is None or keep(k)]
+    if not keys:
+        raise InputNotFoundError(f"{shown} holds no files (no keys below this prefix)", address=shown)
+    root = _cache_root(cache_dir, shown)
+    partial = root / f".partial-{uuid.uuid4().hex}"
+    digest = hashlib.sha256()
+    try:
+        try:
+            for key in keys:
+                try:
+                    data = files.read_bytes(key)
+                except StoreError as exc:
+                    raise StoreError(f"cannot read {shown}/{key}: {_safe(str(exc), text)}") from None
+                _write_atomic(partial / key, data)
+                digest.update(f"{key}\0{hashlib.sha256(data).hexdigest()}\n".encode("utf-8"))
+            final = root / digest.hexdigest()[:16]
+            if final.is_dir():
+                shutil.rmtree(partial, ignore_errors=True)
+            else:
+                try:
+                    os.rename(partial, final)
+                except OSError:
+                    if not final.is_dir():  # not another process that finished the same content first
+                        raise
+                    shutil.rmtree(partial, ignore_errors=True)
+        except OSError as exc:
+            raise StoreError(f"cannot write the local copy of {shown} under {root}: {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    logger.info("fetched %s to %s (%d files)", shown, final, len(keys))
+    return final
+
+
+def _list(files: Any, address: str) -> list[str]:
+    """``files.list()``, its errors naming ``address`` without secrets."""
+    try:
+        return files.list()
+    except StoreError as exc:
+        message, shown = _safe(str(exc), address), shown_address(address)
+        if shown.rstrip("/") in message:  # the store's own message names the folder already
+            raise StoreError(message) from None
+        raise StoreError(f"cannot list {shown}: {message}") from None
