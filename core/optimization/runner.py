@@ -147,8 +147,9 @@ def run_experiment(
     """Search the space of RAG configurations on one corpus and golden file.
 
     Args:
-        docs_dir: the documents.
-        golden_path: the golden file (native or Bedrock).
+        docs_dir: the documents: a folder, or an ``s3://`` / Blob address (downloaded under
+            ``<out_dir>/inputs``).
+        golden_path: the golden file (native or Bedrock): a path or an address.
         out_dir: working folder (caches, Milvus Lite, stored results, experiments).
         embedding_models: embedding model id -> ``EmbeddingModel`` (the space's values).
         chat_models: foundation model id -> ``ChatModel``; the extractive baseline
@@ -174,6 +175,7 @@ def run_experiment(
     from core.evaluation.retrieval import corpus_warnings, package_versions
     from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, run_single_evaluation
     from core.golden import read_golden
+    from core.inputs import shown_address
     from core.optimization.events import pattern_payload
     from core.optimization.preselection import preselect_models
     from core.optimization.study import Study
@@ -205,10 +207,10 @@ def run_experiment(
     if options.experiment_id and not files.exists(f"{prefix}/study.json"):
         raise ConfigError(f"no experiment {experiment_id!r} to resume in {out_dir}/experiments")
 
-    corpus = Corpus.load(docs_dir)
+    corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
     warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
     for w in warnings:
-        status("warning", w.format(str(golden_path)), "golden")
+        status("warning", w.format(shown_address(golden_path)), "golden")
     store_config = default_store
     context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
                                 vector_store_config=store_config, vector_store_configs=dict(vector_store_configs or {}),
@@ -277,9 +279,9 @@ def run_experiment(
         "experiment_id": experiment_id,
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "golden": {"path": str(golden_path), "sha256": golden.sha256, "format": getattr(golden, "format", "ragtune"),
+        "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "format": getattr(golden, "format", "ragtune"),
                    "n_questions": len(golden.questions), "warnings": [w.to_dict() for w in warnings]},
-        "corpus": {"path": str(docs_dir), "n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
+        "corpus": {"path": shown_address(docs_dir), "n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
                    "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in corpus.skipped]},
         "space": {"n_valid": space.n_valid, "parameters": space.to_dict()},
         "preselection": preselection,

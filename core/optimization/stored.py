@@ -320,10 +320,11 @@ class StoredExperiment:
     def _run(self, message: Mapping[str, Any], settings: Any) -> dict[str, Any]:
         from core.evaluation.single import Corpus, EvaluationContext, run_single_evaluation
         from core.golden import read_golden
+        from core.inputs import shown_address
 
         golden = read_golden(message["golden"]["address"])
         if golden.sha256 != message["golden"]["sha256"]:
-            raise ConfigError(f"the golden file {message['golden']['address']} changed since the experiment started "
+            raise ConfigError(f"the golden file {shown_address(message['golden']['address'])} changed since the experiment started "
                               f"(sha256 {golden.sha256[:12]}..., expected {message['golden']['sha256'][:12]}...)")
         embedding, chat = models_from_settings(settings)
         context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
@@ -378,11 +379,13 @@ class StoredExperiment:
         """The experiment report from the stored state, at any time: ``{schema_version,
         kind, experiment_id, complete, golden, corpus, space, optimizer, objective,
         leaderboard, best, counts{evaluations, failed, pending}, results{key: result summary},
-        study}``. ``complete`` is False until the study is finished.
+        study}``. ``complete`` is False until the study is finished. Addresses are shown
+        without their query strings (a SAS token never reaches a report).
 
         Raises:
             StoreError: the experiment is not stored.
         """
+        from core.inputs import shown_address
         from core.optimization.runner import EXPERIMENT_SCHEMA_VERSION, leaderboard
 
         study = self.study()
@@ -392,9 +395,9 @@ class StoredExperiment:
         return {
             "schema_version": EXPERIMENT_SCHEMA_VERSION, "kind": "experiment", "experiment_id": self.experiment_id,
             "complete": study.is_finished,
-            "golden": {"path": request["golden"], "sha256": request.get("golden_sha256"),
+            "golden": {"path": shown_address(request["golden"]), "sha256": request.get("golden_sha256"),
                        "format": request.get("golden_format"), "n_questions": request.get("n_questions")},
-            "corpus": {"path": request["documents"]},
+            "corpus": {"path": shown_address(request["documents"])},
             "space": {"n_valid": study.space.n_valid, "parameters": study.space.to_dict()},
             "optimizer": {"name": request["optimizer"], "seed": request["seed"], "max_evals": study.max_evals},
             "objective": study.objective_metric, "leaderboard": leaderboard(study, results),
