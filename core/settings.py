@@ -25,6 +25,7 @@
 | ``RAGTUNE_STORAGE_CONNECTION__blobServiceUri`` / ``__queueServiceUri`` | identity-based connection instead (the Functions host's own convention): the account's Blob and Queue endpoints, reached with Microsoft Entra ID | unset |
 | ``RAGTUNE_STORAGE_CONNECTION__clientId`` | client id of the user-assigned managed identity for that connection | system identity / ``DefaultAzureCredential`` |
 | ``RAGTUNE_GOLDEN_CONTAINER`` | Blob container whose golden files are checked on upload | ``golden`` |
+| ``RAGTUNE_GOLDEN_TRIGGER_SOURCE`` | how the golden blob trigger hears of uploads: ``EventGrid`` (Flex Consumption requires it) or ``LogsAndContainerScan`` (polling, for ``func start`` with Azurite); read when the app is indexed | ``EventGrid`` |
 | ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
 | ``RAGTUNE_ROUND_TIMEOUT_S`` | longest wait, in seconds, for one round of evaluations | ``1800`` |
 | ``RAGTUNE_PG_DSN`` or ``RAGTUNE_PG_HOST`` / ``_PORT`` / ``_USER`` / ``_PASSWORD`` / ``_DB`` / ``_SCHEMA`` | PostgreSQL with pgvector (see ``PGVectorConfig.from_env``) | ``127.0.0.1:5432``, user ``postgres``, database ``postgres``, schema ``public`` |
@@ -38,6 +39,25 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.errors import ConfigError
+
+
+#: Values of ``RAGTUNE_GOLDEN_TRIGGER_SOURCE``.
+GOLDEN_TRIGGER_SOURCES = ("EventGrid", "LogsAndContainerScan")
+
+
+def golden_trigger_source(env: Mapping[str, str] | None = None) -> str:
+    """The golden blob trigger's source, ``RAGTUNE_GOLDEN_TRIGGER_SOURCE``: ``EventGrid``
+    (default; the Flex Consumption plan supports only this) or ``LogsAndContainerScan`` (the
+    polling trigger, for local runs with Azurite). Read when the Functions app is indexed.
+
+    Raises:
+        ConfigError: another value.
+    """
+    env = os.environ if env is None else env
+    value = (env.get("RAGTUNE_GOLDEN_TRIGGER_SOURCE") or "").strip() or "EventGrid"
+    if value not in GOLDEN_TRIGGER_SOURCES:
+        raise ConfigError(f"RAGTUNE_GOLDEN_TRIGGER_SOURCE must be {' or '.join(GOLDEN_TRIGGER_SOURCES)}, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)

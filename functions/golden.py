@@ -4,7 +4,8 @@
   result as JSON (status 200 when the file can be run, 422 when it has errors), every problem
   with its line number.
 - Blob trigger on ``%RAGTUNE_GOLDEN_CONTAINER%/{name}`` (connection
-  ``RAGTUNE_STORAGE_CONNECTION``, Event Grid source as the Flex Consumption plan requires):
+  ``RAGTUNE_STORAGE_CONNECTION``; Event Grid source as the Flex Consumption plan requires, or
+  the polling source with ``RAGTUNE_GOLDEN_TRIGGER_SOURCE=LogsAndContainerScan`` for local runs):
   checks the uploaded file and writes the result to the report store as
   ``golden_checks/<blob name>.json``; a valid file with an ``experiment.json`` beside it starts
   that experiment (once per blob name and content).
@@ -19,6 +20,8 @@ from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
+
+from core.settings import golden_trigger_source
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ def blob_name(full_name: str | None) -> str:
 
 @bp.blob_trigger(
     arg_name="blob", path="%RAGTUNE_GOLDEN_CONTAINER%/{name}", connection="RAGTUNE_STORAGE_CONNECTION",
-    source=func.BlobSource.EVENT_GRID,
+    source=func.BlobSource(golden_trigger_source()),
 )
 @bp.durable_client_input(client_name="client")
 async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrationClient) -> None:

@@ -153,3 +153,27 @@ def test_host_json_queue_and_durable_settings():
     host = json.loads((ROOT / "host.json").read_text())
     assert host["extensions"]["queues"]["visibilityTimeout"] == "00:01:00"
     assert host["extensions"]["durableTask"]["hubName"] == "ragtune"
+
+
+@pytest.mark.parametrize("value, expected", [("", "EventGrid"), ("LogsAndContainerScan", "LogsAndContainerScan")])
+def test_golden_trigger_source_from_the_settings(value, expected):
+    """Flex Consumption needs the Event Grid source; local runs with Azurite may poll."""
+    code = (
+        "import sys, json; sys.path.insert(0, %r); import function_app; "
+        "f = {x.get_function_name(): x for x in function_app.app.get_functions()}['check_golden_blob']; "
+        "print(json.dumps([b.get_dict_repr() for b in f.get_bindings() if b.type == 'blobTrigger'][0]['source']))"
+        % str(ROOT)
+    )
+    import os
+
+    env = {**os.environ, "RAGTUNE_GOLDEN_TRIGGER_SOURCE": value}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    assert json.loads(out.stdout) == expected
+
+
+def test_a_bad_golden_trigger_source_names_the_setting():
+    import os
+
+    env = {**os.environ, "RAGTUNE_GOLDEN_TRIGGER_SOURCE": "Polling"}
+    out = subprocess.run([sys.executable, "-c", "import function_app"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode != 0 and "RAGTUNE_GOLDEN_TRIGGER_SOURCE must be EventGrid or LogsAndContainerScan" in out.stderr
