@@ -27,6 +27,10 @@ from core.errors import ConfigError, IndexingError, StoreError
 from core.models.embeddings import EmbeddingModel
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
 
+#: gRPC channel options: no keepalive pings on an idle channel (servers with default limits,
+#: milvus-lite among them, answer those with GOAWAY "too_many_pings").
+IDLE_PINGS_OFF = {"grpc.keepalive_permit_without_calls": False}
+
 logger = logging.getLogger(__name__)
 
 #: Rows per upsert request.
@@ -362,7 +366,9 @@ def _open_lite(path: str) -> Any:
     lite_log.addHandler(capture)
     lite_log.propagate = False
     try:
-        return MilvusClient(str(target))
+        # Milvus Lite runs a local gRPC server too: no keepalive pings while idle, or it answers
+        # with GOAWAY "too_many_pings" (logged on stderr) after about a minute without calls.
+        return MilvusClient(str(target), grpc_options=dict(IDLE_PINGS_OFF))
     except Exception as exc:  # pymilvus wraps the server's failure in its own types
         reasons = " ".join(capture.reasons) or str(exc)
         if "DataDirLockedError" in reasons or "lock" in reasons.lower():
@@ -392,8 +398,7 @@ def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
     # No keepalive pings while idle: gRPC servers with default limits (milvus-lite server
     # among them) answer pings on an idle channel with GOAWAY "too_many_pings", and the
     # next client on that URI then fails. A dropped channel is reopened on the next call.
-    kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30,
-                              "grpc_options": {"grpc.keepalive_permit_without_calls": False}}
+    kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30, "grpc_options": dict(IDLE_PINGS_OFF)}
     if config.token:
         kwargs["token"] = config.token
     if config.db_name:
