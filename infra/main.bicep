@@ -1,27 +1,151 @@
-// Azure resources for the ragtune Functions app: storage (golden files, reports, queues),
-// monitoring, and a Flex Consumption Function App (Python 3.11) with a system-assigned identity.
+// Azure resources for the ragtune Functions app (deployed with `azd up`, see the README's
+// "Deploying to Azure"):
+//
+// - a Flex Consumption Function App (Python 3.11) running as a user-assigned managed identity;
+// - one storage account, reached only with Microsoft Entra ID (no shared keys): the Functions
+//   host and the Durable Functions task hub (AzureWebJobsStorage), the golden, documents and
+//   reports containers, the deployment package container, and the evaluations queues;
+// - Log Analytics and Application Insights (local authentication off: the app publishes
+//   telemetry as its identity);
+// - role assignments for the identity (and, optionally, for the person deploying);
+// - an Event Grid system topic on the storage account and, once the code is deployed, the
+//   subscription that delivers BlobCreated events of the golden container to the blob trigger.
 targetScope = 'resourceGroup'
 
-@description('Short name used to derive resource names.')
-@minLength(3)
-@maxLength(16)
-param name string = 'ragtune'
+@minLength(1)
+@maxLength(64)
+@description('Name of the environment (azd: AZURE_ENV_NAME); tags every resource and seeds the names.')
+param environmentName string
 
-@description('Azure region.')
+@minLength(1)
+@description('Azure region of every resource (a region that offers the Flex Consumption plan).')
+@metadata({ azd: { type: 'location' } })
 param location string = resourceGroup().location
 
-var suffix = uniqueString(resourceGroup().id, name)
-var storageName = toLower(take('${replace(name, '-', '')}${suffix}', 24))
+@description('Object id of the person deploying (azd: AZURE_PRINCIPAL_ID); gets data access to the storage account to upload golden files and read reports. Empty: none.')
+param principalId string = ''
 
-resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
-  name: storageName
+@description('Principal type of principalId: User, or ServicePrincipal when a pipeline deploys.')
+@allowed(['User', 'ServicePrincipal'])
+param principalType string = 'User'
+
+@description('Create the Event Grid subscription that feeds the golden blob trigger. Its webhook only validates once the code is deployed: provision with false, deploy, then provision again with true (azure.yaml does this in its postdeploy hook).')
+param deployEventSubscription bool = false
+
+@description('Largest number of instances the app scales out to.')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 40
+
+@description('Memory of each instance, in MB.')
+@allowed([512, 2048, 4096])
+param instanceMemoryMB int = 4096
+
+// Settings of the app (core/settings.py documents each one). Empty means "the default".
+@description('RAGTUNE_EMBEDDING_PROVIDER: openai or azure (the deployment installs no local model).')
+@allowed(['openai', 'azure'])
+param embeddingProvider string = 'azure'
+@description('RAGTUNE_EMBEDDING_MODEL: model name (Azure: deployment name).')
+param embeddingModel string = 'text-embedding-3-small'
+@description('RAGTUNE_EMBEDDING_BASE_URL: endpoint (Azure: https://<resource>.openai.azure.com).')
+param embeddingBaseUrl string = ''
+@secure()
+@description('RAGTUNE_EMBEDDING_API_KEY')
+param embeddingApiKey string = ''
+@description('RAGTUNE_EMBEDDING_DIMENSIONS: ask the endpoint for this many dimensions; empty: model default.')
+param embeddingDimensions string = ''
+@description('RAGTUNE_EMBEDDING_API_VERSION: Azure OpenAI API version.')
+param embeddingApiVersion string = '2024-10-21'
+@description('RAGTUNE_VECTOR_STORE: milvus-lite, milvus or pgvector; empty: milvus when milvusUri is set, else milvus-lite (one instance only: each instance has its own disk).')
+param vectorStore string = ''
+@description('RAGTUNE_MILVUS_URI: a Milvus server (http://host:19530).')
+param milvusUri string = ''
+@secure()
+@description('RAGTUNE_MILVUS_TOKEN')
+param milvusToken string = ''
+@description('RAGTUNE_MILVUS_DB')
+param milvusDb string = ''
+@description('RAGTUNE_MILVUS_LITE_PATH: Milvus Lite database; empty: <RAGTUNE_OUT_DIR>/milvus.db.')
+param milvusLitePath string = ''
+@secure()
+@description('RAGTUNE_PG_DSN: PostgreSQL with pgvector (postgresql://user:password@host:5432/db); wins over the pieces below.')
+param pgDsn string = ''
+@description('RAGTUNE_PG_HOST')
+param pgHost string = ''
+@description('RAGTUNE_PG_PORT')
+param pgPort string = ''
+@description('RAGTUNE_PG_USER')
+param pgUser string = ''
+@secure()
+@description('RAGTUNE_PG_PASSWORD')
+param pgPassword string = ''
+@description('RAGTUNE_PG_DB')
+param pgDb string = ''
+@description('RAGTUNE_PG_SCHEMA')
+param pgSchema string = ''
+@description('RAGTUNE_CHAT_PROVIDER: openai or azure; empty: answers come from the extractive baseline.')
+param chatProvider string = ''
+@description('RAGTUNE_CHAT_MODEL')
+param chatModel string = ''
+@description('RAGTUNE_CHAT_BASE_URL')
+param chatBaseUrl string = ''
+@secure()
+@description('RAGTUNE_CHAT_API_KEY')
+param chatApiKey string = ''
+@description('RAGTUNE_CHAT_API_VERSION')
+param chatApiVersion string = '2024-10-21'
+@description('RAGTUNE_JUDGE_MODEL: empty: no judge.')
+param judgeModel string = ''
+@description('RAGTUNE_JUDGE_BASE_URL: empty: the chat endpoint.')
+param judgeBaseUrl string = ''
+@secure()
+@description('RAGTUNE_JUDGE_API_KEY: empty: the chat key.')
+param judgeApiKey string = ''
+@description('RAGTUNE_ROUND_TIMEOUT_S: longest wait, in seconds, for one round of evaluations.')
+param roundTimeoutS string = '1800'
+
+var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
+var tags = { 'azd-env-name': environmentName }
+var functionAppName = 'func-ragtune-${resourceToken}'
+var goldenContainerName = 'golden'
+var documentsContainerName = 'documents'
+var reportsContainerName = 'reports'
+var deploymentContainerName = 'app-package-${take(resourceToken, 7)}'
+var evaluationsQueueName = 'evaluations'
+// The blob-triggered function that checks golden files (functions/golden.py).
+var goldenFunctionName = 'check_golden_blob'
+
+// Built-in role definitions.
+var roles = {
+  storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+  storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
+  storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+  storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
+  monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
+}
+
+// Identity ----------------------------------------------------------------------------------
+resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: 'id-ragtune-${resourceToken}'
   location: location
+  tags: tags
+}
+
+// Storage -----------------------------------------------------------------------------------
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+  name: 'stragtune${take(resourceToken, 13)}'
+  location: location
+  tags: tags
   sku: { name: 'Standard_LRS' }
   kind: 'StorageV2'
   properties: {
     minimumTlsVersion: 'TLS1_2'
+    supportsHttpsTrafficOnly: true
     allowBlobPublicAccess: false
-    allowSharedKeyAccess: false
+    allowSharedKeyAccess: false // every client (host, app, deployment) uses Entra ID
+    dnsEndpointType: 'Standard'
+    publicNetworkAccess: 'Enabled'
+    networkAcls: { defaultAction: 'Allow', bypass: 'AzureServices' }
   }
 }
 
@@ -30,34 +154,64 @@ resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01'
   name: 'default'
 }
 
-resource goldenContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
-  parent: blobService
-  name: 'golden'
-}
-
-resource reportsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
-  parent: blobService
-  name: 'reports'
-}
-
-resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
-  parent: blobService
-  name: 'deployment'
-}
+resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = [
+  for container in [goldenContainerName, documentsContainerName, reportsContainerName, deploymentContainerName]: {
+    parent: blobService
+    name: container
+    properties: { publicAccess: 'None' }
+  }
+]
 
 resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = {
   parent: storage
   name: 'default'
 }
 
-resource evaluationsQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
-  parent: queueService
-  name: 'evaluations'
-}
+resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
+  for queue in [evaluationsQueueName, '${evaluationsQueueName}-poison']: {
+    parent: queueService
+    name: queue
+  }
+]
 
+// The app's identity on the storage account: Blob Data Owner (host, blob trigger, reports,
+// deployment package), Queue Data Contributor (queue trigger and output, Durable control and
+// work-item queues; it includes the Message Processor and Message Sender permissions), Table
+// Data Contributor (Durable history and instance tables).
+var storageRoles = [roles.storageBlobDataOwner, roles.storageQueueDataContributor, roles.storageTableDataContributor]
+
+resource appStorageRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for roleId in storageRoles: {
+    name: guid(storage.id, identity.id, roleId)
+    scope: storage
+    properties: {
+      principalId: identity.properties.principalId
+      principalType: 'ServicePrincipal'
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleId)
+    }
+  }
+]
+
+// The person deploying: upload golden files and documents, read reports, look at the queues.
+var userStorageRoleIds = empty(principalId) ? [] : [roles.storageBlobDataContributor, roles.storageQueueDataContributor]
+
+resource userStorageRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for roleId in userStorageRoleIds: {
+    name: guid(storage.id, principalId, roleId)
+    scope: storage
+    properties: {
+      principalId: principalId
+      principalType: principalType
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleId)
+    }
+  }
+]
+
+// Monitoring --------------------------------------------------------------------------------
 resource logs 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
-  name: '${name}-logs-${suffix}'
+  name: 'log-ragtune-${resourceToken}'
   location: location
+  tags: tags
   properties: {
     sku: { name: 'PerGB2018' }
     retentionInDays: 30
@@ -65,28 +219,49 @@ resource logs 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
 }
 
 resource insights 'Microsoft.Insights/components@2020-02-02' = {
-  name: '${name}-ai-${suffix}'
+  name: 'appi-ragtune-${resourceToken}'
   location: location
+  tags: tags
   kind: 'web'
   properties: {
     Application_Type: 'web'
     WorkspaceResourceId: logs.id
+    DisableLocalAuth: true // telemetry only with Entra ID (APPLICATIONINSIGHTS_AUTHENTICATION_STRING)
   }
 }
 
+resource appInsightsRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(insights.id, identity.id, roles.monitoringMetricsPublisher)
+  scope: insights
+  properties: {
+    principalId: identity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.monitoringMetricsPublisher)
+  }
+}
+
+// Function App ------------------------------------------------------------------------------
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
-  name: '${name}-plan-${suffix}'
+  name: 'plan-ragtune-${resourceToken}'
   location: location
+  tags: tags
   kind: 'functionapp'
   sku: { tier: 'FlexConsumption', name: 'FC1' }
   properties: { reserved: true }
 }
 
+var blobEndpoint = storage.properties.primaryEndpoints.blob // ends with '/'
+var queueEndpoint = storage.properties.primaryEndpoints.queue
+
 resource app 'Microsoft.Web/sites@2024-04-01' = {
-  name: '${name}-${suffix}'
+  name: functionAppName
   location: location
+  tags: union(tags, { 'azd-service-name': 'api' })
   kind: 'functionapp,linux'
-  identity: { type: 'SystemAssigned' }
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: { '${identity.id}': {} }
+  }
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
@@ -94,40 +269,131 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
       deployment: {
         storage: {
           type: 'blobContainer'
-          value: '${storage.properties.primaryEndpoints.blob}deployment'
-          authentication: { type: 'SystemAssignedIdentity' }
+          value: '${blobEndpoint}${deploymentContainerName}'
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identity.id
+          }
         }
       }
-      scaleAndConcurrency: { maximumInstanceCount: 40, instanceMemoryMB: 4096 }
+      scaleAndConcurrency: {
+        maximumInstanceCount: maximumInstanceCount
+        instanceMemoryMB: instanceMemoryMB
+      }
       runtime: { name: 'python', version: '3.11' }
     }
     siteConfig: {
+      minTlsVersion: '1.2'
+      // Every setting the code reads is listed here, empty where the default applies
+      // (tests/functions/test_app_settings.py checks this against the source). The Flex
+      // Consumption plan rejects FUNCTIONS_WORKER_RUNTIME and FUNCTIONS_EXTENSION_VERSION: the
+      // runtime is functionAppConfig.runtime above.
       appSettings: [
+        // Functions host and Durable Functions task hub, as the identity (no account key).
         { name: 'AzureWebJobsStorage__accountName', value: storage.name }
+        { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
+        { name: 'AzureWebJobsStorage__clientId', value: identity.properties.clientId }
         { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: insights.properties.ConnectionString }
-        { name: 'RAGTUNE_REPORTS', value: '${storage.properties.primaryEndpoints.blob}reports' }
+        { name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=${identity.properties.clientId};Authorization=AAD' }
+        // DefaultAzureCredential (core.settings) picks this identity.
+        { name: 'AZURE_CLIENT_ID', value: identity.properties.clientId }
+        // The app's storage connection (blob trigger, queues, reports), identity-based.
+        { name: 'RAGTUNE_STORAGE_CONNECTION__blobServiceUri', value: blobEndpoint }
+        { name: 'RAGTUNE_STORAGE_CONNECTION__queueServiceUri', value: queueEndpoint }
+        { name: 'RAGTUNE_STORAGE_CONNECTION__credential', value: 'managedidentity' }
+        { name: 'RAGTUNE_STORAGE_CONNECTION__clientId', value: identity.properties.clientId }
+        { name: 'RAGTUNE_GOLDEN_CONTAINER', value: goldenContainerName }
+        { name: 'RAGTUNE_GOLDEN_TRIGGER_SOURCE', value: 'EventGrid' } // Flex Consumption has no polling blob trigger
+        { name: 'RAGTUNE_EVALUATIONS_QUEUE', value: evaluationsQueueName }
+        { name: 'RAGTUNE_ROUND_TIMEOUT_S', value: roundTimeoutS }
+        { name: 'RAGTUNE_REPORTS', value: '${blobEndpoint}${reportsContainerName}' }
+        { name: 'RAGTUNE_OUT_DIR', value: '/tmp/ragtune-out' } // the writable local disk on Flex Consumption
+        // Models.
+        { name: 'RAGTUNE_EMBEDDING_PROVIDER', value: embeddingProvider }
+        { name: 'RAGTUNE_EMBEDDING_MODEL', value: embeddingModel }
+        { name: 'RAGTUNE_EMBEDDING_BASE_URL', value: embeddingBaseUrl }
+        { name: 'RAGTUNE_EMBEDDING_API_KEY', value: embeddingApiKey }
+        { name: 'RAGTUNE_EMBEDDING_DIMENSIONS', value: embeddingDimensions }
+        { name: 'RAGTUNE_EMBEDDING_API_VERSION', value: embeddingApiVersion }
+        { name: 'RAGTUNE_CHAT_PROVIDER', value: chatProvider }
+        { name: 'RAGTUNE_CHAT_MODEL', value: chatModel }
+        { name: 'RAGTUNE_CHAT_BASE_URL', value: chatBaseUrl }
+        { name: 'RAGTUNE_CHAT_API_KEY', value: chatApiKey }
+        { name: 'RAGTUNE_CHAT_API_VERSION', value: chatApiVersion }
+        { name: 'RAGTUNE_JUDGE_MODEL', value: judgeModel }
+        { name: 'RAGTUNE_JUDGE_BASE_URL', value: judgeBaseUrl }
+        { name: 'RAGTUNE_JUDGE_API_KEY', value: judgeApiKey }
+        // Vector store.
+        { name: 'RAGTUNE_VECTOR_STORE', value: vectorStore }
+        { name: 'RAGTUNE_MILVUS_URI', value: milvusUri }
+        { name: 'RAGTUNE_MILVUS_TOKEN', value: milvusToken }
+        { name: 'RAGTUNE_MILVUS_DB', value: milvusDb }
+        { name: 'RAGTUNE_MILVUS_LITE_PATH', value: milvusLitePath }
+        { name: 'RAGTUNE_PG_DSN', value: pgDsn }
+        { name: 'RAGTUNE_PG_HOST', value: pgHost }
+        { name: 'RAGTUNE_PG_PORT', value: pgPort }
+        { name: 'RAGTUNE_PG_USER', value: pgUser }
+        { name: 'RAGTUNE_PG_PASSWORD', value: pgPassword }
+        { name: 'RAGTUNE_PG_DB', value: pgDb }
+        { name: 'RAGTUNE_PG_SCHEMA', value: pgSchema }
       ]
+    }
+  }
+  // The host reaches storage as the identity from its first start.
+  dependsOn: [appStorageRoles, appInsightsRole, containers, queues]
+}
+
+// Event Grid --------------------------------------------------------------------------------
+// The golden blob trigger uses the Event Grid source (the Flex Consumption plan has no polling
+// blob trigger): BlobCreated events of the golden container go to the blob extension's webhook.
+resource storageTopic 'Microsoft.EventGrid/systemTopics@2022-06-15' = {
+  name: 'evgt-ragtune-${resourceToken}'
+  location: location
+  tags: tags
+  properties: {
+    source: storage.id
+    topicType: 'Microsoft.Storage.StorageAccounts'
+  }
+}
+
+// The blobs_extension system key exists once the code with the blob trigger runs, and Event
+// Grid validates the endpoint when the subscription is created: both only after a deploy. The
+// key is read only when the subscription is wanted.
+var blobsExtensionKey = deployEventSubscription ? listKeys(resourceId('Microsoft.Web/sites/host', app.name, 'default'), '2023-12-01').systemKeys.blobs_extension : ''
+
+resource goldenSubscription 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2022-06-15' = if (deployEventSubscription) {
+  parent: storageTopic
+  name: 'golden-blob-created'
+  properties: {
+    destination: {
+      endpointType: 'WebHook'
+      properties: {
+        endpointUrl: 'https://${app.properties.defaultHostName}/runtime/webhooks/blobs?functionName=Host.Functions.${goldenFunctionName}&code=${blobsExtensionKey}'
+        maxEventsPerBatch: 1
+        preferredBatchSizeInKilobytes: 64
+      }
+    }
+    filter: {
+      includedEventTypes: ['Microsoft.Storage.BlobCreated']
+      subjectBeginsWith: '/blobServices/default/containers/${goldenContainerName}/'
+    }
+    eventDeliverySchema: 'EventGridSchema'
+    retryPolicy: {
+      maxDeliveryAttempts: 30
+      eventTimeToLiveInMinutes: 1440
     }
   }
 }
 
-// Storage Blob Data Owner, Storage Queue Data Contributor and Storage Table Data Contributor
-// for the app's identity (Functions host, Durable task hub, triggers).
-var roleIds = [
-  'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
-  '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
-  '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
-]
-
-resource roles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for roleId in roleIds: {
-  name: guid(storage.id, app.id, roleId)
-  scope: storage
-  properties: {
-    principalId: app.identity.principalId
-    principalType: 'ServicePrincipal'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleId)
-  }
-}]
-
-output functionAppName string = app.name
-output storageAccountName string = storage.name
+// Outputs (azd stores them in the environment: `azd env get-values`) ------------------------
+output AZURE_LOCATION string = location
+output AZURE_RESOURCE_GROUP string = resourceGroup().name
+output AZURE_FUNCTION_APP_NAME string = app.name
+output AZURE_FUNCTION_APP_URL string = 'https://${app.properties.defaultHostName}'
+output AZURE_STORAGE_ACCOUNT_NAME string = storage.name
+output AZURE_STORAGE_BLOB_ENDPOINT string = blobEndpoint
+output RAGTUNE_GOLDEN_CONTAINER string = goldenContainerName
+output RAGTUNE_DOCUMENTS_CONTAINER string = documentsContainerName
+output RAGTUNE_REPORTS string = '${blobEndpoint}${reportsContainerName}'
+output GOLDEN_SYSTEM_TOPIC_NAME string = storageTopic.name
+output EVENT_SUBSCRIPTION_DEPLOYED bool = deployEventSubscription

@@ -204,6 +204,7 @@ def test_event_grid_webhook_names_the_golden_blob_trigger(app_functions, bicep_t
     assert "functionName=Host.Functions.${goldenFunctionName}" in bicep_text
     assert "subjectBeginsWith: '/blobServices/default/containers/${goldenContainerName}/'" in bicep_text
     assert "{ name: 'RAGTUNE_GOLDEN_CONTAINER', value: goldenContainerName }" in bicep_text
+    assert "{ name: 'RAGTUNE_GOLDEN_TRIGGER_SOURCE', value: 'EventGrid' }" in bicep_text
     assert function_name in app_functions
     triggers = [b.get_dict_repr() for b in app_functions[function_name].get_bindings()
                 if b.get_dict_repr()["type"] == "blobTrigger"]
