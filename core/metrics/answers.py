@@ -581,9 +581,13 @@ class JudgeEvaluator:
         max_workers: int = 4,
         temperature: float | None = 0.0,
         max_completion_tokens: int | None = None,
+        max_consecutive_failures: int | None = 5,
     ) -> None:
         if int(max_workers) < 1:
             raise ConfigError(f"max_workers must be at least 1, got {max_workers}")
+        if max_consecutive_failures is not None and int(max_consecutive_failures) < 1:
+            raise ConfigError(f"max_consecutive_failures must be at least 1, got {max_consecutive_failures}")
+        self.max_consecutive_failures = max_consecutive_failures
         self.judge = judge
         self.max_workers = int(max_workers)
         self.temperature = temperature
@@ -601,7 +605,8 @@ class JudgeEvaluator:
         return tuple(JUDGE_METRICS)
 
     def score_one(self, metric: JudgeMetric, item: AnswerItem) -> QuestionScore:
-        """Ask the judge for one metric on one answered item and read its reply."""
+        """Ask the judge for one metric on one answered item and read its reply (a failed call
+        is a ``failed`` score with the error; it is never raised)."""
         from core.models.chat import EmptyReplyError
 
         try:
@@ -639,15 +644,27 @@ class JudgeEvaluator:
                 else:
                     jobs.append((metric, i))
 
+        from core.models.breaker import CircuitBreaker
+
+        breaker = CircuitBreaker(self.max_consecutive_failures, f"judge {self.model_id}")
+
         def run(job: tuple[str, int]) -> tuple[str, int, QuestionScore]:
             metric, i = job
-            return metric, i, self.score_one(JUDGE_METRICS[metric], items[i])
+            reason = breaker.blocked()
+            if reason is not None:
+                return metric, i, QuestionScore(None, "failed", reason)
+            score = self.score_one(JUDGE_METRICS[metric], items[i])
+            breaker.record(score.status != "failed", score.reason or "")
+            return metric, i, score
 
         if jobs:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs)), thread_name_prefix="ragtune-judge") as pool:
                 for metric, i, score in pool.map(run, jobs):
                     results[metric][i] = score
         self.last_run_s = time.perf_counter() - started
+        if breaker.skipped:
+            logger.warning("%s: %d judge calls skipped after %d failures in a row", breaker.what, breaker.skipped,
+                           self.max_consecutive_failures)
         return {m: MetricScores([s for s in scores if s is not None]) for m, scores in results.items()}
 
 

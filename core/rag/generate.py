@@ -54,12 +54,16 @@ def generate_answers(
     *,
     max_workers: int = 10,
     on_answer: Callable[[int, int], None] | None = None,
+    max_consecutive_failures: int | None = 5,
 ) -> list[AnswerRecord]:
     """Answer every question, at most ``max_workers`` at a time.
 
     A question that fails (retrieval or generation error, after the chat model's own retries)
     is recorded as failed with its error: it does not stop the others, and answer metrics
-    count it as failed, not as a score of 0.
+    count it as failed, not as a score of 0. After ``max_consecutive_failures`` failures in a
+    row the endpoint is taken for down (:class:`~core.models.breaker.CircuitBreaker`): the
+    questions not yet started are recorded as failed at once, with the reason, instead of each
+    waiting through its retries.
 
     Args:
         rag: a :class:`~core.rag.template.SimpleRAG` (see :func:`answer_one`).
@@ -67,13 +71,18 @@ def generate_answers(
         max_workers: threads answering at once (>= 1); chat endpoints are I/O-bound.
         on_answer: called as ``on_answer(done, total)`` after each question (from worker
             threads), for progress bars.
+        max_consecutive_failures: failures in a row that stop further calls (None: never).
 
     Returns:
         One :class:`AnswerRecord` per question, in the order of ``questions``.
 
     Raises:
-        ConfigError: ``max_workers`` below 1, or duplicate question ids.
+        ConfigError: ``max_workers`` below 1, ``max_consecutive_failures`` below 1, or
+            duplicate question ids.
     """
+    from core.models.breaker import CircuitBreaker
+
+    breaker = CircuitBreaker(max_consecutive_failures, f"generator {getattr(rag, 'model_id', type(rag).__name__)}")
     if int(max_workers) < 1:
         raise ConfigError(f"max_workers must be at least 1, got {max_workers}")
     ids = [q.id for q in questions]
@@ -88,7 +97,13 @@ def generate_answers(
 
     def run(question: Any) -> AnswerRecord:
         nonlocal done
-        record = answer_one(rag, question)
+        reason = breaker.blocked()
+        if reason is not None:
+            record = AnswerRecord(question_id=question.id, question=question.question, answer=None, error=reason,
+                                  generator_id=str(getattr(rag, "model_id", type(rag).__name__)), duration_s=0.0)
+        else:
+            record = answer_one(rag, question)
+            breaker.record(record.ok, record.error or "")
         if on_answer is not None:
             with lock:
                 done += 1
@@ -99,6 +114,9 @@ def generate_answers(
     with ThreadPoolExecutor(max_workers=min(int(max_workers), total), thread_name_prefix="ragtune-answer") as pool:
         records = list(pool.map(run, questions))
     failed = sum(1 for r in records if not r.ok)
+    if breaker.skipped:
+        logger.warning("%s: %d questions skipped after %d failures in a row", breaker.what, breaker.skipped,
+                       max_consecutive_failures)
     if failed:
         logger.info("%d of %d questions failed", failed, total)
     return records

@@ -317,3 +317,22 @@ def test_judge_requests(judged):
     assert all(r["temperature"] == 0.0 and r["model"] == "judge-model" for r in requests)
     assert report.evaluators["judge"]["model_id"].endswith("/judge-model")
     assert report.timings["judge_s"] > 0
+
+
+def test_a_dead_judge_stops_being_called_after_consecutive_failures():
+    """Every judge call answers 503 (1 attempt each): with one worker, 4 calls fail, then every
+    other item is failed as skipped without a call; nothing is dropped."""
+    from core.metrics.answers import JudgeEvaluator, _items
+
+    with OpenAITestApp(lambda body: ChatReply(status=503)) as app:
+        judge = OpenAIChatModel("judge-model", base_url=app.base_url, max_attempts=1, retry_wait_s=0.0)
+        evaluator = JudgeEvaluator(judge, max_workers=1, max_consecutive_failures=4)
+        items = _items(JUDGE_QUESTIONS[:3], JUDGE_ANSWERS[:3])
+        scores = evaluator.evaluate(items, ["correctness", "faithfulness"])
+        assert len(app.chat_requests) == 4
+    statuses = [s for m in ("correctness", "faithfulness") for s in scores[m].per_question]
+    assert [s.status for s in statuses] == ["failed"] * 6
+    assert all("judge call failed" in s.reason for s in statuses[:4])
+    assert all(s.reason.startswith(f"skipped: judge {judge.model_id} failed 4 times in a row") for s in statuses[4:])
+    with pytest.raises(ConfigError, match="max_consecutive_failures"):
+        JudgeEvaluator(judge, max_consecutive_failures=0)

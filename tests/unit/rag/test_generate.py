@@ -97,3 +97,28 @@ def test_bad_arguments():
     with pytest.raises(ConfigError, match="duplicate"):
         generate_answers(SlowRag(), [q("1", "a"), q("1", "b")])
     assert generate_answers(SlowRag(), []) == []
+
+
+def test_a_dead_endpoint_stops_being_called_after_consecutive_failures(app):
+    """Every call answers 503: with one worker, 3 questions fail through their retries
+    (2 attempts each: 6 requests), then the other 5 are recorded as skipped without a call."""
+    app.responder = lambda body: ChatReply(status=503)
+    rag = SimpleRAG(FakeStore(TEXTS), OpenAIChatModel("gen", base_url=app.base_url, retry_wait_s=0.0, max_attempts=2))
+    questions = [q(str(i), f"question {i}?") for i in range(8)]
+    records = generate_answers(rag, questions, max_workers=1, max_consecutive_failures=3)
+    assert len(app.chat_requests) == 6
+    assert [r.ok for r in records] == [False] * 8
+    assert all("GenerationError" in r.error for r in records[:3])
+    assert all(r.error.startswith(f"skipped: generator {rag.model_id} failed 3 times in a row "
+                                  "(last error: GenerationError") for r in records[3:])
+
+
+def test_a_success_resets_the_failure_count(app):
+    app.responder = responder
+    rag = SimpleRAG(FakeStore(TEXTS), OpenAIChatModel("gen", base_url=app.base_url, retry_wait_s=0.0, max_attempts=1))
+    questions = [q("1", "FAIL a"), q("2", "FAIL b"), q("3", "fine?"), q("4", "FAIL c"), q("5", "FAIL d"), q("6", "ok?")]
+    records = generate_answers(rag, questions, max_workers=1, max_consecutive_failures=3)
+    assert [r.ok for r in records] == [False, False, True, False, False, True]
+    assert len(app.chat_requests) == 6
+    with pytest.raises(ConfigError, match="at least 1"):
+        generate_answers(rag, questions, max_consecutive_failures=0)
