@@ -28,7 +28,7 @@ def answer_one(rag: Any, question: Any) -> AnswerRecord:
 
     Returns:
         An :class:`AnswerRecord`: the answer and its passages, or ``error`` set to
-        ``"<ErrorType>: <message>"``.
+        ``"<ErrorType>: <message>"`` (with the passages retrieved before generation failed).
     """
     started = time.perf_counter()
     generator_id = str(getattr(rag, "model_id", type(rag).__name__))
@@ -38,6 +38,7 @@ def answer_one(rag: Any, question: Any) -> AnswerRecord:
         logger.warning("question %s failed: %s: %s", question.id, type(exc).__name__, exc)
         return AnswerRecord(
             question_id=question.id, question=question.question, answer=None,
+            contexts=contexts_from(getattr(exc, "reference_documents", None) or ()),
             error=f"{type(exc).__name__}: {exc}", generator_id=generator_id,
             duration_s=time.perf_counter() - started,
         )

@@ -212,19 +212,24 @@ class SimpleRAG:
 
         Raises:
             ConfigError: an empty question or malformed history.
-            GenerationError: the chat model failed.
+            GenerationError: the chat model failed; the exception's ``reference_documents``
+                holds the chunks retrieved for it.
             StoreError / EmbeddingError: retrieval failed.
         """
         if not isinstance(question, str) or not question.strip():
             raise ConfigError("the question is empty")
         chunks = self.retrieve(question)
-        if isinstance(self.chat_model, PassageAnswerer):
-            answer = self.chat_model.answer_from_passages(question, [c.chunk.text for c in chunks])
-        else:
-            messages = self.build_messages(question, chunks, history)
-            answer = self.chat_model.chat(
-                messages, max_completion_tokens=self.max_completion_tokens, temperature=self.temperature
-            )
+        try:
+            if isinstance(self.chat_model, PassageAnswerer):
+                answer = self.chat_model.answer_from_passages(question, [c.chunk.text for c in chunks])
+            else:
+                messages = self.build_messages(question, chunks, history)
+                answer = self.chat_model.chat(
+                    messages, max_completion_tokens=self.max_completion_tokens, temperature=self.temperature
+                )
+        except Exception as exc:
+            exc.reference_documents = chunks  # what was retrieved stays with the failure
+            raise
         return {"question": question, "answer": answer, "reference_documents": chunks}
 
     def chat(self, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
