@@ -52,13 +52,13 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from core.errors import ConfigError, StoreError
+from core.reports.files import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -318,21 +318,6 @@ def _cache_root(cache_dir: str | os.PathLike[str] | None, shown: str) -> Path:
     return Path(cache_dir) / hashlib.sha256(shown.rstrip("/").encode("utf-8")).hexdigest()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def fetch_file(
     address: str | os.PathLike[str],
     *,
@@ -372,7 +357,7 @@ def fetch_file(
     target = _cache_root(cache_dir, shown) / hashlib.sha256(data).hexdigest()[:16] / name
     try:
         if not (target.is_file() and target.stat().st_size == len(data)):
-            _write_atomic(target, data)
+            write_atomic(target, data)
     except OSError as exc:
         raise StoreError(f"cannot write the local copy of {shown} at {target}: {exc.strerror or exc}") from exc
     logger.info("fetched %s to %s (%d bytes)", shown, target, len(data))
@@ -432,7 +417,7 @@ def fetch_folder(
                     data = files.read_bytes(key)
                 except StoreError as exc:
                     raise StoreError(f"cannot read {shown}/{key}: {_safe(str(exc), text)}") from None
-                _write_atomic(partial / key, data)
+                write_atomic(partial / key, data)
                 digest.update(f"{key}\0{hashlib.sha256(data).hexdigest()}\n".encode("utf-8"))
             final = root / digest.hexdigest()[:16]
             if final.is_dir():

@@ -52,6 +52,26 @@ def _clean_key(key: str) -> str:
     return "/".join(parts)
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, fsync and a
+    rename, so a reader sees the old file or the whole new one, never half of it.
+
+    Raises:
+        OSError: the folder cannot be made or the file written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 class LocalFiles:
     """:class:`Files` in a local folder.
 
@@ -82,17 +102,7 @@ class LocalFiles:
         """Write atomically (temporary file + fsync + rename)."""
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(path, data)
         except OSError as exc:
             raise StoreError(f"cannot write {path}: {exc}") from exc
 
