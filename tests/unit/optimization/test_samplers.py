@@ -92,6 +92,51 @@ def test_random_phase_covers_every_categorical_value():
         assert seen == set(space.level_codes()[0][[p.name for p in space.parameters].index(name)]), name
 
 
+def values_of(space, configs):
+    """Parameter name -> the set of its values among ``configs`` (parameters with one value left out)."""
+    levels, _ = space.level_codes()
+    return {p.name: {c[p.name] for c in configs} for p, lv in zip(space.parameters, levels) if len(lv) > 1}
+
+
+def test_random_phase_spreads_over_every_value_within_n_random_nodes():
+    space = small_space()  # at most 4 values per parameter (chunk_overlap: 0, 32, 64, null)
+    every = values_of(space, space.valid_configurations())
+    assert {name: len(v) for name, v in every.items()} == {
+        "chunking_method": 2, "chunk_size": 2, "chunk_overlap": 4, "number_of_chunks": 3, "search_mode": 2,
+        "ranker_strategy": 3, "ranker_k": 2, "ranker_alpha": 3, "foundation_model": 2}
+    for seed in range(10):
+        sampler = GAMSampler(n_random_nodes=4)
+        got = sampler.propose(space, [], 4, np.random.default_rng(seed))
+        assert (sampler.last_info.n_cover, sampler.last_info.n_random, sampler.last_info.n_model) == (3, 1, 0)
+        # numeric values (chunk_overlap, number_of_chunks, ranker_alpha, ...) are tried too
+        assert values_of(space, got) == every, seed
+        # one at a time, as a study with batch 1 asks: the same coverage
+        trials: list[Trial] = []
+        for i in range(4):
+            (one,) = sampler.propose(space, trials, 1, np.random.default_rng([seed, i]))
+            trials.append(Trial(i, one, COMPLETE, additive(one)))
+        assert values_of(space, [t.configuration for t in trials]) == every, seed
+    again = GAMSampler(n_random_nodes=4).propose(space, [], 4, np.random.default_rng(9))
+    assert again == got  # the same rng, the same design
+
+
+def test_numeric_values_never_grow_the_random_phase():
+    space = small_space().with_overrides({"number_of_chunks": list(range(1, 11))})
+    sampler = GAMSampler(n_random_nodes=4)
+    assert sampler.batch_size(space, []) == 4  # ten numbers of chunks, still four trials
+    got = sampler.propose(space, [], 6, np.random.default_rng(0))
+    info = sampler.last_info
+    # 3 cover, 1 fills the phase, 2 more at random (no complete trial to fit a model on)
+    assert (info.n_cover, info.n_random, info.n_model) == (3, 3, 0) and info.model is None
+    # the four random-phase picks hold four different numbers of chunks
+    assert len({c["number_of_chunks"] for c in got[:4]}) == 4
+    # with more random nodes than values, every value is tried, then the picks are random
+    sampler = GAMSampler(n_random_nodes=12)
+    got = sampler.propose(space, [], 12, np.random.default_rng(0))
+    assert {c["number_of_chunks"] for c in got[:10]} == set(range(1, 11))
+    assert len({c.key for c in got}) == 12 and sampler.last_info.n_random == 9
+
+
 def test_batch_size_follows_the_phases():
     space = small_space()
     sampler = GAMSampler(n_random_nodes=4, evals_per_trial=2)
