@@ -188,9 +188,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     store = ReportStore(LocalFiles(out))
     run_id = new_run_id()
     report["run_id"] = run_id
+    import hashlib
+
     from core.golden import read_bytes
 
-    report["golden"]["stored_as"] = store.save_golden(report["golden"]["sha256"], read_bytes(args.golden))
+    data = read_bytes(args.golden)
+    if hashlib.sha256(data).hexdigest() != report["golden"]["sha256"]:
+        print(f"ragtune evaluate: {args.golden} changed during the run (its sha256 differs from the one "
+              "evaluated); the report is not stored: run again", file=sys.stderr)
+        return 1
+    report["golden"]["stored_as"] = store.save_golden(report["golden"]["sha256"], data)
     key = store.save_run(run_id, report)
     report["location"] = str(out / key)
     if args.json:

@@ -183,6 +183,7 @@ def check_golden(
     connection_string: str | None = None,
     credential: Any = None,
     endpoint_url: str | None = None,
+    data: bytes | None = None,
 ) -> GoldenCheck:
     """Check a golden file and report every problem, each with its 1-based line number.
 
@@ -211,13 +212,15 @@ def check_golden(
             reported as warnings. None skips that check.
         connection_string, credential, endpoint_url: how to reach a remote file (see
             :func:`read_bytes`; defaults from ``core.settings.Settings``).
+        data: the file's bytes when they were read already (``GoldenSet.raw``): nothing is
+            read then, and ``path`` only names the file in problems.
 
     Returns:
         A :class:`GoldenCheck`: problems sorted by line (file-level problems last), counts of
         non-blank lines, ready questions, templates and drafts, and the file's sha256 (None when
         it could not be read; the same for a remote file as for a local copy of it).
     """
-    check, _ = _check(path, documents, connection_string=connection_string, credential=credential,
+    check, _ = _check(path, documents, data=data, connection_string=connection_string, credential=credential,
                       endpoint_url=endpoint_url)
     return check
 
@@ -366,15 +369,17 @@ def _field_name(path: Iterable[Any]) -> str | None:
     return name or None
 
 
-def _check(path: PathLikeStr, documents: Iterable[str] | None, **access: Any) -> tuple[GoldenCheck, _Found]:
+def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | None = None,
+           **access: Any) -> tuple[GoldenCheck, _Found]:
     from core.inputs import shown_address
 
     shown = shown_address(path)
     found = _Found()
-    try:
-        data = read_bytes(path, **access)
-    except GoldenError as exc:
-        return GoldenCheck(path=shown, sha256=None, problems=list(exc.problems)), found
+    if data is None:
+        try:
+            data = read_bytes(path, **access)
+        except GoldenError as exc:
+            return GoldenCheck(path=shown, sha256=None, problems=list(exc.problems)), found
     found.raw = data
     check = GoldenCheck(path=shown, sha256=hashlib.sha256(data).hexdigest())
 
