@@ -19,7 +19,7 @@ trap stop_services EXIT
 
 bash scripts/services/postgres.sh start >/dev/null
 eval "$(bash scripts/services/postgres.sh env)"
-bash scripts/services/milvus.sh start
+bash scripts/services/milvus.sh start >/dev/null
 eval "$(bash scripts/services/milvus.sh env)"
 bash scripts/services/moto.sh start >/dev/null
 eval "$(bash scripts/services/moto.sh env)"

@@ -1,75 +1,81 @@
 #!/usr/bin/env bash
-# A Milvus server for tests: `milvus-lite server` on 127.0.0.1, the same gRPC client path as a
-# real Milvus server. Usage: milvus.sh start|stop|env. Data and pid live in .services/milvus/.
+# A Milvus server for ragtune's integration tests: `milvus-lite server` on 127.0.0.1, the same
+# gRPC client path as a real Milvus server.
+#
+# usage: scripts/services/milvus.sh start|stop|env
+#
+#   start  Start `.venv/bin/milvus-lite server` on a fresh data folder in .services/milvus/ and
+#          wait until it answers a real gRPC call. Port: $RAGTUNE_MILVUS_PORT when set (the start
+#          fails when it is taken), else 19539 or the next free port (milvus-lite would bind a
+#          port already in use, so two checkouts on one machine must not share one). Prints the
+#          URI on stdout and writes it to .services/milvus/uri. Does nothing but print the URI
+#          when the server already runs.
+#   stop   Stop the server started here (by the pid in .services/milvus/pid, checked to still be
+#          milvus-lite). Succeeds when nothing runs.
+#   env    Print `export RAGTUNE_TEST_MILVUS_URI=http://127.0.0.1:PORT` (use with eval).
+#
+# Messages go to stderr; only the URI (start) or the export line (env) go to stdout.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-dir="$PWD/.services/milvus"
-port="${RAGTUNE_MILVUS_PORT:-19539}"
-py=".venv/bin"
 
-case "${1:-}" in
-  start)
-    mkdir -p "$dir"
-    if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
-      echo "milvus-lite server already running (pid $(cat "$dir/pid"))" >&2
-      exit 0
-    fi
-    rm -rf "$dir/data.db"
-    # milvus-lite lets a second server bind a port already in use: find a free one first, so
-    # two checkouts on one machine never share a server.
-    port=$("$py/python" - "$port" <<'PY'
-import socket, sys
-start = int(sys.argv[1])
-for p in range(start, start + 50):
-    with socket.socket() as s:
-        try:
-            s.connect(("127.0.0.1", p))
-        except OSError:
-            print(p)
-            break
-else:
-    sys.exit(f"no free port in {start}-{start + 49} on 127.0.0.1")
-PY
-)
-    nohup "$py/milvus-lite" server --data-dir "$dir/data.db" --host 127.0.0.1 --port "$port" \
-      >"$dir/server.log" 2>&1 &
-    echo $! >"$dir/pid"
-    echo "http://127.0.0.1:$port" >"$dir/uri"
-    for _ in $(seq 1 100); do
-      # Ready when it answers a real gRPC call (it accepts TCP connections a little earlier).
-      if "$py/python" - "$port" <<'PY' >/dev/null 2>&1; then
-import socket, sys
-socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+SERVICE=milvus.sh
+STATE="$ROOT/.services/milvus"
+BIN="$ROOT/.venv/bin/milvus-lite"
+PY="$ROOT/.venv/bin/python"
+# shellcheck source=lib.sh
+. "$ROOT/scripts/services/lib.sh"
+
+# Ready when it answers a real gRPC call (it accepts TCP connections a little earlier).
+answers() {
+  port_in_use "$1" || return 1
+  "$PY" - "$1" <<'PY' >/dev/null 2>&1
+import sys
 from pymilvus import MilvusClient
-client = MilvusClient(uri=f"http://127.0.0.1:{sys.argv[1]}", timeout=5)
+client = MilvusClient(uri=f"http://127.0.0.1:{sys.argv[1]}", timeout=5,
+                      grpc_options={"grpc.keepalive_permit_without_calls": False})
 client.list_collections()
 client.close()
 PY
-        echo "milvus-lite server on 127.0.0.1:$port" >&2
-        exit 0
-      fi
-      if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
-        echo "milvus-lite server exited; log:" >&2
-        cat "$dir/server.log" >&2
-        exit 1
-      fi
-      sleep 0.2
-    done
-    echo "milvus-lite server did not open port $port in 20 s; log:" >&2
-    cat "$dir/server.log" >&2
-    exit 1
-    ;;
-  stop)
-    if [ -f "$dir/pid" ]; then
-      kill "$(cat "$dir/pid")" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$(cat "$dir/pid")" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
-      rm -f "$dir/pid"
-    fi
-    ;;
-  env)
-    echo "export RAGTUNE_TEST_MILVUS_URI=$(cat "$dir/uri")"
-    ;;
+}
+
+cmd_stop() { stop_pid milvus-lite uri; }
+
+cmd_start() {
+  [ -x "$BIN" ] || die "$BIN not found: pip install milvus-lite into .venv (scripts/setup.sh does)"
+  mkdir -p "$STATE"
+  exec 9>"$STATE/lock"
+  flock 9
+  if running_pid milvus-lite >/dev/null && [ -f "$STATE/uri" ]; then
+    log "already running at $(cat "$STATE/uri")"
+    cat "$STATE/uri"
+    return 0
+  fi
+  rm -rf "$STATE/pid" "$STATE/uri" "$STATE/data.db"
+  local port
+  port="$(choose_port RAGTUNE_MILVUS_PORT 19539 1)"
+  # 9>&- : the server must not inherit the lock's file descriptor.
+  nohup "$BIN" server --data-dir "$STATE/data.db" --host 127.0.0.1 --port "$port" >"$STATE/server.log" 2>&1 9>&- &
+  echo $! >"$STATE/pid"
+  if wait_ready 30 answers "$port"; then
+    echo "http://127.0.0.1:$port" >"$STATE/uri"
+    log "milvus-lite server on 127.0.0.1:$port (ready in $READY_MS ms)"
+    cat "$STATE/uri"
+    return 0
+  fi
+  cmd_stop
+  die "milvus-lite server did not answer on 127.0.0.1:$port in 30 s (log: $STATE/server.log)"
+}
+
+cmd_env() {
+  [ -f "$STATE/uri" ] || die "the milvus-lite server is not running: run scripts/services/milvus.sh start"
+  running_pid milvus-lite >/dev/null || die "the milvus-lite server is not running (stale $STATE/uri): run scripts/services/milvus.sh start"
+  printf 'export RAGTUNE_TEST_MILVUS_URI=%q\n' "$(cat "$STATE/uri")"
+}
+
+case "${1:-}" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  env) cmd_env ;;
   *)
     echo "usage: $0 start|stop|env" >&2
     exit 2

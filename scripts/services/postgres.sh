@@ -33,8 +33,9 @@ STATE="$SERVICES/postgres"
 DEFAULT_PORT=55432
 DB_NAME=ragtune
 
-log() { echo "postgres.sh: $*" >&2; }
-die() { log "error: $*"; exit 1; }
+SERVICE=postgres.sh
+# shellcheck source=lib.sh
+. "$ROOT/scripts/services/lib.sh"
 
 debian_major() {
   local v
@@ -163,25 +164,6 @@ socket_dir() {
   echo "$dir"
 }
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-choose_port() {
-  if [ -n "${RAGTUNE_TEST_PG_PORT:-}" ]; then
-    [[ "$RAGTUNE_TEST_PG_PORT" =~ ^[0-9]+$ ]] || die "RAGTUNE_TEST_PG_PORT must be a port number, got '$RAGTUNE_TEST_PG_PORT'"
-    port_in_use "$RAGTUNE_TEST_PG_PORT" && die "port $RAGTUNE_TEST_PG_PORT (RAGTUNE_TEST_PG_PORT) is in use on 127.0.0.1"
-    echo "$RAGTUNE_TEST_PG_PORT"
-    return
-  fi
-  local p
-  for p in $(seq "$DEFAULT_PORT" $((DEFAULT_PORT + 49))); do
-    if ! port_in_use "$p"; then
-      echo "$p"
-      return
-    fi
-  done
-  die "no free port in $DEFAULT_PORT-$((DEFAULT_PORT + 49)) on 127.0.0.1: set RAGTUNE_TEST_PG_PORT"
-}
-
 # bin folder for the cluster in $1: the version that created it, else the installed one.
 bin_dir_for() {
   local pgv
@@ -242,7 +224,7 @@ cmd_start() {
   fi
 
   local port
-  port="$(choose_port)"
+  port="$(choose_port RAGTUNE_TEST_PG_PORT "$DEFAULT_PORT" 1)"
   rm -f "$STATE/dsn"
   echo "$port" > "$STATE/port"
   echo "$sock" > "$STATE/socket_dir"
