@@ -10,6 +10,7 @@
 | ``RAGTUNE_EMBEDDING_DIMENSIONS`` | ask the endpoint for this many dimensions | model default |
 | ``RAGTUNE_EMBEDDING_API_VERSION`` | Azure OpenAI API version | ``2024-10-21`` |
 | ``RAGTUNE_VECTOR_STORE`` | ``milvus-lite``, ``milvus`` or ``pgvector`` | ``milvus`` when ``RAGTUNE_MILVUS_URI`` is set, else ``milvus-lite`` |
+| ``RAGTUNE_MILVUS_LITE_PATH`` | the Milvus Lite database (a ``.db`` folder) | ``<output folder>/milvus.db`` |
 | ``RAGTUNE_MILVUS_URI`` | a Milvus server (``http://host:19530``) | unset |
 | ``RAGTUNE_MILVUS_TOKEN`` | Milvus token (``user:password`` or API key) | none |
 | ``RAGTUNE_MILVUS_DB`` | Milvus database name | default database |
@@ -77,6 +78,7 @@ class Settings:
     milvus_uri: str | None = None
     milvus_token: str | None = None
     milvus_db: str = ""
+    milvus_lite_path: str | None = None
     vector_store: str = "milvus-lite"
     pgvector: Any = None
     chat_provider: str | None = None
@@ -153,6 +155,7 @@ class Settings:
             milvus_uri=milvus_uri,
             milvus_token=env.get("RAGTUNE_MILVUS_TOKEN") or None,
             milvus_db=env.get("RAGTUNE_MILVUS_DB", ""),
+            milvus_lite_path=(env.get("RAGTUNE_MILVUS_LITE_PATH") or "").strip() or None,
             vector_store=backend,
             pgvector=PGVectorConfig.from_env(env),
             chat_provider=chat_provider,
@@ -186,7 +189,8 @@ class Settings:
     def blob_address(self, container: str, name: str = "") -> str:
         """The address of blob ``name`` (or of the ``container`` itself) in the storage account
         of ``RAGTUNE_STORAGE_CONNECTION``: ``<Blob endpoint>/<container>[/<name>]``
-        (``http://127.0.0.1:10000/devstoreaccount1/...`` for Azurite). Nothing is contacted.
+        (``http://127.0.0.1:10000/devstoreaccount1/...`` for Azurite), the name percent-encoded
+        (``what?.jsonl`` -> ``what%3F.jsonl``). Nothing is contacted.
 
         Raises:
             ConfigError: no storage connection is set.
@@ -203,8 +207,10 @@ class Settings:
         else:
             raise ConfigError("no storage for blobs: set RAGTUNE_STORAGE_CONNECTION (a connection string) or "
                               "RAGTUNE_STORAGE_CONNECTION__blobServiceUri (identity-based)")
+        from urllib.parse import quote
+
         endpoint = endpoint.split("?", 1)[0].rstrip("/")
-        return f"{endpoint}/{container}" + (f"/{name.lstrip('/')}" if name else "")
+        return f"{endpoint}/{quote(container)}" + (f"/{quote(name.lstrip('/'), safe='/')}" if name else "")
 
     def files(self, address: str) -> Any:
         """The ``Files`` store at ``address`` (see ``core.reports.open_files``), signed in with
@@ -315,7 +321,7 @@ class Settings:
 
     def vector_store_config(self, out_dir: str | Path, backend: str | None = None) -> Any:
         """Return the configuration of ``backend`` (default ``RAGTUNE_VECTOR_STORE``):
-        ``MilvusLiteConfig`` for ``<out_dir>/milvus.db``, ``MilvusConfig`` from
+        ``MilvusLiteConfig`` for ``RAGTUNE_MILVUS_LITE_PATH`` or ``<out_dir>/milvus.db``, ``MilvusConfig`` from
         ``RAGTUNE_MILVUS_*``, or ``PGVectorConfig`` from ``RAGTUNE_PG_*``.
 
         Raises:
@@ -332,4 +338,4 @@ class Settings:
             return MilvusConfig(uri=self.milvus_uri, token=self.milvus_token or "", db_name=self.milvus_db)
         if backend == "pgvector":
             return self.pgvector
-        return MilvusLiteConfig(str(Path(out_dir) / "milvus.db"))
+        return MilvusLiteConfig(self.milvus_lite_path or str(Path(out_dir) / "milvus.db"))

@@ -18,7 +18,7 @@ The state lives in the report store under ``experiments/<experiment id>/``
 
 Request body of ``POST /api/experiments``::
 
-    {"golden": "https://<account>.blob.core.windows.net/golden/g.jsonl",  # or s3://..., a path
+    {"golden": "https://<account>.blob.core.windows.net/golden/g.jsonl",  # or s3://...
      "documents": "https://<account>.blob.core.windows.net/documents/hr",
      "space": {"chunk_size": [256, 512]},  # optional: parameter -> values overrides
      "optimizer": "gam",                   # optional: "gam" (default) or "random"
@@ -74,7 +74,7 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
         body = req.get_json()
     except ValueError:
         return _json({"errors": ["the body is not valid JSON"]}, 400)
-    request, errors = parse_experiment_request(body)
+    request, errors = parse_experiment_request(body, remote_only=True)
     if errors:
         return _json({"errors": errors}, 400)
     try:
@@ -157,7 +157,8 @@ def _wait_for_round(context: Any, configurations: list[dict], keys: list[str], t
 @bp.activity_trigger(input_name="request")
 def prepare_experiment(request: dict) -> dict:
     """``StoredExperiment.prepare``: returns ``{"objective", "n_valid", "max_evals"}``, or
-    ``{"error": message}`` when the golden file, the space or the settings are unusable."""
+    ``{"error": message}`` when the golden file, the documents, the space or the settings are
+    unusable (never raises: the orchestration ends ``failed`` with the message)."""
     from core.errors import RagtuneError
 
     try:
@@ -165,6 +166,9 @@ def prepare_experiment(request: dict) -> dict:
         return _experiment(request["experiment_id"], settings).prepare(request, settings)
     except RagtuneError as exc:
         logger.warning("experiment %s cannot start: %s", request.get("experiment_id"), exc)
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    except Exception as exc:  # noqa: BLE001 - the orchestration ends "failed" with the reason
+        logger.exception("experiment %s cannot start", request.get("experiment_id"))
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 

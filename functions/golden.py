@@ -13,9 +13,7 @@
 
 import json
 import logging
-import os
 import posixpath
-import tempfile
 from typing import Any
 
 import azure.durable_functions as df
@@ -42,7 +40,7 @@ def check_golden_http(req: func.HttpRequest) -> func.HttpResponse:
     """Check the golden JSONL in the body; returns ``GoldenCheck.to_dict()`` as JSON.
 
     Status: 200 when the file can be run, 422 when it has errors, 413 when the body is larger
-    than :data:`MAX_BODY_BYTES`.
+    than :data:`MAX_BODY_BYTES`, 400 for a ``name`` parameter that is not a file name.
     """
     body = req.get_body()
     if len(body) > MAX_BODY_BYTES:
@@ -51,23 +49,22 @@ def check_golden_http(req: func.HttpRequest) -> func.HttpResponse:
             mimetype="application/json",
         )
     name = req.params.get("name") or "golden.jsonl"
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    if base in ("", ".", "..") or len(base) > 200 or any(ord(c) < 32 for c in base):
+        return func.HttpResponse(
+            json.dumps({"error": "name must be a file name (1-200 characters, no control characters)"}),
+            status_code=400, mimetype="application/json",
+        )
     result = _check_bytes(body, name)
     return func.HttpResponse(json.dumps(result), status_code=200 if result["ok"] else 422, mimetype="application/json")
 
 
 def _check_bytes(data: bytes, name: str) -> dict:
-    """Check ``data`` as a golden file named ``name``; returns ``GoldenCheck.to_dict()``.
-
-    The bytes go to a temporary file with the same base name (so the format is told the same
-    way as for a local file); ``path`` in the result is ``name``.
-    """
+    """Check ``data`` as a golden file named ``name``; returns ``GoldenCheck.to_dict()`` with
+    ``path`` = ``name`` (nothing is written to disk)."""
     from core.golden import check_golden
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, os.path.basename(name) or "golden.jsonl")
-        with open(path, "wb") as fh:
-            fh.write(data)
-        result = check_golden(path).to_dict()
+    result = check_golden(name, data=data).to_dict()
     result["path"] = name
     return result
 
@@ -128,9 +125,10 @@ def _check_spec(data: bytes) -> dict:
         body = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         return {"errors": [f"{EXPERIMENT_SPEC} is not valid JSON: {exc}"], "request": None}
-    request, errors = parse_experiment_request(body, golden_required=False)
-    if request is not None and request.get("golden"):
-        errors = [f"{EXPERIMENT_SPEC} must not name 'golden': the golden file is the blob uploaded beside it"]
+    if isinstance(body, dict) and "golden" in body:
+        return {"errors": [f"{EXPERIMENT_SPEC} must not name 'golden': the golden file is the blob uploaded "
+                           "beside it"], "request": None}
+    request, errors = parse_experiment_request(body, golden_required=False, remote_only=True)
     return {"errors": errors, "request": None if errors else request}
 
 

@@ -6,7 +6,7 @@
 | ``GET /api/runs/latest`` | the newest run's report |
 | ``GET /api/runs/{run_id}`` | that run's report |
 | ``GET /api/runs/{run_id}/golden`` | the golden file the run used (JSONL, ``application/x-ndjson``) |
-| ``GET /api/golden-checks/{name}`` | the stored check of the uploaded golden file ``name`` |
+| ``GET /api/golden-checks/{name}`` | the stored check of the uploaded golden file ``name`` (folders included) |
 
 Every answer is JSON (except the golden file itself). Status 400 for an id or name with
 characters outside ``[A-Za-z0-9_.-]`` (or made only of dots) and for a bad ``limit`` /
@@ -76,7 +76,7 @@ def _int_param(req: func.HttpRequest, name: str, default: int, low: int, high: i
     raw = (req.params.get(name) or "").strip()
     if not raw:
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12 or not low <= int(raw) <= high:
         return f"{name} must be an integer from {low} to {high}, got {raw!r}"
     return int(raw)
 
@@ -141,14 +141,25 @@ def get_run_golden(req: func.HttpRequest) -> func.HttpResponse:
     return answer(read)
 
 
-@bp.route(route="golden-checks/{name}", methods=["GET"])
+def valid_blob_name(value: str | None) -> bool:
+    """Whether ``value`` is a safe blob name to look up: 1-1,024 characters, no control
+    characters or backslashes, ``/``-separated segments none of which is empty, ``.`` or ``..``."""
+    if not value or len(value) > 1024 or "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return False
+    return all(part not in ("", ".", "..") for part in value.split("/"))
+
+
+@bp.route(route="golden-checks/{*name}", methods=["GET"])
 def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
-    """``GET /api/golden-checks/{name}``: the stored check of the uploaded golden file ``name``."""
+    """``GET /api/golden-checks/{name}``: the stored check of the uploaded golden file ``name``
+    (its blob name, folders included: ``/api/golden-checks/hr/golden.jsonl``); 400 for a name
+    with an empty, ``.`` or ``..`` segment or control characters, 404 when none is stored."""
     from functions.golden import GOLDEN_CHECKS_PREFIX
 
     name = req.route_params.get("name")
-    if not valid_id(name):
-        return error("golden file name may only hold letters, digits, '_', '.' and '-'", 400)
+    if not valid_blob_name(name):
+        return error("golden file name must be a blob name: no empty, '.' or '..' segments, no control characters",
+                     400)
 
     def read(store: Any) -> func.HttpResponse:
         key = f"{GOLDEN_CHECKS_PREFIX}/{name}.json"

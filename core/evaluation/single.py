@@ -30,6 +30,32 @@ NOT_APPLICABLE = (None, "n/a")
 EXTRACTIVE = "extractive"
 #: Rank cut-offs of the retrieval metrics.
 KS = (1, 3, 5, 10)
+#: Retrieval metric names a single evaluation reports (at its finest labelled grain).
+RETRIEVAL_METRIC_NAMES: tuple[str, ...] = ("mrr", *(f"{m}@{k}" for m in ("recall", "precision", "success", "ndcg")
+                                                     for k in KS))
+
+
+def check_objective(name: str) -> str:
+    """Check that ``name`` is a metric :func:`run_single_evaluation` reports, so a study can
+    maximise it: a retrieval metric (:data:`RETRIEVAL_METRIC_NAMES`) or an answer metric
+    (``core.metrics.answers.ALL_METRICS``: ``unitxt.*``, ``judge.*``).
+
+    Returns:
+        ``name``.
+
+    Raises:
+        ConfigError: an unknown name, with the nearest known one.
+    """
+    import difflib
+
+    from core.metrics.answers import ALL_METRICS
+
+    known = (*RETRIEVAL_METRIC_NAMES, *ALL_METRICS)
+    if name not in known:
+        near = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)
+        tail = f"; did you mean {near[0]!r}?" if near else ""
+        raise ConfigError(f"unknown objective metric {name!r}{tail} (known: {', '.join(known)})")
+    return name
 
 
 @dataclass

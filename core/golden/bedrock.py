@@ -95,7 +95,7 @@ def looks_like_bedrock(text: str) -> bool:
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict):
             return "conversationTurns" in obj

@@ -469,7 +469,7 @@ def _is_json_array(text: str) -> bool:
         return False
     try:
         return isinstance(json.loads(text), list)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -478,8 +478,8 @@ def parse_line_object(
 ) -> dict[str, Any] | None:
     """Parse one JSON Lines line that must hold a JSON object.
 
-    Invalid JSON (with its column), a value that is not an object, and keys given more than
-    once on the line (JSON would silently keep the last) are reported through
+    Invalid JSON (with its column), JSON nested too deeply to read, a value that is not an
+    object, and keys given more than once on the line (JSON would silently keep the last) are reported through
     ``error(message, field=None)``; ``holds`` says what a line holds ("one object").
 
     Returns:
@@ -499,6 +499,9 @@ def parse_line_object(
         obj = json.loads(line, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         error(f"not valid JSON: {exc.msg} at column {exc.colno}")
+        return None
+    except RecursionError:
+        error("not readable: JSON nested too deeply (more than Python's recursion limit)")
         return None
     if not isinstance(obj, dict):
         error(f"not a JSON object (got {_json_type(obj)}); each line holds {holds}")

@@ -170,10 +170,11 @@ def run_experiment(
         timings, versions}``.
 
     Raises:
-        GoldenError / DocumentError / ConfigError: bad input, before any evaluation.
+        GoldenError / DocumentError / ConfigError: bad input (including an unknown objective
+            metric), before any evaluation.
     """
     from core.evaluation.retrieval import corpus_warnings, package_versions
-    from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, run_single_evaluation
+    from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, check_objective, run_single_evaluation
     from core.golden import read_golden
     from core.inputs import shown_address
     from core.optimization.events import pattern_payload
@@ -194,6 +195,8 @@ def run_experiment(
         for h in handlers:
             h.on_status_change(level, message, step)
 
+    if options.objective:
+        check_objective(options.objective)
     golden = read_golden(golden_path)
     objective = options.objective or (
         DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE

@@ -45,37 +45,69 @@ EXPERIMENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 REQUEST_FIELDS = ("golden", "documents", "space", "optimizer", "max_evals", "seed", "objective", "vector_store")
 
 
-def parse_experiment_request(body: Any, *, golden_required: bool = True) -> tuple[dict[str, Any] | None, list[str]]:
+#: Largest experiment request, in bytes of JSON: one configuration of it travels in each queue
+#: message, and a queue message holds at most 64 KB (Base64 adds a third).
+MAX_REQUEST_BYTES = 32 * 1024
+#: Longest golden or documents address, in characters.
+MAX_ADDRESS_CHARS = 2048
+#: Largest seed.
+MAX_SEED = 2**32 - 1
+REMOTE_SCHEMES = ("s3://", "https://", "http://")
+
+
+def parse_experiment_request(body: Any, *, golden_required: bool = True,
+                             remote_only: bool = False) -> tuple[dict[str, Any] | None, list[str]]:
     """Validate an experiment request (the body of ``POST /api/experiments``, or an
     ``experiment.json`` beside a golden file).
 
     Fields: ``golden`` and ``documents`` (addresses: local path, ``s3://``, Blob URL; both
     required, ``golden`` optional when ``golden_required`` is False), ``space`` (parameter ->
     non-empty list of values), ``optimizer`` (``gam`` | ``random``, default ``gam``),
-    ``max_evals`` (1..1000, default 12), ``seed`` (>= 0, default 0), ``objective`` (a metric
-    name, default: chosen from the golden file), ``vector_store`` (a backend name: the space's
-    ``vector_store`` parameter, default the app's ``RAGTUNE_VECTOR_STORE``).
+    ``max_evals`` (1..1000, default 12), ``seed`` (0..2**32-1, default 0), ``objective`` (a
+    metric name, default: chosen from the golden file), ``vector_store`` (a backend name: the
+    space's ``vector_store`` parameter, default the app's ``RAGTUNE_VECTOR_STORE``). The whole
+    request is at most :data:`MAX_REQUEST_BYTES` of JSON.
 
     Args:
         body: the parsed JSON.
         golden_required: whether ``golden`` must be given.
+        remote_only: addresses must be ``s3://`` or Blob URLs without a query string (requests
+            from the network: a local path would read the host's own files, and a SAS token
+            would be kept in the orchestration's history and the experiment's state).
 
     Returns:
         ``(request, errors)``: the request with defaults filled in (None when there are
         errors), and every problem found, one message each.
     """
+    import json as _json
+
     from core.optimization.space import PARAMETER_NAMES
     from core.vectorstores import BACKENDS
 
     if not isinstance(body, dict):
         return None, ["the body must be a JSON object"]
+    size = len(_json.dumps(body, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_REQUEST_BYTES:
+        return None, [f"the request is {size} bytes of JSON; at most {MAX_REQUEST_BYTES} are accepted "
+                      "(each configuration travels in a queue message of at most 64 KB)"]
     errors = [f"unknown field {k!r} (known: {', '.join(REQUEST_FIELDS)})" for k in body if k not in REQUEST_FIELDS]
     for name in ("golden", "documents"):
-        if name == "golden" and not golden_required and body.get(name) is None:
+        value = body.get(name)
+        if name == "golden" and not golden_required and value is None:
             continue
-        if not isinstance(body.get(name), str) or not body[name].strip():
+        if not isinstance(value, str) or not value.strip():
             errors.append(f"{name!r} is required: the {name} address as a non-empty string")
-    space = body.get("space") or {}
+        elif len(value) > MAX_ADDRESS_CHARS or any(ord(c) < 32 for c in value):
+            errors.append(f"{name!r} must be an address of at most {MAX_ADDRESS_CHARS} characters without "
+                          "control characters")
+        elif remote_only and not value.strip().lower().startswith(REMOTE_SCHEMES):
+            errors.append(f"{name!r} must be an s3:// or Blob storage URL (local paths are not accepted here)")
+        elif remote_only and ("?" in value or "#" in value):
+            errors.append(f"{name!r} must not carry a query string (a SAS token would be stored with the "
+                          "experiment): the app reads storage with its own connection or identity")
+    space = body.get("space")
+    if space is None:
+        space = {}
     if not isinstance(space, dict):
         errors.append("'space' must be an object: parameter name -> list of values")
         space = {}
@@ -86,25 +118,36 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True) -> tupl
             errors.append(f"space: {name!r} must be a non-empty list of values")
     optimizer = body.get("optimizer", "gam")
     if optimizer not in ("gam", "random"):
-        errors.append(f"'optimizer' must be 'gam' or 'random', got {optimizer!r}")
+        errors.append(f"'optimizer' must be 'gam' or 'random', got {_shown_value(optimizer)}")
     max_evals = body.get("max_evals", 12)
     if isinstance(max_evals, bool) or not isinstance(max_evals, int) or not 1 <= max_evals <= MAX_EVALS_LIMIT:
-        errors.append(f"'max_evals' must be an integer from 1 to {MAX_EVALS_LIMIT}, got {max_evals!r}")
+        errors.append(f"'max_evals' must be an integer from 1 to {MAX_EVALS_LIMIT}, got {_shown_value(max_evals)}")
     seed = body.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        errors.append(f"'seed' must be a non-negative integer, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        errors.append(f"'seed' must be an integer from 0 to {MAX_SEED}, got {_shown_value(seed)}")
     objective = body.get("objective")
-    if objective is not None and (not isinstance(objective, str) or not objective.strip()):
-        errors.append(f"'objective' must be a metric name, got {objective!r}")
+    if objective is not None:
+        from core.evaluation.single import check_objective
+
+        try:
+            check_objective(objective)
+        except ConfigError as exc:
+            errors.append(f"'objective': {exc}")
     vector_store = body.get("vector_store")
     if vector_store is not None and vector_store not in BACKENDS:
-        errors.append(f"'vector_store' must be one of {', '.join(BACKENDS)}, got {vector_store!r}")
+        errors.append(f"'vector_store' must be one of {', '.join(BACKENDS)}, got {_shown_value(vector_store)}")
     if errors:
         return None, errors
     golden = body.get("golden")
     return {"golden": golden.strip() if isinstance(golden, str) else None, "documents": body["documents"].strip(),
             "space": space, "optimizer": optimizer, "max_evals": max_evals, "seed": seed, "objective": objective,
             "vector_store": vector_store}, []
+
+
+def _shown_value(value: Any) -> str:
+    """``repr(value)``, cut to 60 characters (an integer written out in full)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def golden_instance_id(blob_name: str, sha256: str) -> str:
@@ -232,8 +275,8 @@ class StoredExperiment:
             ``{"objective", "n_valid", "max_evals"}``.
 
         Raises:
-            GoldenError / ConfigError / StoreError: the golden file, the space or the settings
-                are unusable.
+            GoldenError / ConfigError / StoreError: the golden file, the documents (missing or
+                empty), the objective, the space or the settings are unusable.
         """
         from core.evaluation.single import EXTRACTIVE
         from core.golden import read_golden
@@ -244,7 +287,16 @@ class StoredExperiment:
         if self.exists():
             study = self.study()
         else:
+            from core.documents import list_document_ids
+            from core.evaluation.single import check_objective
+            from core.inputs import shown_address
+
+            if request.get("objective"):
+                check_objective(request["objective"])
             golden = read_golden(request["golden"])
+            if not list_document_ids(request["documents"]):
+                raise ConfigError(f"{shown_address(request['documents'])} holds no documents to load "
+                                  "(missing, empty, or no supported file types)")
             objective = request.get("objective") or (
                 DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE)
             overrides = {k: tuple(v) for k, v in (request.get("space") or {}).items()}
@@ -299,10 +351,13 @@ class StoredExperiment:
             ``score`` is the objective's mean; ``stored`` says the result was already there.
 
         Raises:
+            ConfigError: the experiment is not stored (checked before anything runs).
             StoreError: the store cannot be read or written (the message is retried).
         """
         from core.errors import StoreError
 
+        if not self.files.exists(f"{self.prefix}/request.json"):
+            raise ConfigError(f"no experiment {self.experiment_id!r} is stored: nothing evaluated")
         name = f"results/{message['key']}.json"
         if self.files.exists(f"{self.prefix}/{name}"):
             return {**self._outcome(self._read(name), message["configuration"]), "stored": True}

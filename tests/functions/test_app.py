@@ -34,7 +34,7 @@ EXPECTED_INDEX = {
     "latest_run": ("httpTrigger", "runs/latest", "function"),
     "get_run": ("httpTrigger", "runs/{run_id}", "function"),
     "get_run_golden": ("httpTrigger", "runs/{run_id}/golden", "function"),
-    "get_golden_check": ("httpTrigger", "golden-checks/{name}", "function"),
+    "get_golden_check": ("httpTrigger", "golden-checks/{*name}", "function"),
     "start_experiment": ("httpTrigger", "experiments", "function"),
     "experiment_orchestrator": ("orchestrationTrigger", None, None),
     "prepare_experiment": ("activityTrigger", None, None),
@@ -165,3 +165,20 @@ def test_a_bad_golden_trigger_source_names_the_setting():
     env = {**os.environ, "RAGTUNE_GOLDEN_TRIGGER_SOURCE": "Polling"}
     out = subprocess.run([sys.executable, "-c", "import function_app"], capture_output=True, text=True, cwd=ROOT, env=env)
     assert out.returncode != 0 and "RAGTUNE_GOLDEN_TRIGGER_SOURCE must be EventGrid or LogsAndContainerScan" in out.stderr
+
+
+def test_the_deployment_installs_every_runtime_dependency():
+    """requirements.txt (what the Functions deployment installs) names every dependency of the
+    package (pyproject's [project] dependencies; the `local` extra stays out)."""
+    import re
+    import tomllib
+
+    def names(lines):
+        return {re.split(r"[<>=!~\[ ;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-") for line in lines
+                if line.strip() and not line.lstrip().startswith("#")}
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deployed = names((ROOT / "requirements.txt").read_text().splitlines())
+    assert sorted(names(project["dependencies"]) - deployed) == []
+    assert "milvus-lite" in deployed  # pymilvus 3 no longer pulls it in, and Milvus Lite is the default store
+    assert not {"torch", "sentence-transformers"} & deployed

@@ -156,8 +156,10 @@ def test_gam_experiment_through_the_queue(app_functions, azurite, azure_env, squ
     monkeypatch.setattr(single, "run_single_evaluation", fake_evaluation)
     monkeypatch.setattr(single.Corpus, "load", classmethod(lambda cls, d: cls(str(d), [])))
     _upload(azure_env["service"], azure_env["inputs"], "golden.jsonl", (squad_dir / "golden.jsonl").read_bytes())
+    _upload(azure_env["service"], azure_env["inputs"], "docs/a.txt", b"Only listed: the evaluation is replaced.")
     host = Host(app_functions, azurite, azure_env["queue"])
-    request = host.start({"golden": f"{azure_env['inputs_address']}/golden.jsonl", "documents": "unused",
+    request = host.start({"golden": f"{azure_env['inputs_address']}/golden.jsonl",
+                          "documents": f"{azure_env['inputs_address']}/docs",
                           "optimizer": "gam", "max_evals": 6, "seed": 1, "objective": "mrr",
                           "space": {"chunking_method": ["recursive"], "chunk_size": [128, 256], "chunk_overlap": [0],
                                     "search_mode": ["vector", "hybrid"], "ranker_strategy": ["rrf"],

@@ -139,13 +139,14 @@ def _start(app_functions, body: bytes):
 def test_starter_starts_the_orchestrator(app_functions, clean_env):
     clean_env.setenv("RAGTUNE_ROUND_TIMEOUT_S", "90")
     resp, client = _start(app_functions, json.dumps(
-        {"golden": "/data/g.jsonl", "documents": "/data/docs", "space": {"chunk_size": [128, 256]}, "seed": 3}).encode())
+        {"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs", "space": {"chunk_size": [128, 256]},
+         "seed": 3}).encode())
     assert resp.status_code == 202
     ((name, instance_id, payload),) = client.started
     assert name == "experiment_orchestrator" and instance_id == payload["experiment_id"]
     assert json.loads(resp.get_body()) == {"id": instance_id}
-    assert payload == {"experiment_id": instance_id, "round_timeout_s": 90, "golden": "/data/g.jsonl",
-                       "documents": "/data/docs", "space": {"chunk_size": [128, 256]}, "optimizer": "gam",
+    assert payload == {"experiment_id": instance_id, "round_timeout_s": 90, "golden": "s3://bucket/g.jsonl",
+                       "documents": "s3://bucket/docs", "space": {"chunk_size": [128, 256]}, "optimizer": "gam",
                        "max_evals": 12, "seed": 3, "objective": None, "vector_store": None}
 
 
@@ -153,9 +154,10 @@ def test_starter_starts_the_orchestrator(app_functions, clean_env):
     (b"not json", "not valid JSON"),
     (b"[1]", "must be a JSON object"),
     (b"{}", "'golden' is required"),
+    (b'{"golden": "/etc/passwd", "documents": "s3://b/d"}', "local paths are not accepted here"),
     (b'{"golden": "g", "documents": "d", "optimizer": "tpe"}', "'optimizer' must be 'gam' or 'random'"),
     (b'{"golden": "g", "documents": "d", "max_evals": 0}', "'max_evals' must be an integer"),
-    (b'{"golden": "g", "documents": "d", "seed": -1}', "'seed' must be a non-negative integer"),
+    (b'{"golden": "g", "documents": "d", "seed": -1}', "'seed' must be an integer from 0"),
     (b'{"golden": "g", "documents": "d", "space": {"chunk_sise": [1]}}', "unknown parameter 'chunk_sise'"),
     (b'{"golden": "g", "documents": "d", "space": {"chunk_size": []}}', "non-empty list"),
     (b'{"golden": "g", "documents": "d", "extra": 1}', "unknown field 'extra'"),
@@ -238,7 +240,7 @@ def test_queue_driven_experiment_over_a_real_study(queued_experiment, northwind_
     import asyncio
 
     fn, calls = queued_experiment["fn"], queued_experiment["calls"]
-    request = {**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "optimizer": "random", "max_evals": 4,
+    request = {**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "documents": str(northwind_dir / "docs"), "optimizer": "random", "max_evals": 4,
                "space": NARROW, "vector_store": None}
     prepared = fn["prepare_experiment"](request)
     assert prepared == {"objective": "mrr", "n_valid": 4, "max_evals": 4}
@@ -274,7 +276,7 @@ def test_a_redelivered_message_is_not_evaluated_twice(queued_experiment, northwi
     import asyncio
 
     fn, calls = queued_experiment["fn"], queued_experiment["calls"]
-    request = {**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "optimizer": "random", "max_evals": 1,
+    request = {**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "documents": str(northwind_dir / "docs"), "optimizer": "random", "max_evals": 1,
                "space": {**NARROW, "chunk_size": [256], "number_of_chunks": [5]}, "vector_store": None}
     fn["prepare_experiment"](request)
     ref = {"experiment_id": REQUEST["experiment_id"]}
@@ -298,7 +300,7 @@ def test_the_poison_queue_raises_a_failure_event(queued_experiment, northwind_di
     import asyncio
 
     fn = queued_experiment["fn"]
-    fn["prepare_experiment"]({**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "optimizer": "random",
+    fn["prepare_experiment"]({**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "documents": str(northwind_dir / "docs"), "optimizer": "random",
                               "max_evals": 1, "space": {**NARROW, "number_of_chunks": [5]}, "vector_store": None})
     ref = {"experiment_id": REQUEST["experiment_id"]}
     (configuration,) = fn["ask_configurations"](ref)["configurations"]
@@ -340,7 +342,10 @@ def test_messages_stay_small_for_a_large_golden_file(queued_experiment, tmp_path
                                           "expected": [f"doc-{i % 50}.md"], "reference": "x " * 200}) + "\n"
                               for i in range(1000)))
     fn = queued_experiment["fn"]
-    fn["prepare_experiment"]({**REQUEST, "golden": str(golden), "optimizer": "random", "max_evals": 2,
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "handbook.md").write_text("The handbook.")
+    fn["prepare_experiment"]({**REQUEST, "golden": str(golden), "documents": str(tmp_path / "docs"),
+                              "optimizer": "random", "max_evals": 2,
                               "space": NARROW, "objective": "mrr", "vector_store": None})
     settings = Settings.from_env()
     experiment = StoredExperiment(settings.report_store().files, REQUEST["experiment_id"])

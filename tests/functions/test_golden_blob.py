@@ -150,3 +150,24 @@ def test_invalid_golden_files_and_specs_start_nothing(azurite, blob_endpoint, ne
     assert spec_check["kind"] == "experiment_spec" and spec_check["ok"] is False
     assert "must not name 'golden'" in spec_check["errors"][0]
     assert client.started == []
+
+
+def test_odd_blob_names_give_readable_golden_addresses(azurite, blob_endpoint, new_container, clean_env, tmp_path,
+                                                       app_functions):
+    """'?', '#', '%', spaces and non-ASCII letters in a blob name are percent-encoded in the
+    golden address the experiment gets, which reads back the same bytes."""
+    from core.golden import read_golden
+
+    service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
+    client = RecordingClient()
+    check = _check(app_functions, client)
+    for folder in ("s1", "s2", "s3", "s4"):
+        service.get_blob_client(container, f"{folder}/experiment.json").upload_blob(SPEC)
+    names = ["s1/what?.jsonl", "s2/a#b.jsonl", "s3/50%20off.jsonl", "s4/Ünïcode golden.jsonl"]
+    for name in names:
+        check(_uploaded_stream(service, container, name, VALID))
+    assert len(client.started) == 4
+    for name, (_, _, payload) in zip(names, client.started):
+        assert "?" not in payload["golden"] and "#" not in payload["golden"]
+        golden = read_golden(payload["golden"], connection_string=azurite)
+        assert golden.sha256 == hashlib.sha256(VALID).hexdigest(), name

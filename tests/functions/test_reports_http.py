@@ -33,6 +33,8 @@ def store(request, clean_env, tmp_path):
                                 "golden": {"sha256": SHA if run_id == NEW else "cd" * 32}})
     store.save_golden(SHA, GOLDEN)
     store.files.write_bytes("golden_checks/g.jsonl.json", json.dumps({"ok": True, "errors": []}).encode())
+    for name in ("hr/golden.jsonl", "my golden ü.jsonl"):
+        store.files.write_bytes(f"golden_checks/{name}.json", json.dumps({"ok": False, "blob": name}).encode())
     return store
 
 
@@ -53,6 +55,8 @@ def test_list_runs_newest_first_with_paging(store, app_functions):
     for bad in ({"limit": "0"}, {"limit": "x"}, {"offset": "-1"}, {"limit": "501"}):
         resp = _get(app_functions, "list_runs", "/api/runs", params=bad)
         assert resp.status_code == 400 and "must be an integer" in _body(resp)["error"]
+    for bad in ({"limit": "²"}, {"offset": "9" * 40}):
+        assert _get(app_functions, "list_runs", "/api/runs", params=bad).status_code == 400
 
 
 def test_latest_and_by_id(store, app_functions):
@@ -64,10 +68,17 @@ def test_latest_and_by_id(store, app_functions):
 
 @pytest.mark.parametrize("bad", ["..", "../x", "a/b", "a%2Fb", "a b", "", "x\\y", "é"])
 def test_bad_ids_are_refused_before_the_store_is_read(store, app_functions, bad):
-    for name, key in (("get_run", "run_id"), ("get_run_golden", "run_id"), ("get_golden_check", "name")):
+    for name, key in (("get_run", "run_id"), ("get_run_golden", "run_id")):
         resp = _get(app_functions, name, "/api/x", {key: bad})
         assert resp.status_code == 400, (name, bad)
         assert "Traceback" not in resp.get_body().decode()
+
+
+@pytest.mark.parametrize("bad", ["..", "../x", "a/../b", "a//b", "./a", "a/", "", "x\\y", "a\x00b", "a\nb", "x" * 1025])
+def test_bad_golden_check_names_are_refused(store, app_functions, bad):
+    resp = _get(app_functions, "get_golden_check", "/api/x", {"name": bad})
+    assert resp.status_code == 400, bad
+    assert "Traceback" not in resp.get_body().decode()
 
 
 def test_run_golden(store, app_functions):
@@ -84,6 +95,11 @@ def test_golden_checks(store, app_functions):
         "ok": True, "errors": []}
     resp = _get(app_functions, "get_golden_check", "/api/golden-checks/other.jsonl", {"name": "other.jsonl"})
     assert resp.status_code == 404
+    # Blob names with folders, spaces and non-ASCII letters, as the blob trigger stores them.
+    for name in ("hr/golden.jsonl", "my golden ü.jsonl"):
+        resp = _get(app_functions, "get_golden_check", f"/api/golden-checks/{name}", {"name": name})
+        assert resp.status_code == 200 and _body(resp) == {"ok": False, "blob": name}
+    assert _get(app_functions, "get_golden_check", "/api/x", {"name": "hr/other.jsonl"}).status_code == 404
 
 
 def test_empty_store_and_broken_report(clean_env, tmp_path, app_functions):

@@ -420,3 +420,14 @@ def test_format_check_errors_sorted_by_line():
         "golden.jsonl:9: warning: field 'evidence': w",
         "golden.jsonl: error: nothing ready to score",
     ])
+
+
+@pytest.mark.parametrize("text", ["[" * 100000, '{"question": "q", "expected": ' + "[" * 100000 + "]" * 100000 + "}\n",
+                                  '{"conversationTurns": ' + "[" * 100000 + "\n"])
+def test_json_nested_too_deeply_is_an_error_on_its_line(tmp_path, text):
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"question": "fine?", "expected": ["a.md"]}\n' + text)
+    check = check_golden(path)
+    assert not check.ok
+    (deep,) = [e for e in check.errors if e.line == 2]
+    assert "nested too deeply" in deep.message

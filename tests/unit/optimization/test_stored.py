@@ -40,13 +40,14 @@ class FakeSettings:
 def experiment(tmp_path):
     golden = tmp_path / "golden.jsonl"
     golden.write_bytes(GOLDEN)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "plan.md").write_text("The deductible is 500 dollars.")
     request, errors = parse_experiment_request({
-        "golden": f"{golden}?sig=SECRET", "documents": "https://acct.blob.core.windows.net/docs/hr?sv=1&sig=SECRET",
+        "golden": str(golden), "documents": str(tmp_path / "docs"),
         "optimizer": "random", "max_evals": 2, "objective": "mrr",
         "space": {"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0],
                   "search_mode": ["vector"], "number_of_chunks": [3, 5]}})
     assert errors == []
-    request["golden"] = str(golden)
     stored = StoredExperiment(LocalFiles(tmp_path / "reports"), "exp-1")
     assert stored.prepare(request, FakeSettings(tmp_path / "out")) == {"objective": "mrr", "n_valid": 2, "max_evals": 2}
     return stored
@@ -88,6 +89,10 @@ def test_a_changed_golden_file_fails_the_evaluation_and_is_stored(experiment, tm
 
 
 def test_tell_is_idempotent_and_the_report_hides_query_strings(experiment):
+    # A request read from an older state, with a SAS on the documents' address.
+    request = experiment.request()
+    request["documents"] = "https://acct.blob.core.windows.net/docs/hr?sv=1&sig=SECRET"
+    experiment.files.write_bytes("experiments/exp-1/request.json", json.dumps(request).encode())
     (first,) = experiment.ask()
     assert experiment.ask() == [first]  # pending comes back first
     outcome = {**failed_outcome(first, ""), "score": 0.25, "error": None}
@@ -112,3 +117,49 @@ def test_request_validation_lists_every_problem():
     assert len(errors) == 4  # golden missing, documents empty, max_evals a bool, vector_store unknown
     request, errors = parse_experiment_request({"documents": "d"}, golden_required=False)
     assert errors == [] and request["golden"] is None and request["max_evals"] == 12
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"golden": "/etc/passwd", "documents": "s3://b/docs"}, "'golden' must be an s3:// or Blob storage URL"),
+    ({"golden": "s3://b/g.jsonl", "documents": "file:///srv"}, "'documents' must be an s3:// or Blob storage URL"),
+    ({"golden": "https://a.blob.core.windows.net/c/g.jsonl?sv=1&sig=S", "documents": "s3://b/d"},
+     "must not carry a query string"),
+    ({"golden": "s3://b/g\x00.jsonl", "documents": "s3://b/d"}, "without control characters"),
+    ({"golden": "s3://b/" + "g" * 3000, "documents": "s3://b/d"}, "at most 2048 characters"),
+    ({"golden": "s3://b/g", "documents": "s3://b/d", "space": {"system_message_text": ["x" * 40000]}},
+     "at most 32768 are accepted"),
+    ({"golden": "s3://b/g", "documents": "s3://b/d", "objective": "mrr@5"}, "unknown objective metric 'mrr@5'"),
+    ({"golden": "s3://b/g", "documents": "s3://b/d", "seed": 2**70}, "'seed' must be an integer from 0 to 4294967295"),
+    ({"golden": "s3://b/g", "documents": "s3://b/d", "space": []}, "'space' must be an object"),
+])
+def test_requests_from_the_network(body, message):
+    request, errors = parse_experiment_request(body, remote_only=True)
+    assert request is None and any(message in e for e in errors), errors
+
+
+def test_remote_requests_that_pass():
+    request, errors = parse_experiment_request(
+        {"golden": "http://127.0.0.1:10000/devstoreaccount1/golden/g.jsonl", "documents": "s3://bucket/docs",
+         "objective": "judge.correctness", "space": None}, remote_only=True)
+    assert errors == [] and request["space"] == {} and request["objective"] == "judge.correctness"
+
+
+def test_unknown_experiments_are_not_evaluated(tmp_path):
+    stored = StoredExperiment(LocalFiles(tmp_path), "missing")
+    with pytest.raises(ConfigError, match="no experiment 'missing' is stored"):
+        stored.evaluate({"key": "k", "configuration": {}}, FakeSettings(tmp_path))
+    assert list(tmp_path.rglob("*.json")) == []
+
+
+def test_prepare_refuses_empty_documents_and_unknown_objectives(tmp_path):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_bytes(GOLDEN)
+    (tmp_path / "empty").mkdir()
+    stored = StoredExperiment(LocalFiles(tmp_path / "reports"), "exp-2")
+    base = {"golden": str(golden), "documents": str(tmp_path / "empty"), "optimizer": "random", "max_evals": 2,
+            "seed": 0, "objective": None, "space": {}, "vector_store": None}
+    with pytest.raises(ConfigError, match="holds no documents"):
+        stored.prepare(base, FakeSettings(tmp_path / "out"))
+    with pytest.raises(ConfigError, match="unknown objective metric 'ndcg@7'; did you mean 'ndcg@"):
+        stored.prepare({**base, "objective": "ndcg@7"}, FakeSettings(tmp_path / "out"))
+    assert not stored.exists()
