@@ -11,7 +11,7 @@ from core.errors import ConfigError
 from core.optimization import GAMSampler, RandomSampler, Sampler, Trial, sampler_from_dict
 from core.optimization.trial import COMPLETE, FAILED, PENDING
 
-from .conftest import small_space
+from .conftest import small_space, tiny_space
 
 
 def additive(config) -> float:
@@ -272,3 +272,46 @@ def test_minimize_direction():
     worst = min((c for c in space.valid_configurations() if c not in {t.configuration for t in trials}), key=additive)
     got = GAMSampler(n_random_nodes=1).propose(space, trials, 1, np.random.default_rng(0), direction="minimize")
     assert additive(got[0]) == additive(worst)  # several configurations tie for the worst
+
+
+def test_uncertainty_by_hand():
+    """sqrt(sum_j 1 / (1 + n_j)) over the 6 varying parameters of the tiny space.
+
+    Rows 0, 1, 1 (a repeat counts twice) hold: recursive x3, overlap 0 x3, vector x1, hybrid
+    search x2, rrf x2, strategy null x1, ranker_k 60 x2 and null x1, alpha null x3.
+    """
+    space = tiny_space()
+    assert [space.valid_configurations()[i]["ranker_alpha"] for i in (2, 4, 5)] == [0.5, None, None]
+    got = GAMSampler._uncertainty(space, np.array([0, 1, 1]), np.array([2, 4, 5, 0]))
+    expected = [
+        (1 / 4 + 1 / 4 + 1 / 3 + 1 / 1 + 1 / 2 + 1 / 1) ** 0.5,  # recursive, 0, hybrid, weighted, k null, 0.5
+        (1 / 1 + 1 / 1 + 1 / 2 + 1 / 2 + 1 / 2 + 1 / 4) ** 0.5,  # hybrid chunker, null, vector, null, null, null
+        (1 / 1 + 1 / 1 + 1 / 3 + 1 / 3 + 1 / 3 + 1 / 4) ** 0.5,  # hybrid chunker, null, hybrid, rrf, 60, null
+        (1 / 4 + 1 / 4 + 1 / 2 + 1 / 2 + 1 / 2 + 1 / 4) ** 0.5,  # a configuration already tried
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert got[1] == pytest.approx(3.75 ** 0.5) and got[3] == pytest.approx(1.5)
+
+
+def test_exploration_bonus_decides_between_equal_predictions(monkeypatch):
+    """With every prediction equal, the least-seen configuration comes first.
+
+    Rows 0, 1, 3, 4 of the tiny space (every categorical value tried, so no covering pick);
+    the untried 2, 5, 6, 7 sum 1 / (1 + n_j) to 31/12, 31/12, 37/12 and 31/12 (by hand, as in
+    test_uncertainty_by_hand): 6 (hybrid chunker, weighted, alpha 0.5, never tried) is the
+    only maximum.
+    """
+    space = tiny_space()
+    configs = space.valid_configurations()
+    trials = told(space, [configs[i] for i in (0, 1, 3, 4)], [0.1, 0.2, 0.3, 0.4])
+    np.testing.assert_allclose(GAMSampler._uncertainty(space, np.array([0, 1, 3, 4]), np.array([2, 5, 6, 7])) ** 2,
+                               [31 / 12, 31 / 12, 37 / 12, 31 / 12], rtol=1e-12)
+    monkeypatch.setattr(GAMSampler, "_fit_tables", lambda self, *a: ({0: np.zeros(2)}, "gam", None))
+    for seed in range(5):
+        sampler = GAMSampler(n_random_nodes=1)
+        assert sampler.propose(space, trials, 1, np.random.default_rng(seed)) == [configs[6]]
+        assert sampler.last_info.model == "gam" and sampler.last_info.n_model == 1
+    greedy = GAMSampler(n_random_nodes=1)
+    greedy.EXPLORATION = 0.0  # plain greedy: the tie is broken at random
+    firsts = {greedy.propose(space, trials, 1, np.random.default_rng(seed))[0].key for seed in range(20)}
+    assert len(firsts) > 1 and firsts <= {configs[i].key for i in (2, 5, 6, 7)}
