@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.support.services import service
+from tests.support.services import delete_bucket, service
 
 from core.errors import StoreError
 from core.reports import BlobFiles, Files, LocalFiles, ReportStore, S3Files, open_files, report_store
@@ -142,13 +142,7 @@ def _s3(request) -> Backend:
     ops: list[str] = []
     client.meta.events.register("before-call.s3", lambda model, **kw: ops.append(model.name))
 
-    def cleanup() -> None:
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            for item in page.get("Contents", ()):
-                client.delete_object(Bucket=bucket, Key=item["Key"])
-        client.delete_bucket(Bucket=bucket)
-
-    request.addfinalizer(cleanup)
+    request.addfinalizer(lambda: delete_bucket(client, bucket))
 
     def make(prefix: str = "", page_size: int | None = None) -> Files:
         return S3Files(bucket, prefix, client=client, **({"list_page_size": page_size} if page_size else {}))

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.support.services import service
+from tests.support.services import delete_bucket, service
 
 from core.cli import main
 from core.documents import list_document_ids
@@ -80,13 +80,7 @@ def _s3(request, monkeypatch) -> Remote:
     bucket = _unique_name()
     client.create_bucket(Bucket=bucket)
 
-    def cleanup() -> None:
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            for item in page.get("Contents", ()):
-                client.delete_object(Bucket=bucket, Key=item["Key"])
-        client.delete_bucket(Bucket=bucket)
-
-    request.addfinalizer(cleanup)
+    request.addfinalizer(lambda: delete_bucket(client, bucket))
     return Remote(
         "s3", lambda key, data: client.put_object(Bucket=bucket, Key=key, Body=data),
         lambda key: f"s3://{bucket}/{key}", {"endpoint_url": endpoint}, {"AWS_ENDPOINT_URL": endpoint},
