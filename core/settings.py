@@ -212,6 +212,15 @@ class Settings:
         endpoint = endpoint.split("?", 1)[0].rstrip("/")
         return f"{endpoint}/{quote(container)}" + (f"/{quote(name.lstrip('/'), safe='/')}" if name else "")
 
+    def blob_endpoint(self) -> str | None:
+        """The storage account's Blob endpoint (``https://<account>.blob.core.windows.net``, or
+        ``http://127.0.0.1:10000/devstoreaccount1`` for Azurite), or None when no storage
+        connection is set. Nothing is contacted."""
+        try:
+            return self.blob_address("x").rsplit("/", 1)[0]
+        except ConfigError:
+            return None
+
     def files(self, address: str) -> Any:
         """The ``Files`` store at ``address`` (see ``core.reports.open_files``), signed in with
         this storage connection for Blob addresses. Nothing is contacted.

@@ -74,13 +74,13 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
         body = req.get_json()
     except ValueError:
         return _json({"errors": ["the body is not valid JSON"]}, 400)
-    request, errors = parse_experiment_request(body, remote_only=True)
-    if errors:
-        return _json({"errors": errors}, 400)
     try:
         settings = _settings()
     except ConfigError as exc:
         return _json({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
+    request, errors = parse_experiment_request(body, remote_only=True, blob_endpoint=settings.blob_endpoint())
+    if errors:
+        return _json({"errors": errors}, 400)
     experiment_id = new_run_id()
     payload = {"experiment_id": experiment_id, "round_timeout_s": settings.round_timeout_s, **request}
     instance_id = await client.start_new("experiment_orchestrator", experiment_id, payload)

@@ -105,7 +105,7 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     settings = Settings.from_env()
     data = blob.read()
     if posixpath.basename(name) == EXPERIMENT_SPEC:
-        result = {"blob": name, "kind": "experiment_spec", **_check_spec(data)}
+        result = {"blob": name, "kind": "experiment_spec", **_check_spec(data, settings.blob_endpoint())}
         result["ok"] = not result["errors"]
     else:
         result = _check_bytes(data, name)
@@ -117,7 +117,7 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     log("%s checked: %d errors; stored as %s", name, len(result["errors"]), key)
 
 
-def _check_spec(data: bytes) -> dict:
+def _check_spec(data: bytes, blob_endpoint: str | None) -> dict:
     """``{"errors": [...], "request": request or None}`` for an ``experiment.json``."""
     from core.optimization.stored import parse_experiment_request
 
@@ -128,7 +128,8 @@ def _check_spec(data: bytes) -> dict:
     if isinstance(body, dict) and "golden" in body:
         return {"errors": [f"{EXPERIMENT_SPEC} must not name 'golden': the golden file is the blob uploaded "
                            "beside it"], "request": None}
-    request, errors = parse_experiment_request(body, golden_required=False, remote_only=True)
+    request, errors = parse_experiment_request(body, golden_required=False, remote_only=True,
+                                               blob_endpoint=blob_endpoint)
     return {"errors": errors, "request": None if errors else request}
 
 
@@ -141,7 +142,7 @@ async def _start_experiment(name: str, check: dict, settings: Any, client: Any) 
     files = settings.files(settings.blob_address(container))
     if not files.exists(spec_key):
         return None
-    spec = _check_spec(files.read_bytes(spec_key))
+    spec = _check_spec(files.read_bytes(spec_key), settings.blob_endpoint())
     if spec["errors"]:
         logger.warning("%s beside %s is invalid: %s", spec_key, name, "; ".join(spec["errors"]))
         return {"spec": spec_key, "errors": spec["errors"], "started": False}

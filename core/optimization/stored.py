@@ -55,8 +55,8 @@ MAX_SEED = 2**32 - 1
 REMOTE_SCHEMES = ("s3://", "https://", "http://")
 
 
-def parse_experiment_request(body: Any, *, golden_required: bool = True,
-                             remote_only: bool = False) -> tuple[dict[str, Any] | None, list[str]]:
+def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_only: bool = False,
+                             blob_endpoint: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
     """Validate an experiment request (the body of ``POST /api/experiments``, or an
     ``experiment.json`` beside a golden file).
 
@@ -71,9 +71,13 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True,
     Args:
         body: the parsed JSON.
         golden_required: whether ``golden`` must be given.
-        remote_only: addresses must be ``s3://`` or Blob URLs without a query string (requests
-            from the network: a local path would read the host's own files, and a SAS token
-            would be kept in the orchestration's history and the experiment's state).
+        remote_only: addresses must be ``s3://<bucket>/...`` or URLs in the app's own Blob
+            storage (below ``blob_endpoint``), without a query string or user info (requests
+            from the network: a local path would read the host's own files; any other host
+            would be sent the app's storage credential; a SAS token or password would be kept
+            in the orchestration's history and the experiment's state).
+        blob_endpoint: the app's Blob endpoint (``Settings.blob_address("")`` without the
+            trailing container); with ``remote_only``, None refuses every http(s) address.
 
     Returns:
         ``(request, errors)``: the request with defaults filled in (None when there are
@@ -100,11 +104,10 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True,
         elif len(value) > MAX_ADDRESS_CHARS or any(ord(c) < 32 for c in value):
             errors.append(f"{name!r} must be an address of at most {MAX_ADDRESS_CHARS} characters without "
                           "control characters")
-        elif remote_only and not value.strip().lower().startswith(REMOTE_SCHEMES):
-            errors.append(f"{name!r} must be an s3:// or Blob storage URL (local paths are not accepted here)")
-        elif remote_only and ("?" in value or "#" in value):
-            errors.append(f"{name!r} must not carry a query string (a SAS token would be stored with the "
-                          "experiment): the app reads storage with its own connection or identity")
+        elif remote_only:
+            problem = _remote_problem(value.strip(), blob_endpoint)
+            if problem:
+                errors.append(f"{name!r} {problem}")
     space = body.get("space")
     if space is None:
         space = {}
@@ -142,6 +145,28 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True,
     return {"golden": golden.strip() if isinstance(golden, str) else None, "documents": body["documents"].strip(),
             "space": space, "optimizer": optimizer, "max_evals": max_evals, "seed": seed, "objective": objective,
             "vector_store": vector_store}, []
+
+
+def _remote_problem(address: str, blob_endpoint: str | None) -> str | None:
+    """Why ``address`` may not come from the network, or None (see ``remote_only``)."""
+    from urllib.parse import urlsplit
+
+    lowered = address.lower()
+    if not lowered.startswith(REMOTE_SCHEMES):
+        return "must be an s3:// or Blob storage URL (local paths are not accepted here)"
+    if "?" in address or "#" in address:
+        return ("must not carry a query string (a SAS token would be stored with the experiment): the app "
+                "reads storage with its own connection or identity")
+    parts = urlsplit(address)
+    if "@" in parts.netloc:
+        return "must not carry a user name or password"
+    if lowered.startswith("s3://"):
+        return None if parts.netloc and parts.path.strip("/") else "must name a bucket and a key: s3://<bucket>/<key>"
+    endpoint = (blob_endpoint or "").rstrip("/").lower()
+    if not endpoint or not lowered.startswith(endpoint + "/") or not address[len(endpoint) + 1:].strip("/"):
+        where = f"below {blob_endpoint.rstrip('/')}/" if blob_endpoint else "(no Blob storage is configured)"
+        return f"must be a URL in the app's own Blob storage {where}: the app's credential goes to no other host"
+    return None
 
 
 def _shown_value(value: Any) -> str:

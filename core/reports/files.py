@@ -133,7 +133,11 @@ def _clean_prefix(prefix: str) -> str:
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_BLOB_HOST = re.compile(r"^([a-z0-9]{3,24})\.blob\.", re.IGNORECASE)
+#: An Azure Storage account's Blob host in the public and sovereign clouds (anchored: a host
+#: that merely contains ".blob." is not one, and never receives a credential).
+_BLOB_HOST = re.compile(
+    r"^([a-z0-9]{3,24})\.blob\.core\.(?:windows\.net|chinacloudapi\.cn|usgovcloudapi\.net|cloudapi\.de)$",
+    re.IGNORECASE)
 _HOW = "use a folder path, s3://<bucket>/<prefix> or https://<account>.blob.core.windows.net/<container>/<prefix>"
 
 

@@ -71,8 +71,7 @@ def test_blob_trigger_falls_back_to_azure_web_jobs_storage(azurite, clean_env, t
     assert stored["ok"] is True and stored["path"] == "g.jsonl"
 
 
-SPEC = json.dumps({"documents": "https://example.blob.core.windows.net/documents/hr", "max_evals": 4,
-                   "optimizer": "random", "seed": 2}).encode()
+SPEC = json.dumps({"documents": "s3://documents/hr", "max_evals": 4, "optimizer": "random", "seed": 2}).encode()
 
 
 def _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path):
@@ -108,7 +107,7 @@ def test_a_valid_golden_file_with_a_spec_starts_one_experiment(azurite, blob_end
     assert (name, instance_id) == ("experiment_orchestrator", expected_id)
     assert payload == {"experiment_id": expected_id, "round_timeout_s": 120,
                        "golden": f"{blob_endpoint}/{container}/hr/golden.jsonl",
-                       "documents": "https://example.blob.core.windows.net/documents/hr", "space": {},
+                       "documents": "s3://documents/hr", "space": {},
                        "optimizer": "random", "max_evals": 4, "seed": 2, "objective": None, "vector_store": None}
     assert _stored_check(tmp_path, "hr/golden.jsonl")["experiment"] == {
         "spec": "hr/experiment.json", "instance_id": expected_id, "started": True, "reason": None}

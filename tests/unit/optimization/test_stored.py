@@ -133,15 +133,44 @@ def test_request_validation_lists_every_problem():
     ({"golden": "s3://b/g", "documents": "s3://b/d", "space": []}, "'space' must be an object"),
 ])
 def test_requests_from_the_network(body, message):
-    request, errors = parse_experiment_request(body, remote_only=True)
+    request, errors = parse_experiment_request(body, remote_only=True, blob_endpoint=OWN)
     assert request is None and any(message in e for e in errors), errors
+
+
+OWN = "https://ragtunedata.blob.core.windows.net"
+
+
+@pytest.mark.parametrize("address", [
+    "https://attacker.blob.evil.example/c/golden.jsonl",       # ".blob." in another domain
+    "https://other.blob.core.windows.net/c/golden.jsonl",      # another storage account
+    "https://ragtunedata.blob.core.windows.net.evil.example/c/g.jsonl",
+    "http://ragtunedata.blob.core.windows.net/c/g.jsonl",      # not the endpoint's scheme
+    "https://ragtunedata.blob.core.windows.net/",              # no container or key
+    "https://user:pass@ragtunedata.blob.core.windows.net/c/g.jsonl",
+    "s3://AKIA:secret@bucket/g.jsonl",
+    "s3://bucket",
+])
+def test_network_requests_reach_only_the_apps_own_storage(address):
+    request, errors = parse_experiment_request({"golden": address, "documents": "s3://b/docs"}, remote_only=True,
+                                               blob_endpoint=OWN)
+    assert request is None and len(errors) == 1 and errors[0].startswith("'golden' must")
+
+
+def test_without_blob_storage_only_s3_is_accepted():
+    request, errors = parse_experiment_request({"golden": f"{OWN}/c/g.jsonl", "documents": "s3://b/docs"},
+                                               remote_only=True, blob_endpoint=None)
+    assert request is None and "no Blob storage is configured" in errors[0]
 
 
 def test_remote_requests_that_pass():
     request, errors = parse_experiment_request(
         {"golden": "http://127.0.0.1:10000/devstoreaccount1/golden/g.jsonl", "documents": "s3://bucket/docs",
-         "objective": "judge.correctness", "space": None}, remote_only=True)
+         "objective": "judge.correctness", "space": None}, remote_only=True,
+        blob_endpoint="http://127.0.0.1:10000/devstoreaccount1")
     assert errors == [] and request["space"] == {} and request["objective"] == "judge.correctness"
+    request, errors = parse_experiment_request({"golden": f"{OWN}/golden/hr/g.jsonl", "documents": f"{OWN}/docs/hr"},
+                                               remote_only=True, blob_endpoint=OWN)
+    assert errors == []
 
 
 def test_unknown_experiments_are_not_evaluated(tmp_path):

@@ -153,3 +153,20 @@ def test_report_store_takes_an_address_or_a_files_store(tmp_path):
     assert isinstance(report_store("s3://b/p", endpoint_url="http://127.0.0.1:1").files, S3Files)
     with pytest.raises(ConfigError):
         report_store("gs://b")
+
+
+@pytest.mark.parametrize("address", ["https://attacker.blob.evil.example/c/p", "https://acct.blob.core.windows.net.evil.example/c/p",
+                                     "https://acct.blob.example.com/c/p"])
+def test_only_azure_blob_hosts_are_virtual_host_blob_addresses(address):
+    """A host that merely contains '.blob.' is no storage account: without a connection string
+    it is refused, so no credential is ever sent to it."""
+    with pytest.raises(ConfigError, match="needs a connection string"):
+        open_files(address)
+
+
+@pytest.mark.parametrize("host", ["acct.blob.core.windows.net", "acct.blob.core.chinacloudapi.cn",
+                                  "acct.blob.core.usgovcloudapi.net"])
+def test_azure_blob_hosts_in_each_cloud(host):
+    from core.reports.blob import BlobFiles
+
+    assert isinstance(open_files(f"https://{host}/container/prefix", credential=object()), BlobFiles)
