@@ -201,6 +201,8 @@ def run_experiment(
     objective = options.objective or (
         DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE
     )
+    if objective.startswith("judge.") and judge is None:
+        raise ConfigError(f"the objective {objective} needs a judge model (--judge MODEL, or RAGTUNE_JUDGE_MODEL)")
     sampler = _sampler(options)
     default_store = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
     space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)])
@@ -220,9 +222,29 @@ def run_experiment(
                                 judge=judge)
 
     preselection = None
+    previous: dict[str, Any] = {}
+    inputs = {"golden_sha256": golden.sha256, "corpus_fingerprint": corpus.fingerprint}
     if options.experiment_id:
+        stored_inputs = json.loads(files.read_bytes(f"{prefix}/inputs.json")) if files.exists(f"{prefix}/inputs.json") \
+            else {}
+        changed = [f"{name} ({what})" for name, what in (("golden_sha256", "the golden file"),
+                                                          ("corpus_fingerprint", "the documents"))
+                   if stored_inputs.get(name) not in (None, inputs[name])]
+        if changed:
+            raise ConfigError(f"experiment {experiment_id} was run on other data: {', '.join(changed)} differ; "
+                              "resume it with the same --docs and --golden, or start a new experiment")
+        # The stored experiment's optimizer settings win over the command line's.
+        for name in ("optimizer", "n_random_nodes", "evals_per_trial"):
+            if name in stored_inputs and stored_inputs[name] != getattr(options, name):
+                status("warning", f"resuming with the experiment's {name} = {stored_inputs[name]!r}, "
+                                  f"not {getattr(options, name)!r}", "resume")
+                setattr(options, name, stored_inputs[name])
+        sampler = _sampler(options)
         study = Study.from_json(files.read_bytes(f"{prefix}/study.json").decode("utf-8"), sampler=sampler)
         space = study.space
+        objective = study.objective_metric
+        if files.exists(f"{prefix}/report.json"):
+            previous = json.loads(files.read_bytes(f"{prefix}/report.json"))
         status("info", f"resuming experiment {experiment_id}: {len(study.trials)} trials so far", "resume")
     else:
         preselection = preselect_models(
@@ -236,8 +258,11 @@ def run_experiment(
             status("info", f"model pre-selection kept {preselection['embedding_models']} and "
                            f"{preselection['foundation_models']}", "preselection")
         study = Study(space, sampler, objective, options.seed, max_evals=options.max_evals)
-    status("info", f"{space.n_valid} valid configurations; evaluating up to {study.max_evals} with {options.optimizer}",
-           "space")
+        files.write_bytes(f"{prefix}/inputs.json", json.dumps({
+            **inputs, "optimizer": options.optimizer, "n_random_nodes": options.n_random_nodes,
+            "evals_per_trial": options.evals_per_trial, "seed": options.seed, "objective": objective}).encode("utf-8"))
+    status("info", f"experiment {experiment_id}: {space.n_valid} valid configurations; evaluating up to "
+                   f"{study.max_evals} with {options.optimizer}", "space")
 
     results: dict[str, dict[str, Any]] = {}
     for key_file in files.list(f"{prefix}/results"):
@@ -275,20 +300,22 @@ def run_experiment(
 
     board = leaderboard(study, results)
     best = study.best_trial
+    prev_counts = previous.get("counts") or {}
+    prev_timings = previous.get("timings_s") or {}
     evaluated = [r for r in results.values() if r["key"] in {t.configuration.key for t in study.trials}]
     report = {
         "schema_version": EXPERIMENT_SCHEMA_VERSION,
         "kind": "experiment",
         "experiment_id": experiment_id,
-        "started_at": started.isoformat(timespec="seconds"),
+        "started_at": previous.get("started_at") or started.isoformat(timespec="seconds"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "format": getattr(golden, "format", "ragtune"),
                    "n_questions": len(golden.questions), "warnings": [w.to_dict() for w in warnings]},
         "corpus": {"path": shown_address(docs_dir), "n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
                    "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in corpus.skipped]},
         "space": {"n_valid": space.n_valid, "parameters": space.to_dict()},
-        "preselection": preselection,
-        "optimizer": {"name": options.optimizer, "seed": options.seed, "max_evals": study.max_evals,
+        "preselection": preselection if not options.experiment_id else previous.get("preselection"),
+        "optimizer": {"name": options.optimizer, "seed": study.seed, "max_evals": study.max_evals,
                       "n_random_nodes": options.n_random_nodes, "evals_per_trial": options.evals_per_trial},
         "objective": objective,
         "vector_store": backend_name(store_config),
@@ -297,13 +324,16 @@ def run_experiment(
                                            "configuration": dict(best.configuration)},
         "counts": {
             "evaluations": len(evaluated),
-            "failed": sum(1 for r in evaluated if r["status"] != "ok"),
+            # Failed trials: a failed evaluation, or one that did not compute the objective.
+            "failed": sum(1 for t in study.trials if t.status == "failed" and not t.warm_start),
             "stored": sum(1 for r in evaluated if r.get("stored")),
-            "collections_built": context.collections_built,
-            "texts_embedded": sum(m.n_embedded for m in context._cached_models.values()),
+            # Costs add up over the runs of a resumed experiment.
+            "collections_built": context.collections_built + prev_counts.get("collections_built", 0),
+            "texts_embedded": sum(m.n_embedded for m in context._cached_models.values())
+            + prev_counts.get("texts_embedded", 0),
         },
         "study": study.to_dict(),
-        "timings_s": {"total_s": round(time.perf_counter() - t_start, 3)},
+        "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3)},
         "versions": package_versions(),
     }
     files.write_bytes(f"{prefix}/report.json", json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8"))

@@ -318,6 +318,8 @@ class StoredExperiment:
 
             if request.get("objective"):
                 check_objective(request["objective"])
+            if (request.get("objective") or "").startswith("judge.") and settings.judge_model() is None:
+                raise ConfigError(f"the objective {request['objective']} needs a judge model: set RAGTUNE_JUDGE_MODEL")
             golden = read_golden(request["golden"])
             if not list_document_ids(request["documents"]):
                 raise ConfigError(f"{shown_address(request['documents'])} holds no documents to load "

@@ -85,3 +85,40 @@ def test_the_space_can_compare_vector_stores(squad_dir, golden, tmp_path):
     for k in (3, 5):
         assert by[("pgvector", k)] == pytest.approx(by[("milvus-lite", k)], abs=0.01)
     get_vector_store(model, pg, bindings["pgvector"]["collection"]).delete_collection()
+
+
+def test_resume_keeps_its_data_settings_and_costs(squad_dir, golden, tmp_path):
+    """A resumed experiment refuses other data, keeps its optimizer, and its costs add up."""
+    import dataclasses
+
+    from core.errors import ConfigError
+
+    model = LocalEmbeddingModel()
+    options = ExperimentOptions(optimizer="random", max_evals=2, seed=4, show_progress=False,
+                                overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
+                                           "search_mode": ("vector",), "number_of_chunks": (3, 5)})
+    first = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=options)
+    assert first["counts"]["collections_built"] == 1 and first["counts"]["texts_embedded"] > 0
+    other = tmp_path / "other.jsonl"
+    other.write_text(golden.read_text(encoding="utf-8").split("\n", 1)[1], encoding="utf-8")  # one question less
+    resume = dataclasses.replace(options, experiment_id=first["experiment_id"], optimizer="gam", seed=99)
+    with pytest.raises(ConfigError, match="was run on other data: golden_sha256"):
+        run_experiment(squad_dir / "docs", other, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                       options=dataclasses.replace(resume))
+    again = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=dataclasses.replace(resume))
+    assert again["optimizer"]["name"] == "random" and again["optimizer"]["seed"] == 4
+    assert again["started_at"] == first["started_at"]
+    # Nothing new was built or embedded: the costs are the first run's.
+    assert again["counts"]["collections_built"] == first["counts"]["collections_built"]
+    assert again["counts"]["texts_embedded"] == first["counts"]["texts_embedded"]
+
+
+def test_a_judge_objective_needs_a_judge(squad_dir, golden, tmp_path):
+    from core.errors import ConfigError
+
+    options = ExperimentOptions(max_evals=1, objective="judge.correctness", show_progress=False)
+    with pytest.raises(ConfigError, match="needs a judge model"):
+        run_experiment(squad_dir / "docs", golden, out_dir=tmp_path,
+                       embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()}, options=options)

@@ -35,6 +35,9 @@ class FakeSettings:
     def chat_model(self):
         return None
 
+    def judge_model(self):
+        return None
+
 
 @pytest.fixture
 def experiment(tmp_path):
@@ -189,6 +192,9 @@ def test_prepare_refuses_empty_documents_and_unknown_objectives(tmp_path):
             "seed": 0, "objective": None, "space": {}, "vector_store": None}
     with pytest.raises(ConfigError, match="holds no documents"):
         stored.prepare(base, FakeSettings(tmp_path / "out"))
+    with pytest.raises(ConfigError, match="needs a judge model"):
+        stored.prepare({**base, "documents": str(tmp_path), "objective": "judge.correctness"},
+                       FakeSettings(tmp_path / "out"))
     with pytest.raises(ConfigError, match="unknown objective metric 'ndcg@7'; did you mean 'ndcg@"):
         stored.prepare({**base, "objective": "ndcg@7"}, FakeSettings(tmp_path / "out"))
     assert not stored.exists()
