@@ -67,7 +67,7 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     """``POST /api/experiments``: start an experiment; 202 with the status URLs, 400 with every
     problem of the body, 500 when the settings are invalid."""
     from core.errors import ConfigError
-    from core.optimization.stored import parse_experiment_request
+    from core.optimization.stored import check_request_space, parse_experiment_request
     from core.reports import new_run_id
 
     try:
@@ -79,6 +79,8 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     except ConfigError as exc:
         return _json({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
     request, errors = parse_experiment_request(body, remote_only=True, blob_endpoint=settings.blob_endpoint())
+    if not errors:
+        errors = check_request_space(request, settings)
     if errors:
         return _json({"errors": errors}, 400)
     experiment_id = new_run_id()

@@ -105,7 +105,7 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     settings = Settings.from_env()
     data = blob.read()
     if posixpath.basename(name) == EXPERIMENT_SPEC:
-        result = {"blob": name, "kind": "experiment_spec", **_check_spec(data, settings.blob_endpoint())}
+        result = {"blob": name, "kind": "experiment_spec", **_check_spec(data, settings)}
         result["ok"] = not result["errors"]
     else:
         result = _check_bytes(data, name)
@@ -117,9 +117,9 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     log("%s checked: %d errors; stored as %s", name, len(result["errors"]), key)
 
 
-def _check_spec(data: bytes, blob_endpoint: str | None) -> dict:
+def _check_spec(data: bytes, settings: Any) -> dict:
     """``{"errors": [...], "request": request or None}`` for an ``experiment.json``."""
-    from core.optimization.stored import parse_experiment_request
+    from core.optimization.stored import check_request_space, parse_experiment_request
 
     try:
         body = json.loads(data)
@@ -129,7 +129,9 @@ def _check_spec(data: bytes, blob_endpoint: str | None) -> dict:
         return {"errors": [f"{EXPERIMENT_SPEC} must not name 'golden': the golden file is the blob uploaded "
                            "beside it"], "request": None}
     request, errors = parse_experiment_request(body, golden_required=False, remote_only=True,
-                                               blob_endpoint=blob_endpoint)
+                                               blob_endpoint=settings.blob_endpoint())
+    if not errors:
+        errors = check_request_space(request, settings)
     return {"errors": errors, "request": None if errors else request}
 
 
@@ -142,7 +144,7 @@ async def _start_experiment(name: str, check: dict, settings: Any, client: Any) 
     files = settings.files(settings.blob_address(container))
     if not files.exists(spec_key):
         return None
-    spec = _check_spec(files.read_bytes(spec_key), settings.blob_endpoint())
+    spec = _check_spec(files.read_bytes(spec_key), settings)
     if spec["errors"]:
         logger.warning("%s beside %s is invalid: %s", spec_key, name, "; ".join(spec["errors"]))
         return {"spec": spec_key, "errors": spec["errors"], "started": False}

@@ -44,6 +44,8 @@ class ExperimentOptions:
         evals_per_trial: configurations evaluated per GAM round.
         space_file: a JSON or YAML file narrowing or widening the default space.
         overrides: ``name -> values`` overrides applied last (from ``--set``).
+        overrides_source: where the overrides come from, for messages (``"--set"``, ``"the
+            request's space"``).
         experiment_id: resume this experiment (its ``study.json``) instead of starting anew.
         keep_embedding: with more embedding models than this (or more foundation models than
             ``keep_foundation``), model pre-selection narrows them first.
@@ -62,6 +64,7 @@ class ExperimentOptions:
     overrides: dict[str, Any] = field(default_factory=dict)
     experiment_id: str | None = None
     show_progress: bool = True
+    overrides_source: str = "--set"
     keep_embedding: int = 2
     keep_foundation: int = 3
     preselection_questions: int = 5
@@ -93,7 +96,7 @@ def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], fo
     else:
         space = default_space(lengths, list(foundation_models), tuple(vector_stores))
     if options.overrides:
-        space = space.with_overrides(options.overrides, source="--set")
+        space = space.with_overrides(options.overrides, source=options.overrides_source)
     return space
 
 

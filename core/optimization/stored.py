@@ -175,6 +175,41 @@ def _shown_value(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
+    """Check a parsed request's ``space`` and ``vector_store`` against the app's models and
+    stores without loading a model: values of the right type and domain, known model names,
+    and at least one valid configuration (the embedding models' context lengths are only known
+    at ``prepare``, which checks again).
+
+    Returns:
+        The problems found (empty when the space can be built).
+    """
+    from core.evaluation.single import EXTRACTIVE
+    from core.optimization.space import default_space
+
+    try:
+        embedding = settings.embedding_model()
+        chat = settings.chat_model()
+        space = default_space({embedding.model_id: None}, [EXTRACTIVE, *([chat.model_id] if chat else [])],
+                              [settings.vector_store])
+        overrides = {k: tuple(v) for k, v in (request.get("space") or {}).items()}
+        if request.get("vector_store"):
+            overrides["vector_store"] = (request["vector_store"],)
+        available = {"embedding_model": [embedding.model_id],
+                     "foundation_model": [EXTRACTIVE, *([chat.model_id] if chat else [])],
+                     "vector_store": sorted(settings.vector_store_configs(settings.out_dir))}
+        problems = [f"the request's space: {name} {value!r} is not configured in this app (configured: "
+                    f"{', '.join(map(str, known))})"
+                    for name, known in available.items() for value in overrides.get(name, ()) if value not in known]
+        if problems:
+            return problems
+        if overrides:
+            space.with_overrides(overrides, source="the request's space")
+    except ConfigError as exc:
+        return [str(exc)]
+    return []
+
+
 def golden_instance_id(blob_name: str, sha256: str) -> str:
     """The orchestration instance id (and experiment id) started by the golden file
     ``blob_name`` with content hash ``sha256``: ``golden-<16 hex of sha256(name)>-<16 hex of
@@ -330,7 +365,8 @@ class StoredExperiment:
             if request.get("vector_store"):
                 overrides["vector_store"] = (request["vector_store"],)
             options = ExperimentOptions(optimizer=request["optimizer"], max_evals=request["max_evals"],
-                                        seed=request["seed"], objective=objective, overrides=overrides)
+                                        seed=request["seed"], objective=objective, overrides=overrides,
+                                        overrides_source="the request's space")
             embedding, chat = models_from_settings(settings)
             space = build_space(options, embedding, [EXTRACTIVE, *chat], [settings.vector_store])
             study = Study(space, _sampler(options), objective, options.seed, max_evals=options.max_evals)
@@ -511,5 +547,5 @@ def models_from_settings(settings: Any) -> tuple[dict[str, Any], dict[str, Any]]
     return {embedding.model_id: embedding}, ({chat.model_id: chat} if chat is not None else {})
 
 
-__all__ = ["StoredExperiment", "parse_experiment_request", "parse_evaluation_message", "golden_instance_id",
+__all__ = ["StoredExperiment", "parse_experiment_request", "check_request_space", "parse_evaluation_message", "golden_instance_id",
            "evaluated_event", "failed_outcome", "models_from_settings", "EXPERIMENTS_PREFIX"]

@@ -161,6 +161,10 @@ def test_starter_starts_the_orchestrator(app_functions, clean_env):
     (b'{"golden": "g", "documents": "d", "space": {"chunk_sise": [1]}}', "unknown parameter 'chunk_sise'"),
     (b'{"golden": "g", "documents": "d", "space": {"chunk_size": []}}', "non-empty list"),
     (b'{"golden": "g", "documents": "d", "extra": 1}', "unknown field 'extra'"),
+    (b'{"golden": "s3://b/g", "documents": "s3://b/d", "space": {"chunk_size": ["abc"]}}',
+     "the request's space: chunk_size"),
+    (b'{"golden": "s3://b/g", "documents": "s3://b/d", "space": {"ranker_alpha": [2]}}', "ranker_alpha"),
+    (b'{"golden": "s3://b/g", "documents": "s3://b/d", "space": {"embedding_model": ["nope"]}}', "embedding_model"),
     (b'{"golden": "g", "documents": "d", "vector_store": "faiss"}', "'vector_store' must be one of"),
 ])
 def test_starter_refuses_bad_bodies(app_functions, clean_env, body, message):
