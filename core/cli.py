@@ -309,7 +309,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         space_file=args.space, overrides=parse_overrides(args.set or []), experiment_id=args.resume,
         show_progress=not args.json,
     )
-    handlers: list[Any] = [LoggingHandler()]
+    handlers: list[Any] = [LoggingHandler(quiet=not args.json)]
     bar = None
     if not args.json:
         bar = ProgressBarHandler(args.max_evals or 0, args.metric or "objective")

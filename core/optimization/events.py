@@ -84,11 +84,20 @@ def pattern_payload(
 
 
 class LoggingHandler:
-    """Writes status lines to ``logging`` (patterns at debug level)."""
+    """Writes status lines to ``logging`` (patterns at debug level).
+
+    Args:
+        quiet: log every status line at debug level (when another handler already shows
+            them, so warnings are not printed twice).
+    """
+
+    def __init__(self, *, quiet: bool = False) -> None:
+        self.quiet = quiet
 
     def on_status_change(self, level: str, message: str, step: str | None = None) -> None:
-        """Log ``message`` at ``level``."""
-        logger.log(getattr(logging, level.upper(), logging.INFO), "%s%s", f"[{step}] " if step else "", message)
+        """Log ``message`` at ``level`` (debug when ``quiet``)."""
+        at = logging.DEBUG if self.quiet else getattr(logging, level.upper(), logging.INFO)
+        logger.log(at, "%s%s", f"[{step}] " if step else "", message)
 
     def on_pattern_creation(self, payload: Mapping[str, Any], evaluation_results: Sequence[Mapping[str, Any]]) -> None:
         """Log the pattern's name and objective."""
@@ -111,10 +120,18 @@ class ProgressBarHandler:
         self.best: float | None = None
         self.bar = tqdm(total=total, desc="optimizing", unit="eval", disable=None if enabled else True, dynamic_ncols=True)
 
+    #: Steps whose info lines are shown (the experiment's id, size and resumption).
+    SHOWN_STEPS = ("space", "resume", "preselection")
+
     def on_status_change(self, level: str, message: str, step: str | None = None) -> None:
-        """Show warnings and errors above the bar."""
+        """Show warnings, errors and the experiment's start lines above the bar, on stderr
+        (whether or not the bar itself shows)."""
+        import sys
+
         if level in ("warning", "error"):
-            self.bar.write(f"{level}: {message}")
+            self.bar.write(f"{level}: {message}", file=sys.stderr)
+        elif step in self.SHOWN_STEPS:
+            self.bar.write(message, file=sys.stderr)
 
     def on_pattern_creation(self, payload: Mapping[str, Any], evaluation_results: Sequence[Mapping[str, Any]]) -> None:
         """Advance the bar and show the best objective value so far."""
