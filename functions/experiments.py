@@ -71,9 +71,9 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     from core.reports import new_run_id
 
     try:
-        body = req.get_json()
-    except ValueError:
-        return _json({"errors": ["the body is not valid JSON"]}, 400)
+        body = json.loads(req.get_body().decode("utf-8-sig"))  # a byte-order mark is allowed
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return _json({"errors": ["the body is not valid JSON (UTF-8)"]}, 400)
     try:
         settings = _settings()
     except ConfigError as exc:

@@ -136,6 +136,12 @@ def _start(app_functions, body: bytes):
     return resp, client
 
 
+def test_starter_accepts_a_byte_order_mark(app_functions, clean_env):
+    resp, client = _start(app_functions, b"\xef\xbb\xbf" + json.dumps(
+        {"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs"}).encode())
+    assert resp.status_code == 202 and len(client.started) == 1
+
+
 def test_starter_starts_the_orchestrator(app_functions, clean_env):
     clean_env.setenv("RAGTUNE_ROUND_TIMEOUT_S", "90")
     resp, client = _start(app_functions, json.dumps(
@@ -152,6 +158,8 @@ def test_starter_starts_the_orchestrator(app_functions, clean_env):
 
 @pytest.mark.parametrize("body, message", [
     (b"not json", "not valid JSON"),
+    (b"[" * 100000, "not valid JSON"),
+    (b"\xff\xfe{}", "not valid JSON"),
     (b"[1]", "must be a JSON object"),
     (b"{}", "'golden' is required"),
     (b'{"golden": "/etc/passwd", "documents": "s3://b/d"}', "local paths are not accepted here"),
