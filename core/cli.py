@@ -222,7 +222,15 @@ def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``ragtune report [RUN|latest|EXPERIMENT] [--out DIR] [--json]``: print a stored report."""
+    """``ragtune report [RUN|latest|EXPERIMENT] [--out DIR] [--json]``: print a stored report
+    (``latest``: the newest evaluate run, or the newest finished experiment when no run is
+    stored).
+
+    Raises:
+        StoreError: nothing stored under that id (the message lists recent runs and
+            experiments), or an experiment that stopped before writing its report.
+    """
+    from core.errors import StoreError
     from core.reports import LocalFiles, ReportStore
     from core.settings import Settings
 
@@ -238,7 +246,22 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(format_experiment(experiment))
         return 0
     store = ReportStore(files)
-    report = store.load_run(args.run)
+    experiments = sorted({k.split("/")[1] for k in files.list("experiments") if k.endswith("/study.json")},
+                         reverse=True)  # experiment ids sort by time
+    if args.run in experiments:
+        raise StoreError(f"experiment {args.run} has no report yet (it stopped before its end): continue it with "
+                         f"'ragtune optimize --resume {args.run}' and the same --docs and --golden")
+    if args.run == "latest" and not store.run_ids():
+        finished = [e for e in experiments if files.exists(f"experiments/{e}/report.json")]
+        if finished:
+            args.run = finished[0]
+            return cmd_report(args)
+    try:
+        report = store.load_run(args.run)
+    except StoreError as exc:
+        if experiments:
+            raise StoreError(f"{exc}; experiments: {', '.join(experiments[:5])}") from None
+        raise
     report["location"] = str(out / "retrieval" / "runs" / report.get("run_id", args.run) / "report.json")
     if args.json:
         _print_json(report)
@@ -386,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print a stored retrieval report or experiment report")
     p.add_argument("run", nargs="?", default="latest",
-                   help="an evaluate run id, 'latest' (default: the newest evaluate run), or an optimize experiment id")
+                   help="an evaluate run id, 'latest' (default: the newest evaluate run, else the newest experiment), or an optimize experiment id")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_report)
