@@ -143,23 +143,26 @@ def get_run_golden(req: func.HttpRequest) -> func.HttpResponse:
 
 def valid_blob_name(value: str | None) -> bool:
     """Whether ``value`` is a safe blob name to look up: 1-1,024 characters, no control
-    characters or backslashes, ``/``-separated segments none of which is empty, ``.`` or ``..``."""
+    characters or backslashes, not starting or ending with ``/``, no ``.`` or ``..`` segment
+    (empty segments, ``a//b``, are legal blob names)."""
     if not value or len(value) > 1024 or "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
         return False
-    return all(part not in ("", ".", "..") for part in value.split("/"))
+    return not value.startswith("/") and not value.endswith("/") and all(
+        part not in (".", "..") for part in value.split("/"))
 
 
 @bp.route(route="golden-checks/{*name}", methods=["GET"])
 def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/golden-checks/{name}``: the stored check of the uploaded golden file ``name``
     (its blob name, folders included: ``/api/golden-checks/hr/golden.jsonl``); 400 for a name
-    with an empty, ``.`` or ``..`` segment or control characters, 404 when none is stored."""
+    with a ``.`` or ``..`` segment, a leading or trailing ``/`` or control characters, 404 when
+    none is stored."""
     from functions.golden import GOLDEN_CHECKS_PREFIX
 
     name = req.route_params.get("name")
     if not valid_blob_name(name):
-        return error("golden file name must be a blob name: no empty, '.' or '..' segments, no control characters",
-                     400)
+        return error("golden file name must be a blob name: no '.' or '..' segments, no leading or trailing '/', "
+                     "no control characters", 400)
 
     def read(store: Any) -> func.HttpResponse:
         key = f"{GOLDEN_CHECKS_PREFIX}/{name}.json"

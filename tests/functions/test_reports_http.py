@@ -33,7 +33,7 @@ def store(request, clean_env, tmp_path):
                                 "golden": {"sha256": SHA if run_id == NEW else "cd" * 32}})
     store.save_golden(SHA, GOLDEN)
     store.files.write_bytes("golden_checks/g.jsonl.json", json.dumps({"ok": True, "errors": []}).encode())
-    for name in ("hr/golden.jsonl", "my golden ü.jsonl"):
+    for name in ("hr/golden.jsonl", "my golden ü.jsonl", "a//b.jsonl"):
         store.files.write_bytes(f"golden_checks/{name}.json", json.dumps({"ok": False, "blob": name}).encode())
     return store
 
@@ -74,7 +74,7 @@ def test_bad_ids_are_refused_before_the_store_is_read(store, app_functions, bad)
         assert "Traceback" not in resp.get_body().decode()
 
 
-@pytest.mark.parametrize("bad", ["..", "../x", "a/../b", "a//b", "./a", "a/", "", "x\\y", "a\x00b", "a\nb", "x" * 1025])
+@pytest.mark.parametrize("bad", ["..", "../x", "a/../b", "/a", "./a", "a/", "", "x\\y", "a\x00b", "a\nb", "x" * 1025])
 def test_bad_golden_check_names_are_refused(store, app_functions, bad):
     resp = _get(app_functions, "get_golden_check", "/api/x", {"name": bad})
     assert resp.status_code == 400, bad
@@ -96,7 +96,7 @@ def test_golden_checks(store, app_functions):
     resp = _get(app_functions, "get_golden_check", "/api/golden-checks/other.jsonl", {"name": "other.jsonl"})
     assert resp.status_code == 404
     # Blob names with folders, spaces and non-ASCII letters, as the blob trigger stores them.
-    for name in ("hr/golden.jsonl", "my golden ü.jsonl"):
+    for name in ("hr/golden.jsonl", "my golden ü.jsonl", "a//b.jsonl"):
         resp = _get(app_functions, "get_golden_check", f"/api/golden-checks/{name}", {"name": name})
         assert resp.status_code == 200 and _body(resp) == {"ok": False, "blob": name}
     assert _get(app_functions, "get_golden_check", "/api/x", {"name": "hr/other.jsonl"}).status_code == 404
