@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core import __version__
-from core.errors import GoldenError, RagtuneError
+from core.errors import ConfigError, GoldenError, RagtuneError
 
 DEFAULT_OUT = "ragtune-out"
 
@@ -327,15 +327,18 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     out = Path(args.out or settings.out_dir)
     embedding = settings.embedding_model()
     chat = settings.chat_model()
+    if args.max_evals is not None and args.max_evals < 1:
+        raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")
     options = ExperimentOptions(
-        optimizer=args.optimizer, max_evals=args.max_evals, objective=args.metric, seed=args.seed,
+        optimizer=args.optimizer, max_evals=12 if args.max_evals is None else args.max_evals, objective=args.metric,
+        seed=args.seed, resume_budget=args.max_evals if args.resume else None,
         space_file=args.space, overrides=parse_overrides(args.set or []), experiment_id=args.resume,
         show_progress=not args.json,
     )
     handlers: list[Any] = [LoggingHandler(quiet=not args.json)]
     bar = None
     if not args.json:
-        bar = ProgressBarHandler(args.max_evals or 0, args.metric or "objective")
+        bar = ProgressBarHandler(options.max_evals or 0, args.metric or "objective")
         handlers.append(bar)
     try:
         report = run_experiment(
@@ -396,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--space", help="JSON or YAML file narrowing or widening the default search space")
     p.add_argument("--set", action="append", metavar="NAME=V1,V2",
                    help="override one parameter's values, e.g. --set chunk_size=128,256 (repeatable)")
-    p.add_argument("--max-evals", type=int, default=12, help="most configurations to evaluate (default 12)")
+    p.add_argument("--max-evals", type=int, default=None,
+                   help="most configurations to evaluate (default 12; with --resume: the experiment's new budget)")
     p.add_argument("--optimizer", choices=["gam", "random"], default="gam")
     p.add_argument("--metric", help="objective (default unitxt.answer_correctness, or mrr without reference answers)")
     p.add_argument("--seed", type=int, default=0)

@@ -46,6 +46,8 @@ class ExperimentOptions:
         overrides: ``name -> values`` overrides applied last (from ``--set``).
         overrides_source: where the overrides come from, for messages (``"--set"``, ``"the
             request's space"``).
+        resume_budget: with ``experiment_id``, the new ``max_evals`` of the resumed study (None
+            keeps the stored one).
         experiment_id: resume this experiment (its ``study.json``) instead of starting anew.
         keep_embedding: with more embedding models than this (or more foundation models than
             ``keep_foundation``), model pre-selection narrows them first.
@@ -65,6 +67,7 @@ class ExperimentOptions:
     experiment_id: str | None = None
     show_progress: bool = True
     overrides_source: str = "--set"
+    resume_budget: int | None = None
     keep_embedding: int = 2
     keep_foundation: int = 3
     preselection_questions: int = 5
@@ -246,6 +249,8 @@ def run_experiment(
         study = Study.from_json(files.read_bytes(f"{prefix}/study.json").decode("utf-8"), sampler=sampler)
         space = study.space
         objective = study.objective_metric
+        if options.resume_budget is not None:
+            study.set_budget(options.resume_budget)
         if files.exists(f"{prefix}/report.json"):
             previous = json.loads(files.read_bytes(f"{prefix}/report.json"))
         status("info", f"resuming experiment {experiment_id}: {len(study.trials)} trials so far", "resume")

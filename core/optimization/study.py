@@ -120,6 +120,15 @@ class Study:
                 limits.append(int(value))
         return min(limits)
 
+    def set_budget(self, max_evals: int) -> None:
+        """Change ``max_evals`` (for example when a stopped experiment is resumed with a larger
+        budget); trials already asked are kept even when the new budget is below their count.
+
+        Raises:
+            ConfigError: ``max_evals`` is not a positive integer.
+        """
+        self._max_evals_setting = _check_optional_positive("max_evals", max_evals)
+
     @property
     def n_asked(self) -> int:
         """Configurations this study has handed out (warm-start observations excluded)."""

@@ -96,7 +96,7 @@ def test_resume_keeps_its_data_settings_and_costs(squad_dir, golden, tmp_path):
     model = LocalEmbeddingModel()
     options = ExperimentOptions(optimizer="random", max_evals=2, seed=4, show_progress=False,
                                 overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
-                                           "search_mode": ("vector",), "number_of_chunks": (3, 5)})
+                                           "search_mode": ("vector",), "number_of_chunks": (3, 5, 10)})
     first = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
                            options=options)
     assert first["counts"]["collections_built"] == 1 and first["counts"]["texts_embedded"] > 0
@@ -113,6 +113,11 @@ def test_resume_keeps_its_data_settings_and_costs(squad_dir, golden, tmp_path):
     # Nothing new was built or embedded: the costs are the first run's.
     assert again["counts"]["collections_built"] == first["counts"]["collections_built"]
     assert again["counts"]["texts_embedded"] == first["counts"]["texts_embedded"]
+    assert again["counts"]["evaluations"] == 2
+    # A larger budget on resume: the third and last configuration of the space is evaluated.
+    wider = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=dataclasses.replace(resume, resume_budget=5))
+    assert wider["optimizer"]["max_evals"] == 3 and wider["counts"]["evaluations"] == 3
 
 
 def test_a_judge_objective_needs_a_judge(squad_dir, golden, tmp_path):
