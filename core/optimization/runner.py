@@ -219,6 +219,8 @@ def run_experiment(
         raise ConfigError(f"no experiment {experiment_id!r} to resume in {out_dir}/experiments")
 
     corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
+    for skipped in corpus.skipped:
+        status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
     warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
     for w in warnings:
         status("warning", w.format(shown_address(golden_path)), "golden")

@@ -127,3 +127,29 @@ def test_a_judge_objective_needs_a_judge(squad_dir, golden, tmp_path):
     with pytest.raises(ConfigError, match="needs a judge model"):
         run_experiment(squad_dir / "docs", golden, out_dir=tmp_path,
                        embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()}, options=options)
+
+
+def test_skipped_documents_are_reported_as_they_happen(squad_dir, golden, tmp_path):
+    import shutil
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for path in sorted((squad_dir / "docs").iterdir())[:3]:
+        shutil.copy(path, docs / path.name)
+    (docs / "empty.txt").write_text("")
+    heard = []
+
+    class Recorder:
+        def on_status_change(self, level, message, step=None):
+            heard.append((level, step, message))
+
+        def on_pattern_creation(self, payload, evaluation_results):
+            pass
+
+    options = ExperimentOptions(optimizer="random", max_evals=1, seed=0, show_progress=False,
+                                overrides={"chunk_size": (128,), "chunking_method": ("recursive",)})
+    report = run_experiment(docs, golden, out_dir=tmp_path / "out", embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()},
+                            options=options, handlers=[Recorder()])
+    skipped = [m for level, step, m in heard if step == "documents"]
+    assert len(skipped) == 1 and skipped[0].startswith("document empty.txt skipped: ")
+    assert [s["document_id"] for s in report["corpus"]["skipped"]] == ["empty.txt"]
