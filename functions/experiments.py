@@ -183,17 +183,23 @@ def ask_configurations(ref: dict) -> dict:
 @bp.activity_trigger(input_name="batch")
 def enqueue_evaluations(batch: dict) -> dict:
     """Put one evaluation message per configuration on the evaluations queue (creating the
-    queue when missing); returns ``{"keys": [configuration key, ...]}`` in the same order."""
+    queue when missing); a configuration whose message was sent by an earlier try of this
+    activity is not sent again. Returns ``{"keys": [configuration key, ...]}`` in the same
+    order."""
     settings = _settings()
     experiment = _experiment(batch["experiment_id"], settings)
     queue = settings.queue_client(settings.evaluations_queue)
     _ensure_queue(queue)
-    keys = []
+    keys, sent = [], 0
     for configuration in batch["configurations"]:
         message = experiment.evaluation_message(batch["instance_id"], configuration)
-        queue.send_message(json.dumps(message).encode("utf-8"))
         keys.append(message["key"])
-    logger.info("experiment %s: %d evaluations enqueued", batch["experiment_id"], len(keys))
+        if experiment.was_enqueued(message["key"]):
+            continue  # a retried activity: sent before
+        queue.send_message(json.dumps(message).encode("utf-8"))
+        experiment.mark_enqueued(message["key"])
+        sent += 1
+    logger.info("experiment %s: %d evaluations enqueued", batch["experiment_id"], sent)
     return {"keys": keys}
 
 

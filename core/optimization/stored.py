@@ -11,6 +11,7 @@ Layout under ``experiments/<experiment id>/`` in the store:
 - ``request.json``: the validated request (:func:`parse_experiment_request`), with the
   objective chosen and the golden file's sha256;
 - ``study.json``: the study's state (:meth:`core.optimization.Study.to_json`);
+- ``queued/<configuration key>``: an empty marker once its evaluation message was sent;
 - ``results/<configuration key>.json``: each evaluation's full result
   (:func:`core.evaluation.single.run_single_evaluation`);
 - ``report.json``: the final report (:meth:`StoredExperiment.build_report`).
@@ -401,6 +402,15 @@ class StoredExperiment:
                 "key": Configuration(configuration).key, "configuration": dict(configuration),
                 "golden": {"address": request["golden"], "sha256": request["golden_sha256"]},
                 "documents": request["documents"]}
+
+    def was_enqueued(self, key: str) -> bool:
+        """Whether configuration ``key``'s evaluation message was sent already (``queued/<key>``)."""
+        return self.files.exists(f"{self.prefix}/queued/{key}")
+
+    def mark_enqueued(self, key: str) -> None:
+        """Record that configuration ``key``'s evaluation message was sent, so a retried
+        enqueue step does not send it twice."""
+        self.files.write_bytes(f"{self.prefix}/queued/{key}", b"")
 
     def evaluate(self, message: Mapping[str, Any], settings: Any) -> dict[str, Any]:
         """Run one evaluation asked by ``message`` and store its result; a configuration whose

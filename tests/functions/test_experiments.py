@@ -294,7 +294,10 @@ def test_a_redelivered_message_is_not_evaluated_twice(queued_experiment, northwi
     ref = {"experiment_id": REQUEST["experiment_id"]}
     (configuration,) = fn["ask_configurations"](ref)["configurations"]
     fn["enqueue_evaluations"]({**ref, "instance_id": "inst-1", "configurations": [configuration]})
+    # The activity retried: the same keys come back, nothing is sent twice.
+    again = fn["enqueue_evaluations"]({**ref, "instance_id": "inst-1", "configurations": [configuration]})
     (message,) = _receive(queued_experiment["azurite"], queued_experiment["queue"])
+    assert again["keys"] == [json.loads(message.get_body())["key"]]
     client = RecordingClient()
     asyncio.run(fn["evaluate_from_queue"](message, client))
     asyncio.run(fn["evaluate_from_queue"](message, client))  # the host delivers it again
