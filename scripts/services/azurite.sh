@@ -58,14 +58,8 @@ all_ports_open() { port_in_use "$1" && port_in_use "$2" && port_in_use "$3"; }
 
 cmd_start() {
   install
-  mkdir -p "$STATE"
-  exec 9>"$STATE/lock"
-  flock 9
-  if running_pid azurite >/dev/null && [ -f "$STATE/connection_string" ]; then
-    log "already running"
-    cat "$STATE/connection_string"
-    return 0
-  fi
+  lock_state
+  already_running azurite connection_string && return 0
   rm -f "$STATE/pid" "$STATE/connection_string" "$STATE/ports"
   local blob queue table
   blob="$(choose_port RAGTUNE_TEST_AZURITE_BLOB_PORT 10000 3)"
@@ -80,20 +74,15 @@ cmd_start() {
   echo $! >"$STATE/pid"
   echo "$blob $queue $table" >"$STATE/ports"
   if wait_ready 15 all_ports_open "$blob" "$queue" "$table"; then
-    connection_string "$blob" "$queue" "$table" >"$STATE/connection_string"
-    log "azurite on 127.0.0.1: blob $blob, queue $queue, table $table (ready in $READY_MS ms)"
-    cat "$STATE/connection_string"
+    ready "$(connection_string "$blob" "$queue" "$table")" connection_string \
+      "127.0.0.1 blob $blob, queue $queue, table $table"
     return 0
   fi
   cmd_stop
   die "azurite did not open its ports in 15 s (log: $STATE/server.log)"
 }
 
-cmd_env() {
-  [ -f "$STATE/connection_string" ] || die "azurite is not running: run scripts/services/azurite.sh start"
-  running_pid azurite >/dev/null || die "azurite is not running (stale $STATE/connection_string): run scripts/services/azurite.sh start"
-  printf 'export RAGTUNE_TEST_AZURITE_CONNECTION_STRING=%q\n' "$(cat "$STATE/connection_string")"
-}
+cmd_env() { print_env RAGTUNE_TEST_AZURITE_CONNECTION_STRING connection_string azurite; }
 
 case "${1:-}" in
   start) cmd_start ;;

@@ -13,6 +13,12 @@
 #   wait_ready SECONDS CHECK...   run CHECK every 0.1 s until it succeeds; fails at once when the
 #                                 process in $STATE/pid has exited, or after SECONDS (the log in
 #                                 $STATE/server.log is shown either way)
+#   lock_state                    create $STATE and hold its lock (fd 9) until the script ends
+#   already_running PATTERN FILE  true (and FILE printed) when the server runs and FILE exists
+#   ready VALUE FILE [SHOWN]      write VALUE to $STATE/FILE, log SHOWN (default VALUE) with the
+#                                 readiness time, print VALUE
+#   print_env VAR FILE PATTERN    print `export VAR=<contents of $STATE/FILE>`; fails when the
+#                                 server is not running
 
 log() { echo "$SERVICE: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -88,4 +94,32 @@ wait_ready() {
   done
   tail -n 20 "$STATE/server.log" >&2 || true
   return 1
+}
+
+lock_state() {
+  mkdir -p "$STATE"
+  exec 9>"$STATE/lock"
+  flock 9
+}
+
+already_running() {
+  if running_pid "$1" >/dev/null && [ -f "$STATE/$2" ]; then
+    log "already running: $(cat "$STATE/$2")"
+    cat "$STATE/$2"
+    return 0
+  fi
+  return 1
+}
+
+ready() {
+  echo "$1" >"$STATE/$2"
+  log "ready in $READY_MS ms: ${3:-$1}"
+  echo "$1"
+}
+
+print_env() {
+  local script="scripts/services/$SERVICE"
+  [ -f "$STATE/$2" ] || die "not running: run $script start"
+  running_pid "$3" >/dev/null || die "not running (stale $STATE/$2): run $script start"
+  printf 'export %s=%q\n' "$1" "$(cat "$STATE/$2")"
 }

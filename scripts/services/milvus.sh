@@ -42,14 +42,8 @@ cmd_stop() { stop_pid milvus-lite uri; }
 
 cmd_start() {
   [ -x "$BIN" ] || die "$BIN not found: pip install milvus-lite into .venv (scripts/setup.sh does)"
-  mkdir -p "$STATE"
-  exec 9>"$STATE/lock"
-  flock 9
-  if running_pid milvus-lite >/dev/null && [ -f "$STATE/uri" ]; then
-    log "already running at $(cat "$STATE/uri")"
-    cat "$STATE/uri"
-    return 0
-  fi
+  lock_state
+  already_running milvus-lite uri && return 0
   rm -rf "$STATE/pid" "$STATE/uri" "$STATE/data.db"
   local port
   port="$(choose_port RAGTUNE_MILVUS_PORT 19539 1)"
@@ -57,20 +51,14 @@ cmd_start() {
   nohup "$BIN" server --data-dir "$STATE/data.db" --host 127.0.0.1 --port "$port" >"$STATE/server.log" 2>&1 9>&- &
   echo $! >"$STATE/pid"
   if wait_ready 30 answers "$port"; then
-    echo "http://127.0.0.1:$port" >"$STATE/uri"
-    log "milvus-lite server on 127.0.0.1:$port (ready in $READY_MS ms)"
-    cat "$STATE/uri"
+    ready "http://127.0.0.1:$port" uri
     return 0
   fi
   cmd_stop
   die "milvus-lite server did not answer on 127.0.0.1:$port in 30 s (log: $STATE/server.log)"
 }
 
-cmd_env() {
-  [ -f "$STATE/uri" ] || die "the milvus-lite server is not running: run scripts/services/milvus.sh start"
-  running_pid milvus-lite >/dev/null || die "the milvus-lite server is not running (stale $STATE/uri): run scripts/services/milvus.sh start"
-  printf 'export RAGTUNE_TEST_MILVUS_URI=%q\n' "$(cat "$STATE/uri")"
-}
+cmd_env() { print_env RAGTUNE_TEST_MILVUS_URI uri milvus-lite; }
 
 case "${1:-}" in
   start) cmd_start ;;

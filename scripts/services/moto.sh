@@ -37,14 +37,8 @@ cmd_stop() { stop_pid moto_server endpoint port; }
 
 cmd_start() {
   [ -x "$BIN" ] || die "$BIN not found: pip install 'moto[server]' into .venv (scripts/setup.sh does)"
-  mkdir -p "$STATE"
-  exec 9>"$STATE/lock"
-  flock 9
-  if running_pid moto_server >/dev/null && [ -f "$STATE/endpoint" ]; then
-    log "already running at $(cat "$STATE/endpoint")"
-    cat "$STATE/endpoint"
-    return 0
-  fi
+  lock_state
+  already_running moto_server endpoint && return 0
   rm -f "$STATE/pid" "$STATE/endpoint" "$STATE/port"
   local port
   port="$(choose_port RAGTUNE_TEST_S3_PORT "$DEFAULT_PORT" 1)"
@@ -53,20 +47,14 @@ cmd_start() {
   echo $! >"$STATE/pid"
   echo "$port" >"$STATE/port"
   if wait_ready 15 answers "$port"; then
-    echo "http://127.0.0.1:$port" >"$STATE/endpoint"
-    log "moto_server on 127.0.0.1:$port (ready in $READY_MS ms)"
-    cat "$STATE/endpoint"
+    ready "http://127.0.0.1:$port" endpoint
     return 0
   fi
   cmd_stop
   die "moto_server did not answer on 127.0.0.1:$port in 15 s (log: $STATE/server.log)"
 }
 
-cmd_env() {
-  [ -f "$STATE/endpoint" ] || die "moto_server is not running: run scripts/services/moto.sh start"
-  running_pid moto_server >/dev/null || die "moto_server is not running (stale $STATE/endpoint): run scripts/services/moto.sh start"
-  printf 'export RAGTUNE_TEST_S3_ENDPOINT=%q\n' "$(cat "$STATE/endpoint")"
-}
+cmd_env() { print_env RAGTUNE_TEST_S3_ENDPOINT endpoint moto_server; }
 
 case "${1:-}" in
   start) cmd_start ;;
