@@ -106,6 +106,13 @@ class OpenAITestApp:
 
     # --- scripting ---------------------------------------------------------------------------
 
+    def reset(self) -> None:
+        """Forget the scripted replies, the responder and the request log."""
+        with self._lock:
+            self._queue.clear()
+        self.requests.clear()
+        self.responder = None
+
     def reply(self, *replies: Reply) -> None:
         """Append replies to the queue."""
         with self._lock:

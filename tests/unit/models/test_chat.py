@@ -8,25 +8,9 @@ import pytest
 
 from core.errors import ConfigError, GenerationError
 from core.models import ChatModel, EmptyReplyError, OpenAIChatModel, check_messages
-from tests.support.openai_app import ChatReply, OpenAITestApp
+from tests.support.openai_app import ChatReply
 
 USER = [{"role": "user", "content": "What is RAG?"}]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with OpenAITestApp() as app:
-        yield app
-
-
-@pytest.fixture()
-def app(server):
-    """The module's server with an empty script and request log."""
-    server.requests.clear()
-    server._queue.clear()
-    server.responder = None
-    yield server
-    server._queue.clear()
 
 
 def model(app, **kwargs) -> OpenAIChatModel:
