@@ -16,7 +16,6 @@ cannot be reached or read. Stack traces are logged, never returned.
 
 import json
 import logging
-import re
 from typing import Any, Callable
 
 import azure.functions as func
@@ -25,7 +24,6 @@ logger = logging.getLogger(__name__)
 
 bp = func.Blueprint()
 
-_ID = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 #: Largest ``limit`` accepted by ``GET /api/runs``.
 MAX_LIMIT = 500
 
@@ -42,8 +40,10 @@ def error(message: str, status: int) -> func.HttpResponse:
 
 
 def valid_id(value: str | None) -> bool:
-    """Whether ``value`` is a safe id: 1-200 of ``[A-Za-z0-9_.-]``, not only dots."""
-    return bool(value) and bool(_ID.match(value)) and set(value) != {"."}
+    """Whether ``value`` is a safe id (``core.reports.files.is_safe_id``)."""
+    from core.reports.files import is_safe_id
+
+    return is_safe_id(value)
 
 
 def answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:

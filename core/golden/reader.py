@@ -38,7 +38,6 @@ from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from os import PathLike
-from pathlib import Path
 from typing import Any, Callable
 
 from jsonschema import Draft202012Validator

@@ -28,10 +28,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from typing import Any, Mapping
 
 from core.errors import ConfigError
+from core.reports.files import is_safe_id
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +41,6 @@ EXPERIMENTS_PREFIX = "experiments"
 MAX_EVALS_LIMIT = 1000
 #: Version of the evaluation message layout.
 MESSAGE_VERSION = 1
-#: Characters an experiment id may hold (it is a key in the store and a Durable instance id).
-EXPERIMENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 REQUEST_FIELDS = ("golden", "documents", "space", "optimizer", "max_evals", "seed", "objective", "vector_store")
 
 
@@ -176,6 +174,15 @@ def _shown_value(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def request_overrides(request: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """The search-space overrides a request asks for: its ``space`` (parameter -> values) and
+    its ``vector_store`` as the ``vector_store`` parameter's only value."""
+    overrides = {k: tuple(v) for k, v in (request.get("space") or {}).items()}
+    if request.get("vector_store"):
+        overrides["vector_store"] = (request["vector_store"],)
+    return overrides
+
+
 def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
     """Check a parsed request's ``space`` and ``vector_store`` against the app's models and
     stores without loading a model: values of the right type and domain, known model names,
@@ -193,9 +200,7 @@ def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
         chat = settings.chat_model()
         space = default_space({embedding.model_id: None}, [EXTRACTIVE, *([chat.model_id] if chat else [])],
                               [settings.vector_store])
-        overrides = {k: tuple(v) for k, v in (request.get("space") or {}).items()}
-        if request.get("vector_store"):
-            overrides["vector_store"] = (request["vector_store"],)
+        overrides = request_overrides(request)
         available = {"embedding_model": [embedding.model_id],
                      "foundation_model": [EXTRACTIVE, *([chat.model_id] if chat else [])],
                      "vector_store": sorted(settings.vector_store_configs(settings.out_dir))}
@@ -257,7 +262,7 @@ def parse_evaluation_message(data: bytes | str) -> dict[str, Any]:
     for name in ("experiment_id", "instance_id", "key", "documents"):
         if not isinstance(message.get(name), str) or not message[name]:
             raise ConfigError(f"evaluation message: {name!r} must be a non-empty string")
-    if not EXPERIMENT_ID.match(message["experiment_id"]):
+    if not is_safe_id(message["experiment_id"]):
         raise ConfigError(f"evaluation message: bad experiment_id {message['experiment_id']!r}")
     golden = message.get("golden")
     if not isinstance(golden, dict) or not all(isinstance(golden.get(k), str) for k in ("address", "sha256")):
@@ -286,7 +291,7 @@ class StoredExperiment:
     """
 
     def __init__(self, files: Any, experiment_id: str) -> None:
-        if not isinstance(experiment_id, str) or not EXPERIMENT_ID.match(experiment_id) or set(experiment_id) == {"."}:
+        if not is_safe_id(experiment_id):
             raise ConfigError(f"experiment id may only hold letters, digits, '_', '.' and '-', got {experiment_id!r}")
         self.files = files
         self.experiment_id = experiment_id
@@ -362,9 +367,7 @@ class StoredExperiment:
                                   "(missing, empty, or no supported file types)")
             objective = request.get("objective") or (
                 DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE)
-            overrides = {k: tuple(v) for k, v in (request.get("space") or {}).items()}
-            if request.get("vector_store"):
-                overrides["vector_store"] = (request["vector_store"],)
+            overrides = request_overrides(request)
             options = ExperimentOptions(optimizer=request["optimizer"], max_evals=request["max_evals"],
                                         seed=request["seed"], objective=objective, overrides=overrides,
                                         overrides_source="the request's space")
@@ -557,5 +560,5 @@ def models_from_settings(settings: Any) -> tuple[dict[str, Any], dict[str, Any]]
     return {embedding.model_id: embedding}, ({chat.model_id: chat} if chat is not None else {})
 
 
-__all__ = ["StoredExperiment", "parse_experiment_request", "check_request_space", "parse_evaluation_message", "golden_instance_id",
+__all__ = ["StoredExperiment", "parse_experiment_request", "check_request_space", "request_overrides", "parse_evaluation_message", "golden_instance_id",
            "evaluated_event", "failed_outcome", "models_from_settings", "EXPERIMENTS_PREFIX"]
