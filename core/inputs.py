@@ -178,16 +178,9 @@ def _access(
         return {"endpoint_url": endpoint_url}
     if connection_string is not None or credential is not None:
         return {"connection_string": connection_string, "credential": credential}
-    if urlsplit(address.strip()).query:  # a SAS token on the URL is the credential
-        return {}
     from core.settings import Settings
 
-    settings = Settings.from_env()
-    if settings.storage_connection:
-        return {"connection_string": settings.storage_connection}
-    if settings.storage_client_id and address.strip().lower().startswith("https://"):
-        return {"credential": settings.storage_credential()}
-    return {}
+    return Settings.from_env().storage_access(address)
 
 
 def _split_file(address: str) -> tuple[str, str, str]:

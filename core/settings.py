@@ -221,19 +221,33 @@ class Settings:
         except ConfigError:
             return None
 
+    def storage_access(self, address: str) -> dict[str, Any]:
+        """Keyword arguments for ``core.reports.open_files`` to reach ``address`` with this
+        storage connection: none when the URL carries a SAS query string (it is the
+        credential), else ``connection_string`` when one is set, else, for an ``https://``
+        address with an identity-based connection, ``credential`` (:meth:`storage_credential`).
+        Nothing is contacted."""
+        from urllib.parse import urlsplit
+
+        text = str(address).strip()
+        if text.lower().startswith(("http://", "https://")) and urlsplit(text).query:
+            return {}
+        if self.storage_connection:
+            return {"connection_string": self.storage_connection}
+        if text.lower().startswith("https://") and (self.storage_client_id or self.storage_blob_uri):
+            return {"credential": self.storage_credential()}
+        return {}
+
     def files(self, address: str) -> Any:
-        """The ``Files`` store at ``address`` (see ``core.reports.open_files``), signed in with
-        this storage connection for Blob addresses. Nothing is contacted.
+        """The ``Files`` store at ``address`` (see ``core.reports.open_files``), reached as
+        :meth:`storage_access` says. Nothing is contacted.
 
         Raises:
             ConfigError: an address ``open_files`` does not accept.
         """
         from core.reports import open_files
 
-        if self.storage_connection or not str(address).startswith("https://") or not (
-                self.storage_client_id or self.storage_blob_uri):
-            return open_files(address, connection_string=self.storage_connection)
-        return open_files(address, credential=self.storage_credential())
+        return open_files(address, **self.storage_access(address))
 
     def queue_client(self, name: str) -> Any:
         """An ``azure.storage.queue.QueueClient`` for queue ``name`` whose messages are Base64

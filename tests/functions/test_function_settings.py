@@ -33,3 +33,17 @@ def test_values_and_fallback_to_azure_web_jobs_storage():
 def test_bad_round_timeout(raw):
     with pytest.raises(ConfigError, match="RAGTUNE_ROUND_TIMEOUT_S"):
         Settings.from_env({"RAGTUNE_ROUND_TIMEOUT_S": raw})
+
+
+def test_storage_access_for_addresses():
+    """How a Blob address is reached: a SAS on the URL is its own credential; else the
+    connection string; else, identity-based, a credential for https addresses only."""
+    conn = Settings.from_env({"RAGTUNE_STORAGE_CONNECTION": "UseDevelopmentStorage=true"})
+    assert conn.storage_access("https://a.blob.core.windows.net/c/g.jsonl?sv=1&sig=x") == {}
+    assert conn.storage_access("https://a.blob.core.windows.net/c/g.jsonl") == {
+        "connection_string": "UseDevelopmentStorage=true"}
+    identity = Settings.from_env({"RAGTUNE_STORAGE_CONNECTION__blobServiceUri": "https://a.blob.core.windows.net",
+                                  "RAGTUNE_STORAGE_CONNECTION__clientId": "00000000-0000-0000-0000-000000000001"})
+    assert list(identity.storage_access("https://a.blob.core.windows.net/c/g.jsonl")) == ["credential"]
+    assert identity.storage_access("http://127.0.0.1:10000/devstoreaccount1/c/g.jsonl") == {}
+    assert Settings.from_env({}).storage_access("https://a.blob.core.windows.net/c/g.jsonl") == {}
