@@ -44,6 +44,13 @@ logger = logging.getLogger(__name__)
 bp = df.Blueprint()
 
 
+def runtime_status(status: Any) -> str | None:
+    """The runtime status (``"Running"``, ``"Completed"``, ...) in a ``get_status`` answer, or
+    None when no orchestration has that id (the client answers a 404 with an empty status)."""
+    runtime = getattr(status, "runtime_status", None)
+    return None if runtime is None else str(getattr(runtime, "value", runtime))
+
+
 def _json(body: Any, status: int) -> func.HttpResponse:
     return func.HttpResponse(json.dumps(body), status_code=status, mimetype="application/json")
 
@@ -323,13 +330,13 @@ async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchest
     except Exception:  # noqa: BLE001 - never a stack trace in an answer
         logger.exception("status of experiment %s could not be read", experiment_id)
         return error("the orchestration status could not be read", 500)
-    runtime = getattr(status, "runtime_status", None)
-    if status is None or runtime is None:
+    runtime = runtime_status(status)
+    if runtime is None:
         return error(f"no experiment {experiment_id!r}", 404)
 
     def when(value: Any) -> Any:
         return value.isoformat() if hasattr(value, "isoformat") else value
 
-    return json_response({"instance_id": experiment_id, "runtime_status": getattr(runtime, "value", runtime),
+    return json_response({"instance_id": experiment_id, "runtime_status": runtime,
                           "custom_status": status.custom_status, "created_time": when(status.created_time),
                           "last_updated_time": when(status.last_updated_time), "output": status.output})

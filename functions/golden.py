@@ -123,8 +123,8 @@ def _check_spec(data: bytes, settings: Any) -> dict:
 
     try:
         body = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return {"errors": [f"{EXPERIMENT_SPEC} is not valid JSON: {exc}"], "request": None}
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return {"errors": [f"{EXPERIMENT_SPEC} is not valid JSON: {type(exc).__name__}: {exc}"], "request": None}
     if isinstance(body, dict) and "golden" in body:
         return {"errors": [f"{EXPERIMENT_SPEC} must not name 'golden': the golden file is the blob uploaded "
                            "beside it"], "request": None}
@@ -138,6 +138,7 @@ def _check_spec(data: bytes, settings: Any) -> dict:
 async def _start_experiment(name: str, check: dict, settings: Any, client: Any) -> dict | None:
     """Start the experiment of the ``experiment.json`` beside golden blob ``name``, once."""
     from core.optimization.stored import golden_instance_id
+    from functions.experiments import runtime_status
 
     container = settings.golden_container
     spec_key = posixpath.join(posixpath.dirname(name), EXPERIMENT_SPEC)
@@ -149,10 +150,9 @@ async def _start_experiment(name: str, check: dict, settings: Any, client: Any) 
         logger.warning("%s beside %s is invalid: %s", spec_key, name, "; ".join(spec["errors"]))
         return {"spec": spec_key, "errors": spec["errors"], "started": False}
     instance_id = golden_instance_id(name, check["sha256"])
-    status = await client.get_status(instance_id)
-    if status is not None and getattr(status, "runtime_status", None) is not None:
-        return {"spec": spec_key, "instance_id": instance_id, "started": False,
-                "reason": f"already started ({status.runtime_status.value if hasattr(status.runtime_status, 'value') else status.runtime_status})"}
+    runtime = runtime_status(await client.get_status(instance_id))
+    if runtime is not None:
+        return {"spec": spec_key, "instance_id": instance_id, "started": False, "reason": f"already started ({runtime})"}
     payload = {**spec["request"], "experiment_id": instance_id, "round_timeout_s": settings.round_timeout_s,
                "golden": settings.blob_address(container, name)}
     await client.start_new("experiment_orchestrator", instance_id, payload)

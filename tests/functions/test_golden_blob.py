@@ -143,6 +143,10 @@ def test_invalid_golden_files_and_specs_start_nothing(azurite, blob_endpoint, ne
     assert experiment["started"] is False and experiment["spec"] == "b/experiment.json"
     assert any("'documents' is required" in e for e in experiment["errors"])
     assert any("'max_evals' must be an integer" in e for e in experiment["errors"])
+    # A spec nested too deeply to read: reported, not a crash.
+    service.get_blob_client(container, "c/experiment.json").upload_blob(b"[" * 100000)
+    check(_uploaded_stream(service, container, "c/golden.jsonl", VALID))
+    assert "not valid JSON" in _stored_check(tmp_path, "c/golden.jsonl")["experiment"]["errors"][0]
     # The spec itself, uploaded: checked as a spec, nothing started.
     check(_uploaded_stream(service, container, "b/experiment.json", b'{"documents": "d", "golden": "x"}'))
     spec_check = _stored_check(tmp_path, "b/experiment.json")
