@@ -35,16 +35,22 @@ RETRIEVAL_METRIC_NAMES: tuple[str, ...] = ("mrr", *(f"{m}@{k}" for m in ("recall
                                                      for k in KS))
 
 
-def check_objective(name: str) -> str:
+def check_objective(name: str, *, has_judge: bool | None = None) -> str:
     """Check that ``name`` is a metric :func:`run_single_evaluation` reports, so a study can
     maximise it: a retrieval metric (:data:`RETRIEVAL_METRIC_NAMES`) or an answer metric
     (``core.metrics.answers.ALL_METRICS``: ``unitxt.*``, ``judge.*``).
+
+    Args:
+        name: the metric.
+        has_judge: whether a judge model is configured (False: a ``judge.*`` metric is
+            refused, since nothing would compute it); None skips that check.
 
     Returns:
         ``name``.
 
     Raises:
-        ConfigError: an unknown name, with the nearest known one.
+        ConfigError: an unknown name, with the nearest known one, or a judge metric without a
+            judge.
     """
     import difflib
 
@@ -55,6 +61,8 @@ def check_objective(name: str) -> str:
         near = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)
         tail = f"; did you mean {near[0]!r}?" if near else ""
         raise ConfigError(f"unknown objective metric {name!r}{tail} (known: {', '.join(known)})")
+    if has_judge is False and name.startswith("judge."):
+        raise ConfigError(f"the objective {name} needs a judge model (--judge MODEL, or RAGTUNE_JUDGE_MODEL)")
     return name
 
 

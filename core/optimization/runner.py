@@ -73,6 +73,12 @@ class ExperimentOptions:
     preselection_questions: int = 5
 
 
+def default_objective(golden: Any) -> str:
+    """The objective when none is asked for: ``unitxt.answer_correctness`` when the golden
+    file's questions have reference answers, else ``mrr``."""
+    return DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE
+
+
 def _sampler(options: ExperimentOptions) -> Any:
     from core.optimization.samplers import GAMSampler, RandomSampler
 
@@ -202,13 +208,9 @@ def run_experiment(
             h.on_status_change(level, message, step)
 
     if options.objective:
-        check_objective(options.objective)
+        check_objective(options.objective, has_judge=judge is not None)
     golden = read_golden(golden_path)
-    objective = options.objective or (
-        DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE
-    )
-    if objective.startswith("judge.") and judge is None:
-        raise ConfigError(f"the objective {objective} needs a judge model (--judge MODEL, or RAGTUNE_JUDGE_MODEL)")
+    objective = options.objective or default_objective(golden)
     sampler = _sampler(options)
     default_store = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
     space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)])

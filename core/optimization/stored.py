@@ -346,8 +346,7 @@ class StoredExperiment:
         """
         from core.evaluation.single import EXTRACTIVE
         from core.golden import read_golden
-        from core.optimization.runner import DEFAULT_ANSWER_OBJECTIVE, DEFAULT_RETRIEVAL_OBJECTIVE, \
-            ExperimentOptions, _sampler, build_space
+        from core.optimization.runner import ExperimentOptions, _sampler, build_space, default_objective
         from core.optimization.study import Study
 
         if self.exists():
@@ -358,15 +357,12 @@ class StoredExperiment:
             from core.inputs import shown_address
 
             if request.get("objective"):
-                check_objective(request["objective"])
-            if (request.get("objective") or "").startswith("judge.") and settings.judge_model() is None:
-                raise ConfigError(f"the objective {request['objective']} needs a judge model: set RAGTUNE_JUDGE_MODEL")
+                check_objective(request["objective"], has_judge=settings.judge_model() is not None)
             golden = read_golden(request["golden"])
             if not list_document_ids(request["documents"]):
                 raise ConfigError(f"{shown_address(request['documents'])} holds no documents to load "
                                   "(missing, empty, or no supported file types)")
-            objective = request.get("objective") or (
-                DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE)
+            objective = request.get("objective") or default_objective(golden)
             overrides = request_overrides(request)
             options = ExperimentOptions(optimizer=request["optimizer"], max_evals=request["max_evals"],
                                         seed=request["seed"], objective=objective, overrides=overrides,
