@@ -149,6 +149,7 @@ def format_report(report: dict[str, Any]) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``ragtune evaluate --docs DIR --golden FILE``: evaluate every search setup, write the report."""
     from core.evaluation import EvaluateOptions, evaluate_retrieval
+    from core.golden import read_golden
     from core.reports import LocalFiles, ReportStore, new_run_id
     from core.settings import Settings
 
@@ -174,10 +175,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     model = settings.embedding_model()
     try:
+        golden = read_golden(args.golden)  # read once: the report and the stored copy share these bytes
         report = evaluate_retrieval(
             args.docs, args.golden, out_dir=out, embedding_model=model,
             vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
-            on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None,
+            on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None, golden=golden,
         )
     except GoldenError as exc:
         if args.json:
@@ -188,16 +190,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     store = ReportStore(LocalFiles(out))
     run_id = new_run_id()
     report["run_id"] = run_id
-    import hashlib
-
-    from core.golden import read_bytes
-
-    data = read_bytes(args.golden)
-    if hashlib.sha256(data).hexdigest() != report["golden"]["sha256"]:
-        print(f"ragtune evaluate: {args.golden} changed during the run (its sha256 differs from the one "
-              "evaluated); the report is not stored: run again", file=sys.stderr)
-        return 1
-    report["golden"]["stored_as"] = store.save_golden(report["golden"]["sha256"], data)
+    report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
     key = store.save_run(run_id, report)
     report["location"] = str(out / key)
     if args.json:

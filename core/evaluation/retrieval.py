@@ -240,6 +240,7 @@ def evaluate_retrieval(
     vector_store_config: Any = None,
     options: EvaluateOptions | None = None,
     on_status: Callable[[str], None] | None = None,
+    golden: Any = None,
 ) -> dict[str, Any]:
     """Run the retrieval evaluation end to end and return the report (not yet stored).
 
@@ -255,6 +256,8 @@ def evaluate_retrieval(
             default Milvus Lite in ``<out_dir>/milvus.db``.
         options: chunking, setups and ranking settings.
         on_status: called with a short line when a step starts (for logs).
+        golden: the ``GoldenSet`` of ``golden_path`` when the caller has read it already (its
+            bytes, ``raw``, are what the report describes); None reads ``golden_path``.
 
     Returns:
         The report dict (see ``docs`` in the README): ``schema_version``, ``golden``,
@@ -290,7 +293,8 @@ def evaluate_retrieval(
 
     golden_shown, docs_shown = shown_address(golden_path), shown_address(docs_dir)
     status(f"checking {golden_shown}")
-    golden = read_golden(golden_path)
+    if golden is None:
+        golden = read_golden(golden_path)
 
     # Open the cache and the vector store before the slow steps, so a locked, broken or
     # unreachable store fails at once.
