@@ -248,8 +248,8 @@ async def evaluate_from_queue(msg: func.QueueMessage, client: df.DurableOrchestr
     from core.optimization.stored import evaluated_event, parse_evaluation_message
 
     message = parse_evaluation_message(msg.get_body())
-    experiment = _experiment(message["experiment_id"])
-    outcome = await asyncio.to_thread(experiment.evaluate, message, _settings())
+    settings = _settings()
+    outcome = await asyncio.to_thread(_experiment(message["experiment_id"], settings).evaluate, message, settings)
     outcome.pop("stored", None)
     await _raise(client, message, evaluated_event(message["key"]), outcome)
 
@@ -303,12 +303,8 @@ def get_experiment(req: func.HttpRequest) -> func.HttpResponse:
     def read(store: Any) -> func.HttpResponse:
         from core.optimization.stored import StoredExperiment
 
-        experiment = StoredExperiment(store.files, experiment_id)
-        if store.files.exists(f"{experiment.prefix}/report.json"):
-            return json_response(json.loads(store.files.read_bytes(f"{experiment.prefix}/report.json")))
-        if not experiment.exists():
-            return error(f"no experiment {experiment_id!r}", 404)
-        return json_response(experiment.build_report())
+        report = StoredExperiment(store.files, experiment_id).current_report()
+        return error(f"no experiment {experiment_id!r}", 404) if report is None else json_response(report)
 
     return answer(read)
 

@@ -539,6 +539,13 @@ class StoredExperiment:
             "study": study.to_dict(),
         }
 
+    def current_report(self) -> dict[str, Any] | None:
+        """The final report (``report.json``) when written, else the report so far
+        (:meth:`build_report`), or None when the experiment is not stored."""
+        if self.files.exists(f"{self.prefix}/report.json"):
+            return self._read("report.json")
+        return self.build_report() if self.exists() else None
+
     def write_report(self) -> str:
         """Write ``report.json`` (:meth:`build_report`); returns its key in the store."""
         self._write("report.json", self.build_report())
