@@ -21,6 +21,12 @@ References:
     Serven, D. and Brummitt, C. (2018). pyGAM: Generalized Additive Models in Python.
     doi:10.5281/zenodo.1208723; https://pygam.readthedocs.io
     Hastie, T. and Tibshirani, R. (1990). Generalized Additive Models. Chapman & Hall.
+    Hastie, T., Tibshirani, R. and Friedman, J. (2009). The Elements of Statistical Learning,
+    2nd ed., section 3.4.1 (ridge regression as a Gaussian prior). Springer.
+    Wood, S. N. (2017). Generalized Additive Models: An Introduction with R, 2nd ed.
+    Chapman & Hall/CRC.
+    Li, L., Chu, W., Langford, J. and Schapire, R. E. (2010). A Contextual-Bandit Approach to
+    Personalized News Article Recommendation (LinUCB). WWW 2010, 661-670.
     Chvatal, V. (1979). A greedy heuristic for the set-covering problem. Mathematics of
     Operations Research 4(3), 233-235.
 """
@@ -214,38 +220,59 @@ class GAMSampler:
       feature is the value's rank among the parameter's sorted values (so 128, 256, ..., 2048
       are evenly spaced), ``n_splines = max(spline_order + 1, min(n_splines, distinct values
       seen))``, which keeps ``n_splines > spline_order`` and no larger than the rows;
+    - a linear term ``l()`` in the same rank for any other numeric parameter with at least 3
+      values in the space and no placeholder (``number_of_chunks`` 3, 5, 10): too few values
+      for a spline, but still ordered, so one slope is learnt instead of one effect per value
+      and a value no complete trial holds is predicted on the trend (retrieval metrics such as
+      recall@k and MRR only grow with the number of chunks). In the replays described under
+      the exploration bonus, this term instead of a factor lowered the mean evaluations to
+      the target summed over the 11 retrieval tables of the real grid from 71.9 to 63.9 and
+      raised it on the 3 synthetic grids, whose numeric effects are drawn at random per
+      value with no order, from 29.6 to 33.7. A line cannot hold a peak at a middle value,
+      so from ``lam_search_min_rows`` rows on the model is also fitted with each such term as
+      a factor, and the fit with the lower generalized cross-validation score is kept (Wood
+      2017, section 6.2; with it the synthetic sum is 32.3 and the real one unchanged);
     - a factor ``f()`` for every other parameter, coded over the values seen in the trials.
 
-    The smoothing strength ``lam`` is pygam's default (0.6 per term) with fewer than
+    The smoothing strength ``lam`` is ``SMALL_HISTORY_LAM`` (0.1 per term) with fewer than
     ``lam_search_min_rows`` rows, else chosen by generalized cross-validation over one shared
     grid of 5 values (``gridsearch``: about 5 fits, some 0.1 s, nothing next to one
     evaluation; on a 432-configuration synthetic replay over 30 seeds it lowered the median
     evaluations to the best from 18 to 15; set ``lam_search_min_rows`` high to skip it in
-    fast replays). Predictions for every untried
-    configuration are the sum of the terms' partial dependences: a value never seen in a
-    complete trial gets the mean effect of the seen values of its parameter (no evidence
-    either way), and a spline is held flat outside the range of seen values.
+    fast replays). pygam's default of 0.6 shrank the few early rows so much that the effects
+    of parameters that changed together in them could not be told apart: with factor terms
+    only, 0.1 lowered the mean evaluations to the target summed over the 14 score tables
+    (below) from 108.5 to 101.6 (0.2: 102.0; 2.0: 136.0). Predictions
+    for every untried configuration are the sum of the terms' partial dependences: a value
+    never seen in a complete trial gets the mean effect of the seen values of its parameter
+    for a factor (no evidence either way) and the fitted line for a linear term, and a
+    spline is held flat outside the range of seen values.
 
     **Exploration bonus.** The configurations with the highest *optimistic* score are
-    proposed (ties broken at random), the prediction plus an upper-confidence bonus that grows
-    as the configuration's values have been seen in fewer complete trials::
+    proposed (ties broken at random): the prediction plus an upper-confidence bonus, the
+    posterior standard deviation of the configuration's score under the Bayesian linear model
+    on one-hot codes of every value of the space::
 
-        ucb(c) = prediction(c) + EXPLORATION * sd(y) * sqrt(sum_j 1 / (1 + n_j(c_j)))
+        ucb(c) = prediction(c) + EXPLORATION * sd(y) * sqrt(x(c)^T (A^T A + P)^-1 x(c))
 
-    where ``j`` runs over the parameters with more than one value in the space, ``n_j(v)`` is
-    the number of complete trials holding value ``v`` of ``j`` and ``sd(y)`` the (population)
-    standard deviation of their scores. The square root is the standard deviation of a sum
-    of independent per-value effects, each with prior variance ``sd(y)**2`` and ``n`` noisy
-    observations of the same variance (posterior variance ``sd(y)**2 / (1 + n)``): a diagonal
-    approximation of the model's uncertainty that ignores correlations between terms. Without
-    it the greedy model phase kept refining near-ties around the first good region; in
-    replays on 14 score tables of 56 to 168 configurations (11 retrieval metrics of the
-    84-configuration grid of ``bench/optimizer.py``, 3 synthetic grids; 60 seeds each,
-    target within 0.01 of the best) ``EXPLORATION = 2.0`` lowered the mean evaluations to the
-    target summed over the tables from 113.2 to 107.2 (1.0: 110.5; 4.0: 108.7), no table's
-    mean rising by more than 0.1. Medians move less: summed over the tables 101 -> 99; on the
-    mrr table the median over 60 seeds stays 8 (mean 9.20 -> 9.10), over seeds 0-29 (those of
-    the benchmark) it rises from 8 to 9. ``EXPLORATION = 0`` gives the plain greedy order.
+    where ``x(c)`` is ``c``'s row (a 1 for the intercept, then one column per value of every
+    parameter with more than one value in the space, 1 where ``c`` holds the value), ``A``
+    stacks the rows of the complete trials, ``P`` is the identity with a 0 for the intercept
+    and ``sd(y)`` the (population) standard deviation of their scores. It is the posterior of
+    ``y = x^T beta + noise`` with a flat prior on the intercept, each value's effect
+    ``N(0, sd(y)**2)`` and noise variance ``sd(y)**2`` (the ridge penalty 1.0 read as a
+    Gaussian prior: Hastie, Tibshirani & Friedman 2009, section 3.4.1; the ``x^T M x`` width
+    of LinUCB, Li et al. 2010). Values never tried are uncertain; so are values tried only
+    together with the same other values, whose effects the data cannot separate (after a
+    covering random phase, the largest ``number_of_chunks`` may have been tried only with
+    vector search). In replays on 14 score tables of 84 to 432 configurations (11 retrieval
+    metrics of the 84-configuration grid of ``bench/optimizer.py``, 3 synthetic grids; 30
+    seeds each, target within 0.01 of the best), the posterior width with
+    ``EXPLORATION = 1.0`` lowered the mean evaluations to the target summed over the tables
+    from 113.4 (a diagonal approximation that counted each value's trials separately, weight
+    2.0) to 108.5 (weight 0.5: 113.6; 1.5: 108.8; 2.0: 111.2; 3.0: 113.6); with the linear
+    terms and ``SMALL_HISTORY_LAM`` above the sum is 97.6. ``EXPLORATION = 0`` gives the plain
+    greedy order.
 
     **Safe fallbacks.** With fewer than 3 complete trials, or when all their scores are equal
     (nothing to learn from), the sampler proposes uniformly at random among the untried
@@ -272,8 +299,10 @@ class GAMSampler:
 
     References:
         IBM ai4rag ``GAMOptimizer`` / ``GAMOptSettings``: https://github.com/IBM/ai4rag
-        pyGAM ``LinearGAM``, ``s``, ``f``, ``gridsearch``: https://pygam.readthedocs.io
+        pyGAM ``LinearGAM``, ``s``, ``l``, ``f``, ``gridsearch``: https://pygam.readthedocs.io
         Chvatal, V. (1979). A greedy heuristic for the set-covering problem.
+        Li, L. et al. (2010). A Contextual-Bandit Approach to Personalized News Article
+        Recommendation (LinUCB).
     """
 
     name = "gam"
@@ -283,10 +312,14 @@ class GAMSampler:
     SPLINE_MIN_VALUES = 5
     #: The shared ``lam`` grid tried by ``gridsearch``.
     LAM_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
+    #: Every term's ``lam`` while fewer than ``lam_search_min_rows`` trials are complete.
+    SMALL_HISTORY_LAM = 0.1
     #: The ridge fallback's penalty.
     RIDGE_PENALTY = 1.0
     #: Weight of the exploration bonus in units of the scores' standard deviation (0: greedy).
-    EXPLORATION = 2.0
+    EXPLORATION = 1.0
+    #: Prior precision of each value's effect in the exploration bonus's linear model.
+    POSTERIOR_PENALTY = 1.0
 
     def __init__(
         self,
@@ -485,35 +518,58 @@ class GAMSampler:
         if not np.all(np.isfinite(pred)):
             return at_random("the model predicted non-finite scores")
         if self.EXPLORATION > 0:
-            pred = pred + self.EXPLORATION * float(np.std(y)) * self._uncertainty(space, train, candidates)
+            width = self._uncertainty(space, train, candidates, self.POSTERIOR_PENALTY)
+            pred = pred + self.EXPLORATION * float(np.std(y)) * width
         # best first; round so float noise does not decide, then break ties at random
         order = np.lexsort((rng.random(candidates.size), -np.round(pred, 10)))
         return candidates[order], model, reason, n_rows
 
     @staticmethod
-    def _uncertainty(space: SearchSpace, train: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-        """Return ``sqrt(sum_j 1 / (1 + n_j(c_j)))`` per candidate (shape ``(len(candidates),)``).
+    def _one_hot(space: SearchSpace, rows: np.ndarray) -> np.ndarray:
+        """Return the rows' codes as ``(len(rows), 1 + sum of value counts)`` floats.
 
-        ``j`` runs over the parameters with more than one value in the space and ``n_j(v)``
-        counts the rows of ``train`` (positions in ``space.valid_configurations()``, repeats
-        counted) that hold value ``v`` of ``j``; with ``m`` such parameters the result lies
-        in ``[0, sqrt(m)]``, ``sqrt(m)`` for values no row holds.
+        Column 0 is the intercept (all ones); then, for every parameter with more than one
+        value in the space, one column per value in the order of ``space.level_codes()``, 1
+        where the row holds the value. ``rows`` are positions in ``space.valid_configurations()``.
         """
         levels, codes = space.level_codes()
-        total = np.zeros(candidates.size)
+        blocks = [np.ones((rows.size, 1))]
         for j, lv in enumerate(levels):
-            if len(lv) < 2:
-                continue
-            seen = np.bincount(codes[train, j], minlength=len(lv))
-            total += 1.0 / (1.0 + seen[codes[candidates, j]])
-        return np.sqrt(total)
+            if len(lv) > 1:
+                blocks.append((codes[rows, j][:, None] == np.arange(len(lv))[None, :]).astype(float))
+        return np.hstack(blocks)
+
+    @classmethod
+    def _uncertainty(
+        cls, space: SearchSpace, train: np.ndarray, candidates: np.ndarray, penalty: float = 1.0
+    ) -> np.ndarray:
+        """Return ``sqrt(x^T (A^T A + penalty * P)^-1 x)`` per candidate (shape ``(len(candidates),)``).
+
+        ``A`` holds the one-hot rows (:meth:`_one_hot`) of ``train`` (positions in
+        ``space.valid_configurations()``, repeats counted), ``x`` a candidate's row and ``P``
+        the identity with 0 for the intercept: the posterior standard deviation of the
+        candidate's score, in units of the noise's, under a linear model with a flat prior on
+        the intercept and independent ``N(0, noise variance / penalty)`` priors on the values'
+        effects. It is larger for values no row holds and for values that only ever appeared
+        together with the same other values. ``train`` must not be empty (the intercept would
+        be unidentified).
+        """
+        A = cls._one_hot(space, np.asarray(train, dtype=np.int64))
+        X = cls._one_hot(space, np.asarray(candidates, dtype=np.int64))
+        prior = np.full(A.shape[1], float(penalty))
+        prior[0] = 0.0
+        # Cholesky of the (positive definite) posterior precision; solve instead of inverting.
+        chol = np.linalg.cholesky(A.T @ A + np.diag(prior))
+        half = np.linalg.solve(chol, X.T)  # L^-1 x per column: x^T (L L^T)^-1 x = |L^-1 x|^2
+        return np.sqrt(np.maximum(np.einsum("ij,ij->j", half, half), 0.0))
 
     # Model fitting ------------------------------------------------------------------------------
     def _design(self, space: SearchSpace, train: np.ndarray) -> list[tuple[int, str, np.ndarray, np.ndarray]]:
-        """Return ``(column, "spline"|"factor", seen codes, feature per level)`` per model term.
+        """Return ``(column, "spline"|"linear"|"factor", seen codes, feature per level)`` per term.
 
         ``feature per level`` maps each level code of the column to the model's feature value
-        (rank for splines; position among the seen values for factors, -1 when unseen).
+        (rank for splines and linear terms; position among the seen values for factors, -1
+        when unseen).
         """
         levels, codes = space.level_codes()
         terms = []
@@ -525,14 +581,21 @@ class GAMSampler:
             if seen.size < 2:
                 continue  # constant among the trials: no information, no term
             numeric = p.kind in ("integer", "real") and None not in lv
+            ranks = np.argsort(np.argsort(np.array(lv, dtype=float))).astype(float) if numeric else None
             if numeric and len(lv) >= self.SPLINE_MIN_VALUES and seen.size >= self.spline_order + 1:
-                ranks = np.argsort(np.argsort(np.array(lv, dtype=float))).astype(float)
                 terms.append((j, "spline", seen, ranks))
+            elif numeric and len(lv) >= 3:
+                terms.append((j, "linear", seen, ranks))
             else:
-                feature = np.full(len(lv), -1.0)
-                feature[seen] = np.arange(seen.size, dtype=float)
-                terms.append((j, "factor", seen, feature))
+                terms.append(self._factor_term(j, len(lv), seen))
         return terms
+
+    @staticmethod
+    def _factor_term(column: int, n_levels: int, seen: np.ndarray) -> tuple[int, str, np.ndarray, np.ndarray]:
+        """Return a factor term for ``column``: seen values coded 0, 1, ...; unseen -1."""
+        feature = np.full(n_levels, -1.0)
+        feature[seen] = np.arange(seen.size, dtype=float)
+        return column, "factor", seen, feature
 
     def _fit_tables(
         self, space: SearchSpace, train: np.ndarray, y: np.ndarray
@@ -542,7 +605,15 @@ class GAMSampler:
         if not terms:
             return None, None, "no parameter varies among the successful trials"
         try:
-            tables = self._fit_gam(space, terms, train, y)
+            tables, gcv = self._fit_gam(space, terms, train, y)
+            if y.size >= self.lam_search_min_rows and any(kind == "linear" for _, kind, _, _ in terms):
+                # enough rows to let the data choose: each line may become a factor (any shape)
+                levels, _ = space.level_codes()
+                free = [self._factor_term(j, len(levels[j]), seen) if kind == "linear" else (j, kind, seen, feature)
+                        for j, kind, seen, feature in terms]
+                free_tables, free_gcv = self._fit_gam(space, free, train, y)
+                if free_gcv < gcv:
+                    tables = free_tables
             if all(np.all(np.isfinite(t)) for t in tables.values()):
                 return tables, "gam", None
             reason = "pygam predicted non-finite values"
@@ -555,18 +626,22 @@ class GAMSampler:
 
     def _fit_gam(
         self, space: SearchSpace, terms: list[tuple[int, str, np.ndarray, np.ndarray]], train: np.ndarray, y: np.ndarray
-    ) -> dict[int, np.ndarray]:
-        from pygam import LinearGAM, f, s  # lazy: pygam is heavy
+    ) -> tuple[dict[int, np.ndarray], float]:
+        """Fit pygam on ``terms``; return ``(column -> effect per level, the fit's GCV score)``."""
+        from pygam import LinearGAM, f, l, s  # lazy: pygam is heavy
 
         levels, codes = space.level_codes()
         X = np.column_stack([feature[codes[train, j]] for j, _, _, feature in terms]).astype(float)
+        lam = self.SMALL_HISTORY_LAM  # replaced by gridsearch from lam_search_min_rows rows
         spec = None
         for col, (j, kind, seen, _) in enumerate(terms):
             if kind == "spline":
                 k = max(self.spline_order + 1, min(self.n_splines, int(seen.size)))
-                term = s(col, n_splines=k, spline_order=self.spline_order)
+                term = s(col, n_splines=k, spline_order=self.spline_order, lam=lam)
+            elif kind == "linear":
+                term = l(col, lam=lam)
             else:
-                term = f(col)
+                term = f(col, lam=lam)
             spec = term if spec is None else spec + term
         gam = LinearGAM(spec)
         with warnings.catch_warnings():
@@ -583,6 +658,8 @@ class GAMSampler:
             for col, (j, kind, seen, feature) in enumerate(terms):
                 if kind == "spline":
                     values = np.clip(feature, X[:, col].min(), X[:, col].max())  # flat outside the seen range
+                elif kind == "linear":
+                    values = feature  # every value on the fitted line
                 else:
                     values = np.arange(seen.size, dtype=float)
                 grid = np.repeat(X[:1], values.size, axis=0)
@@ -594,13 +671,13 @@ class GAMSampler:
         for (j, kind, seen, feature), grid in zip(terms, grids[1:]):
             effect = predicted[at: at + len(grid)] - base
             at += len(grid)
-            if kind == "spline":
+            if kind in ("spline", "linear"):
                 tables[j] = effect
             else:
                 table = np.full(len(levels[j]), float(effect.mean()))  # unseen values: mean effect
                 table[seen] = effect
                 tables[j] = table
-        return tables
+        return tables, float(gam.statistics_["GCV"])
 
     def _fit_ridge(
         self, space: SearchSpace, terms: list[tuple[int, str, np.ndarray, np.ndarray]], train: np.ndarray, y: np.ndarray

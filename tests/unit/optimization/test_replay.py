@@ -104,8 +104,8 @@ def test_gam_beats_random_search_on_a_synthetic_grid():
     rnd = replay(table, space, RandomSampler, seeds, tolerance=0.0, stop_at_target=True)
     assert gam.fraction_reached == rnd.fraction_reached == 1.0
     # random search needs about half the grid (its expected median is (56 + 1) / 2); measured: GAM 7, random 26.5
-    # (GAM 8 without the exploration bonus, GAMSampler.EXPLORATION = 0; 9.5 when the random phase also
-    # filled up with uniform picks instead of untried values)
+    # (GAM 6.5 without the exploration bonus, GAMSampler.EXPLORATION = 0: on this small, nearly noiseless grid
+    # greedy is as good; 9.5 when the random phase also filled up with uniform picks instead of untried values)
     assert gam.median_evaluations_to_target <= 10
     assert rnd.median_evaluations_to_target >= 2 * gam.median_evaluations_to_target
 

@@ -250,6 +250,56 @@ def test_ridge_fallback_when_pygam_is_missing(monkeypatch):
     assert sampler.last_info.model == "ridge" and "not installed" in sampler.last_info.reason and len(got) == 2
 
 
+def fitted(space, trials, sampler):
+    """(number_of_chunks' fitted effect per value 3, 5, 10; the term kinds by parameter name)."""
+    train = np.array([space.index_of(t.configuration) for t in trials])
+    y = np.array([t.score for t in trials])
+    kinds = {space.parameters[j].name: kind for j, kind, _, _ in sampler._design(space, train)}
+    tables, model, _ = sampler._fit_tables(space, train, y)
+    assert model == "gam"
+    column = [p.name for p in space.parameters].index("number_of_chunks")
+    return tables[column], kinds
+
+
+def test_a_numeric_parameter_with_three_values_gets_a_line_that_reaches_untried_values():
+    space = small_space()
+    assert space.level_codes()[0][[p.name for p in space.parameters].index("number_of_chunks")] == (3, 5, 10)
+
+    def rising(c):  # 0.03 per step of number_of_chunks' rank
+        return 0.5 + 0.03 * (3, 5, 10).index(c["number_of_chunks"]) + (0.1 if c["foundation_model"] == "fm-b" else 0)
+
+    configs = [c for c in space.valid_configurations() if c["number_of_chunks"] != 10]
+    picks = [configs[i] for i in np.random.default_rng(2).choice(len(configs), size=8, replace=False)]
+    trials = told(space, picks, [rising(c) for c in picks])
+    sampler = GAMSampler(n_random_nodes=1)
+    effect, kinds = fitted(space, trials, sampler)
+    assert kinds["number_of_chunks"] == "linear" and kinds["foundation_model"] == "factor"
+    # a line in the rank: 10 (never tried) is one more step above 5
+    assert effect[1] - effect[0] > 0.01
+    assert effect[2] - effect[1] == pytest.approx(effect[1] - effect[0], rel=1e-6)
+    sampler.EXPLORATION = 0.0  # the model alone
+    got = sampler.propose(space, trials, 1, np.random.default_rng(0))[0]
+    assert got["number_of_chunks"] == 10 and got["foundation_model"] == "fm-b"
+
+
+def test_a_peak_in_the_middle_is_kept_once_cross_validation_can_choose():
+    """From lam_search_min_rows rows the line competes with a factor on GCV; before, a line."""
+    space = small_space()
+
+    def peaked(c):  # best number_of_chunks is 5
+        return 0.5 + {3: 0.0, 5: 0.05, 10: 0.0}[c["number_of_chunks"]] + (0.1 if c["foundation_model"] == "fm-b" else 0)
+
+    many = history(space, 20, objective=peaked)
+    effect, _ = fitted(space, many, GAMSampler(n_random_nodes=1))
+    assert effect[1] > effect[0] + 0.03 and effect[1] > effect[2] + 0.03
+    got = GAMSampler(n_random_nodes=1).propose(space, many, 1, np.random.default_rng(0))[0]
+    assert got["number_of_chunks"] == 5 and got["foundation_model"] == "fm-b"
+    # with fewer rows than lam_search_min_rows the term stays a line: no peak, as documented
+    few = many[:8]
+    effect, _ = fitted(space, few, GAMSampler(n_random_nodes=1))
+    assert effect[2] - effect[1] == pytest.approx(effect[1] - effect[0], rel=1e-6, abs=1e-9)
+
+
 def test_spline_terms_on_a_wide_numeric_parameter():
     space = small_space().with_overrides({"number_of_chunks": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]})
 
@@ -274,38 +324,86 @@ def test_minimize_direction():
     assert additive(got[0]) == additive(worst)  # several configurations tie for the worst
 
 
-def test_uncertainty_by_hand():
-    """sqrt(sum_j 1 / (1 + n_j)) over the 6 varying parameters of the tiny space.
+def shared_values_variance(space, train, candidates, prior_intercept=1e5):
+    """Reference for GAMSampler._uncertainty, from the Gaussian-process (kernel) side.
 
-    Rows 0, 1, 1 (a repeat counts twice) hold: recursive x3, overlap 0 x3, vector x1, hybrid
-    search x2, rrf x2, strategy null x1, ranker_k 60 x2 and null x1, alpha null x3.
+    The linear model's prior makes two configurations' scores covary by the number of values
+    they share (each value's effect has variance 1) plus the intercept's variance (flat: a
+    large number here); the noise variance is 1. The posterior variance of f(x) is then
+    k(x, x) - k(x, X) (K + I)^-1 k(X, x) (Rasmussen & Williams 2006, eq. 2.26), the same
+    quantity as x^T (A^T A + P)^-1 x by the Woodbury identity, up to O(1 / prior_intercept).
     """
-    space = tiny_space()
-    assert [space.valid_configurations()[i]["ranker_alpha"] for i in (2, 4, 5)] == [0.5, None, None]
-    got = GAMSampler._uncertainty(space, np.array([0, 1, 1]), np.array([2, 4, 5, 0]))
-    expected = [
-        (1 / 4 + 1 / 4 + 1 / 3 + 1 / 1 + 1 / 2 + 1 / 1) ** 0.5,  # recursive, 0, hybrid, weighted, k null, 0.5
-        (1 / 1 + 1 / 1 + 1 / 2 + 1 / 2 + 1 / 2 + 1 / 4) ** 0.5,  # hybrid chunker, null, vector, null, null, null
-        (1 / 1 + 1 / 1 + 1 / 3 + 1 / 3 + 1 / 3 + 1 / 4) ** 0.5,  # hybrid chunker, null, hybrid, rrf, 60, null
-        (1 / 4 + 1 / 4 + 1 / 2 + 1 / 2 + 1 / 2 + 1 / 4) ** 0.5,  # a configuration already tried
-    ]
-    np.testing.assert_allclose(got, expected, rtol=1e-12)
-    assert got[1] == pytest.approx(3.75 ** 0.5) and got[3] == pytest.approx(1.5)
+    levels, codes = space.level_codes()
+    varying = [j for j, lv in enumerate(levels) if len(lv) > 1]
+
+    def k(a, b):
+        return prior_intercept + sum((codes[a, j][:, None] == codes[b, j][None, :]).astype(float) for j in varying)
+
+    train, candidates = np.asarray(train), np.asarray(candidates)
+    K = k(train, train)
+    cross = k(candidates, train)
+    prior = np.diag(k(candidates, candidates))
+    return prior - np.einsum("ij,ji->i", cross, np.linalg.solve(K + np.eye(len(train)), cross.T))
+
+
+def test_uncertainty_by_hand():
+    """One parameter, number_of_chunks 3 or 5; two rows, both 3; penalty p.
+
+    A^T A + P over (intercept, 3, 5) is [[2, 2, 0], [2, 2 + p, 0], [0, 0, p]], whose inverse
+    has the block [[(2 + p) / 2p, -1 / p], [-1 / p, 1 / p]] and 1 / p for 5. For 5 (x = 1, 0,
+    1): (2 + p) / 2p + 1 / p = (4 + p) / 2p, 2.5 at p = 1: the intercept is known only
+    through 3's effect (prior variance 1, plus the mean's 1/2), and 5's own prior adds 1. For
+    3 (x = 1, 1, 0): (2 + p) / 2p - 2 / p + 1 / p = 1/2 for every p, the variance of a mean of
+    two observations.
+    """
+    space = tiny_space().with_overrides({"search_mode": ["vector"], "chunk_size": [128], "chunk_overlap": [0],
+                                         "number_of_chunks": [3, 5], "chunking_method": ["recursive"]})
+    assert [c["number_of_chunks"] for c in space.valid_configurations()] == [3, 5]
+    for p in (1.0, 0.5, 4.0):
+        got = GAMSampler._uncertainty(space, np.array([0, 0]), np.array([1, 0]), penalty=p)
+        np.testing.assert_allclose(got ** 2, [(4 + p) / (2 * p), 0.5], rtol=1e-12)
+
+
+def test_uncertainty_matches_the_kernel_form_and_sees_confounding():
+    space = small_space()
+    rng = np.random.default_rng(7)
+    for size in (1, 3, 12):
+        train = rng.choice(space.n_valid, size=size, replace=True)  # repeats count twice
+        candidates = np.arange(space.n_valid)
+        np.testing.assert_allclose(GAMSampler._uncertainty(space, train, candidates) ** 2,
+                                   shared_values_variance(space, train, candidates), rtol=1e-4)
+    # number_of_chunks 10 tried twice, always with vector search (and vector search only with
+    # 10); 5 and 3 twice each, with hybrid search. A count of trials per value (the diagonal of
+    # the same model) rates 10 and 5 alike in an untried hybrid configuration; the posterior
+    # knows 10's effect cannot be told apart from vector search's.
+    configs = space.valid_configurations()
+
+    def pick(**values):
+        return next(i for i, c in enumerate(configs) if all(c[k] == v for k, v in values.items()))
+
+    base = {"chunking_method": "recursive", "chunk_size": 128, "chunk_overlap": 0, "foundation_model": "fm-a"}
+    hybrid = {"search_mode": "hybrid", "ranker_strategy": "rrf"}
+    train = np.array([pick(**base, number_of_chunks=10, search_mode="vector")] * 2
+                     + [pick(**base, number_of_chunks=5, **hybrid)] * 2
+                     + [pick(**base, number_of_chunks=3, **hybrid)] * 2)
+    other = {**base, "chunk_overlap": 32}  # a value neither row holds, the same in both candidates
+    ten, five = pick(**other, number_of_chunks=10, **hybrid), pick(**other, number_of_chunks=5, **hybrid)
+    width = GAMSampler._uncertainty(space, train, np.array([ten, five]))
+    assert width[0] > width[1] * 1.05
 
 
 def test_exploration_bonus_decides_between_equal_predictions(monkeypatch):
-    """With every prediction equal, the least-seen configuration comes first.
+    """With every prediction equal, the most uncertain configuration comes first.
 
     Rows 0, 1, 3, 4 of the tiny space (every categorical value tried, so no covering pick);
-    the untried 2, 5, 6, 7 sum 1 / (1 + n_j) to 31/12, 31/12, 37/12 and 31/12 (by hand, as in
-    test_uncertainty_by_hand): 6 (hybrid chunker, weighted, alpha 0.5, never tried) is the
-    only maximum.
+    of the untried 2, 5, 6, 7, configuration 6 (hybrid chunker, weighted, alpha 0.5, values
+    that no row or only one row holds) has the widest posterior, by the kernel reference.
     """
     space = tiny_space()
     configs = space.valid_configurations()
     trials = told(space, [configs[i] for i in (0, 1, 3, 4)], [0.1, 0.2, 0.3, 0.4])
-    np.testing.assert_allclose(GAMSampler._uncertainty(space, np.array([0, 1, 3, 4]), np.array([2, 5, 6, 7])) ** 2,
-                               [31 / 12, 31 / 12, 37 / 12, 31 / 12], rtol=1e-12)
+    variance = shared_values_variance(space, np.array([0, 1, 3, 4]), np.array([2, 5, 6, 7]))
+    assert int(np.argmax(variance)) == 2 and variance[2] > 1.1 * np.sort(variance)[-2]
     monkeypatch.setattr(GAMSampler, "_fit_tables", lambda self, *a: ({0: np.zeros(2)}, "gam", None))
     for seed in range(5):
         sampler = GAMSampler(n_random_nodes=1)
