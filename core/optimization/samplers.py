@@ -23,6 +23,8 @@ References:
     Hastie, T. and Tibshirani, R. (1990). Generalized Additive Models. Chapman & Hall.
     Hastie, T., Tibshirani, R. and Friedman, J. (2009). The Elements of Statistical Learning,
     2nd ed., section 3.4.1 (ridge regression as a Gaussian prior). Springer.
+    Desautels, T., Krause, A. and Burdick, J. W. (2014). Parallelizing Exploration-Exploitation
+    Tradeoffs in Gaussian Process Bandit Optimization (GP-BUCB). JMLR 15, 4053-4103.
     Wood, S. N. (2017). Generalized Additive Models: An Introduction with R, 2nd ed.
     Chapman & Hall/CRC.
     Li, L., Chu, W., Langford, J. and Schapire, R. E. (2010). A Contextual-Bandit Approach to
@@ -220,18 +222,22 @@ class GAMSampler:
       feature is the value's rank among the parameter's sorted values (so 128, 256, ..., 2048
       are evenly spaced), ``n_splines = max(spline_order + 1, min(n_splines, distinct values
       seen))``, which keeps ``n_splines > spline_order`` and no larger than the rows;
-    - a linear term ``l()`` in the same rank for any other numeric parameter with at least 3
-      values in the space and no placeholder (``number_of_chunks`` 3, 5, 10): too few values
-      for a spline, but still ordered, so one slope is learnt instead of one effect per value
-      and a value no complete trial holds is predicted on the trend (retrieval metrics such as
+    - a linear term ``l()`` in the same rank for a numeric parameter with 3 or 4 values in
+      the space and no placeholder (``number_of_chunks`` 3, 5, 10): too few values for a
+      spline, but still ordered, so one slope is learnt instead of one effect per value and a
+      value no complete trial holds is predicted on the trend (retrieval metrics such as
       recall@k and MRR only grow with the number of chunks). In the replays described under
       the exploration bonus, this term instead of a factor lowered the mean evaluations to
       the target summed over the 11 retrieval tables of the real grid from 71.9 to 63.9 and
       raised it on the 3 synthetic grids, whose numeric effects are drawn at random per
       value with no order, from 29.6 to 33.7. A line cannot hold a peak at a middle value,
-      so from ``lam_search_min_rows`` rows on the model is also fitted with each such term as
-      a factor, and the fit with the lower generalized cross-validation score is kept (Wood
-      2017, section 6.2; with it the synthetic sum is 32.3 and the real one unchanged);
+      so from ``lam_search_min_rows`` rows on the model is also fitted with all such terms as
+      factors, and that fit is kept when its generalized cross-validation score is the lower
+      one (Wood 2017, section 6.2) and valid: pygam's score ``n * deviance / (n - 1.4 *
+      edof)**2`` rewards over-fitting once ``1.4 * edof`` passes the ``n`` rows, where a fit
+      never wins (:meth:`_line_or_factor`). With it the synthetic sum is 33.4, the real one
+      unchanged. Before ``lam_search_min_rows`` rows such a peak is not modelled; the
+      exploration bonus may still try the middle value;
     - a factor ``f()`` for every other parameter, coded over the values seen in the trials.
 
     The smoothing strength ``lam`` is ``SMALL_HISTORY_LAM`` (0.1 per term) with fewer than
@@ -257,9 +263,9 @@ class GAMSampler:
 
     where ``x(c)`` is ``c``'s row (a 1 for the intercept, then one column per value of every
     parameter with more than one value in the space, 1 where ``c`` holds the value), ``A``
-    stacks the rows of the complete trials, ``P`` is the identity with a 0 for the intercept
-    and ``sd(y)`` the (population) standard deviation of their scores. It is the posterior of
-    ``y = x^T beta + noise`` with a flat prior on the intercept, each value's effect
+    stacks the rows of every trial, ``P`` is the identity with a 0 for the intercept and
+    ``sd(y)`` the (population) standard deviation of the complete trials' scores. It is the
+    posterior of ``y = x^T beta + noise`` with a flat prior on the intercept, each value's effect
     ``N(0, sd(y)**2)`` and noise variance ``sd(y)**2`` (the ridge penalty 1.0 read as a
     Gaussian prior: Hastie, Tibshirani & Friedman 2009, section 3.4.1; the ``x^T M x`` width
     of LinUCB, Li et al. 2010). Values never tried are uncertain; so are values tried only
@@ -270,9 +276,12 @@ class GAMSampler:
     seeds each, target within 0.01 of the best), the posterior width with
     ``EXPLORATION = 1.0`` lowered the mean evaluations to the target summed over the tables
     from 113.4 (a diagonal approximation that counted each value's trials separately, weight
-    2.0) to 108.5 (weight 0.5: 113.6; 1.5: 108.8; 2.0: 111.2; 3.0: 113.6); with the linear
-    terms and ``SMALL_HISTORY_LAM`` above the sum is 97.6. ``EXPLORATION = 0`` gives the plain
-    greedy order.
+    2.0) to 108.5 (weight 0.5: 113.6; 1.5: 108.8; 2.0: 111.2; 3.0: 113.6); with
+    ``SMALL_HISTORY_LAM``, the linear terms and their cross-validated choice above, the sum is
+    97.3. Failed and pending trials count as rows of ``A`` as if their scores were known (the
+    width needs no scores; GP-BUCB does the same for pending evaluations, Desautels et al.
+    2014): a value tried only in evaluations that failed is not sought out again for its
+    width. ``EXPLORATION = 0`` gives the plain greedy order.
 
     **Safe fallbacks.** With fewer than 3 complete trials, or when all their scores are equal
     (nothing to learn from), the sampler proposes uniformly at random among the untried
@@ -314,6 +323,8 @@ class GAMSampler:
     LAM_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
     #: Every term's ``lam`` while fewer than ``lam_search_min_rows`` trials are complete.
     SMALL_HISTORY_LAM = 0.1
+    #: pygam's GCV ``gamma``: the score is ``n * deviance / (n - GCV_GAMMA * edof)**2``.
+    GCV_GAMMA = 1.4
     #: The ridge fallback's penalty.
     RIDGE_PENALTY = 1.0
     #: Weight of the exploration bonus in units of the scores' standard deviation (0: greedy).
@@ -518,7 +529,9 @@ class GAMSampler:
         if not np.all(np.isfinite(pred)):
             return at_random("the model predicted non-finite scores")
         if self.EXPLORATION > 0:
-            width = self._uncertainty(space, train, candidates, self.POSTERIOR_PENALTY)
+            # every trial counts as tried: a value that only ever failed is not sought out again
+            tried = np.array([i for i in (space.index_of(t.configuration) for t in trials) if i is not None], dtype=np.int64)
+            width = self._uncertainty(space, tried, candidates, self.POSTERIOR_PENALTY)
             pred = pred + self.EXPLORATION * float(np.std(y)) * width
         # best first; round so float noise does not decide, then break ties at random
         order = np.lexsort((rng.random(candidates.size), -np.round(pred, 10)))
@@ -551,8 +564,11 @@ class GAMSampler:
         candidate's score, in units of the noise's, under a linear model with a flat prior on
         the intercept and independent ``N(0, noise variance / penalty)`` priors on the values'
         effects. It is larger for values no row holds and for values that only ever appeared
-        together with the same other values. ``train`` must not be empty (the intercept would
-        be unidentified).
+        together with the same other values.
+
+        Raises:
+            numpy.linalg.LinAlgError: ``train`` is empty or ``penalty`` is not positive (the
+                posterior precision is then singular).
         """
         A = cls._one_hot(space, np.asarray(train, dtype=np.int64))
         X = cls._one_hot(space, np.asarray(candidates, dtype=np.int64))
@@ -584,7 +600,7 @@ class GAMSampler:
             ranks = np.argsort(np.argsort(np.array(lv, dtype=float))).astype(float) if numeric else None
             if numeric and len(lv) >= self.SPLINE_MIN_VALUES and seen.size >= self.spline_order + 1:
                 terms.append((j, "spline", seen, ranks))
-            elif numeric and len(lv) >= 3:
+            elif numeric and 3 <= len(lv) < self.SPLINE_MIN_VALUES:
                 terms.append((j, "linear", seen, ranks))
             else:
                 terms.append(self._factor_term(j, len(lv), seen))
@@ -605,15 +621,9 @@ class GAMSampler:
         if not terms:
             return None, None, "no parameter varies among the successful trials"
         try:
-            tables, gcv = self._fit_gam(space, terms, train, y)
+            tables, fit = self._fit_gam(space, terms, train, y)
             if y.size >= self.lam_search_min_rows and any(kind == "linear" for _, kind, _, _ in terms):
-                # enough rows to let the data choose: each line may become a factor (any shape)
-                levels, _ = space.level_codes()
-                free = [self._factor_term(j, len(levels[j]), seen) if kind == "linear" else (j, kind, seen, feature)
-                        for j, kind, seen, feature in terms]
-                free_tables, free_gcv = self._fit_gam(space, free, train, y)
-                if free_gcv < gcv:
-                    tables = free_tables
+                tables = self._line_or_factor(space, terms, train, y, tables, fit)
             if all(np.all(np.isfinite(t)) for t in tables.values()):
                 return tables, "gam", None
             reason = "pygam predicted non-finite values"
@@ -624,10 +634,45 @@ class GAMSampler:
         logger.warning("GAMSampler: %s; using the ridge fallback", reason)
         return self._fit_ridge(space, terms, train, y), "ridge", reason
 
+    def _line_or_factor(
+        self,
+        space: SearchSpace,
+        terms: list[tuple[int, str, np.ndarray, np.ndarray]],
+        train: np.ndarray,
+        y: np.ndarray,
+        line_tables: dict[int, np.ndarray],
+        line_fit: tuple[float, float],
+    ) -> dict[int, np.ndarray]:
+        """Return the tables of the fit with every linear term as a factor when GCV prefers it.
+
+        Both fits are compared on pygam's GCV score ``n * deviance / (n - 1.4 * edof)**2``
+        (``gamma = 1.4``), which only ranks fits while ``n > 1.4 * edof``: past that the
+        denominator grows again and rewards over-fitting, so a fit outside that range never
+        wins, and neither does a factor fit that fails. ``line_tables`` (whose fit had
+        ``line_fit = (GCV, edof)``) are returned otherwise.
+        """
+        levels, _ = space.level_codes()
+        free = [self._factor_term(j, len(levels[j]), seen) if kind == "linear" else (j, kind, seen, feature)
+                for j, kind, seen, feature in terms]
+        line_gcv, line_edof = line_fit
+        try:
+            free_tables, (free_gcv, free_edof) = self._fit_gam(space, free, train, y)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            logger.debug("GAMSampler: the factor fit failed (%s: %s); keeping the lines", type(exc).__name__, exc)
+            return line_tables
+        n = float(y.size)
+        valid = n > self.GCV_GAMMA * free_edof and (n <= self.GCV_GAMMA * line_edof or free_gcv < line_gcv)
+        if valid and all(np.all(np.isfinite(t)) for t in free_tables.values()):
+            return free_tables
+        return line_tables
+
     def _fit_gam(
         self, space: SearchSpace, terms: list[tuple[int, str, np.ndarray, np.ndarray]], train: np.ndarray, y: np.ndarray
-    ) -> tuple[dict[int, np.ndarray], float]:
-        """Fit pygam on ``terms``; return ``(column -> effect per level, the fit's GCV score)``."""
+    ) -> tuple[dict[int, np.ndarray], tuple[float, float]]:
+        """Fit pygam on ``terms``; return ``(column -> effect per level, (GCV score, edof))``.
+
+        ``edof`` is the fit's effective degrees of freedom (pygam ``statistics_``).
+        """
         from pygam import LinearGAM, f, l, s  # lazy: pygam is heavy
 
         levels, codes = space.level_codes()
@@ -677,7 +722,7 @@ class GAMSampler:
                 table = np.full(len(levels[j]), float(effect.mean()))  # unseen values: mean effect
                 table[seen] = effect
                 tables[j] = table
-        return tables, float(gam.statistics_["GCV"])
+        return tables, (float(gam.statistics_["GCV"]), float(gam.statistics_["edof"]))
 
     def _fit_ridge(
         self, space: SearchSpace, terms: list[tuple[int, str, np.ndarray, np.ndarray]], train: np.ndarray, y: np.ndarray

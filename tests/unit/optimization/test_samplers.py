@@ -265,9 +265,6 @@ def test_a_numeric_parameter_with_three_values_gets_a_line_that_reaches_untried_
     space = small_space()
     assert space.level_codes()[0][[p.name for p in space.parameters].index("number_of_chunks")] == (3, 5, 10)
 
-    def rising(c):  # 0.03 per step of number_of_chunks' rank
-        return 0.5 + 0.03 * (3, 5, 10).index(c["number_of_chunks"]) + (0.1 if c["foundation_model"] == "fm-b" else 0)
-
     configs = [c for c in space.valid_configurations() if c["number_of_chunks"] != 10]
     picks = [configs[i] for i in np.random.default_rng(2).choice(len(configs), size=8, replace=False)]
     trials = told(space, picks, [rising(c) for c in picks])
@@ -298,6 +295,91 @@ def test_a_peak_in_the_middle_is_kept_once_cross_validation_can_choose():
     few = many[:8]
     effect, _ = fitted(space, few, GAMSampler(n_random_nodes=1))
     assert effect[2] - effect[1] == pytest.approx(effect[1] - effect[0], rel=1e-6, abs=1e-9)
+
+
+def rising(c):
+    """0.03 per step of number_of_chunks' rank (3, 5, 10), 0.1 for fm-b: a line in the rank."""
+    return 0.5 + 0.03 * (3, 5, 10).index(c["number_of_chunks"]) + (0.1 if c["foundation_model"] == "fm-b" else 0)
+
+
+def test_a_line_is_kept_at_twelve_rows_when_the_truth_is_a_line():
+    """pygam's GCV rewards over-fitting once 1.4 * edof passes the rows: no factor wins there."""
+    space = small_space()
+    for seed in range(5):
+        trials = history(space, 12, seed=seed)
+        noise = np.random.default_rng(seed).normal(0, 0.01, size=12)
+        trials = told(space, [t.configuration for t in trials], [rising(t.configuration) + e for t, e in zip(trials, noise)])
+        effect, kinds = fitted(space, trials, GAMSampler(n_random_nodes=1))
+        assert kinds["number_of_chunks"] == "linear"
+        assert effect[2] - effect[1] == pytest.approx(effect[1] - effect[0], rel=1e-6, abs=1e-9), seed
+
+
+def test_a_failed_factor_fit_keeps_the_lines(monkeypatch):
+    space = small_space()
+    trials = history(space, 20, objective=rising)
+    real_fit = GAMSampler._fit_gam
+    calls = []
+
+    def second_fails(self, space_, terms, train, y):
+        calls.append([kind for _, kind, _, _ in terms])
+        if len(calls) == 2:
+            raise ValueError("singular")
+        return real_fit(self, space_, terms, train, y)
+
+    monkeypatch.setattr(GAMSampler, "_fit_gam", second_fails)
+    effect, _ = fitted(space, trials, GAMSampler(n_random_nodes=1))
+    assert "linear" in calls[0] and "linear" not in calls[1]  # the second fit tried factors
+    assert effect[2] - effect[1] == pytest.approx(effect[1] - effect[0], rel=1e-6, abs=1e-9)
+
+
+def test_a_wide_numeric_parameter_seen_at_few_values_is_a_factor_not_a_line():
+    space = small_space().with_overrides({"number_of_chunks": list(range(1, 11))})
+    configs = [c for c in space.valid_configurations() if c["number_of_chunks"] in (1, 2)]
+    picks = [configs[i] for i in np.random.default_rng(0).choice(len(configs), size=8, replace=False)]
+    train = np.array([space.index_of(c) for c in picks])
+    kinds = {space.parameters[j].name: kind for j, kind, _, _ in GAMSampler()._design(space, train)}
+    assert kinds["number_of_chunks"] == "factor"  # no line drawn out to 10 from two values
+
+
+def test_small_histories_are_fitted_with_the_small_history_lam(monkeypatch):
+    import pygam
+
+    seen: list[list[float]] = []
+    real_fit = pygam.LinearGAM.fit
+
+    def spy(self, X, y, *args, **kwargs):
+        seen.append([float(np.ravel(t.lam)[0]) for t in self.terms if not t.isintercept])
+        return real_fit(self, X, y, *args, **kwargs)
+
+    monkeypatch.setattr(pygam.LinearGAM, "fit", spy)
+    space = small_space()
+    sampler = GAMSampler(n_random_nodes=1)
+    sampler.propose(space, history(space, 8, objective=rising), 1, np.random.default_rng(0))
+    assert sampler.last_info.model == "gam" and seen
+    assert all(lam == GAMSampler.SMALL_HISTORY_LAM == 0.1 for lams in seen for lam in lams)
+
+
+def test_failed_trials_count_as_tried_in_the_exploration_bonus(monkeypatch):
+    """A chat model whose every evaluation failed is not the widest value because of it.
+
+    Four configurations with "f" succeeded and the same four with "broken" failed; with every
+    prediction equal, the untried configurations of both models are equally wide. Counting
+    only complete trials, "broken" would look never tried and win every time.
+    """
+    space = tiny_space().with_overrides({"foundation_model": ["f", "broken"]})
+    configs = space.valid_configurations()
+    good = [[c for c in configs if c["foundation_model"] == "f"][i] for i in (0, 1, 3, 4)]  # every value covered
+    twins = [next(d for d in configs if d["foundation_model"] == "broken"
+                  and all(d[k] == c[k] for k in c if k != "foundation_model")) for c in good]
+    trials = told(space, good + twins, [0.1, 0.2, 0.3, 0.4, None, None, None, None])
+    monkeypatch.setattr(GAMSampler, "_fit_tables", lambda self, *a: ({0: np.zeros(2)}, "gam", None))
+    chosen = set()
+    for seed in range(20):
+        sampler = GAMSampler(n_random_nodes=1)
+        (got,) = sampler.propose(space, trials, 1, np.random.default_rng(seed))
+        assert sampler.last_info.n_model == 1
+        chosen.add(got["foundation_model"])
+    assert chosen == {"f", "broken"}
 
 
 def test_spline_terms_on_a_wide_numeric_parameter():
