@@ -22,6 +22,25 @@ def test_progress_handler_shows_the_start_lines_and_warnings_once(capsys):
     assert bar.best == 0.5
 
 
+def test_without_a_terminal_each_evaluation_gets_a_line(capsys):
+    bar = ProgressBarHandler(3, "mrr")  # pytest's stderr is no terminal: the bar hides itself
+    assert bar.bar.disable and bar.lines
+    bar.on_status_change("info", "experiment e1: 84 valid configurations; evaluating up to 3 with gam", "space")
+    bar.on_pattern_creation({"objective": {"value": 0.5}, "duration_seconds": 12.34}, [])
+    bar.on_pattern_creation({"objective": {"value": None}, "error": "chat endpoint: HTTP 500", "duration_seconds": 1}, [])
+    bar.on_pattern_creation({"objective": {"value": 0.25}}, [])
+    bar.close()
+    assert capsys.readouterr().err.splitlines() == [
+        "experiment e1: 84 valid configurations; evaluating up to 3 with gam",
+        "evaluation 1/3: mrr 0.500 (best 0.500), 12.3 s",
+        "evaluation 2/3: failed: chat endpoint: HTTP 500, 1.0 s",
+        "evaluation 3/3: mrr 0.250 (best 0.500)",
+    ]
+    unknown = ProgressBarHandler(0, "mrr", lines=True)
+    unknown.on_pattern_creation({"objective": {"value": None}}, [])
+    assert capsys.readouterr().err == "evaluation 1: failed: no mrr score\n"
+
+
 def test_a_quiet_logging_handler_logs_at_debug(caplog):
     caplog.set_level(logging.DEBUG, logger="core.optimization.events")
     LoggingHandler(quiet=True).on_status_change("warning", "shown elsewhere", "golden")
