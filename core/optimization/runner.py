@@ -136,6 +136,28 @@ def leaderboard(study: Any, results: dict[str, dict[str, Any]]) -> list[dict[str
     return done + [r for r in rows if r["score"] is None]
 
 
+def report_fields(experiment_id: str, study: Any, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The fields every experiment report shares, local or stored, built from the study.
+
+    Returns:
+        ``{schema_version, kind: "experiment", experiment_id, space{n_valid, parameters},
+        objective, leaderboard (see :func:`leaderboard`), best{key, score, configuration} or
+        None, study (``Study.to_dict()``)}``.
+    """
+    best = study.best_trial
+    return {
+        "schema_version": EXPERIMENT_SCHEMA_VERSION,
+        "kind": "experiment",
+        "experiment_id": experiment_id,
+        "space": {"n_valid": study.space.n_valid, "parameters": study.space.to_dict()},
+        "objective": study.objective_metric,
+        "leaderboard": leaderboard(study, results),
+        "best": None if best is None else {"key": best.configuration.key, "score": best.score,
+                                           "configuration": dict(best.configuration)},
+        "study": study.to_dict(),
+    }
+
+
 def _objective_interval(result: dict[str, Any], objective: str) -> tuple[float | None, float | None]:
     for metric in (result.get("answers") or {}).get("metrics", []):
         if metric["name"] == objective:
@@ -310,30 +332,27 @@ def run_experiment(
             for h in handlers:
                 h.on_pattern_creation(payload, records)
 
-    board = leaderboard(study, results)
     best = study.best_trial
     prev_counts = previous.get("counts") or {}
     prev_timings = previous.get("timings_s") or {}
     evaluated = [r for r in results.values() if r["key"] in {t.configuration.key for t in study.trials}]
+    shared = report_fields(experiment_id, study, results)
     report = {
-        "schema_version": EXPERIMENT_SCHEMA_VERSION,
-        "kind": "experiment",
-        "experiment_id": experiment_id,
+        **{k: shared[k] for k in ("schema_version", "kind", "experiment_id")},
         "started_at": previous.get("started_at") or started.isoformat(timespec="seconds"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "format": getattr(golden, "format", "ragtune"),
                    "n_questions": len(golden.questions), "warnings": [w.to_dict() for w in warnings]},
         "corpus": {"path": shown_address(docs_dir), "n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
                    "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in corpus.skipped]},
-        "space": {"n_valid": space.n_valid, "parameters": space.to_dict()},
+        "space": shared["space"],
         "preselection": preselection if not options.experiment_id else previous.get("preselection"),
         "optimizer": {"name": options.optimizer, "seed": study.seed, "max_evals": study.max_evals,
                       "n_random_nodes": options.n_random_nodes, "evals_per_trial": options.evals_per_trial},
-        "objective": objective,
+        "objective": shared["objective"],
         "vector_store": backend_name(store_config),
-        "leaderboard": board,
-        "best": None if best is None else {"key": best.configuration.key, "score": best.score,
-                                           "configuration": dict(best.configuration)},
+        "leaderboard": shared["leaderboard"],
+        "best": shared["best"],
         "counts": {
             "evaluations": len(evaluated),
             # Failed trials: a failed evaluation, or one that did not compute the objective.
@@ -344,7 +363,7 @@ def run_experiment(
             "texts_embedded": sum(m.n_embedded for m in context._cached_models.values())
             + prev_counts.get("texts_embedded", 0),
         },
-        "study": study.to_dict(),
+        "study": shared["study"],
         "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3)},
         "versions": package_versions(),
     }

@@ -513,30 +513,28 @@ class StoredExperiment:
             StoreError: the experiment is not stored.
         """
         from core.inputs import shown_address
-        from core.optimization.runner import EXPERIMENT_SCHEMA_VERSION, leaderboard
+        from core.optimization.runner import report_fields
 
         study = self.study()
         request = self.request()
         results = self.results()
-        best = study.best_trial
+        shared = report_fields(self.experiment_id, study, results)
         return {
-            "schema_version": EXPERIMENT_SCHEMA_VERSION, "kind": "experiment", "experiment_id": self.experiment_id,
+            **{k: shared[k] for k in ("schema_version", "kind", "experiment_id")},
             "complete": study.is_finished,
             "golden": {"path": shown_address(request["golden"]), "sha256": request.get("golden_sha256"),
                        "format": request.get("golden_format"), "n_questions": request.get("n_questions")},
             "corpus": {"path": shown_address(request["documents"])},
-            "space": {"n_valid": study.space.n_valid, "parameters": study.space.to_dict()},
+            "space": shared["space"],
             "optimizer": {"name": request["optimizer"], "seed": request["seed"], "max_evals": study.max_evals},
-            "objective": study.objective_metric, "leaderboard": leaderboard(study, results),
-            "best": None if best is None else {"key": best.configuration.key, "score": best.score,
-                                               "configuration": dict(best.configuration)},
+            "objective": shared["objective"], "leaderboard": shared["leaderboard"], "best": shared["best"],
             "counts": {"evaluations": sum(1 for t in study.trials if t.status != "pending" and not t.warm_start),
                        "failed": sum(1 for t in study.trials if t.status == "failed"),
                        "pending": len(study.pending_trials)},
             "results": {key: {k: r.get(k) for k in ("status", "error", "metrics", "timings", "collection",
                                                    "store_binding", "stored")}
                         for key, r in results.items()},
-            "study": study.to_dict(),
+            "study": shared["study"],
         }
 
     def current_report(self) -> dict[str, Any] | None:
