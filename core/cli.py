@@ -1,7 +1,8 @@
 """The ``ragtune`` command: check golden files, evaluate retrieval, show reports.
 
 Exit codes: 0 success; 1 the input has errors (a golden file that cannot be run, a missing
-report); 2 bad command-line usage (argparse's own).
+report); 2 bad command-line usage (argparse's own); 3 ``optimize`` finished but every
+evaluation failed (the report is written and lists each error); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from core import __version__
 from core.errors import ConfigError, GoldenError, RagtuneError
 
 DEFAULT_OUT = "ragtune-out"
+#: ``optimize``'s exit code when the experiment ran but no evaluation succeeded.
+EXIT_ALL_FAILED = 3
 
 
 def _print_json(data: Any) -> None:
@@ -348,6 +351,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         _print_json(report)
     else:
         print(format_experiment(report))
+    if report.get("best") is None and report.get("counts", {}).get("evaluations"):
+        print("error: every evaluation failed; the report lists each error", file=sys.stderr)
+        return EXIT_ALL_FAILED
     return 0
 
 

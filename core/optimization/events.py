@@ -36,7 +36,8 @@ class EventHandler(Protocol):
 
 
 def pattern_payload(
-    result: Mapping[str, Any], *, iteration: int, max_combinations: int, vector_store: str, objective: str
+    result: Mapping[str, Any], *, iteration: int, max_combinations: int, vector_store: str, objective: str,
+    max_evals: int | None = None,
 ) -> dict[str, Any]:
     """Build ai4rag's pattern payload from a ``run_single_evaluation`` result.
 
@@ -46,9 +47,10 @@ def pattern_payload(
         max_combinations: the number of valid configurations of the search space.
         vector_store: the backend's name (``milvus-lite``, ``milvus``, ``pgvector``).
         objective: the objective metric's name.
+        max_evals: the experiment's evaluation budget (None: not known).
 
     Returns:
-        ``{name, iteration, max_combinations, duration_seconds, status, error, objective,
+        ``{name, iteration, max_combinations, max_evals, duration_seconds, status, error, objective,
         evaluation{metrics[{name, evaluator, scores{mean, ci_low, ci_high}}]}, settings{chunking,
         embedding, retrieval, generation, vector_store}}``.
     """
@@ -65,6 +67,7 @@ def pattern_payload(
         "key": result.get("key"),
         "iteration": iteration,
         "max_combinations": max_combinations,
+        "max_evals": max_evals,
         "duration_seconds": result.get("timings", {}).get("total_s"),
         "status": result.get("status"),
         "error": result.get("error"),
@@ -109,11 +112,12 @@ class ProgressBarHandler:
 
     When stderr is no terminal (a pipe, a CI log) the bar hides itself and one line per
     evaluation is written instead: ``evaluation 3/12: mrr 0.412 (best 0.417), 12.3 s`` or
-    ``evaluation 4/12: failed: <error>``.
+    ``evaluation 4/12: failed: <error>``. The count, the budget and the metric's name come from
+    each payload (``iteration``, ``max_evals``, ``objective.name``) when it has them.
 
     Args:
-        total: planned evaluations (0: unknown, the lines then show no total).
-        objective: the objective metric's name.
+        total: planned evaluations until a payload tells (0: unknown, no total shown).
+        objective: the objective metric's name until a payload tells.
         enabled: False hides the bar and the lines.
         lines: write the per-evaluation lines; None (default): exactly when the bar is enabled
             but hid itself because stderr is no terminal.
@@ -146,19 +150,25 @@ class ProgressBarHandler:
         """Advance the bar and show the best objective value so far (or write the line)."""
         import sys
 
-        value = payload.get("objective", {}).get("value")
+        objective = payload.get("objective") or {}
+        value = objective.get("value")
+        name = objective.get("name") or self.objective
         if value is not None and (self.best is None or value > self.best):
             self.best = value
-        self.count += 1
-        self.bar.update(1)
+        # the payload's own count and budget win: a resumed experiment goes on from its count
+        self.count = int(payload.get("iteration") or self.count + 1)
+        self.total = int(payload.get("max_evals") or self.total or 0)
+        self.bar.total = self.total or None
+        self.bar.n = self.count
+        self.bar.refresh()
         if self.best is not None:
-            self.bar.set_postfix({self.objective: f"{self.best:.3f}"})
+            self.bar.set_postfix({name: f"{self.best:.3f}"})
         if self.lines:
             where = f"evaluation {self.count}/{self.total}" if self.total else f"evaluation {self.count}"
             if value is None:
-                what = f"failed: {payload.get('error') or 'no ' + self.objective + ' score'}"
+                what = f"failed: {payload.get('error') or 'no ' + name + ' score'}"
             else:
-                what = f"{self.objective} {value:.3f}" + (f" (best {self.best:.3f})" if self.best is not None else "")
+                what = f"{name} {value:.3f}" + (f" (best {self.best:.3f})" if self.best is not None else "")
             seconds = payload.get("duration_seconds")
             print(f"{where}: {what}" + (f", {seconds:.1f} s" if isinstance(seconds, (int, float)) else ""),
                   file=sys.stderr, flush=True)

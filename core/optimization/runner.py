@@ -94,9 +94,11 @@ def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], fo
     """The default space for the models, narrowed or widened by the space file and overrides.
 
     Raises:
-        ConfigError: a bad space file or override, or a space with no valid configuration.
+        ConfigError: a bad space file or override, a space with no valid configuration, or an
+            embedding or foundation model that is not configured (``embedding_models`` /
+            ``foundation_models``).
     """
-    from core.optimization.space import SearchSpace, default_space
+    from core.optimization.space import SearchSpace, default_space, unconfigured_values
 
     lengths = {name: model.max_input_tokens for name, model in embedding_models.items()}
     if options.space_file:
@@ -106,6 +108,13 @@ def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], fo
         space = default_space(lengths, list(foundation_models), tuple(vector_stores))
     if options.overrides:
         space = space.with_overrides(options.overrides, source=options.overrides_source)
+    source = " and ".join(filter(None, (options.space_file and f"--space {options.space_file}",
+                                        options.overrides and options.overrides_source))) or "the space"
+    problems = unconfigured_values({p.name: p.values for p in space.parameters},
+                                   {"embedding_model": list(embedding_models),
+                                    "foundation_model": list(foundation_models)}, source)
+    if problems:
+        raise ConfigError("; ".join(problems))
     return space
 
 
@@ -279,7 +288,10 @@ def run_experiment(
             study.set_budget(options.resume_budget)
         if files.exists(f"{prefix}/report.json"):
             previous = json.loads(files.read_bytes(f"{prefix}/report.json"))
-        status("info", f"resuming experiment {experiment_id}: {len(study.trials)} trials so far", "resume")
+        done = sum(1 for t in study.trials if t.status != "pending" and not t.warm_start)
+        asked = len(study.pending_trials)
+        status("info", f"resuming experiment {experiment_id}: {done} evaluations done"
+                       + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
     else:
         preselection = preselect_models(
             space, corpus, golden, context=context, objective=objective, keep_embedding=options.keep_embedding,
@@ -303,9 +315,15 @@ def run_experiment(
         stored = json.loads(files.read_bytes(key_file))
         results[stored["key"]] = stored
 
-    # Pending trials of a resumed study were asked but never told: evaluate them first.
+    # Pending trials of a resumed study were asked but never told: evaluate them first, as far
+    # as the budget (the experiment's total, evaluations already made included) allows.
     pending = [t.configuration for t in study.pending_trials]
     iteration = len([t for t in study.trials if t.status != "pending" and not t.warm_start])
+    room = max(0, study.max_evals - iteration)
+    if len(pending) > room:
+        status("warning", f"the budget of {study.max_evals} evaluations leaves {len(pending) - room} asked "
+                          "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them", "resume")
+        pending = pending[:room]
     while True:
         batch = pending or study.ask(None)
         pending = []
@@ -327,7 +345,8 @@ def run_experiment(
                               json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
             files.write_bytes(f"{prefix}/study.json", study.to_json().encode("utf-8"))
             payload = pattern_payload(result, iteration=iteration, max_combinations=space.n_valid,
-                                      vector_store=backend_name(store_config), objective=objective)
+                                      vector_store=backend_name(store_config), objective=objective,
+                                      max_evals=max(study.max_evals, iteration))
             records = (result.get("answers") or {}).get("questions", [])
             for h in handlers:
                 h.on_pattern_creation(payload, records)

@@ -850,6 +850,25 @@ def _read_space_file(path: Path) -> dict[str, Any]:
 
 
 # Defaults and overrides -----------------------------------------------------------------------
+def unconfigured_values(values: Mapping[str, Iterable[Any]], available: Mapping[str, Sequence[Any]],
+                        source: str) -> list[str]:
+    """Return a problem per value of ``values[name]`` that ``available[name]`` does not hold.
+
+    Used for the parameters whose values name things that must exist where the evaluations
+    run (``embedding_model``, ``foundation_model``, ``vector_store``).
+
+    Args:
+        values: parameter name -> the values asked for (a space's or a request's).
+        available: parameter name -> the values that exist here; names it lacks are not checked.
+        source: where the values come from, for the messages (``"--space space.yaml"``).
+
+    Returns:
+        ``"<source>: <name> <value!r> is not configured here (configured: a, b)"`` per value.
+    """
+    return [f"{source}: {name} {value!r} is not configured here (configured: {', '.join(map(str, known))})"
+            for name, known in available.items() for value in values.get(name, ()) if value not in known]
+
+
 def default_space(
     embedding_models: Mapping[str, int | None] | Sequence[str],
     foundation_models: Sequence[str],

@@ -193,7 +193,7 @@ def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
         The problems found (empty when the space can be built).
     """
     from core.evaluation.single import EXTRACTIVE
-    from core.optimization.space import default_space
+    from core.optimization.space import default_space, unconfigured_values
 
     try:
         embedding = settings.embedding_model()
@@ -204,9 +204,7 @@ def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
         available = {"embedding_model": [embedding.model_id],
                      "foundation_model": [EXTRACTIVE, *([chat.model_id] if chat else [])],
                      "vector_store": sorted(settings.vector_store_configs(settings.out_dir))}
-        problems = [f"the request's space: {name} {value!r} is not configured in this app (configured: "
-                    f"{', '.join(map(str, known))})"
-                    for name, known in available.items() for value in overrides.get(name, ()) if value not in known]
+        problems = unconfigured_values(overrides, available, "the request's space")
         if problems:
             return problems
         if overrides:

@@ -137,3 +137,30 @@ def test_evaluate_without_generation(tmp_path, capsys):
     assert main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
                  "--no-generate", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["answers"] is None
+
+
+def test_optimize_exits_3_when_every_evaluation_failed(tmp_path, capsys, monkeypatch):
+    """The judge endpoint refuses every request (400, not retried): no evaluation computes the
+    objective, so every trial fails; the report is still written and lists the errors."""
+    from tests.support.openai_app import OpenAITestApp
+
+    docs, golden = _tiny_corpus(tmp_path)
+    with OpenAITestApp() as app:  # no scripted reply: every chat request gets a 400
+        monkeypatch.setenv("RAGTUNE_CHAT_PROVIDER", "openai")
+        monkeypatch.setenv("RAGTUNE_CHAT_MODEL", "gen-model")
+        monkeypatch.setenv("RAGTUNE_CHAT_BASE_URL", app.base_url)
+        monkeypatch.setenv("RAGTUNE_CHAT_API_KEY", "test-key")
+        code = main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                     "--judge", "judge-model", "--metric", "judge.correctness", "--max-evals", "1",
+                     "--set", "foundation_model=extractive", "--set", "chunking_method=recursive",
+                     "--set", "chunk_size=128", "--set", "chunk_overlap=0", "--set", "search_mode=vector",
+                     "--set", "number_of_chunks=3"])
+        assert app.chat_requests  # the judge was asked
+    captured = capsys.readouterr()
+    assert code == 3
+    assert "every evaluation failed" in captured.err
+    assert "best: none (every evaluation failed)" in captured.out
+    (report_file,) = (tmp_path / "o" / "experiments").glob("*/report.json")
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    assert report["best"] is None and report["counts"]["evaluations"] == 1 and report["counts"]["failed"] == 1
+    assert report["leaderboard"][0]["status"] == "failed" and report["leaderboard"][0]["error"]

@@ -120,6 +120,48 @@ def test_resume_keeps_its_data_settings_and_costs(squad_dir, golden, tmp_path):
     assert wider["optimizer"]["max_evals"] == 3 and wider["counts"]["evaluations"] == 3
 
 
+def test_resume_budget_is_the_total_and_an_asked_configuration_waits_for_room(squad_dir, golden, tmp_path):
+    """A stop between ask and tell leaves a pending trial; --max-evals on resume is the total."""
+    import dataclasses
+
+    from core.optimization import RandomSampler, Study
+
+    model = LocalEmbeddingModel()
+    options = ExperimentOptions(optimizer="random", max_evals=2, seed=4, show_progress=False,
+                                overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
+                                           "search_mode": ("vector",), "number_of_chunks": (3, 5, 10)})
+    first = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=options)
+    study_file = tmp_path / "experiments" / first["experiment_id"] / "study.json"
+    study = Study.from_json(study_file.read_text(encoding="utf-8"), sampler=RandomSampler())
+    study.set_budget(3)
+    (asked,) = study.ask(1)  # asked, then the process stopped before telling
+    study_file.write_text(study.to_json(), encoding="utf-8")
+    heard = []
+
+    class Recorder:
+        def on_status_change(self, level, message, step=None):
+            heard.append((level, message))
+
+        def on_pattern_creation(self, payload, evaluation_results):
+            heard.append(("pattern", payload["iteration"], payload["max_evals"], payload["key"]))
+
+    resume = dataclasses.replace(options, experiment_id=first["experiment_id"])
+    same = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                          options=dataclasses.replace(resume, resume_budget=2), handlers=[Recorder()])
+    assert same["counts"]["evaluations"] == 2 and len(same["leaderboard"]) == 2
+    assert ("info", f"resuming experiment {first['experiment_id']}: 2 evaluations done, 1 asked but not evaluated "
+                    "(evaluated first)") in heard
+    assert any(level == "warning" and "leaves 1 asked configuration(s) unevaluated" in message
+               for level, message in heard if level != "pattern")
+    assert not [h for h in heard if h[0] == "pattern"]
+    heard.clear()
+    wider = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=dataclasses.replace(resume, resume_budget=3), handlers=[Recorder()])
+    assert wider["counts"]["evaluations"] == 3
+    assert [h for h in heard if h[0] == "pattern"] == [("pattern", 3, 3, asked.key)]
+
+
 def test_a_judge_objective_needs_a_judge(squad_dir, golden, tmp_path):
     from core.errors import ConfigError
 

@@ -69,3 +69,12 @@ def test_a_failure_is_recorded_not_raised(setting):
     assert bad["status"] == "failed" and "no-such-model" in bad["error"] and bad["metrics"] == {}
     overlap = run_single_evaluation(dict(BASE, chunk_overlap=128), corpus, golden, context=context)
     assert overlap["status"] == "failed" and "overlap" in overlap["error"]
+
+
+def test_hierarchical_chunking_takes_no_chunk_size(setting):
+    """The space holds chunk_size and chunk_overlap at the placeholder for hierarchical chunking."""
+    corpus, golden, context = setting
+    config = dict(BASE, chunking_method="hierarchical", chunk_size=None, chunk_overlap=None)
+    result = run_single_evaluation(config, corpus, golden, context=context)
+    assert result["status"] == "ok", result["error"]
+    assert 0.0 <= result["metrics"]["mrr"] <= 1.0

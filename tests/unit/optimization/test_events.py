@@ -41,6 +41,17 @@ def test_without_a_terminal_each_evaluation_gets_a_line(capsys):
     assert capsys.readouterr().err == "evaluation 1: failed: no mrr score\n"
 
 
+def test_the_lines_follow_the_payloads_count_budget_and_metric(capsys):
+    """A resumed experiment goes on from its own count; a space smaller than --max-evals, or a
+    budget changed on resume, shows the experiment's budget, not the handler's guess."""
+    bar = ProgressBarHandler(12, "objective", lines=True)
+    bar.on_pattern_creation({"iteration": 3, "max_evals": 6, "objective": {"name": "mrr", "value": 0.8}}, [])
+    bar.on_pattern_creation({"iteration": 4, "max_evals": 6, "objective": {"name": "mrr", "value": 0.7}}, [])
+    assert capsys.readouterr().err.splitlines() == ["evaluation 3/6: mrr 0.800 (best 0.800)",
+                                                    "evaluation 4/6: mrr 0.700 (best 0.800)"]
+    assert bar.bar.n == 4 and bar.bar.total == 6
+
+
 def test_a_quiet_logging_handler_logs_at_debug(caplog):
     caplog.set_level(logging.DEBUG, logger="core.optimization.events")
     LoggingHandler(quiet=True).on_status_change("warning", "shown elsewhere", "golden")
