@@ -87,18 +87,24 @@ def test_the_space_can_compare_vector_stores(squad_dir, golden, tmp_path):
     get_vector_store(model, pg, bindings["pgvector"]["collection"]).delete_collection()
 
 
-def test_resume_keeps_its_data_settings_and_costs(squad_dir, golden, tmp_path):
-    """A resumed experiment refuses other data, keeps its optimizer, and its costs add up."""
-    import dataclasses
-
-    from core.errors import ConfigError
-
+def _two_of_three(squad_dir, golden, tmp_path):
+    """(model, options, report) of a random search that evaluated 2 of a 3-configuration space."""
     model = LocalEmbeddingModel()
     options = ExperimentOptions(optimizer="random", max_evals=2, seed=4, show_progress=False,
                                 overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
                                            "search_mode": ("vector",), "number_of_chunks": (3, 5, 10)})
     first = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
                            options=options)
+    return model, options, first
+
+
+def test_resume_keeps_its_data_settings_and_costs(squad_dir, golden, tmp_path):
+    """A resumed experiment refuses other data, keeps its optimizer, and its costs add up."""
+    import dataclasses
+
+    from core.errors import ConfigError
+
+    model, options, first = _two_of_three(squad_dir, golden, tmp_path)
     assert first["counts"]["collections_built"] == 1 and first["counts"]["texts_embedded"] > 0
     other = tmp_path / "other.jsonl"
     other.write_text(golden.read_text(encoding="utf-8").split("\n", 1)[1], encoding="utf-8")  # one question less
@@ -126,12 +132,7 @@ def test_resume_budget_is_the_total_and_an_asked_configuration_waits_for_room(sq
 
     from core.optimization import RandomSampler, Study
 
-    model = LocalEmbeddingModel()
-    options = ExperimentOptions(optimizer="random", max_evals=2, seed=4, show_progress=False,
-                                overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
-                                           "search_mode": ("vector",), "number_of_chunks": (3, 5, 10)})
-    first = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
-                           options=options)
+    model, options, first = _two_of_three(squad_dir, golden, tmp_path)
     study_file = tmp_path / "experiments" / first["experiment_id"] / "study.json"
     study = Study.from_json(study_file.read_text(encoding="utf-8"), sampler=RandomSampler())
     study.set_budget(3)
