@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from core import __version__
 from core.errors import ConfigError, GoldenError, RagtuneError
+from core.text import plural
 
 DEFAULT_OUT = "ragtune-out"
 #: ``optimize``'s exit code when the experiment ran but no evaluation succeeded.
@@ -55,10 +56,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print(format_check(check))
     return 0 if check.ok else 1
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -103,7 +100,7 @@ def format_report(report: dict[str, Any]) -> str:
             extra.append(f"{first['n_unscorable']} left out (no labels at this grain)")
         if first.get("n_fallback"):
             extra.append(f"{first['n_fallback']} judged on documents (no usable evidence)")
-        lines.append(f"\n[{grain}] {_plural(first['n_scored'], 'question')} scored{', ' + ', '.join(extra) if extra else ''}{marker}")
+        lines.append(f"\n[{grain}] {plural(first['n_scored'], 'question')} scored{', ' + ', '.join(extra) if extra else ''}{marker}")
         header = f"{'setup':<24} {'found@10':>9} {'found@1':>8} {'recall@5':>9} {'mrr':>6} {'ndcg@10':>8} {'median ms':>10} {'p95 ms':>8}"
         lines.append(header)
         lines.append("-" * len(header))
@@ -208,7 +205,7 @@ def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -
     """Print the golden file's warnings to stderr, at most ``most`` of them."""
     if not warnings:
         return
-    print(f"\n{_plural(len(warnings), 'warning')} about {path}:", file=sys.stderr)
+    print(f"\n{plural(len(warnings), 'warning')} about {path}:", file=sys.stderr)
     for w in warnings[:most]:
         line = f":{w['line']}" if w.get("line") is not None else ""
         field = f"field '{w['field']}': " if w.get("field") else ""
@@ -271,10 +268,11 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     parameters, duration), the best configuration, and what the search cost."""
     lines = []
     g, sp, opt = report["golden"], report["space"], report["optimizer"]
-    lines.append(f"experiment {report['experiment_id']}: {g['n_questions']} questions, {report['corpus']['n_documents']} "
-                 f"documents; {sp['n_valid']} valid configurations; optimizer {opt['name']} (seed {opt['seed']}, "
-                 f"up to {opt['max_evals']} evaluations); objective {report['objective']}")
-    header = (f"{'rank':>4} {'score':>6} {'95% CI':>13} {'chunking':<10} {'size':>5} {'overlap':>7} {'k':>3} "
+    lines.append(f"experiment {report['experiment_id']}: {plural(g['n_questions'], 'question')}, "
+                 f"{plural(report['corpus']['n_documents'], 'document')}; {plural(sp['n_valid'], 'valid configuration')}; "
+                 f"optimizer {opt['name']} (seed {opt['seed']}, up to {plural(opt['max_evals'], 'evaluation')}); "
+                 f"objective {report['objective']}")
+    header = (f"{'rank':>4} {'score':>6} {'95% CI':>13} {'chunking':<12} {'size':>5} {'overlap':>7} {'k':>3} "
               f"{'search':<22} {'generator':<11} {'seconds':>8}")
     lines += ["", header, "-" * len(header)]
     for row in report["leaderboard"][:most]:
@@ -288,9 +286,10 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
         rank = "-" if row["rank"] is None else str(row["rank"])
         score = "failed" if row["status"] == "failed" else _fmt(row["score"])
         overlap = "-" if p.get("chunk_overlap") is None else str(p.get("chunk_overlap"))
+        size = "-" if p.get("chunk_size") is None else str(p.get("chunk_size"))
         gen = str(p.get("foundation_model"))[:11]
         dur = "-" if row["duration_s"] is None else f"{row['duration_s']:.1f}"
-        lines.append(f"{rank:>4} {score:>6} {ci:>13} {str(p.get('chunking_method')):<10} {str(p.get('chunk_size')):>5} "
+        lines.append(f"{rank:>4} {score:>6} {ci:>13} {str(p.get('chunking_method')):<12} {size:>5} "
                      f"{overlap:>7} {str(p.get('number_of_chunks')):>3} {search:<22} {gen:<11} {dur:>8}")
         if row["status"] == "failed":
             lines.append(f"{'':>4} error: {row['error']}")
@@ -304,9 +303,9 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
         lines.append(f"best: {report['objective']} = {best['score']:.3f} with {json.dumps(params)}")
     else:
         lines.append("best: none (every evaluation failed)")
-    lines.append(f"cost: {c['evaluations']} evaluations ({c['failed']} failed, {c['stored']} from stored results), "
-                 f"{c['collections_built']} collections built, {c['texts_embedded']} texts embedded; "
-                 f"{report['timings_s']['total_s']:.0f} s")
+    lines.append(f"cost: {plural(c['evaluations'], 'evaluation')} ({c['failed']} failed, {c['stored']} from stored "
+                 f"results), {plural(c['collections_built'], 'collection')} built, "
+                 f"{plural(c['texts_embedded'], 'text')} embedded; {report['timings_s']['total_s']:.0f} s")
     if report.get("location"):
         lines.append(f"report: {report['location']}")
     return "\n".join(lines)

@@ -48,6 +48,7 @@ from os import PathLike
 from typing import Any
 
 from core.errors import GoldenError
+from core.text import plural
 from core.golden.types import GoldenCheck, GoldenQuestion, Problem
 
 #: Format name of a Bedrock prompt dataset.
@@ -382,7 +383,6 @@ def check_bedrock_text(text: str, check: GoldenCheck) -> tuple[list[GoldenQuesti
         ``(questions, outputs)``: the questions of the lines without errors, in file order,
         and question id -> :class:`BedrockOutput` for bring-your-own-inference files.
     """
-    reader = _helpers()
     state = _State()
     questions: list[GoldenQuestion] = []
     outputs: dict[str, BedrockOutput] = {}
@@ -405,20 +405,20 @@ def check_bedrock_text(text: str, check: GoldenCheck) -> tuple[list[GoldenQuesti
     if not questions:
         check.problems.append(Problem(
             "error",
-            f"nothing ready to score: none of the {reader._plural(check.n_lines, 'row')} is ready "
+            f"nothing ready to score: none of the {plural(check.n_lines, 'row')} is ready "
             f"({n_with_errors} with errors)",
         ))
         return questions, outputs
     check.problems.append(Problem(
         "warning",
         f"Amazon Bedrock prompt dataset: it names no expected documents, so retrieval metrics cannot score "
-        f"its {reader._plural(len(questions), 'question')}; answer metrics can",
+        f"its {plural(len(questions), 'question')}; answer metrics can",
     ))
     missing = sum(1 for q in questions if q.reference is None)
     if missing:
         check.problems.append(Problem(
             "warning",
-            f"{reader._plural(missing, 'turn')} without referenceResponses: answer correctness cannot score "
+            f"{plural(missing, 'turn')} without referenceResponses: answer correctness cannot score "
             f"{'it' if missing == 1 else 'them'}",
         ))
     return questions, outputs
@@ -447,7 +447,7 @@ def read_bedrock_answers(path: str | PathLike[str]) -> list[Any]:
     shown = check.path
     if check.errors:
         errors = check.errors
-        head = f"{shown}: {reader._plural(len(errors), 'error')} — cannot run"
+        head = f"{shown}: {plural(len(errors), 'error')} — cannot run"
         raise GoldenError("\n".join([head, *(p.format(shown) for p in errors)]), errors)
     if check.format != BYOI_FORMAT:
         problem = Problem("error", "no turn carries an 'output': this is not a bring-your-own-inference file")

@@ -43,6 +43,7 @@ from typing import Any, Callable
 from jsonschema import Draft202012Validator
 
 from core.errors import GoldenError
+from core.text import plural
 from core.golden.types import (
     MIN_EVIDENCE_WORDS,
     GoldenCheck,
@@ -256,7 +257,7 @@ def read_golden(
     shown = check.path
     if check.errors:
         errors = check.errors
-        head = f"{shown}: {_plural(len(errors), 'error')} — cannot run"
+        head = f"{shown}: {plural(len(errors), 'error')} — cannot run"
         raise GoldenError("\n".join([head, *(p.format(shown) for p in errors)]), errors)
     return GoldenSet(
         path=shown,
@@ -286,12 +287,12 @@ def format_check(check: GoldenCheck) -> str:
     """
     n_err, n_warn = len(check.errors), len(check.warnings)
     if n_err:
-        counts = _plural(n_err, "error") + (f", {_plural(n_warn, 'warning')}" if n_warn else "")
+        counts = plural(n_err, "error") + (f", {plural(n_warn, 'warning')}" if n_warn else "")
         verdict = f"{check.path}: {counts} — cannot run"
     else:
-        verdict = f"{check.path}: OK — {_plural(check.n_ready, 'question')} ready to score"
+        verdict = f"{check.path}: OK — {plural(check.n_ready, 'question')} ready to score"
         if n_warn:
-            verdict += f", {_plural(n_warn, 'warning')}"
+            verdict += f", {plural(n_warn, 'warning')}"
     skipped = _skipped(check)
     if skipped:
         verdict += f" ({skipped} not scored)"
@@ -316,16 +317,12 @@ class _Found:
 _FORMAT_NAMES = {"bedrock": "Amazon Bedrock prompt dataset", "bedrock-byoi": "Amazon Bedrock prompt dataset with outputs"}
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _skipped(check: GoldenCheck) -> str:
     parts = []
     if check.n_templates:
-        parts.append(_plural(check.n_templates, "template"))
+        parts.append(plural(check.n_templates, "template"))
     if check.n_drafts:
-        parts.append(_plural(check.n_drafts, "draft"))
+        parts.append(plural(check.n_drafts, "draft"))
     return ", ".join(parts)
 
 
@@ -429,13 +426,13 @@ def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | Non
     if check.n_ready == 0:
         parts = [f"{n_with_errors} with errors"] if n_with_errors else []
         if check.n_templates:
-            parts.append(_plural(check.n_templates, "template"))
+            parts.append(plural(check.n_templates, "template"))
         if check.n_drafts:
-            parts.append(_plural(check.n_drafts, "draft"))
+            parts.append(plural(check.n_drafts, "draft"))
         check.problems.append(
             Problem(
                 "error",
-                f"nothing ready to score: none of the {_plural(check.n_lines, 'row')} is ready ({', '.join(parts)})",
+                f"nothing ready to score: none of the {plural(check.n_lines, 'row')} is ready ({', '.join(parts)})",
             )
         )
     check.problems.sort(key=_line_key)
@@ -644,7 +641,7 @@ class _Row:
         if short:
             quotes = ", ".join(json.dumps(q, ensure_ascii=False) for q in short)
             self.warning(
-                f"{_plural(len(short), 'quote')} under {MIN_EVIDENCE_WORDS} words, not used for evidence matching: {quotes}",
+                f"{plural(len(short), 'quote')} under {MIN_EVIDENCE_WORDS} words, not used for evidence matching: {quotes}",
                 "evidence",
             )
         return tuple(evidence)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core.errors import ConfigError
+from core.text import plural
 
 logger = logging.getLogger(__name__)
 
@@ -284,13 +285,20 @@ def run_experiment(
         study = Study.from_json(files.read_bytes(f"{prefix}/study.json").decode("utf-8"), sampler=sampler)
         space = study.space
         objective = study.objective_metric
-        if options.resume_budget is not None:
-            study.set_budget(options.resume_budget)
-        if files.exists(f"{prefix}/report.json"):
-            previous = json.loads(files.read_bytes(f"{prefix}/report.json"))
         done = sum(1 for t in study.trials if t.status != "pending" and not t.warm_start)
+        if options.resume_budget is not None:
+            if options.resume_budget < done:
+                status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
+                                  f"made; the budget stays at {done} and nothing more is evaluated", "resume")
+            study.set_budget(max(options.resume_budget, done))
+        # What earlier runs cost: progress.json is rewritten after every evaluation (a stopped run
+        # has no report); report.json for experiments stored before it existed.
+        for name in ("progress.json", "report.json"):
+            if files.exists(f"{prefix}/{name}"):
+                previous = json.loads(files.read_bytes(f"{prefix}/{name}"))
+                break
         asked = len(study.pending_trials)
-        status("info", f"resuming experiment {experiment_id}: {done} evaluations done"
+        status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
                        + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
     else:
         preselection = preselect_models(
@@ -307,7 +315,7 @@ def run_experiment(
         files.write_bytes(f"{prefix}/inputs.json", json.dumps({
             **inputs, "optimizer": options.optimizer, "n_random_nodes": options.n_random_nodes,
             "evals_per_trial": options.evals_per_trial, "seed": options.seed, "objective": objective}).encode("utf-8"))
-    status("info", f"experiment {experiment_id}: {space.n_valid} valid configurations; evaluating up to "
+    status("info", f"experiment {experiment_id}: {plural(space.n_valid, 'valid configuration')}; evaluating up to "
                    f"{study.max_evals} with {options.optimizer}", "space")
 
     results: dict[str, dict[str, Any]] = {}
@@ -324,48 +332,68 @@ def run_experiment(
         status("warning", f"the budget of {study.max_evals} evaluations leaves {len(pending) - room} asked "
                           "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them", "resume")
         pending = pending[:room]
-    while True:
-        batch = pending or study.ask(None)
-        pending = []
-        if not batch:
-            break
-        for config in batch:
-            info = getattr(study.sampler, "last_info", None)
-            step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
-            status("info", f"evaluating configuration {config.key}", step)
-            result = run_single_evaluation(dict(config), corpus, golden, context=context)
-            iteration += 1
-            if result["status"] == "ok":
-                study.tell(config, result["metrics"])
-            else:
-                study.tell(config, None, error=result["error"] or "evaluation failed")
-                status("warning", f"configuration {config.key} failed: {result['error']}", "evaluation")
-            results[config.key] = result
-            files.write_bytes(f"{prefix}/results/{config.key}.json",
-                              json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
-            files.write_bytes(f"{prefix}/study.json", study.to_json().encode("utf-8"))
-            payload = pattern_payload(result, iteration=iteration, max_combinations=space.n_valid,
-                                      vector_store=backend_name(store_config), objective=objective,
-                                      max_evals=max(study.max_evals, iteration))
-            records = (result.get("answers") or {}).get("questions", [])
-            for h in handlers:
-                h.on_pattern_creation(payload, records)
-
-    best = study.best_trial
+    started_at = previous.get("started_at") or started.isoformat(timespec="seconds")
+    preselection = preselection if not options.experiment_id else previous.get("preselection")
     prev_counts = previous.get("counts") or {}
     prev_timings = previous.get("timings_s") or {}
+
+    def progress() -> dict[str, Any]:
+        """What the experiment has cost so far, earlier runs included (``progress.json``)."""
+        return {
+            "started_at": started_at, "preselection": preselection,
+            "counts": {"collections_built": context.collections_built + prev_counts.get("collections_built", 0),
+                       "texts_embedded": sum(m.n_embedded for m in context._cached_models.values())
+                       + prev_counts.get("texts_embedded", 0)},
+            "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3)},
+        }
+
+    try:
+        while True:
+            batch = pending or study.ask(None)
+            pending = []
+            if not batch:
+                break
+            for config in batch:
+                info = getattr(study.sampler, "last_info", None)
+                step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
+                status("info", f"evaluating configuration {config.key}", step)
+                result = run_single_evaluation(dict(config), corpus, golden, context=context)
+                iteration += 1
+                if result["status"] == "ok":
+                    study.tell(config, result["metrics"])
+                else:
+                    study.tell(config, None, error=result["error"] or "evaluation failed")
+                    status("warning", f"configuration {config.key} failed: {result['error']}", "evaluation")
+                results[config.key] = result
+                files.write_bytes(f"{prefix}/results/{config.key}.json",
+                                  json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+                files.write_bytes(f"{prefix}/study.json", study.to_json().encode("utf-8"))
+                files.write_bytes(f"{prefix}/progress.json", json.dumps(progress()).encode("utf-8"))
+                payload = pattern_payload(result, iteration=iteration, max_combinations=space.n_valid,
+                                          vector_store=backend_name(store_config), objective=objective,
+                                          max_evals=max(study.max_evals, iteration))
+                records = (result.get("answers") or {}).get("questions", [])
+                for h in handlers:
+                    h.on_pattern_creation(payload, records)
+    except KeyboardInterrupt:
+        status("warning", f"experiment {experiment_id} stopped after {plural(iteration, 'evaluation')}; continue it with "
+                          f"--resume {experiment_id} and the same --docs and --golden", "stopped")
+        raise
+
+    best = study.best_trial
+    spent = progress()
     evaluated = [r for r in results.values() if r["key"] in {t.configuration.key for t in study.trials}]
     shared = report_fields(experiment_id, study, results)
     report = {
         **{k: shared[k] for k in ("schema_version", "kind", "experiment_id")},
-        "started_at": previous.get("started_at") or started.isoformat(timespec="seconds"),
+        "started_at": started_at,
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "format": getattr(golden, "format", "ragtune"),
                    "n_questions": len(golden.questions), "warnings": [w.to_dict() for w in warnings]},
         "corpus": {"path": shown_address(docs_dir), "n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
                    "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in corpus.skipped]},
         "space": shared["space"],
-        "preselection": preselection if not options.experiment_id else previous.get("preselection"),
+        "preselection": preselection,
         "optimizer": {"name": options.optimizer, "seed": study.seed, "max_evals": study.max_evals,
                       "n_random_nodes": options.n_random_nodes, "evals_per_trial": options.evals_per_trial},
         "objective": shared["objective"],
@@ -378,12 +406,10 @@ def run_experiment(
             "failed": sum(1 for t in study.trials if t.status == "failed" and not t.warm_start),
             "stored": sum(1 for r in evaluated if r.get("stored")),
             # Costs add up over the runs of a resumed experiment.
-            "collections_built": context.collections_built + prev_counts.get("collections_built", 0),
-            "texts_embedded": sum(m.n_embedded for m in context._cached_models.values())
-            + prev_counts.get("texts_embedded", 0),
+            **spent["counts"],
         },
         "study": shared["study"],
-        "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3)},
+        "timings_s": spent["timings_s"],
         "versions": package_versions(),
     }
     files.write_bytes(f"{prefix}/report.json", json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8"))

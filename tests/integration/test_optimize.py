@@ -133,6 +133,7 @@ def test_resume_budget_is_the_total_and_an_asked_configuration_waits_for_room(sq
     from core.optimization import RandomSampler, Study
 
     model, options, first = _two_of_three(squad_dir, golden, tmp_path)
+    (tmp_path / "experiments" / first["experiment_id"] / "report.json").unlink()  # stopped before its report
     study_file = tmp_path / "experiments" / first["experiment_id"] / "study.json"
     study = Study.from_json(study_file.read_text(encoding="utf-8"), sampler=RandomSampler())
     study.set_budget(3)
@@ -161,6 +162,39 @@ def test_resume_budget_is_the_total_and_an_asked_configuration_waits_for_room(sq
                            options=dataclasses.replace(resume, resume_budget=3), handlers=[Recorder()])
     assert wider["counts"]["evaluations"] == 3
     assert [h for h in heard if h[0] == "pattern"] == [("pattern", 3, 3, asked.key)]
+    # the first run's start and costs come from progress.json (it has no report): nothing new was embedded
+    assert wider["started_at"] == first["started_at"]
+    assert wider["counts"]["texts_embedded"] == first["counts"]["texts_embedded"] > 0
+    assert wider["counts"]["collections_built"] == first["counts"]["collections_built"] == 1
+    # a budget below the evaluations made stays at them
+    heard.clear()
+    below = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=dataclasses.replace(resume, resume_budget=1), handlers=[Recorder()])
+    assert below["optimizer"]["max_evals"] == 3 and below["counts"]["evaluations"] == 3
+    assert any(h[0] == "warning" and "--max-evals 1 is below the 3 evaluations already made" in h[1] for h in heard)
+
+
+def test_an_interrupted_experiment_says_how_to_resume(squad_dir, golden, tmp_path):
+    heard = []
+
+    class StopAfterOne:
+        def on_status_change(self, level, message, step=None):
+            heard.append((level, step, message))
+
+        def on_pattern_creation(self, payload, evaluation_results):
+            raise KeyboardInterrupt
+
+    options = ExperimentOptions(optimizer="random", max_evals=2, seed=0, show_progress=False,
+                                overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
+                                           "search_mode": ("vector",), "number_of_chunks": (3,)})
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()},
+                       options=options, handlers=[StopAfterOne()])
+    (stopped,) = [m for level, step, m in heard if step == "stopped"]
+    (experiment,) = (tmp_path / "experiments").iterdir()
+    assert stopped == (f"experiment {experiment.name} stopped after 1 evaluation; continue it with "
+                       f"--resume {experiment.name} and the same --docs and --golden")
+    assert (experiment / "progress.json").exists() and not (experiment / "report.json").exists()
 
 
 def test_a_judge_objective_needs_a_judge(squad_dir, golden, tmp_path):
