@@ -236,7 +236,7 @@ def _chunker(configuration: Mapping[str, Any]) -> Any:
     from core.chunking import get_chunker
 
     method = configuration.get("chunking_method", "recursive")
-    size = configuration.get("chunk_size", 256)  # held at the placeholder where it does not apply (hierarchical)
+    size = configuration.get("chunk_size")  # the placeholder where it does not apply (hierarchical)
     overlap = configuration.get("chunk_overlap")
     return get_chunker(method, int(size) if _applies(size) else 256, int(overlap) if _applies(overlap) else 0)
 

@@ -285,7 +285,7 @@ def run_experiment(
         study = Study.from_json(files.read_bytes(f"{prefix}/study.json").decode("utf-8"), sampler=sampler)
         space = study.space
         objective = study.objective_metric
-        done = sum(1 for t in study.trials if t.status != "pending" and not t.warm_start)
+        done = study.n_evaluated
         if options.resume_budget is not None:
             if options.resume_budget < done:
                 status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
@@ -326,7 +326,7 @@ def run_experiment(
     # Pending trials of a resumed study were asked but never told: evaluate them first, as far
     # as the budget (the experiment's total, evaluations already made included) allows.
     pending = [t.configuration for t in study.pending_trials]
-    iteration = len([t for t in study.trials if t.status != "pending" and not t.warm_start])
+    iteration = study.n_evaluated
     room = max(0, study.max_evals - iteration)
     if len(pending) > room:
         status("warning", f"the budget of {study.max_evals} evaluations leaves {len(pending) - room} asked "
@@ -371,7 +371,7 @@ def run_experiment(
                 files.write_bytes(f"{prefix}/progress.json", json.dumps(progress()).encode("utf-8"))
                 payload = pattern_payload(result, iteration=iteration, max_combinations=space.n_valid,
                                           vector_store=backend_name(store_config), objective=objective,
-                                          max_evals=max(study.max_evals, iteration))
+                                          max_evals=study.max_evals)
                 records = (result.get("answers") or {}).get("questions", [])
                 for h in handlers:
                     h.on_pattern_creation(payload, records)

@@ -495,8 +495,8 @@ class StoredExperiment:
         """``{"evaluated", "failed", "best_score", "best_key"}`` of ``study`` (warm-start
         observations not counted)."""
         best = study.best_trial
-        done = [t for t in study.trials if t.status != "pending" and not t.warm_start]
-        return {"evaluated": len(done), "failed": sum(1 for t in done if t.status == "failed"),
+        return {"evaluated": study.n_evaluated,
+                "failed": sum(1 for t in study.trials if t.status == "failed" and not t.warm_start),
                 "best_score": None if best is None else best.score,
                 "best_key": None if best is None else best.configuration.key}
 
@@ -526,7 +526,7 @@ class StoredExperiment:
             "space": shared["space"],
             "optimizer": {"name": request["optimizer"], "seed": request["seed"], "max_evals": study.max_evals},
             "objective": shared["objective"], "leaderboard": shared["leaderboard"], "best": shared["best"],
-            "counts": {"evaluations": sum(1 for t in study.trials if t.status != "pending" and not t.warm_start),
+            "counts": {"evaluations": study.n_evaluated,
                        "failed": sum(1 for t in study.trials if t.status == "failed"),
                        "pending": len(study.pending_trials)},
             "results": {key: {k: r.get(k) for k in ("status", "error", "metrics", "timings", "collection",

@@ -135,6 +135,12 @@ class Study:
         return sum(1 for t in self._trials if not t.warm_start)
 
     @property
+    def n_evaluated(self) -> int:
+        """Configurations evaluated so far, failed ones included (pending trials and warm-start
+        observations excluded)."""
+        return sum(1 for t in self._trials if t.status != PENDING and not t.warm_start)
+
+    @property
     def n_remaining(self) -> int:
         """How many more configurations :meth:`ask` can still return."""
         return max(0, min(self.max_evals - self.n_asked, self.space.n_valid - len(self._trials)))

@@ -130,8 +130,12 @@ def test_warm_start():
     study = Study(space, sampler, "recall@10", seed=1, known_observations=known)
     assert len(study.trials) == 10 and all(t.warm_start for t in study.trials)
     assert study.trials[8].status == "failed" and study.trials[9].score == 0.61
-    assert study.n_asked == 0 and study.max_evals == space.n_valid
+    assert study.n_asked == 0 and study.n_evaluated == 0 and study.max_evals == space.n_valid
     asked = run(study, 3)
+    (pending,) = study.ask(1)  # asked, not told: neither warm starts nor pending trials count
+    assert study.n_asked == 4 and study.n_evaluated == 3
+    study.tell(pending, None, error="boom")
+    assert study.n_evaluated == 4  # a failed evaluation counts
     assert not set(asked) & {t.configuration.key for t in study.trials[:10]}
     assert sampler.last_info.n_rows >= 9  # the known scores feed the model from the start
     assert Study.from_json(study.to_json()).trials[0].warm_start
