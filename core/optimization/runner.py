@@ -312,9 +312,6 @@ def run_experiment(
             status("info", f"model pre-selection kept {preselection['embedding_models']} and "
                            f"{preselection['foundation_models']}", "preselection")
         study = Study(space, sampler, objective, options.seed, max_evals=options.max_evals)
-        files.write_bytes(f"{prefix}/inputs.json", json.dumps({
-            **inputs, "optimizer": options.optimizer, "n_random_nodes": options.n_random_nodes,
-            "evals_per_trial": options.evals_per_trial, "seed": options.seed, "objective": objective}).encode("utf-8"))
     status("info", f"experiment {experiment_id}: {plural(space.n_valid, 'valid configuration')}; evaluating up to "
                    f"{study.max_evals} with {options.optimizer}", "space")
 
@@ -347,6 +344,13 @@ def run_experiment(
             "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3)},
         }
 
+    # Stored before the first evaluation, so a run stopped at any point from here on resumes.
+    if not options.experiment_id:
+        files.write_bytes(f"{prefix}/inputs.json", json.dumps({
+            **inputs, "optimizer": options.optimizer, "n_random_nodes": options.n_random_nodes,
+            "evals_per_trial": options.evals_per_trial, "seed": options.seed, "objective": objective}).encode("utf-8"))
+        files.write_bytes(f"{prefix}/study.json", study.to_json().encode("utf-8"))
+        files.write_bytes(f"{prefix}/progress.json", json.dumps(progress()).encode("utf-8"))
     try:
         while True:
             batch = pending or study.ask(None)

@@ -197,6 +197,31 @@ def test_an_interrupted_experiment_says_how_to_resume(squad_dir, golden, tmp_pat
     assert (experiment / "progress.json").exists() and not (experiment / "report.json").exists()
 
 
+def test_an_experiment_stopped_before_its_first_evaluation_resumes(squad_dir, golden, tmp_path):
+    import dataclasses
+
+    class StopAtFirstEvaluation:
+        def on_status_change(self, level, message, step=None):
+            if message.startswith("evaluating configuration"):
+                raise KeyboardInterrupt
+
+        def on_pattern_creation(self, payload, evaluation_results):
+            pass
+
+    model = LocalEmbeddingModel()
+    options = ExperimentOptions(optimizer="random", max_evals=1, seed=0, show_progress=False,
+                                overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
+                                           "search_mode": ("vector",), "number_of_chunks": (3,)})
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                       options=options, handlers=[StopAtFirstEvaluation()])
+    (experiment,) = (tmp_path / "experiments").iterdir()
+    assert {p.name for p in experiment.iterdir()} >= {"inputs.json", "study.json", "progress.json"}
+    done = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                          options=dataclasses.replace(options, experiment_id=experiment.name))
+    assert done["experiment_id"] == experiment.name and done["counts"]["evaluations"] == 1
+
+
 def test_a_judge_objective_needs_a_judge(squad_dir, golden, tmp_path):
     from core.errors import ConfigError
 
