@@ -49,3 +49,25 @@ class EvaluationError(RagtuneError):
 
 class StoreError(RagtuneError):
     """A vector store or report store failed (connection, missing object, bad name)."""
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) may go away on a retry: a storage
+    failure (:class:`StoreError`), a timeout or lost connection, an HTTP 429 or 5xx from a
+    model endpoint (``openai`` errors), as opposed to bad data or a bad configuration.
+    """
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 10:
+        if isinstance(current, (StoreError, TimeoutError, ConnectionError)):
+            return True
+        kind = type(current)
+        if kind.__module__.split(".")[0] in ("openai", "httpx", "httpcore"):
+            status = getattr(current, "status_code", None)
+            if status is None:
+                name = kind.__name__
+                return "Timeout" in name or "Connection" in name or "Network" in name or "Protocol" in name
+            return int(status) == 429 or int(status) >= 500
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False

@@ -28,7 +28,8 @@
 | ``RAGTUNE_GOLDEN_CONTAINER`` | Blob container whose golden files are checked on upload | ``golden`` |
 | ``RAGTUNE_GOLDEN_TRIGGER_SOURCE`` | how the golden blob trigger hears of uploads: ``EventGrid`` (Flex Consumption requires it) or ``LogsAndContainerScan`` (polling, for ``func start`` with Azurite); read when the app is indexed | ``EventGrid`` |
 | ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
-| ``RAGTUNE_ROUND_TIMEOUT_S`` | longest wait, in seconds, for one round of evaluations | ``1800`` |
+| ``RAGTUNE_EVALUATION_TIMEOUT_S`` | time budget of one evaluation, in seconds (below the function timeout of ``host.json``); a round of evaluations waits at most ``EVALUATION_DELIVERIES * (this + EVALUATION_VISIBILITY_S)`` | ``1500`` |
+| ``RAGTUNE_PARALLEL_EVALUATIONS`` | evaluations enqueued per round of the experiment orchestrator | ``8`` |
 | ``RAGTUNE_PG_DSN`` or ``RAGTUNE_PG_HOST`` / ``_PORT`` / ``_USER`` / ``_PASSWORD`` / ``_DB`` / ``_SCHEMA`` | PostgreSQL with pgvector (see ``PGVectorConfig.from_env``) | ``127.0.0.1:5432``, user ``postgres``, database ``postgres``, schema ``public`` |
 """
 
@@ -41,6 +42,17 @@ from typing import Any, Mapping
 
 from core.errors import ConfigError
 
+
+#: Deliveries of an evaluation message before it goes to the poison queue (``host.json``
+#: ``maxDequeueCount``), and the seconds a failed delivery stays invisible (``visibilityTimeout``).
+EVALUATION_DELIVERIES = 3
+EVALUATION_VISIBILITY_S = 60
+#: Default time budget of one evaluation, in seconds (``host.json``'s ``functionTimeout`` is 1800).
+DEFAULT_EVALUATION_TIMEOUT_S = 1500
+#: Default evaluations per round of the experiment orchestrator.
+DEFAULT_PARALLEL_EVALUATIONS = 8
+#: Most evaluations per round (each is a queue message and an event in the round's history).
+MAX_PARALLEL_EVALUATIONS = 64
 
 #: Values of ``RAGTUNE_GOLDEN_TRIGGER_SOURCE``.
 GOLDEN_TRIGGER_SOURCES = ("EventGrid", "LogsAndContainerScan")
@@ -93,10 +105,18 @@ class Settings:
     storage_connection: str | None = None
     golden_container: str = "golden"
     evaluations_queue: str = "evaluations"
-    round_timeout_s: int = 1800
+    evaluation_timeout_s: int = DEFAULT_EVALUATION_TIMEOUT_S
+    parallel_evaluations: int = DEFAULT_PARALLEL_EVALUATIONS
     storage_blob_uri: str | None = None
     storage_queue_uri: str | None = None
     storage_client_id: str | None = None
+
+    @property
+    def round_timeout_s(self) -> int:
+        """The longest wait for one round of evaluations, in seconds: every delivery of an
+        evaluation message may use its whole budget and then stay invisible before the next,
+        ``EVALUATION_DELIVERIES * (evaluation_timeout_s + EVALUATION_VISIBILITY_S)``."""
+        return EVALUATION_DELIVERIES * (self.evaluation_timeout_s + EVALUATION_VISIBILITY_S)
 
     def __repr__(self) -> str:
         hidden = {"embedding_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection"}  # PGVectorConfig hides its own password
@@ -110,8 +130,9 @@ class Settings:
         """Read the settings from ``env`` (default ``os.environ``).
 
         Raises:
-            ConfigError: an unknown provider, a non-integer dimension count or a round timeout
-                that is not a positive integer (names the variable).
+            ConfigError: an unknown provider, a non-integer dimension count, an evaluation
+                timeout that is not a positive integer or a number of parallel evaluations out
+                of range (names the variable).
         """
         env = os.environ if env is None else env
         provider = env.get("RAGTUNE_EMBEDDING_PROVIDER", "local").strip().lower() or "local"
@@ -139,9 +160,13 @@ class Settings:
             env.get("AZURE_OPENAI_API_KEY") if chat_provider == "azure" else env.get("OPENAI_API_KEY")
         )
         chat_url = env.get("RAGTUNE_CHAT_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if chat_provider == "azure" else None)
-        timeout_raw = (env.get("RAGTUNE_ROUND_TIMEOUT_S") or "").strip() or "1800"
+        timeout_raw = (env.get("RAGTUNE_EVALUATION_TIMEOUT_S") or "").strip() or str(DEFAULT_EVALUATION_TIMEOUT_S)
         if not timeout_raw.isdigit() or int(timeout_raw) < 1:
-            raise ConfigError(f"RAGTUNE_ROUND_TIMEOUT_S must be a positive integer (seconds), got {timeout_raw!r}")
+            raise ConfigError(f"RAGTUNE_EVALUATION_TIMEOUT_S must be a positive integer (seconds), got {timeout_raw!r}")
+        parallel_raw = (env.get("RAGTUNE_PARALLEL_EVALUATIONS") or "").strip() or str(DEFAULT_PARALLEL_EVALUATIONS)
+        if not parallel_raw.isdigit() or not 1 <= int(parallel_raw) <= MAX_PARALLEL_EVALUATIONS:
+            raise ConfigError(f"RAGTUNE_PARALLEL_EVALUATIONS must be an integer from 1 to {MAX_PARALLEL_EVALUATIONS}, "
+                              f"got {parallel_raw!r}")
         out_dir = (env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out"
         base_url = env.get("RAGTUNE_EMBEDDING_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if provider == "azure" else None)
         return cls(
@@ -170,7 +195,8 @@ class Settings:
             storage_connection=(env.get("RAGTUNE_STORAGE_CONNECTION") or env.get("AzureWebJobsStorage") or "").strip() or None,
             golden_container=(env.get("RAGTUNE_GOLDEN_CONTAINER") or "").strip() or "golden",
             evaluations_queue=(env.get("RAGTUNE_EVALUATIONS_QUEUE") or "").strip() or "evaluations",
-            round_timeout_s=int(timeout_raw),
+            evaluation_timeout_s=int(timeout_raw),
+            parallel_evaluations=int(parallel_raw),
             storage_blob_uri=(env.get("RAGTUNE_STORAGE_CONNECTION__blobServiceUri") or "").strip() or None,
             storage_queue_uri=(env.get("RAGTUNE_STORAGE_CONNECTION__queueServiceUri") or "").strip() or None,
             storage_client_id=(env.get("RAGTUNE_STORAGE_CONNECTION__clientId") or "").strip() or None,

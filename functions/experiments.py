@@ -1,20 +1,29 @@
-"""Experiments on Durable Functions: the ask / tell loop of ``core.optimization.Study``.
+"""Experiments on Durable Functions: the steps of ``core.experiment.Experiment``, fanned out.
 
 - starter ``POST /api/experiments``: validates the body
   (``core.optimization.stored.parse_experiment_request``), starts :func:`experiment_orchestrator`
-  with a new experiment id as its instance id and answers with Durable's check-status response;
-- orchestrator :func:`experiment_orchestrator`: ``prepare_experiment``, then rounds of
-  ``ask_configurations`` -> ``enqueue_evaluations`` (one queue message per configuration) ->
-  wait for one ``evaluated-<key>`` external event per configuration, or the round's timeout ->
-  ``tell_results``, until nothing is asked; then ``write_experiment_report``;
+  with a new experiment id as its instance id, and answers 202 with the experiment id and the
+  app's own URLs (``/api/experiments/{id}/status``, ``/api/experiments/{id}``), never Durable's
+  management URLs (they carry the system key);
+- orchestrator :func:`experiment_orchestrator`: its first generation runs ``prepare_experiment``
+  (a failure ends the orchestration Failed with a short reason) and continues as new; every
+  later generation is one round: ``ask_configurations`` (up to ``RAGTUNE_PARALLEL_EVALUATIONS``),
+  ``enqueue_evaluations`` (one queue message per configuration), a wait for one
+  ``evaluated-<key>`` event per configuration or the round's timeout, ``tell_results``, then
+  ``continue_as_new`` with only the experiment id, so the history of a generation stays the
+  size of one round whatever ``max_evals`` is; when nothing is asked, ``write_experiment_report``;
 - :func:`evaluate_from_queue`, triggered by the evaluations queue (``RAGTUNE_EVALUATIONS_QUEUE``):
-  runs the evaluation, stores its result, and raises the completion event on the orchestration;
-- :func:`evaluation_poisoned`, triggered by ``<queue>-poison`` (where the host moves a message
-  after ``maxDequeueCount`` failed deliveries, ``host.json``): raises a failure event so the
-  orchestration does not wait for its timeout.
+  evaluates within ``RAGTUNE_EVALUATION_TIMEOUT_S``, stores the result, and raises the event;
+  a transient failure (storage, timeouts, 429 / 5xx answers) raises so the queue delivers the
+  message again;
+- :func:`evaluation_poisoned`, triggered by ``<queue>-poison`` (after ``maxDequeueCount``
+  deliveries, ``host.json``): stores a failed result, unless an OK one is stored, and raises
+  the event so the orchestration does not wait for its timeout.
 
-The state lives in the report store under ``experiments/<experiment id>/``
-(``core.optimization.stored.StoredExperiment``); payloads carry ids, configurations and scores.
+Messages and events carry the experiment id, configurations and keys only: the evaluator reads
+the golden file's and the documents' addresses from the stored experiment, and the study is
+told from stored results only. Texts that travel are cut to ``core.experiment.MAX_MESSAGE_BYTES``
+with the full text beside the experiment.
 
 Request body of ``POST /api/experiments``::
 
@@ -39,20 +48,13 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
+from functions.shared import error, json_response, runtime_status, valid_id
+
 logger = logging.getLogger(__name__)
 
 bp = df.Blueprint()
 
-
-def runtime_status(status: Any) -> str | None:
-    """The runtime status (``"Running"``, ``"Completed"``, ...) in a ``get_status`` answer, or
-    None when no orchestration has that id (the client answers a 404 with an empty status)."""
-    runtime = getattr(status, "runtime_status", None)
-    return None if runtime is None else str(getattr(runtime, "value", runtime))
-
-
-def _json(body: Any, status: int) -> func.HttpResponse:
-    return func.HttpResponse(json.dumps(body), status_code=status, mimetype="application/json")
+__all__ = ["bp", "runtime_status"]
 
 
 def _settings() -> Any:
@@ -62,17 +64,20 @@ def _settings() -> Any:
 
 
 def _experiment(experiment_id: str, settings: Any = None) -> Any:
-    from core.optimization.stored import StoredExperiment
+    from core.experiment import Experiment
 
-    return StoredExperiment((settings or _settings()).report_store().files, experiment_id)
+    return Experiment((settings or _settings()).report_store().files, experiment_id)
 
 
 # Starter --------------------------------------------------------------------------------------
 @bp.route(route="experiments", methods=["POST"])
 @bp.durable_client_input(client_name="client")
 async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-    """``POST /api/experiments``: start an experiment; 202 with the status URLs, 400 with every
-    problem of the body, 500 when the settings are invalid."""
+    """``POST /api/experiments``: start an experiment; 202 with ``{"id", "status_url",
+    "report_url"}`` (and ``Location``: the status URL), 400 with every problem of the body, 500
+    when the settings are invalid."""
+    from urllib.parse import urlsplit
+
     from core.errors import ConfigError
     from core.optimization.stored import check_request_space, parse_experiment_request
     from core.reports import new_run_id
@@ -80,131 +85,160 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     try:
         body = json.loads(req.get_body().decode("utf-8-sig"))  # a byte-order mark is allowed
     except (ValueError, UnicodeDecodeError, RecursionError):
-        return _json({"errors": ["the body is not valid JSON (UTF-8)"]}, 400)
+        return json_response({"errors": ["the body is not valid JSON (UTF-8; integers of at most 4,300 digits)"]}, 400)
     try:
         settings = _settings()
     except ConfigError as exc:
-        return _json({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
+        return json_response({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
     request, errors = parse_experiment_request(body, remote_only=True, blob_endpoint=settings.blob_endpoint())
     if not errors:
         errors = check_request_space(request, settings)
     if errors:
-        return _json({"errors": errors}, 400)
+        return json_response({"errors": errors}, 400)
     experiment_id = new_run_id()
-    payload = {"experiment_id": experiment_id, "round_timeout_s": settings.round_timeout_s, **request}
-    instance_id = await client.start_new("experiment_orchestrator", experiment_id, payload)
+    instance_id = await client.start_new("experiment_orchestrator", experiment_id, {"experiment_id": experiment_id,
+                                                                                  **request})
     logger.info("started experiment %s", instance_id)
-    return client.create_check_status_response(req, instance_id)
+    url = urlsplit(req.url)
+    base = f"{url.scheme}://{url.netloc}/api/experiments/{instance_id}"
+    return json_response({"id": instance_id, "status_url": f"{base}/status", "report_url": base}, 202,
+                         headers={"Location": f"{base}/status"})
 
 
 # Orchestrator ---------------------------------------------------------------------------------
 @bp.orchestration_trigger(context_name="context")
 def experiment_orchestrator(context: df.DurableOrchestrationContext):
-    """Drive the study: ask, enqueue the evaluations, wait for their events, tell, until
-    nothing is asked; then report.
+    """One generation of the experiment: prepare (first generation), or one round of ask,
+    enqueue, wait, tell; then continue as new with ``{"experiment_id"}`` only.
 
     Deterministic: it reads only its input, activity results and events (no I/O, clock other
     than ``context.current_utc_datetime``, environment or randomness).
 
     Custom status: ``{phase, evaluated, planned, best_score, best_key}`` with ``phase`` one of
-    ``preparing``, ``asking``, ``evaluating``, ``telling``, ``reporting``, ``done``, ``failed``.
+    ``preparing``, ``evaluating``, ``reporting``, ``done``, ``failed`` (then with ``error``).
 
     Returns:
-        ``{"experiment_id", "status": "done", "report", "best_key", "best_score", "evaluated"}``,
-        or ``{"experiment_id", "status": "failed", "error"}`` when the request is unusable.
+        ``{"experiment_id", "status": "done", "report", "best_key", "best_score", "evaluated"}``
+        in the last generation.
+
+    Raises:
+        ExperimentFailed: the experiment cannot run (its prepare failed): the orchestration
+            ends Failed with the short reason.
     """
-    request = context.get_input()
-    experiment_id = request["experiment_id"]
-    status = {"phase": "preparing", "evaluated": 0, "planned": 0, "best_score": None, "best_key": None}
-    context.set_custom_status(dict(status))
-    prepared = yield context.call_activity("prepare_experiment", request)
-    if prepared.get("error"):
-        context.set_custom_status({**status, "phase": "failed"})
-        return {"experiment_id": experiment_id, "status": "failed", "error": prepared["error"]}
-    status["planned"] = prepared["max_evals"]
+    from core.experiment import ExperimentFailed
+
+    data = context.get_input()
+    experiment_id = data["experiment_id"]
     ref = {"experiment_id": experiment_id}
-    while True:
-        context.set_custom_status({**status, "phase": "asking"})
-        asked = yield context.call_activity("ask_configurations", ref)
-        configurations = asked["configurations"]
-        if not configurations:
-            break
-        context.set_custom_status({**status, "phase": "evaluating"})
-        enqueued = yield context.call_activity(
-            "enqueue_evaluations", {**ref, "instance_id": context.instance_id, "configurations": configurations})
-        results = yield from _wait_for_round(context, configurations, enqueued["keys"], request.get("round_timeout_s"))
-        context.set_custom_status({**status, "phase": "telling"})
-        told = yield context.call_activity("tell_results", {**ref, "results": results})
-        status.update(evaluated=told["evaluated"], best_score=told["best_score"], best_key=told["best_key"])
-    context.set_custom_status({**status, "phase": "reporting"})
-    report = yield context.call_activity("write_experiment_report", ref)
-    context.set_custom_status({**status, "phase": "done"})
-    return {"experiment_id": experiment_id, "status": "done", "report": report["report"],
-            "best_key": status["best_key"], "best_score": status["best_score"], "evaluated": status["evaluated"]}
+    if "golden" in data:  # the first generation
+        context.set_custom_status({"phase": "preparing", "evaluated": 0, "planned": 0, "best_score": None,
+                                   "best_key": None})
+        prepared = yield context.call_activity("prepare_experiment", data)
+        if prepared.get("error"):
+            context.set_custom_status({"phase": "failed", "error": prepared["error"]})
+            raise ExperimentFailed(prepared["error"])
+        context.continue_as_new(ref)
+        return None
+    asked = yield context.call_activity("ask_configurations", ref)
+    summary = asked["summary"]
+    status = {k: summary[k] for k in ("evaluated", "planned", "best_score", "best_key")}
+    keys = asked["keys"]
+    if not keys:
+        context.set_custom_status({**status, "phase": "reporting"})
+        report = yield context.call_activity("write_experiment_report", ref)
+        context.set_custom_status({**status, "phase": "done"})
+        return {"experiment_id": experiment_id, "status": "done", "report": report["report"],
+                "best_key": status["best_key"], "best_score": status["best_score"], "evaluated": status["evaluated"]}
+    context.set_custom_status({**status, "phase": "evaluating", "round": len(keys)})
+    yield context.call_activity("enqueue_evaluations", {**ref, "configurations": asked["configurations"]})
+    arrived = yield from _wait_for_round(context, keys, asked.get("round_timeout_s"))
+    yield context.call_activity("tell_results", {**ref, "keys": keys,
+                                                 "timed_out": [k for k, came in zip(keys, arrived) if not came],
+                                                 "round_timeout_s": asked.get("round_timeout_s")})
+    context.continue_as_new(ref)
+    return None
 
 
-def _wait_for_round(context: Any, configurations: list[dict], keys: list[str], timeout_s: Any):
-    """Wait for one ``evaluated-<key>`` event per configuration, or until ``timeout_s`` (None:
-    no limit); configurations whose event did not come in time are failed (score None)."""
-    from core.optimization.stored import evaluated_event, failed_outcome
+def _wait_for_round(context: Any, keys: list[str], timeout_s: Any):
+    """Wait for one ``evaluated-<key>`` event per key, or until ``timeout_s`` (None: no limit).
+
+    Returns:
+        One bool per key: whether its event came (its data is not read).
+    """
+    from core.experiment.types import evaluated_event
 
     events = [context.wait_for_external_event(evaluated_event(key)) for key in keys]
     together = context.task_all(events)
     if not timeout_s:
-        return (yield together)
+        yield together
+        return [True] * len(keys)
     timer = context.create_timer(context.current_utc_datetime + timedelta(seconds=int(timeout_s)))
     winner = yield context.task_any([together, timer])
     if winner is together:
         timer.cancel()
-        return together.result
-    return [event.result if event.is_completed else
-            failed_outcome(configuration, f"no result within the round's timeout of {timeout_s} s")
-            for configuration, event in zip(configurations, events)]
+        return [True] * len(keys)
+    return [bool(event.is_completed) for event in events]
 
 
 # Activities -----------------------------------------------------------------------------------
 @bp.activity_trigger(input_name="request")
 def prepare_experiment(request: dict) -> dict:
-    """``StoredExperiment.prepare``: returns ``{"objective", "n_valid", "max_evals"}``, or
-    ``{"error": message}`` when the golden file, the documents, the space or the settings are
-    unusable (never raises: the orchestration ends ``failed`` with the message)."""
-    from core.errors import RagtuneError
+    """``core.experiment.prepare.prepare_request``: ``Prepared.to_dict()``, or ``{"error":
+    short reason}`` (full text beside the experiment) when the golden file, the documents, the
+    space or the settings are unusable; a storage failure raises (the activity is retried)."""
+    from core.errors import RagtuneError, StoreError
+    from core.experiment import cut_text
+    from core.experiment.prepare import prepare_request
 
+    experiment_id = request.get("experiment_id")
     try:
         settings = _settings()
-        return _experiment(request["experiment_id"], settings).prepare(request, settings)
-    except RagtuneError as exc:
-        logger.warning("experiment %s cannot start: %s", request.get("experiment_id"), exc)
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    except Exception as exc:  # noqa: BLE001 - the orchestration ends "failed" with the reason
-        logger.exception("experiment %s cannot start", request.get("experiment_id"))
-        return {"error": f"{type(exc).__name__}: {exc}"}
+        return prepare_request(settings.report_store().files, experiment_id, request, settings).to_dict()
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the orchestration ends Failed with the reason
+        if not isinstance(exc, RagtuneError):
+            logger.exception("experiment %s cannot start", experiment_id)
+        else:
+            logger.warning("experiment %s cannot start: %s", experiment_id, exc)
+        text = f"{type(exc).__name__}: {exc}"
+        try:
+            return {"error": _experiment(experiment_id).cap(text)}
+        except Exception:  # noqa: BLE001 - no store to keep the full text: cut it
+            return {"error": cut_text(text)}
 
 
 @bp.activity_trigger(input_name="ref")
 def ask_configurations(ref: dict) -> dict:
-    """``StoredExperiment.ask``: ``{"configurations": [configuration dict, ...]}``."""
-    return {"configurations": _experiment(ref["experiment_id"]).ask()}
+    """The round's configurations (``Experiment.ask(RAGTUNE_PARALLEL_EVALUATIONS)``; the GAM is
+    fitted here): ``{"configurations", "keys", "round_timeout_s", "summary"}``."""
+    settings = _settings()
+    experiment = _experiment(ref["experiment_id"], settings)
+    study = experiment.study()
+    configurations = experiment.ask(settings.parallel_evaluations, study=study)
+    from core.experiment import ExperimentSummary
+
+    return {"configurations": [c.to_dict() for c in configurations], "keys": [c.key for c in configurations],
+            "round_timeout_s": settings.round_timeout_s, "summary": ExperimentSummary.of(study).to_dict()}
 
 
 @bp.activity_trigger(input_name="batch")
 def enqueue_evaluations(batch: dict) -> dict:
-    """Put one evaluation message per configuration on the evaluations queue (creating the
-    queue when missing); a configuration whose message was sent by an earlier try of this
-    activity is not sent again. Returns ``{"keys": [configuration key, ...]}`` in the same
-    order."""
+    """Put one evaluation message (``EvaluationRequest``) per configuration on the evaluations
+    queue (creating the queue when missing); a configuration whose message was sent by an
+    earlier try of this activity is not sent again. Returns ``{"keys": [...]}``."""
     settings = _settings()
     experiment = _experiment(batch["experiment_id"], settings)
     queue = settings.queue_client(settings.evaluations_queue)
     _ensure_queue(queue)
     keys, sent = [], 0
     for configuration in batch["configurations"]:
-        message = experiment.evaluation_message(batch["instance_id"], configuration)
-        keys.append(message["key"])
-        if experiment.was_enqueued(message["key"]):
+        message = experiment.evaluation_request(configuration)
+        keys.append(message.key)
+        if experiment.was_enqueued(message.key):
             continue  # a retried activity: sent before
-        queue.send_message(json.dumps(message).encode("utf-8"))
-        experiment.mark_enqueued(message["key"])
+        queue.send_message(message.to_json().encode("utf-8"))
+        experiment.mark_enqueued(message.key)
         sent += 1
     logger.info("experiment %s: %d evaluations enqueued", batch["experiment_id"], sent)
     return {"keys": keys}
@@ -221,69 +255,95 @@ def _ensure_queue(queue: Any) -> None:
 
 @bp.activity_trigger(input_name="told")
 def tell_results(told: dict) -> dict:
-    """``StoredExperiment.tell``: ``{"evaluated", "failed", "best_score", "best_key"}``."""
-    return _experiment(told["experiment_id"]).tell(told["results"])
+    """``Experiment.tell`` from the stored results of the round's keys; a key without one is
+    told failed (timed out, or its event came without a result). Returns the summary."""
+    timeout = told.get("round_timeout_s")
+    late = set(told.get("timed_out") or [])
+    missing = {key: (f"no result within the round's timeout of {timeout} s" if key in late
+                     else "its completion event came but no result was stored") for key in told["keys"]}
+    return _experiment(told["experiment_id"]).tell(told["keys"], missing=missing).to_dict()
 
 
 @bp.activity_trigger(input_name="ref")
 def write_experiment_report(ref: dict) -> dict:
-    """``StoredExperiment.write_report``: ``{"report": the report's key in the store}``."""
+    """``Experiment.write_report``: ``{"report": the report's key in the store}``."""
     return {"report": _experiment(ref["experiment_id"]).write_report()}
 
 
 # Queue-triggered evaluations --------------------------------------------------------------------
+_EVALUATOR: Any = None
+
+
+def _evaluator(settings: Any) -> Any:
+    """The process's ``StoredEvaluator`` (it keeps the last experiment's corpus loaded)."""
+    global _EVALUATOR
+    from core.experiment.prepare import StoredEvaluator
+
+    if _EVALUATOR is None or _EVALUATOR.settings != settings:
+        _EVALUATOR = StoredEvaluator(settings)
+    return _EVALUATOR
+
+
 @bp.queue_trigger(arg_name="msg", queue_name="%RAGTUNE_EVALUATIONS_QUEUE%", connection="RAGTUNE_STORAGE_CONNECTION")
 @bp.durable_client_input(client_name="client")
 async def evaluate_from_queue(msg: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
-    """Evaluate the configuration in ``msg`` (``StoredExperiment.evaluate``, in a worker
-    thread), store its result and raise ``evaluated-<key>`` on the orchestration with the
-    outcome. A re-delivered message whose result is stored raises the event again without
-    evaluating.
+    """Evaluate the configuration in ``msg`` (``core.experiment.prepare.evaluate_request`` in a
+    worker thread, within ``RAGTUNE_EVALUATION_TIMEOUT_S``), store its result and raise
+    ``evaluated-<key>`` on the orchestration (the event carries the key only). A re-delivered
+    message whose OK result is stored raises the event again without evaluating.
 
     Raises:
-        ConfigError: a malformed message (after ``maxDequeueCount`` tries it goes to the
+        ConfigError: a malformed message, an unknown experiment, or a configuration outside the
+            experiment's space or never asked (after ``maxDequeueCount`` tries it goes to the
             poison queue, where nothing is lost).
-        StoreError: the store failed (the host delivers the message again).
+        Exception: a transient failure (the host delivers the message again).
     """
-    from core.optimization.stored import evaluated_event, parse_evaluation_message
+    from core.experiment import EvaluationRequest
+    from core.experiment.prepare import evaluate_request
 
-    message = parse_evaluation_message(msg.get_body())
+    request = EvaluationRequest.parse(msg.get_body())
     settings = _settings()
-    outcome = await asyncio.to_thread(_experiment(message["experiment_id"], settings).evaluate, message, settings)
-    outcome.pop("stored", None)
-    await _raise(client, message, evaluated_event(message["key"]), outcome)
+    experiment = _experiment(request.experiment_id, settings)
+    await asyncio.to_thread(evaluate_request, experiment, request, _evaluator(settings), settings.evaluation_timeout_s)
+    await _raise(client, request)
 
 
 @bp.queue_trigger(arg_name="msg", queue_name="%RAGTUNE_EVALUATIONS_QUEUE%-poison",
                   connection="RAGTUNE_STORAGE_CONNECTION")
 @bp.durable_client_input(client_name="client")
 async def evaluation_poisoned(msg: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
-    """A message that failed ``maxDequeueCount`` times: raise ``evaluated-<key>`` with a
-    failed outcome so the orchestration tells the study at once.
+    """A message that failed ``maxDequeueCount`` times: store a failed result (unless an OK one
+    is stored: then nothing failed) and raise ``evaluated-<key>`` so the orchestration tells the
+    study at once.
 
     Raises:
-        ConfigError: a message too malformed to name its orchestration (it stays in the
-            poison queue's own poison queue).
+        ConfigError: a message too malformed to name its experiment (it stays in the poison
+            queue's own poison queue).
     """
-    from core.optimization.stored import evaluated_event, failed_outcome, parse_evaluation_message
+    from core.experiment import EvaluationRequest
 
-    message = parse_evaluation_message(msg.get_body())
-    outcome = failed_outcome(message["configuration"],
-                             f"the evaluation failed on every delivery and its message was moved to the poison queue "
-                             f"(message id {msg.id})")
-    logger.error("experiment %s: configuration %s poisoned", message["experiment_id"], message["key"])
-    await _raise(client, message, evaluated_event(message["key"]), outcome)
+    request = EvaluationRequest.parse(msg.get_body())
+    experiment = _experiment(request.experiment_id)
+    outcome = await asyncio.to_thread(
+        experiment.record_failure, request.configuration,
+        f"the evaluation failed on every delivery and its message was moved to the poison queue (message id {msg.id})")
+    if outcome.status != "ok":
+        logger.error("experiment %s: configuration %s poisoned", request.experiment_id, request.key)
+    await _raise(client, request)
 
 
-async def _raise(client: Any, message: dict, event: str, outcome: dict) -> None:
-    """Raise ``event`` on the message's orchestration; an orchestration that is gone (ended or
-    purged) is logged, not retried."""
+async def _raise(client: Any, request: Any) -> None:
+    """Raise ``evaluated-<key>`` (data: the key) on the experiment's orchestration; one that is
+    gone (ended or purged) is logged, not retried."""
+    from core.experiment.types import evaluated_event
+
+    event = evaluated_event(request.key)
     try:
-        await client.raise_event(message["instance_id"], event, outcome)
+        await client.raise_event(request.experiment_id, event, {"key": request.key})
     except Exception as exc:  # noqa: BLE001 - the SDK raises plain Exception for 404 / 410
         text = str(exc)  # the SDK's messages for 410 and 404
         if "is gone" in text or text.startswith("No instance with ID"):
-            logger.warning("orchestration %s no longer takes events (%s): %s", message["instance_id"], event, exc)
+            logger.warning("orchestration %s no longer takes events (%s): %s", request.experiment_id, event, exc)
             return
         raise
 
@@ -294,16 +354,16 @@ def get_experiment(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/experiments/{experiment_id}``: the final report when written, else the report
     so far (``complete`` False; per-configuration results included). 400 for a bad id, 404
     for an unknown one."""
-    from functions.reports import answer, error, json_response, valid_id
+    from functions.shared import answer
 
     experiment_id = req.route_params.get("experiment_id")
     if not valid_id(experiment_id):
         return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
 
     def read(store: Any) -> func.HttpResponse:
-        from core.optimization.stored import StoredExperiment
+        from core.experiment import Experiment
 
-        report = StoredExperiment(store.files, experiment_id).current_report()
+        report = Experiment(store.files, experiment_id).current_report()
         return error(f"no experiment {experiment_id!r}", 404) if report is None else json_response(report)
 
     return answer(read)
@@ -316,8 +376,6 @@ async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchest
     runtime_status, custom_status, created_time, last_updated_time, output}`` through the
     Durable client. 400 for a bad id, 404 when no orchestration has that id, 500 (one line)
     when the Durable client fails."""
-    from functions.reports import error, json_response, valid_id
-
     experiment_id = req.route_params.get("experiment_id")
     if not valid_id(experiment_id):
         return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)

@@ -20,11 +20,10 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from core.settings import golden_trigger_source
+from functions.shared import GOLDEN_CHECKS_PREFIX
 
 logger = logging.getLogger(__name__)
 
-#: Report store prefix of the stored golden checks.
-GOLDEN_CHECKS_PREFIX = "golden_checks"
 
 bp = df.Blueprint()
 
@@ -138,7 +137,7 @@ def _check_spec(data: bytes, settings: Any) -> dict:
 async def _start_experiment(name: str, check: dict, settings: Any, client: Any) -> dict | None:
     """Start the experiment of the ``experiment.json`` beside golden blob ``name``, once."""
     from core.optimization.stored import golden_instance_id
-    from functions.experiments import runtime_status
+    from functions.shared import runtime_status
 
     container = settings.golden_container
     spec_key = posixpath.join(posixpath.dirname(name), EXPERIMENT_SPEC)
@@ -151,10 +150,9 @@ async def _start_experiment(name: str, check: dict, settings: Any, client: Any) 
         return {"spec": spec_key, "errors": spec["errors"], "started": False}
     instance_id = golden_instance_id(name, check["sha256"])
     runtime = runtime_status(await client.get_status(instance_id))
-    if runtime is not None:
+    if runtime is not None and runtime not in ("Failed", "Terminated"):  # a failed start may run again
         return {"spec": spec_key, "instance_id": instance_id, "started": False, "reason": f"already started ({runtime})"}
-    payload = {**spec["request"], "experiment_id": instance_id, "round_timeout_s": settings.round_timeout_s,
-               "golden": settings.blob_address(container, name)}
+    payload = {**spec["request"], "experiment_id": instance_id, "golden": settings.blob_address(container, name)}
     await client.start_new("experiment_orchestrator", instance_id, payload)
     logger.info("golden file %s started experiment %s", name, instance_id)
     return {"spec": spec_key, "instance_id": instance_id, "started": True, "reason": None}

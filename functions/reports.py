@@ -16,52 +16,18 @@ cannot be reached or read. Stack traces are logged, never returned.
 
 import json
 import logging
-from typing import Any, Callable
+from typing import Any
 
 import azure.functions as func
 
 logger = logging.getLogger(__name__)
 
+from functions.shared import answer, error, json_response, valid_id  # noqa: F401 - shared with the other modules
+
 bp = func.Blueprint()
 
 #: Largest ``limit`` accepted by ``GET /api/runs``.
 MAX_LIMIT = 500
-
-
-def json_response(body: Any, status: int = 200) -> func.HttpResponse:
-    """``body`` as a JSON response with ``status``."""
-    return func.HttpResponse(json.dumps(body, ensure_ascii=False, allow_nan=False), status_code=status,
-                             mimetype="application/json")
-
-
-def error(message: str, status: int) -> func.HttpResponse:
-    """``{"error": message}`` with ``status``."""
-    return json_response({"error": message}, status)
-
-
-def valid_id(value: str | None) -> bool:
-    """Whether ``value`` is a safe id (``core.reports.files.is_safe_id``)."""
-    from core.reports.files import is_safe_id
-
-    return is_safe_id(value)
-
-
-def answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
-    """Open the report store and call ``read(store)``; store and settings errors become JSON."""
-    from core.errors import ConfigError, StoreError
-    from core.settings import Settings
-
-    try:
-        return read(Settings.from_env().report_store())
-    except ConfigError as exc:
-        logger.error("report store settings are invalid: %s", exc)
-        return error(f"the report store is not configured correctly: {exc}", 500)
-    except StoreError as exc:
-        logger.error("report store read failed: %s", exc)
-        return error(f"the report store could not be read: {exc}", 500)
-    except Exception:  # never a stack trace in an answer
-        logger.exception("unexpected error reading the report store")
-        return error("internal error reading the report store", 500)
 
 
 def _load_run(store: Any, run_id: str) -> dict | None:
@@ -157,7 +123,7 @@ def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
     (its blob name, folders included: ``/api/golden-checks/hr/golden.jsonl``); 400 for a name
     with a ``.`` or ``..`` segment, a leading or trailing ``/`` or control characters, 404 when
     none is stored."""
-    from functions.golden import GOLDEN_CHECKS_PREFIX
+    from functions.shared import GOLDEN_CHECKS_PREFIX
 
     name = req.route_params.get("name")
     if not valid_blob_name(name):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from core.errors import ConfigError, RagtuneError
+from core.errors import ConfigError, RagtuneError, is_transient
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +33,16 @@ KS = (1, 3, 5, 10)
 #: Retrieval metric names a single evaluation reports (at its finest labelled grain).
 RETRIEVAL_METRIC_NAMES: tuple[str, ...] = ("mrr", *(f"{m}@{k}" for m in ("recall", "precision", "success", "ndcg")
                                                      for k in KS))
+#: The mean of the answer metrics a configuration computed (ai4rag's default objective; see
+#: ``core.metrics.answers``, ``overall_score``).
+OVERALL_SCORE = "overall_score"
 
 
 def check_objective(name: str, *, has_judge: bool | None = None) -> str:
     """Check that ``name`` is a metric :func:`run_single_evaluation` reports, so a study can
-    maximise it: a retrieval metric (:data:`RETRIEVAL_METRIC_NAMES`) or an answer metric
-    (``core.metrics.answers.ALL_METRICS``: ``unitxt.*``, ``judge.*``).
+    maximise it: a retrieval metric (:data:`RETRIEVAL_METRIC_NAMES`), an answer metric
+    (``core.metrics.answers.ALL_METRICS``: ``unitxt.*``, ``judge.*``) or
+    :data:`OVERALL_SCORE` (the mean of the answer metrics computed).
 
     Args:
         name: the metric.
@@ -56,7 +60,7 @@ def check_objective(name: str, *, has_judge: bool | None = None) -> str:
 
     from core.metrics.answers import ALL_METRICS
 
-    known = (*RETRIEVAL_METRIC_NAMES, *ALL_METRICS)
+    known = (*RETRIEVAL_METRIC_NAMES, *ALL_METRICS, OVERALL_SCORE)
     if name not in known:
         near = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)
         tail = f"; did you mean {near[0]!r}?" if near else ""
@@ -203,12 +207,6 @@ def _applies(value: Any) -> bool:
     return value not in NOT_APPLICABLE
 
 
-def configuration_key(configuration: Mapping[str, Any]) -> str:
-    """First 16 hex digits of the sha256 of the configuration's canonical JSON (sorted keys)."""
-    canonical = json.dumps(dict(configuration), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
 def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: str) -> Path:
     what = "retrieval"
     if context.with_answers:  # answers also depend on who judges them and on which metrics
@@ -291,7 +289,8 @@ def run_single_evaluation(
             successfully on the same corpus and golden file.
 
     Returns:
-        ``{key, configuration, status ("ok" | "failed"), error, stored (bool), metrics{name:
+        ``{key, configuration, status ("ok" | "failed"), error, transient (the failure may
+        pass on a retry: ``core.errors.is_transient``), stored (bool), metrics{name:
         mean}, retrieval{grain: aggregate}, rank_grain, answers (answer report), collection,
         store_binding{backend, location, collection} (never credentials),
         collection_reused, n_embedded, timings{index_s, retrieve_s, answers_s, total_s}}``.
@@ -303,8 +302,10 @@ def run_single_evaluation(
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.vectorstores import backend_name, collection_name_for, describe_store, get_vector_store
 
+    from core.optimization.configuration import Configuration
+
     configuration = dict(configuration)
-    key = configuration_key(configuration)
+    key = Configuration(configuration).key
     path = _result_path(context, corpus, golden, key)
     if use_stored and path.is_file():
         try:
@@ -320,7 +321,7 @@ def run_single_evaluation(
         "key": key, "configuration": configuration, "status": "failed", "error": None, "stored": False,
         "metrics": {}, "retrieval": {}, "rank_grain": None, "answers": None, "collection": None,
         "store_binding": None,
-        "collection_reused": None, "n_embedded": 0, "timings": timings,
+        "collection_reused": None, "n_embedded": 0, "timings": timings, "transient": False,
     }
     try:
         chunker = _chunker(configuration)
@@ -367,14 +368,18 @@ def run_single_evaluation(
             for m in answers["metrics"]:
                 if m["scores"]["mean"] is not None:
                     result["metrics"][m["name"]] = m["scores"]["mean"]
+            if answers.get("overall_score") is not None:
+                result["metrics"][OVERALL_SCORE] = answers["overall_score"]
         finally:
             store.close()
         result["status"] = "ok"
     except (RagtuneError, OSError, ValueError) as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
+        result["transient"] = is_transient(exc)
         logger.warning("configuration %s failed: %s", key, result["error"])
     except Exception as exc:  # an evaluation must never take the study down with it
         result["error"] = f"{type(exc).__name__}: {exc}"
+        result["transient"] = is_transient(exc)
         logger.error("configuration %s failed unexpectedly:\n%s", key, traceback.format_exc())
     return _finish(result, started, context, corpus, golden, path)
 

@@ -96,10 +96,16 @@ class EmbeddingCache:
 class CachedEmbeddingModel:
     """An :class:`EmbeddingModel` that looks every text up in an :class:`EmbeddingCache` first.
 
-    Only texts the cache lacks reach the wrapped model, each distinct text once per call;
-    their vectors are stored before returning. Counters tell what happened:
-    ``n_texts`` (texts asked for), ``n_embedded`` (distinct texts sent to the model),
-    ``n_cache_hits`` (texts answered from the cache), ``embed_seconds`` (time in the model).
+    Only texts the cache lacks reach the wrapped model, each distinct text once, also when
+    several threads ask for the same texts at once (a text being embedded by one thread is
+    waited for by the others, not sent again). Vectors are stored before returning.
+
+    Counters (safe under threads): ``n_texts`` (texts asked for, repeats included),
+    ``n_embedded`` (distinct texts sent to the model), ``n_cache_hits`` (texts answered
+    without the model, repeats included), ``n_unique`` (distinct texts asked for), and
+    ``embed_seconds`` (time in the model). Over the wrapper's life ``n_unique`` equals
+    ``n_embedded`` plus the distinct texts found in the cache (``texts_from_cache`` in
+    :meth:`stats`). Remembering which texts were seen costs 32 bytes per distinct text.
 
     Args:
         model: the model to wrap.
@@ -115,6 +121,15 @@ class CachedEmbeddingModel:
         self.n_cache_hits = 0
         self.embed_seconds = 0.0
         self._dimension: int | None = None
+        self._lock = threading.Lock()
+        self._inflight: dict[str, threading.Event] = {}
+        self._seen: set[bytes] = set()
+
+    @property
+    def n_unique(self) -> int:
+        """Distinct texts asked for so far."""
+        with self._lock:
+            return len(self._seen)
 
     @property
     def embedding_dimension(self) -> int:
@@ -129,26 +144,55 @@ class CachedEmbeddingModel:
         return self.model.max_input_tokens
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Return float32 ``(len(texts), dim)``, embedding only texts not cached yet."""
+        """Return float32 ``(len(texts), dim)``, embedding only texts not cached yet.
+
+        Raises:
+            EmbeddingError: the wrapped model failed (texts other threads waited for are then
+                embedded by those threads).
+        """
         import time
 
         texts = list(texts)
         keys = [text_sha256(t) for t in texts]
         found = self.cache.get_many(self.model_id, keys)
-        missing: dict[str, str] = {}
-        for key, text in zip(keys, texts):
-            if key not in found and key not in missing:
-                missing[key] = text
-        if missing:
-            start = time.perf_counter()
-            vectors = self.model.embed_documents(list(missing.values()))
-            self.embed_seconds += time.perf_counter() - start
-            new = dict(zip(missing.keys(), vectors))
-            self.cache.put_many(self.model_id, new.items())
-            found.update(new)
-        self.n_texts += len(texts)
-        self.n_embedded += len(missing)
-        self.n_cache_hits += len(texts) - sum(1 for k in keys if k in missing)
+        mine: dict[str, str] = {}
+        theirs: dict[str, threading.Event] = {}
+        with self._lock:
+            for key, text in zip(keys, texts):
+                if key in found or key in mine or key in theirs:
+                    continue
+                if key in self._inflight:
+                    theirs[key] = self._inflight[key]
+                else:
+                    mine[key] = text
+                    self._inflight[key] = threading.Event()
+        try:
+            if mine:
+                start = time.perf_counter()
+                vectors = self.model.embed_documents(list(mine.values()))
+                elapsed = time.perf_counter() - start
+                new = dict(zip(mine.keys(), vectors))
+                self.cache.put_many(self.model_id, new.items())
+                found.update(new)
+                with self._lock:
+                    self.embed_seconds += elapsed
+                    self.n_embedded += len(mine)
+        finally:
+            with self._lock:
+                for key in mine:
+                    self._inflight.pop(key).set()
+        if theirs:
+            for event in theirs.values():
+                event.wait()
+            found.update(self.cache.get_many(self.model_id, theirs))
+            lost = [k for k in theirs if k not in found]
+            if lost:  # the other thread failed: embed them here
+                by_key = dict(zip(keys, texts))
+                found.update(zip(lost, self.embed_documents([by_key[k] for k in lost])))
+        with self._lock:
+            self.n_texts += len(texts)
+            self.n_cache_hits += len(texts) - sum(1 for k in keys if k in mine)
+            self._seen.update(bytes.fromhex(k) for k in keys)
         if not texts:
             return np.zeros((0, self.embedding_dimension), dtype=np.float32)
         out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
@@ -161,8 +205,15 @@ class CachedEmbeddingModel:
         return self.embed_documents([text])[0]
 
     def stats(self) -> dict[str, float]:
-        """Return the counters as a JSON-serialisable dict."""
-        return {
-            "n_texts": self.n_texts, "n_embedded": self.n_embedded,
-            "n_cache_hits": self.n_cache_hits, "embed_seconds": round(self.embed_seconds, 3),
-        }
+        """The counters as a JSON-serialisable dict: ``n_texts``, ``n_embedded``,
+        ``n_cache_hits``, ``embed_seconds``, and the report's names ``texts_embedded`` (distinct
+        texts sent to the model), ``texts_from_cache`` (distinct texts found in the cache) and
+        ``texts_unique`` (distinct texts asked for; the sum of the other two)."""
+        with self._lock:
+            unique = len(self._seen)
+            return {
+                "n_texts": self.n_texts, "n_embedded": self.n_embedded,
+                "n_cache_hits": self.n_cache_hits, "embed_seconds": round(self.embed_seconds, 3),
+                "texts_embedded": self.n_embedded, "texts_from_cache": unique - self.n_embedded,
+                "texts_unique": unique,
+            }

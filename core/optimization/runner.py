@@ -1,11 +1,14 @@
-"""The local experiment runner: one process drives a :class:`~core.optimization.study.Study`.
+"""The local experiment runner: ``ragtune optimize`` drives one experiment in one process.
 
-It loads the corpus and the golden file once, then loops: ``study.ask`` -> evaluate each
-configuration with ``run_single_evaluation`` -> ``study.tell``, publishing events and saving
-the study's state after every evaluation (``experiments/<id>/study.json``), so a stopped
-experiment resumes where it stopped. It ends by writing the experiment report
-(``experiments/<id>/report.json``): a leaderboard of every configuration tried, the best one,
-and what it cost (evaluations, collections built, texts embedded).
+It loads the corpus and the golden file once, then loops over the steps of the experiment
+engine (:class:`core.experiment.Experiment`): ask a batch, evaluate it in a pool of worker
+threads (``workers``), tell each stored result, publish events, and save the study and what it
+cost after every evaluation (``experiments/<id>/study.json`` and ``progress.json``), so a
+stopped experiment resumes where it stopped. It ends by writing the one experiment report
+(``core.experiment.report``), with the corpus details and costs this runner knows.
+
+Milvus Lite is one process: the worker threads share its one embedded server. For evaluations
+in several processes use a Milvus server or pgvector.
 """
 
 from __future__ import annotations
@@ -19,15 +22,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core.errors import ConfigError
+from core.experiment.spec import default_objective
 from core.text import plural
 
 logger = logging.getLogger(__name__)
 
-#: Version of the experiment report's JSON layout.
-EXPERIMENT_SCHEMA_VERSION = "1.0"
-#: The default objective when the golden file has reference answers, else the retrieval one.
-DEFAULT_ANSWER_OBJECTIVE = "unitxt.answer_correctness"
-DEFAULT_RETRIEVAL_OBJECTIVE = "mrr"
+#: Worker threads when the models are endpoints (network-bound); a local model uses 1.
+DEFAULT_ENDPOINT_WORKERS = 4
 
 
 @dataclass
@@ -37,12 +38,13 @@ class ExperimentOptions:
     Attributes:
         optimizer: ``"gam"`` (random phase, then a GAM surrogate) or ``"random"``.
         max_evals: the most configurations to evaluate (None: the whole valid space).
-        objective: the metric maximised (None: ``unitxt.answer_correctness`` when questions
-            have reference answers, else ``mrr``).
+        objective: the metric maximised (None: see ``core.experiment.spec.default_objective``).
         seed: the study's seed; the same seed on the same data gives the same sequence.
         n_random_nodes: configurations of the GAM's random phase (at least enough to try every
             categorical value once).
-        evals_per_trial: configurations evaluated per GAM round.
+        evals_per_trial: configurations per GAM round with one worker.
+        workers: evaluations run at once, in threads; each round asks this many
+            configurations (``Study.ask(n)``). None: 1.
         space_file: a JSON or YAML file narrowing or widening the default space.
         overrides: ``name -> values`` overrides applied last (from ``--set``).
         overrides_source: where the overrides come from, for messages (``"--set"``, ``"the
@@ -72,107 +74,28 @@ class ExperimentOptions:
     keep_embedding: int = 2
     keep_foundation: int = 3
     preselection_questions: int = 5
-
-
-def default_objective(golden: Any) -> str:
-    """The objective when none is asked for: ``unitxt.answer_correctness`` when the golden
-    file's questions have reference answers, else ``mrr``."""
-    return DEFAULT_ANSWER_OBJECTIVE if any(q.reference for q in golden.questions) else DEFAULT_RETRIEVAL_OBJECTIVE
-
-
-def _sampler(options: ExperimentOptions) -> Any:
-    from core.optimization.samplers import GAMSampler, RandomSampler
-
-    if options.optimizer == "gam":
-        return GAMSampler(n_random_nodes=options.n_random_nodes, evals_per_trial=options.evals_per_trial)
-    if options.optimizer == "random":
-        return RandomSampler()
-    raise ConfigError(f"optimizer must be 'gam' or 'random', got {options.optimizer!r}")
+    workers: int | None = None
 
 
 def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], foundation_models: Sequence[str],
-                vector_stores: Sequence[str] = ("milvus-lite",)) -> Any:
-    """The default space for the models, narrowed or widened by the space file and overrides.
+                vector_stores: Sequence[str] = ("milvus-lite",), notes: list[str] | None = None,
+                generators: Sequence[str] = ()) -> Any:
+    """The default space for the models, narrowed or widened by the space file and overrides
+    (``core.experiment.prepare.build_space``); what the overrides removed is appended to
+    ``notes`` when given.
 
     Raises:
         ConfigError: a bad space file or override, a space with no valid configuration, or an
-            embedding or foundation model that is not configured (``embedding_models`` /
-            ``foundation_models``).
+            embedding or foundation model that is not configured.
     """
-    from core.optimization.space import SearchSpace, default_space, unconfigured_values
+    from core.experiment.prepare import build_space as build
 
-    lengths = {name: model.max_input_tokens for name, model in embedding_models.items()}
-    if options.space_file:
-        space = SearchSpace.from_file(options.space_file, embedding_models=lengths,
-                                      foundation_models=list(foundation_models), vector_stores=tuple(vector_stores))
-    else:
-        space = default_space(lengths, list(foundation_models), tuple(vector_stores))
-    if options.overrides:
-        space = space.with_overrides(options.overrides, source=options.overrides_source)
-    source = " and ".join(filter(None, (options.space_file and f"--space {options.space_file}",
-                                        options.overrides and options.overrides_source))) or "the space"
-    problems = unconfigured_values({p.name: p.values for p in space.parameters},
-                                   {"embedding_model": list(embedding_models),
-                                    "foundation_model": list(foundation_models)}, source)
-    if problems:
-        raise ConfigError("; ".join(problems))
+    space, removed = build(embedding_models=embedding_models, foundation_models=foundation_models,
+                           vector_stores=vector_stores, space_file=options.space_file, overrides=options.overrides,
+                           overrides_source=options.overrides_source, generators=generators)
+    if notes is not None:
+        notes.extend(removed)
     return space
-
-
-def leaderboard(study: Any, results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows for every trial, best first (failed ones last, in the order tried).
-
-    Each row: ``rank`` (None for failed), ``trial``, ``key``, ``status``, ``score``, ``ci_low``
-    / ``ci_high`` (the objective's 95 % interval when it has one), ``parameters`` (the
-    configuration without its prompt templates), ``duration_s``, ``error``, ``stored``.
-    """
-    rows = []
-    for trial in study.trials:
-        if trial.status == "pending":
-            continue
-        cfg = dict(trial.configuration)
-        res = results.get(trial.configuration.key, {})
-        ci = _objective_interval(res, study.objective_metric)
-        rows.append({
-            "rank": None, "trial": trial.number, "key": trial.configuration.key, "status": trial.status,
-            "score": trial.score, "ci_low": ci[0], "ci_high": ci[1],
-            "parameters": {k: v for k, v in cfg.items() if not k.endswith("_text")},
-            "duration_s": res.get("timings", {}).get("total_s"), "error": trial.error,
-            "stored": res.get("stored", False), "warm_start": trial.warm_start,
-        })
-    done = sorted((r for r in rows if r["score"] is not None), key=lambda r: (-r["score"], r["trial"]))
-    for i, row in enumerate(done, start=1):
-        row["rank"] = i
-    return done + [r for r in rows if r["score"] is None]
-
-
-def report_fields(experiment_id: str, study: Any, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The fields every experiment report shares, local or stored, built from the study.
-
-    Returns:
-        ``{schema_version, kind: "experiment", experiment_id, space{n_valid, parameters},
-        objective, leaderboard (see :func:`leaderboard`), best{key, score, configuration} or
-        None, study (``Study.to_dict()``)}``.
-    """
-    best = study.best_trial
-    return {
-        "schema_version": EXPERIMENT_SCHEMA_VERSION,
-        "kind": "experiment",
-        "experiment_id": experiment_id,
-        "space": {"n_valid": study.space.n_valid, "parameters": study.space.to_dict()},
-        "objective": study.objective_metric,
-        "leaderboard": leaderboard(study, results),
-        "best": None if best is None else {"key": best.configuration.key, "score": best.score,
-                                           "configuration": dict(best.configuration)},
-        "study": study.to_dict(),
-    }
-
-
-def _objective_interval(result: dict[str, Any], objective: str) -> tuple[float | None, float | None]:
-    for metric in (result.get("answers") or {}).get("metrics", []):
-        if metric["name"] == objective:
-            return metric["scores"]["ci_low"], metric["scores"]["ci_high"]
-    return None, None
 
 
 def run_experiment(
@@ -196,29 +119,36 @@ def run_experiment(
         golden_path: the golden file (native or Bedrock): a path or an address.
         out_dir: working folder (caches, Milvus Lite, stored results, experiments).
         embedding_models: embedding model id -> ``EmbeddingModel`` (the space's values).
-        chat_models: foundation model id -> ``ChatModel``; the extractive baseline
-            (``"extractive"``) is always available.
+        chat_models: foundation model id -> ``ChatModel``. With chat models, the space's
+            foundation models are these; the extractive baseline (``"extractive"``) joins them
+            only when a space file or an override names it; without, it is the only one.
         judge: a ``ChatModel`` judging answers, or None.
         vector_store_config: the vector store (default Milvus Lite in ``out_dir``); the default
             space searches this backend only.
         vector_store_configs: backend name -> configuration, for spaces that list several
             backends in ``vector_store`` (a space file or ``--set vector_store=...``).
-        options: optimizer, budget, objective, seed, space.
+        options: optimizer, budget, objective, seed, space, workers.
         handlers: ``EventHandler`` objects hearing progress.
 
     Returns:
-        The experiment report (also written to ``experiments/<id>/report.json``):
-        ``{schema_version, experiment_id, golden, corpus, space{n_valid, parameters},
-        optimizer{...}, objective, leaderboard[...], best{key, score, configuration}, counts
-        {evaluations, failed, stored, collections_built, texts_embedded}, study (its state),
-        timings, versions}``.
+        The experiment report (``core.experiment.report.build_report``, also written to
+        ``experiments/<id>/report.json``), with ``started_at``, ``finished_at``, golden
+        warnings, corpus details, ``preselection``, ``vector_store``, ``notes`` (a space
+        smaller than the budget, values an override removed), costs in ``counts``
+        (``collections_built``, ``texts_embedded``, ``texts_from_cache``, ``texts_unique``),
+        ``timings_s{total_s, startup_s}`` and ``versions``.
 
     Raises:
         GoldenError / DocumentError / ConfigError: bad input (including an unknown objective
             metric), before any evaluation.
     """
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     from core.evaluation.retrieval import corpus_warnings, package_versions
     from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, check_objective, run_single_evaluation
+    from core.experiment.engine import Experiment, TransientEvaluationError
+    from core.experiment.prepare import budget_note
+    from core.experiment.spec import ExperimentSpec
     from core.golden import read_golden
     from core.inputs import shown_address
     from core.optimization.events import pattern_payload
@@ -232,6 +162,9 @@ def run_experiment(
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"output folder {out_dir} is a file: choose a folder")
+    workers = 1 if options.workers is None else int(options.workers)
+    if workers < 1:
+        raise ConfigError(f"workers must be at least 1, got {options.workers}")
     started = datetime.now(timezone.utc)
     t_start = time.perf_counter()
 
@@ -242,14 +175,15 @@ def run_experiment(
     if options.objective:
         check_objective(options.objective, has_judge=judge is not None)
     golden = read_golden(golden_path)
-    objective = options.objective or default_objective(golden)
-    sampler = _sampler(options)
+    objective = options.objective or default_objective(golden, has_generator=bool(chat_models) or judge is not None)
     default_store = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-    space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)])
+    notes: list[str] = []
+    space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)],
+                        notes=notes, generators=list(chat_models))
     files = LocalFiles(out_dir)
     experiment_id = options.experiment_id or new_run_id()
-    prefix = f"experiments/{experiment_id}"
-    if options.experiment_id and not files.exists(f"{prefix}/study.json"):
+    experiment = Experiment(files, experiment_id)
+    if options.experiment_id and not experiment.exists():
         raise ConfigError(f"no experiment {experiment_id!r} to resume in {out_dir}/experiments")
 
     corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
@@ -265,24 +199,21 @@ def run_experiment(
 
     preselection = None
     previous: dict[str, Any] = {}
-    inputs = {"golden_sha256": golden.sha256, "corpus_fingerprint": corpus.fingerprint}
     if options.experiment_id:
-        stored_inputs = json.loads(files.read_bytes(f"{prefix}/inputs.json")) if files.exists(f"{prefix}/inputs.json") \
-            else {}
-        changed = [f"{name} ({what})" for name, what in (("golden_sha256", "the golden file"),
-                                                          ("corpus_fingerprint", "the documents"))
-                   if stored_inputs.get(name) not in (None, inputs[name])]
+        spec = experiment.spec()
+        changed = [f"{name} ({what})" for name, mine, what in (
+            ("golden_sha256", golden.sha256, "the golden file"),
+            ("corpus_fingerprint", corpus.fingerprint, "the documents"))
+            if getattr(spec, name) not in (None, "", mine)]
         if changed:
             raise ConfigError(f"experiment {experiment_id} was run on other data: {', '.join(changed)} differ; "
                               "resume it with the same --docs and --golden, or start a new experiment")
         # The stored experiment's optimizer settings win over the command line's.
         for name in ("optimizer", "n_random_nodes", "evals_per_trial"):
-            if name in stored_inputs and stored_inputs[name] != getattr(options, name):
-                status("warning", f"resuming with the experiment's {name} = {stored_inputs[name]!r}, "
+            if getattr(spec, name) != getattr(options, name):
+                status("warning", f"resuming with the experiment's {name} = {getattr(spec, name)!r}, "
                                   f"not {getattr(options, name)!r}", "resume")
-                setattr(options, name, stored_inputs[name])
-        sampler = _sampler(options)
-        study = Study.from_json(files.read_bytes(f"{prefix}/study.json").decode("utf-8"), sampler=sampler)
+        study = experiment.study()
         space = study.space
         objective = study.objective_metric
         done = study.n_evaluated
@@ -291,12 +222,7 @@ def run_experiment(
                 status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
                                   f"made; the budget stays at {done} and nothing more is evaluated", "resume")
             study.set_budget(max(options.resume_budget, done))
-        # What earlier runs cost: progress.json is rewritten after every evaluation (a stopped run
-        # has no report); report.json for experiments stored before it existed.
-        for name in ("progress.json", "report.json"):
-            if files.exists(f"{prefix}/{name}"):
-                previous = json.loads(files.read_bytes(f"{prefix}/{name}"))
-                break
+        previous = experiment.progress()
         asked = len(study.pending_trials)
         status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
                        + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
@@ -311,14 +237,21 @@ def run_experiment(
                                          source="model pre-selection")
             status("info", f"model pre-selection kept {preselection['embedding_models']} and "
                            f"{preselection['foundation_models']}", "preselection")
-        study = Study(space, sampler, objective, options.seed, max_evals=options.max_evals)
+        spec = ExperimentSpec(experiment_id=experiment_id, golden=str(golden_path), documents=str(docs_dir),
+                              objective=objective, optimizer=options.optimizer, max_evals=options.max_evals,
+                              seed=options.seed, n_random_nodes=options.n_random_nodes,
+                              evals_per_trial=options.evals_per_trial, overrides=dict(options.overrides),
+                              golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
+                              n_questions=len(golden.questions), corpus_fingerprint=corpus.fingerprint)
+        study = Study(space, spec.sampler(), objective, spec.seed, max_evals=spec.max_evals)
+    note = budget_note(space.n_valid, options.max_evals if not options.experiment_id else None)
+    if note:
+        notes.insert(0, note)
+    for text in notes:
+        status("warning", text, "space")
     status("info", f"experiment {experiment_id}: {plural(space.n_valid, 'valid configuration')}; evaluating up to "
-                   f"{study.max_evals} with {options.optimizer}", "space")
-
-    results: dict[str, dict[str, Any]] = {}
-    for key_file in files.list(f"{prefix}/results"):
-        stored = json.loads(files.read_bytes(key_file))
-        results[stored["key"]] = stored
+                   f"{study.max_evals} with {spec.optimizer}"
+                   + (f", {workers} at a time" if workers > 1 else ""), "space")
 
     # Pending trials of a resumed study were asked but never told: evaluate them first, as far
     # as the budget (the experiment's total, evaluations already made included) allows.
@@ -334,90 +267,97 @@ def run_experiment(
     prev_counts = previous.get("counts") or {}
     prev_timings = previous.get("timings_s") or {}
 
+    # One-off start-up (loading each embedding model) is timed once, outside the evaluations.
+    t0 = time.perf_counter()
+    for model_id in dict.fromkeys(str(c) for c in space["embedding_model"].values):
+        if model_id in embedding_models:
+            _ = context.embedding_model(model_id).embedding_dimension
+    startup_s = round(time.perf_counter() - t0, 3)
+
     def progress() -> dict[str, Any]:
         """What the experiment has cost so far, earlier runs included (``progress.json``)."""
+        stats = [m.stats() for m in context._cached_models.values()]
         return {
             "started_at": started_at, "preselection": preselection,
             "counts": {"collections_built": context.collections_built + prev_counts.get("collections_built", 0),
-                       "texts_embedded": sum(m.n_embedded for m in context._cached_models.values())
-                       + prev_counts.get("texts_embedded", 0)},
-            "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3)},
+                       **{name: sum(int(st[name]) for st in stats) + prev_counts.get(name, 0)
+                          for name in ("texts_embedded", "texts_from_cache", "texts_unique")}},
+            "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3),
+                          "startup_s": round(startup_s + prev_timings.get("startup_s", 0.0), 3)},
         }
 
     # Stored before the first evaluation, so a run stopped at any point from here on resumes.
     if not options.experiment_id:
-        files.write_bytes(f"{prefix}/inputs.json", json.dumps({
-            **inputs, "optimizer": options.optimizer, "n_random_nodes": options.n_random_nodes,
-            "evals_per_trial": options.evals_per_trial, "seed": options.seed, "objective": objective}).encode("utf-8"))
-        files.write_bytes(f"{prefix}/study.json", study.to_json().encode("utf-8"))
-        files.write_bytes(f"{prefix}/progress.json", json.dumps(progress()).encode("utf-8"))
+        Experiment.create(files, spec, study)
+        experiment.write_progress(progress())
+
+    def run(configuration: dict[str, Any]) -> dict[str, Any]:
+        return run_single_evaluation(configuration, corpus, golden, context=context)
+
+    def evaluate(config: Any) -> Any:
+        try:
+            return experiment.evaluate(experiment.evaluation_request(config), run, study=study)
+        except TransientEvaluationError as exc:  # no queue retries here: recorded, the search goes on
+            return experiment.record_failure(config, str(exc))
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     try:
         while True:
-            batch = pending or study.ask(None)
+            batch = pending or study.ask(workers if workers > 1 else None)
             pending = []
             if not batch:
                 break
+            experiment.save_study(study)
+            info = getattr(study.sampler, "last_info", None)
+            step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
+            running = {}
             for config in batch:
-                info = getattr(study.sampler, "last_info", None)
-                step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
                 status("info", f"evaluating configuration {config.key}", step)
-                result = run_single_evaluation(dict(config), corpus, golden, context=context)
-                iteration += 1
-                if result["status"] == "ok":
-                    study.tell(config, result["metrics"])
-                else:
-                    study.tell(config, None, error=result["error"] or "evaluation failed")
-                    status("warning", f"configuration {config.key} failed: {result['error']}", "evaluation")
-                results[config.key] = result
-                files.write_bytes(f"{prefix}/results/{config.key}.json",
-                                  json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
-                files.write_bytes(f"{prefix}/study.json", study.to_json().encode("utf-8"))
-                files.write_bytes(f"{prefix}/progress.json", json.dumps(progress()).encode("utf-8"))
-                payload = pattern_payload(result, iteration=iteration, max_combinations=space.n_valid,
-                                          vector_store=backend_name(store_config), objective=objective,
-                                          max_evals=study.max_evals)
-                records = (result.get("answers") or {}).get("questions", [])
-                for h in handlers:
-                    h.on_pattern_creation(payload, records)
+                running[pool.submit(evaluate, config)] = config
+            while running:
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for future in finished:
+                    config = running.pop(future)
+                    outcome = future.result()  # a transient failure stops the run; resume retries it
+                    iteration += 1
+                    experiment.tell([config.key], study=study)
+                    result = experiment.result(config.key) or {}
+                    if outcome.status != "ok":
+                        status("warning", f"configuration {config.key} failed: {outcome.error}", "evaluation")
+                    experiment.write_progress(progress())
+                    payload = pattern_payload(result, iteration=iteration, max_combinations=space.n_valid,
+                                              vector_store=backend_name(store_config), objective=objective,
+                                              max_evals=study.max_evals)
+                    records = (result.get("answers") or {}).get("questions", [])
+                    for h in handlers:
+                        h.on_pattern_creation(payload, records)
     except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
         status("warning", f"experiment {experiment_id} stopped after {plural(iteration, 'evaluation')}; continue it with "
                           f"--resume {experiment_id} and the same --docs and --golden", "stopped")
         raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
     best = study.best_trial
     spent = progress()
-    evaluated = [r for r in results.values() if r["key"] in {t.configuration.key for t in study.trials}]
-    shared = report_fields(experiment_id, study, results)
-    report = {
-        **{k: shared[k] for k in ("schema_version", "kind", "experiment_id")},
+    experiment.write_progress(spent)
+    report = experiment.build_report({
         "started_at": started_at,
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "format": getattr(golden, "format", "ragtune"),
-                   "n_questions": len(golden.questions), "warnings": [w.to_dict() for w in warnings]},
-        "corpus": {"path": shown_address(docs_dir), "n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
+        "golden": {"warnings": [w.to_dict() for w in warnings]},
+        "corpus": {"n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
                    "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in corpus.skipped]},
-        "space": shared["space"],
         "preselection": preselection,
-        "optimizer": {"name": options.optimizer, "seed": study.seed, "max_evals": study.max_evals,
-                      "n_random_nodes": options.n_random_nodes, "evals_per_trial": options.evals_per_trial},
-        "objective": shared["objective"],
         "vector_store": backend_name(store_config),
-        "leaderboard": shared["leaderboard"],
-        "best": shared["best"],
-        "counts": {
-            "evaluations": len(evaluated),
-            # Failed trials: a failed evaluation, or one that did not compute the objective.
-            "failed": sum(1 for t in study.trials if t.status == "failed" and not t.warm_start),
-            "stored": sum(1 for r in evaluated if r.get("stored")),
-            # Costs add up over the runs of a resumed experiment.
-            **spent["counts"],
-        },
-        "study": shared["study"],
+        "notes": notes,
+        "counts": spent["counts"],
         "timings_s": spent["timings_s"],
+        "workers": workers,
         "versions": package_versions(),
-    }
-    files.write_bytes(f"{prefix}/report.json", json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8"))
-    report["location"] = str(out_dir / prefix / "report.json")
+    }, study=study)
+    experiment.write_report(report)
+    report["location"] = str(out_dir / experiment.prefix / "report.json")
     status("info", f"experiment {experiment_id} done: best {objective} = "
                    f"{'-' if best is None else f'{best.score:.3f}'}", "done")
     return report

@@ -193,107 +193,51 @@ class GAMSampler:
     """IBM ai4rag's GAM-based search: cover, explore at random, then follow a GAM.
 
     **Random phase.** While fewer than ``n_random_nodes`` trials are complete or pending, or
-    some value of a categorical parameter (kind ``categorical`` or ``boolean``, including the
-    ``null`` placeholder) appears in no trial, configurations are chosen by a greedy covering
-    design: the untried configurations are shuffled, then the one holding the most values
-    not yet tried is taken, again and again, until every value has been tried (ties go to
-    the shuffled order; Chvatal's greedy set cover). The random phase then fills up to
-    ``n_random_nodes`` with the same greedy rule over the values of *every* parameter, numeric
-    ones included: each pick holds the most values no trial holds yet, ties to the shuffled
-    order, so once every value has been tried the picks are uniform random. Only the
-    categorical values may grow the phase; numeric values are covered as far as
-    ``n_random_nodes`` allows (ai4rag does not cover them: their many values would crowd out
-    the categorical ones), and while categorical values are left, one of them outweighs any
-    number of numeric ones. While covering categorical values the greedy rule also prefers
-    configurations with untried numeric values, so the phase leaves fewer values that no
-    complete trial holds and that the model could only give their parameter's mean effect
-    (in the 84-configuration space of ``bench/optimizer.py``, uniform random fills left some
-    value of ``chunk_overlap``, ``number_of_chunks``, ``chunk_size`` or ``ranker_alpha``
-    untried after the 4 random-phase trials in 59 of 60 seeds, this fill in none). A value
-    counts as tried once any trial holds it, failed ones included, so a broken model is not
-    retried on purpose. Unlike ai4rag, which warns when ``n_random_nodes`` is too small to
-    cover every value, the phase grows to cover the categorical values.
+    some value of a categorical parameter (``categorical`` or ``boolean``, the ``null``
+    placeholder included) appears in no trial, configurations are chosen by a greedy covering
+    design (Chvatal 1979): among the shuffled untried configurations, the one holding the most
+    values no trial holds yet is taken, again and again. Categorical values come first (one
+    outweighs any number of numeric ones) and may grow the phase beyond ``n_random_nodes``;
+    numeric values are then spread as far as ``n_random_nodes`` allows, after which picks are
+    uniform. A value counts as tried once any trial holds it, failed ones included.
 
-    **Model phase.** A pygam ``LinearGAM`` is fitted on the *complete* trials only (failed and
-    pending trials are never fed to it), with one term per parameter that varies among them:
+    **Model phase.** A pygam ``LinearGAM`` is fitted on the *complete* trials only, one term
+    per parameter that varies among them: a spline ``s()`` on the value's rank for a numeric
+    parameter with at least ``SPLINE_MIN_VALUES`` values and enough distinct values seen
+    (``n_splines = max(spline_order + 1, min(n_splines, distinct values seen))``); a linear
+    term ``l()`` on the rank for a numeric parameter with 3 or 4 values (from
+    ``lam_search_min_rows`` rows the fit with those terms as factors is kept instead when its
+    generalized cross-validation score is lower and valid, ``n > 1.4 * edof``: Wood 2017,
+    section 6.2); a factor ``f()`` otherwise. ``lam`` is ``SMALL_HISTORY_LAM`` for small
+    histories, else chosen by ``gridsearch`` over ``LAM_GRID``. A value never seen in a
+    complete trial gets its parameter's mean effect (factor) or the fitted line; splines are
+    held flat outside the seen range.
 
-    - a spline ``s()`` for a numeric parameter with at least 5 values in the space, no
-      placeholder, and at least ``spline_order + 1`` distinct values among the trials; the
-      feature is the value's rank among the parameter's sorted values (so 128, 256, ..., 2048
-      are evenly spaced), ``n_splines = max(spline_order + 1, min(n_splines, distinct values
-      seen))``, which keeps ``n_splines > spline_order`` and no larger than the rows;
-    - a linear term ``l()`` in the same rank for a numeric parameter with 3 or 4 values in
-      the space and no placeholder (``number_of_chunks`` 3, 5, 10): too few values for a
-      spline, but still ordered, so one slope is learnt instead of one effect per value and a
-      value no complete trial holds is predicted on the trend (retrieval metrics such as
-      recall@k and MRR only grow with the number of chunks). In the replays described under
-      the exploration bonus, this term instead of a factor lowered the mean evaluations to
-      the target summed over the 11 retrieval tables of the real grid from 71.9 to 63.9 and
-      raised it on the 3 synthetic grids, whose numeric effects are drawn at random per
-      value with no order, from 29.6 to 33.7. A line cannot hold a peak at a middle value,
-      so from ``lam_search_min_rows`` rows on the model is also fitted with all such terms as
-      factors, and that fit is kept when its generalized cross-validation score is the lower
-      one (Wood 2017, section 6.2) and valid: pygam's score ``n * deviance / (n - 1.4 *
-      edof)**2`` rewards over-fitting once ``1.4 * edof`` passes the ``n`` rows, where a fit
-      never wins (:meth:`_line_or_factor`). With it the synthetic sum is 33.4, the real one
-      unchanged. Before ``lam_search_min_rows`` rows such a peak is not modelled; the
-      exploration bonus may still try the middle value;
-    - a factor ``f()`` for every other parameter, coded over the values seen in the trials.
-
-    The smoothing strength ``lam`` is ``SMALL_HISTORY_LAM`` (0.1 per term) with fewer than
-    ``lam_search_min_rows`` rows, else chosen by generalized cross-validation over one shared
-    grid of 5 values (``gridsearch``: about 5 fits, some 0.1 s, nothing next to one
-    evaluation; on a 432-configuration synthetic replay over 30 seeds it lowered the median
-    evaluations to the best from 18 to 15; set ``lam_search_min_rows`` high to skip it in
-    fast replays). pygam's default of 0.6 shrank the few early rows so much that the effects
-    of parameters that changed together in them could not be told apart: with factor terms
-    only, 0.1 lowered the mean evaluations to the target summed over the 14 score tables
-    (below) from 108.5 to 101.6 (0.2: 102.0; 2.0: 136.0). Predictions
-    for every untried configuration are the sum of the terms' partial dependences: a value
-    never seen in a complete trial gets the mean effect of the seen values of its parameter
-    for a factor (no evidence either way) and the fitted line for a linear term, and a
-    spline is held flat outside the range of seen values.
-
-    **Exploration bonus.** The configurations with the highest *optimistic* score are
-    proposed (ties broken at random): the prediction plus an upper-confidence bonus, the
-    posterior standard deviation of the configuration's score under the Bayesian linear model
-    on one-hot codes of every value of the space::
+    **Exploration bonus.** Candidates are ranked by the prediction plus an upper-confidence
+    bonus, the posterior standard deviation under a Bayesian linear model on one-hot codes of
+    every value (ridge penalty read as a Gaussian prior: Hastie, Tibshirani & Friedman 2009,
+    section 3.4.1; the ``x^T M x`` width of LinUCB, Li et al. 2010)::
 
         ucb(c) = prediction(c) + EXPLORATION * sd(y) * sqrt(x(c)^T (A^T A + P)^-1 x(c))
 
-    where ``x(c)`` is ``c``'s row (a 1 for the intercept, then one column per value of every
-    parameter with more than one value in the space, 1 where ``c`` holds the value), ``A``
-    stacks the rows of every trial, ``P`` is the identity with a 0 for the intercept and
-    ``sd(y)`` the (population) standard deviation of the complete trials' scores. It is the
-    posterior of ``y = x^T beta + noise`` with a flat prior on the intercept, each value's effect
-    ``N(0, sd(y)**2)`` and noise variance ``sd(y)**2`` (the ridge penalty 1.0 read as a
-    Gaussian prior: Hastie, Tibshirani & Friedman 2009, section 3.4.1; the ``x^T M x`` width
-    of LinUCB, Li et al. 2010). Values never tried are uncertain; so are values tried only
-    together with the same other values, whose effects the data cannot separate (after a
-    covering random phase, the largest ``number_of_chunks`` may have been tried only with
-    vector search). In replays on 14 score tables of 84 to 432 configurations (11 retrieval
-    metrics of the 84-configuration grid of ``bench/optimizer.py``, 3 synthetic grids; 30
-    seeds each, target within 0.01 of the best), the posterior width with
-    ``EXPLORATION = 1.0`` lowered the mean evaluations to the target summed over the tables
-    from 113.4 (a diagonal approximation that counted each value's trials separately, weight
-    2.0) to 108.5 (weight 0.5: 113.6; 1.5: 108.8; 2.0: 111.2; 3.0: 113.6); with
-    ``SMALL_HISTORY_LAM``, the linear terms and their cross-validated choice above, the sum is
-    97.3. Failed and pending trials count as rows of ``A`` as if their scores were known (the
-    width needs no scores; GP-BUCB does the same for pending evaluations, Desautels et al.
-    2014): a value tried only in evaluations that failed is not sought out again for its
-    width. ``EXPLORATION = 0`` gives the plain greedy order.
+    with ``A`` the rows of every trial (failed and pending included, as GP-BUCB counts pending
+    evaluations: Desautels et al. 2014) and ``P`` the identity with 0 for the intercept.
+    ``EXPLORATION = 0`` gives the plain greedy order.
 
-    **Safe fallbacks.** With fewer than 3 complete trials, or when all their scores are equal
-    (nothing to learn from), the sampler proposes uniformly at random among the untried
-    configurations. When pygam is missing, fails or predicts non-finite values (for example on
-    degenerate, collinear histories), a ridge regression on one-hot codes of the seen values
-    (penalty 1.0, unpenalized intercept; always solvable) replaces it. The penalties of both
-    models also make collinear columns (two parameters that always change together) harmless.
-    :attr:`last_info` tells which path the last proposal took.
+    **Batches.** ``propose(n)`` returns ``n`` distinct configurations: the rest of the random
+    phase first, then model picks chosen one at a time by GP-BUCB's rule (Desautels et al.
+    2014): each pick joins ``A`` as a pending row before the next is ranked. Its predicted mean
+    is believed (the model is not refitted, like the kriging believer), while the bonus of
+    every configuration sharing its values shrinks, so a batch of 8 spreads over values
+    instead of being 8 near-copies of the best prediction. :meth:`batch_size` is the natural
+    batch: the rest of the random phase, then ``evals_per_trial`` per fit (ai4rag's loop).
 
-    **Batches.** ``propose(n)`` returns ``n`` configurations: the rest of the random phase
-    first, then the top predictions of one fit. :meth:`batch_size` is the natural batch:
-    the rest of the random phase, then ``evals_per_trial`` per fit (ai4rag's loop).
+    **Safe fallbacks.** With fewer than ``MIN_ROWS`` complete trials, or all scores equal, the
+    proposals are uniform at random. When pygam is missing, fails or predicts non-finite
+    values, a ridge regression on one-hot codes (``RIDGE_PENALTY``, unpenalized intercept)
+    replaces it. :attr:`last_info` tells which path the last proposal took.
+
+    How these choices compare on score tables is printed by ``bench/optimizer.py``.
 
     Args:
         n_random_nodes: complete or pending trials before the model takes over (>= 1).
@@ -310,8 +254,11 @@ class GAMSampler:
         IBM ai4rag ``GAMOptimizer`` / ``GAMOptSettings``: https://github.com/IBM/ai4rag
         pyGAM ``LinearGAM``, ``s``, ``l``, ``f``, ``gridsearch``: https://pygam.readthedocs.io
         Chvatal, V. (1979). A greedy heuristic for the set-covering problem.
+        Desautels, T., Krause, A. and Burdick, J. W. (2014). Parallelizing
+        Exploration-Exploitation Tradeoffs in Gaussian Process Bandit Optimization. JMLR 15.
         Li, L. et al. (2010). A Contextual-Bandit Approach to Personalized News Article
         Recommendation (LinUCB).
+        Wood, S. N. (2017). Generalized Additive Models: An Introduction with R, 2nd ed.
     """
 
     name = "gam"
@@ -478,7 +425,7 @@ class GAMSampler:
         n_model, model, reason, n_rows = 0, None, None, 0
         if len(picks) < n:
             rest = np.setdiff1d(candidates, picks, assume_unique=True)
-            order, model, reason, n_rows = self._model_order(space, trials, rest, rng, direction)
+            order, model, reason, n_rows = self._model_order(space, trials, rest, rng, direction, n - len(picks))
             take = [int(i) for i in order[: n - len(picks)]]
             picks += take
             if model is None:
@@ -496,8 +443,12 @@ class GAMSampler:
         candidates: np.ndarray,
         rng: np.random.Generator,
         direction: Direction,
+        n_take: int = 1,
     ) -> tuple[np.ndarray, str | None, str | None, int]:
         """Order ``candidates`` best predicted first, or at random when no model is sound.
+
+        The first ``n_take`` are chosen one at a time (see "Batches" in the class description):
+        each pick joins the tried rows of the exploration bonus before the next is chosen.
 
         Returns:
             ``(order, model, reason, n_rows)``: ``model`` is ``"gam"``, ``"ridge"`` or None
@@ -528,14 +479,23 @@ class GAMSampler:
             pred += table[codes[candidates, j]]
         if not np.all(np.isfinite(pred)):
             return at_random("the model predicted non-finite scores")
-        if self.EXPLORATION > 0:
-            # every trial counts as tried: a value that only ever failed is not sought out again
-            tried = np.array([i for i in (space.index_of(t.configuration) for t in trials) if i is not None], dtype=np.int64)
-            width = self._uncertainty(space, tried, candidates, self.POSTERIOR_PENALTY)
-            pred = pred + self.EXPLORATION * float(np.std(y)) * width
-        # best first; round so float noise does not decide, then break ties at random
-        order = np.lexsort((rng.random(candidates.size), -np.round(pred, 10)))
-        return candidates[order], model, reason, n_rows
+        ties = rng.random(candidates.size)
+        if self.EXPLORATION <= 0:
+            # best first; round so float noise does not decide, then break ties at random
+            return candidates[np.lexsort((ties, -np.round(pred, 10)))], model, reason, n_rows
+        # every trial counts as tried: a value that only ever failed is not sought out again
+        tried = [i for i in (space.index_of(t.configuration) for t in trials) if i is not None]
+        scale = self.EXPLORATION * float(np.std(y))
+        chosen: list[int] = []
+        order = np.arange(candidates.size)
+        for _ in range(max(1, min(int(n_take), candidates.size))):
+            rows = np.array(tried + [int(candidates[c]) for c in chosen], dtype=np.int64)
+            score = pred + scale * self._uncertainty(space, rows, candidates, self.POSTERIOR_PENALTY)
+            score[chosen] = -np.inf
+            order = np.lexsort((ties, -np.round(score, 10)))
+            chosen.append(int(order[0]))
+        rest = [int(c) for c in order if int(c) not in set(chosen)]
+        return candidates[np.array(chosen + rest, dtype=np.int64)], model, reason, n_rows
 
     @staticmethod
     def _one_hot(space: SearchSpace, rows: np.ndarray) -> np.ndarray:

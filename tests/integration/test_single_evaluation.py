@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from core.evaluation.single import Corpus, EvaluationContext, configuration_key, run_single_evaluation
+from core.evaluation.single import Corpus, EvaluationContext, run_single_evaluation
+from core.optimization import Configuration
 from core.golden import read_golden
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
 
@@ -35,7 +36,7 @@ def test_one_configuration_end_to_end(setting):
     corpus, golden, context = setting
     result = run_single_evaluation(BASE, corpus, golden, context=context)
     assert result["status"] == "ok" and result["error"] is None and result["stored"] is False
-    assert result["key"] == configuration_key(BASE)
+    assert result["key"] == Configuration(BASE).key
     assert result["collection_reused"] is False and context.collections_built == 1
     assert result["n_embedded"] > 0
     m = result["metrics"]

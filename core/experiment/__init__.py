@@ -1,0 +1,25 @@
+"""The one experiment engine: specification, store layout, steps and report.
+
+- :mod:`~core.experiment.spec`: :class:`ExperimentSpec` (frozen, JSON-serialisable).
+- :mod:`~core.experiment.types`: :class:`EvaluationRequest`, :class:`EvaluationOutcome`,
+  :class:`ExperimentSummary`, :class:`Prepared` (frozen, with ``to_dict``).
+- :mod:`~core.experiment.engine`: :class:`Experiment`, the store layout and the steps (ask,
+  evaluate one configuration, tell, report).
+- :mod:`~core.experiment.prepare`: building the space, the Functions' prepare step, and the
+  evaluator that reads its data from the stored spec.
+- :mod:`~core.experiment.report`: the one report builder.
+
+The local runner (``core.optimization.runner``, ``ragtune optimize``) and the Durable activities
+(``functions/experiments.py``) both drive these steps. Importing this package does no I/O and
+imports no heavy library.
+"""
+
+from core.experiment.engine import EXPERIMENTS_PREFIX, Experiment, ExperimentFailed, TransientEvaluationError
+from core.experiment.spec import ExperimentSpec, default_objective
+from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
+                                   Prepared, cut_text)
+
+__all__ = ["EXPERIMENTS_PREFIX", "EvaluationOutcome", "EvaluationRequest", "Experiment", "ExperimentFailed",
+           "ExperimentSpec",
+           "ExperimentSummary", "MAX_MESSAGE_BYTES", "Prepared", "TransientEvaluationError", "cut_text",
+           "default_objective"]

@@ -1,0 +1,335 @@
+"""The experiment engine: one experiment's state in a ``Files`` store and its steps.
+
+The same steps serve the local runner (``ragtune optimize``, a pool of worker threads) and the
+Durable Functions (one activity or queue-triggered function per step, on any instance):
+
+1. prepare: :meth:`Experiment.create` stores the spec and a new study;
+2. ask: :meth:`Experiment.ask` returns ``n`` distinct untried configurations (configurations
+   asked before and never told come back first, so a retried step loses nothing);
+3. evaluate: :meth:`Experiment.evaluate` runs one configuration and stores its result;
+4. tell: :meth:`Experiment.tell` tells the study what the *stored* results say (a score that
+   arrives any other way is never believed);
+5. report: :meth:`Experiment.build_report` (:mod:`core.experiment.report`).
+
+Layout under ``experiments/<experiment id>/`` in the store:
+
+- ``spec.json``: the :class:`~core.experiment.spec.ExperimentSpec`;
+- ``study.json``: the study's state (``Study.to_json``);
+- ``results/<configuration key>.json``: each evaluation's full result;
+- ``queued/<configuration key>``: an empty marker once its evaluation message was sent;
+- ``texts/<sha256>.txt``: full texts of messages that were cut to travel (see :meth:`Experiment.cap`);
+- ``progress.json``: what the runs so far cost (the local runner);
+- ``report.json``: the final report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any, Callable, Mapping
+
+from core.errors import ConfigError, EvaluationError, RagtuneError, is_transient
+from core.experiment.spec import ExperimentSpec
+from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
+                                   cut_text)
+from core.reports.files import is_safe_id
+
+logger = logging.getLogger(__name__)
+
+#: Prefix of the experiments in the store.
+EXPERIMENTS_PREFIX = "experiments"
+
+
+class Experiment:
+    """One experiment's state in a ``Files`` store (see the module docstring for the layout).
+
+    Every method loads what it needs and saves what it changed, so any process may run any step;
+    steps may be retried.
+
+    Args:
+        files: a ``Files`` store (local folder, S3, Blob).
+        experiment_id: letters, digits, ``_``, ``.``, ``-``.
+
+    Raises:
+        ConfigError: a bad experiment id.
+    """
+
+    def __init__(self, files: Any, experiment_id: str) -> None:
+        if not is_safe_id(experiment_id):
+            raise ConfigError(f"experiment id may only hold letters, digits, '_', '.' and '-', got "
+                              f"{cut_text(repr(experiment_id), 80)}")
+        self.files = files
+        self.experiment_id = experiment_id
+        self.prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
+
+    # Storage ----------------------------------------------------------------------------------
+    def _write(self, name: str, data: Any) -> None:
+        self.files.write_bytes(f"{self.prefix}/{name}", json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+
+    def _read(self, name: str) -> Any:
+        return json.loads(self.files.read_bytes(f"{self.prefix}/{name}"))
+
+    def _has(self, name: str) -> bool:
+        return self.files.exists(f"{self.prefix}/{name}")
+
+    def exists(self) -> bool:
+        """Whether the experiment was prepared (its spec and study are stored)."""
+        return self._has("spec.json") and self._has("study.json")
+
+    def spec(self) -> ExperimentSpec:
+        """The stored spec. Raises ``StoreError`` when absent."""
+        return ExperimentSpec.from_dict(self._read("spec.json"))
+
+    def study(self) -> Any:
+        """The stored ``Study``. Raises ``StoreError`` when absent."""
+        from core.optimization.study import Study
+
+        return Study.from_json(self.files.read_bytes(f"{self.prefix}/study.json"), sampler=self.spec().sampler())
+
+    def save_study(self, study: Any) -> None:
+        """Store ``study``'s state."""
+        self.files.write_bytes(f"{self.prefix}/study.json", study.to_json().encode("utf-8"))
+
+    def result(self, key: str) -> dict[str, Any] | None:
+        """The stored result of configuration ``key``, or None."""
+        name = f"results/{key}.json"
+        return self._read(name) if self._has(name) else None
+
+    def results(self) -> dict[str, dict[str, Any]]:
+        """Every stored result by configuration key."""
+        out = {}
+        for key in self.files.list(f"{self.prefix}/results"):
+            if key.endswith(".json"):
+                out[key.rsplit("/", 1)[-1].removesuffix(".json")] = json.loads(self.files.read_bytes(key))
+        return out
+
+    def write_result(self, key: str, result: Mapping[str, Any]) -> None:
+        """Store configuration ``key``'s result."""
+        self._write(f"results/{key}.json", dict(result))
+
+    def progress(self) -> dict[str, Any]:
+        """What earlier runs cost (``progress.json``), or ``{}``."""
+        return self._read("progress.json") if self._has("progress.json") else {}
+
+    def write_progress(self, progress: Mapping[str, Any]) -> None:
+        """Store what the runs so far cost."""
+        self._write("progress.json", dict(progress))
+
+    def cap(self, text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
+        """``text`` as it may travel: unchanged when at most ``limit`` UTF-8 bytes, else cut,
+        with the full text stored at ``texts/<sha256>.txt`` and that address at the end."""
+        data = text.encode("utf-8")
+        if len(data) <= limit:
+            return text
+        name = f"texts/{hashlib.sha256(data).hexdigest()[:32]}.txt"
+        self.files.write_bytes(f"{self.prefix}/{name}", data)
+        tail = f" [cut; full text: {self.prefix}/{name}]"
+        return cut_text(text, limit - len(tail.encode("utf-8"))) + tail
+
+    # Steps ------------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, files: Any, spec: ExperimentSpec, study: Any) -> "Experiment":
+        """Store ``spec`` and ``study`` (the prepare step); an experiment already stored is left
+        as it is (a retried prepare).
+
+        Raises:
+            ConfigError: ``study``'s objective differs from ``spec.objective``.
+            StoreError: the store cannot be written.
+        """
+        if study.objective_metric != spec.objective:
+            raise ConfigError(f"the study maximises {study.objective_metric}, the spec {spec.objective}")
+        experiment = cls(files, spec.experiment_id)
+        if not experiment.exists():
+            experiment._write("spec.json", spec.to_dict())
+            experiment.save_study(study)
+        return experiment
+
+    def ask(self, n: int | None = None, study: Any = None) -> list[Any]:
+        """Up to ``n`` configurations to evaluate, recorded as pending and saved.
+
+        Configurations asked before and never told come first (a retried step, a resumed
+        run); new ones fill up to ``n`` (``Study.ask``: distinct, untried). An empty list
+        means the study is finished.
+
+        Args:
+            n: how many (>= 1), or None for the sampler's natural batch.
+            study: the study to ask (the local runner keeps one in memory); None loads the
+                stored one. It is saved either way.
+        """
+        study = self.study() if study is None else study
+        pending = [t.configuration for t in study.pending_trials]
+        want = n if n is not None else max(1, int(study.sampler.batch_size(study.space, study.trials)))
+        out = pending[:want]
+        if len(out) < want:
+            out += study.ask(want - len(out))
+            self.save_study(study)
+        return out
+
+    def evaluation_request(self, configuration: Mapping[str, Any]) -> EvaluationRequest:
+        """The message asking for one evaluation: the experiment id, the configuration and its
+        key; nothing the evaluator could be misled by (addresses, scores)."""
+        from core.optimization import Configuration
+
+        config = Configuration(configuration)
+        return EvaluationRequest(self.experiment_id, config.key, config.to_dict())
+
+    def was_enqueued(self, key: str) -> bool:
+        """Whether configuration ``key``'s evaluation message was sent already."""
+        return self._has(f"queued/{key}")
+
+    def mark_enqueued(self, key: str) -> None:
+        """Record that configuration ``key``'s evaluation message was sent."""
+        self.files.write_bytes(f"{self.prefix}/queued/{key}", b"")
+
+    def check_configuration(self, configuration: Mapping[str, Any], study: Any = None) -> Any:
+        """The ``Configuration`` of ``configuration`` when the study asked for it.
+
+        Raises:
+            ConfigError: it is not a valid configuration of the experiment's space, or the study
+                never asked for it.
+        """
+        study = self.study() if study is None else study
+        config = study.space.configuration(configuration, check=False)
+        if not study.space.contains(config):
+            raise ConfigError(f"configuration {config.key} is not in experiment {self.experiment_id}'s space")
+        if study.trial_of(config) is None:
+            raise ConfigError(f"configuration {config.key} was never asked in experiment {self.experiment_id}")
+        return config
+
+    def outcome(self, key: str, result: Mapping[str, Any], *, stored: bool, objective: str | None = None) -> EvaluationOutcome:
+        """The :class:`EvaluationOutcome` of a stored result (its error capped)."""
+        objective = objective or self.spec().objective
+        metrics = result.get("metrics") or {}
+        score = metrics.get(objective) if result.get("status") == "ok" else None
+        error = None
+        if result.get("status") != "ok":
+            error = self.cap(str(result.get("error") or "evaluation failed"))
+        elif score is None:
+            error = f"objective metric {objective!r} was not computed"
+        return EvaluationOutcome(key=key, status=str(result.get("status")), score=score, error=error, stored=stored,
+                                 duration_s=(result.get("timings") or {}).get("total_s"))
+
+    def evaluate(self, request: EvaluationRequest, run: Callable[[Mapping[str, Any]], Mapping[str, Any]], *,
+                 study: Any = None) -> EvaluationOutcome:
+        """Run one evaluation and store its result; a configuration whose OK result is stored is
+        not evaluated again.
+
+        Args:
+            request: the evaluation asked for (only its key and configuration are read).
+            run: evaluates a configuration (``run_single_evaluation`` over the experiment's
+                stored data) and returns its result ``{"status", "error", "metrics", ...}``.
+            study: the study (None loads the stored one), to check the configuration.
+
+        Returns:
+            The outcome.
+
+        Raises:
+            ConfigError: the experiment is not stored, or the configuration is outside its
+                space or was never asked (nothing is evaluated or stored).
+            Exception: a transient failure (``core.errors.is_transient``: storage, timeouts, 429
+                and 5xx answers) is raised, not stored, so the queue delivers the message again.
+        """
+        if not self.exists():
+            raise ConfigError(f"no experiment {self.experiment_id!r} is stored: nothing evaluated")
+        config = self.check_configuration(request.configuration, study)
+        stored = self.result(config.key)
+        if stored is not None and stored.get("status") == "ok":
+            return self.outcome(config.key, stored, stored=True)
+        try:
+            result = dict(run(config.to_dict()))
+        except Exception as exc:  # noqa: BLE001 - a permanent failure is recorded, never lost
+            if is_transient(exc):
+                raise
+            logger.exception("configuration %s of experiment %s failed", config.key, self.experiment_id)
+            result = {"key": config.key, "configuration": config.to_dict(), "status": "failed",
+                      "error": f"{type(exc).__name__}: {exc}", "metrics": {}}
+        if result.get("status") != "ok" and result.get("transient"):
+            raise TransientEvaluationError(self.cap(str(result.get("error"))))
+        result["key"] = config.key
+        self.write_result(config.key, result)
+        return self.outcome(config.key, result, stored=False)
+
+    def record_failure(self, configuration: Mapping[str, Any], error: str) -> EvaluationOutcome:
+        """Store a failed result for ``configuration`` unless an OK result is stored (a poison
+        message whose configuration was evaluated after all raises no failure)."""
+        from core.optimization import Configuration
+
+        config = Configuration(configuration)
+        stored = self.result(config.key)
+        if stored is not None and stored.get("status") == "ok":
+            return self.outcome(config.key, stored, stored=True)
+        result = {"key": config.key, "configuration": config.to_dict(), "status": "failed", "error": error,
+                  "metrics": {}}
+        self.write_result(config.key, result)
+        return self.outcome(config.key, result, stored=False)
+
+    def tell(self, keys: list[str], *, missing: str | Mapping[str, str] | None = None,
+             study: Any = None) -> ExperimentSummary:
+        """Tell the study what the stored results of ``keys`` say, and save it.
+
+        A pending configuration with no stored result stays pending, unless ``missing`` gives a
+        reason (one for all, or per key): then it is told failed with it (a round's timeout). Keys already told
+        (a retried step) or never asked are skipped. Scores are read from the stored results
+        only: nothing a message or an event carries is believed.
+
+        Returns:
+            The summary after telling.
+        """
+        study = self.study() if study is None else study
+        by_key = {t.configuration.key: t for t in study.pending_trials}
+        objective = study.objective_metric
+        for key in keys:
+            trial = by_key.get(key)
+            if trial is None:
+                continue
+            result = self.result(key)
+            if result is None:
+                reason = missing.get(key) if isinstance(missing, Mapping) else missing
+                if reason is not None:
+                    study.tell(trial, None, error=self.cap(reason))
+                continue
+            metrics = result.get("metrics") or {}
+            if result.get("status") == "ok":
+                study.tell(trial, metrics, metrics=metrics)
+            else:
+                study.tell(trial, None, error=self.cap(str(result.get("error") or "evaluation failed")),
+                           metrics=metrics or None)
+        self.save_study(study)
+        return ExperimentSummary.of(study)
+
+    def summary(self) -> ExperimentSummary:
+        """The stored study's :class:`ExperimentSummary`."""
+        return ExperimentSummary.of(self.study())
+
+    def build_report(self, extra: Mapping[str, Any] | None = None, study: Any = None) -> dict[str, Any]:
+        """The report from the stored state (see ``core.experiment.report.build_report``)."""
+        from core.experiment.report import build_report
+
+        return build_report(self.spec(), self.study() if study is None else study, self.results(), extra)
+
+    def current_report(self) -> dict[str, Any] | None:
+        """The final report when written, else the report so far, or None when the experiment
+        is not stored."""
+        if self._has("report.json"):
+            return self._read("report.json")
+        return self.build_report() if self.exists() else None
+
+    def write_report(self, report: Mapping[str, Any] | None = None) -> str:
+        """Write ``report.json`` (``report``, or :meth:`build_report`); returns its key."""
+        data = dict(report) if report is not None else self.build_report()
+        self.files.write_bytes(f"{self.prefix}/report.json",
+                               json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8"))
+        return f"{self.prefix}/report.json"
+
+
+class ExperimentFailed(RagtuneError):
+    """An experiment cannot run (for example its prepare step failed); the message is short."""
+
+
+class TransientEvaluationError(EvaluationError):
+    """An evaluation failed for a reason that may go away on a retry (see
+    ``core.errors.is_transient``); raised so the queue delivers the message again."""
+
+
+__all__ = ["EXPERIMENTS_PREFIX", "Experiment", "ExperimentFailed", "TransientEvaluationError"]

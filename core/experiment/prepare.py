@@ -1,0 +1,246 @@
+"""Preparing an experiment (its space, spec and study) and evaluating from its stored spec.
+
+- :func:`build_space`: the default space for the configured models, narrowed or widened by a
+  space file and overrides, with a note for every value the overrides left with no valid
+  configuration (``--set chunk_overlap=100`` with both chunkers removes every recursive one).
+- :func:`budget_note`: the note when the space holds fewer configurations than the budget.
+- :func:`prepare_request`: the Functions' prepare step, from a validated request.
+- :class:`StoredEvaluator`: runs one configuration on the data the stored spec names (the
+  evaluator trusts nothing else), keeping the loaded corpus and golden file between
+  evaluations of the same experiment in one process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Mapping, Sequence
+
+from core.errors import ConfigError
+from core.experiment.engine import Experiment
+from core.experiment.spec import ExperimentSpec, default_objective
+from core.experiment.types import Prepared, cut_text
+from core.text import plural
+
+logger = logging.getLogger(__name__)
+
+
+def removed_values(before: Any, after: Any, source: str) -> list[str]:
+    """A note per categorical value of ``after`` that no valid configuration holds while
+    ``before`` had one, with the rule that removed it.
+
+    Args:
+        before: the space before the overrides.
+        after: the space after them.
+        source: where the overrides come from (``"--set"``).
+    """
+    from core.optimization.space import PARAMETER_NAMES
+
+    notes = []
+    levels, _ = after.level_codes()
+    before_levels, _ = before.level_codes()
+    for j, p in enumerate(after.parameters):
+        if p.kind not in ("categorical", "boolean"):
+            continue
+        for value in p.values:
+            if value in levels[j] or value not in before_levels[j]:
+                continue
+            why = None
+            for row in after._walk(PARAMETER_NAMES, use_rules=False):  # the grid before the rules
+                if row[j] == value:
+                    why = after.why_invalid(dict(zip(PARAMETER_NAMES, row)))
+                    break
+            notes.append(f"{source} removed every configuration with {p.name}={value!r}"
+                         + (f": {why}" if why else ""))
+    return notes
+
+
+def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Sequence[str],
+                vector_stores: Sequence[str] = ("milvus-lite",), space_file: str | None = None,
+                overrides: Mapping[str, Any] | None = None, overrides_source: str = "--set",
+                generators: Sequence[str] = ()) -> tuple[Any, list[str]]:
+    """The default space for the models, narrowed or widened by the space file and overrides.
+
+    Args:
+        embedding_models: model id -> model (its ``max_input_tokens`` bounds the chunk sizes).
+        foundation_models: the foundation models that exist here (the extractive baseline too).
+        vector_stores: the backends of the default space.
+        space_file: a JSON or YAML space file, or None.
+        overrides: parameter -> values, applied last.
+        overrides_source: where the overrides come from, for messages.
+        generators: the configured chat models; when there are some and neither the space file
+            nor the overrides name ``foundation_model``, the space's foundation models are these
+            (the extractive baseline only when asked for).
+
+    Returns:
+        ``(space, notes)``: ``notes`` say which values the overrides left without a valid
+        configuration, and why.
+
+    Raises:
+        ConfigError: a bad space file or override, a space with no valid configuration, or a
+            model the space names that is not configured.
+    """
+    from core.optimization.space import SearchSpace, default_space, unconfigured_values
+
+    lengths = {name: getattr(model, "max_input_tokens", None) for name, model in embedding_models.items()}
+    if space_file:
+        space = SearchSpace.from_file(space_file, embedding_models=lengths, foundation_models=list(foundation_models),
+                                      vector_stores=tuple(vector_stores))
+    else:
+        space = default_space(lengths, list(foundation_models), tuple(vector_stores))
+    notes: list[str] = []
+    if generators and not space_file and "foundation_model" not in (overrides or {}):
+        space = space.with_overrides({"foundation_model": tuple(generators)}, source="the configured chat model")
+    if overrides:
+        narrowed = space.with_overrides(overrides, source=overrides_source)
+        notes = removed_values(space, narrowed, overrides_source)
+        space = narrowed
+    source = " and ".join(filter(None, (space_file and f"--space {space_file}", overrides and overrides_source))) \
+        or "the space"
+    problems = unconfigured_values({p.name: p.values for p in space.parameters},
+                                   {"embedding_model": list(embedding_models),
+                                    "foundation_model": list(foundation_models)}, source)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return space, notes
+
+
+def budget_note(n_valid: int, max_evals: int | None) -> str | None:
+    """The note when the space holds fewer valid configurations than ``max_evals``, else None."""
+    if max_evals is not None and n_valid < max_evals:
+        return (f"the space holds {plural(n_valid, 'valid configuration')}, fewer than the budget of {max_evals}: "
+                f"{n_valid} will be evaluated")
+    return None
+
+
+def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any], settings: Any) -> Prepared:
+    """The prepare step of a request (``core.optimization.stored.parse_experiment_request``):
+    read the golden file, build the space and store the spec and a new study. An experiment
+    already prepared is left as it is.
+
+    Raises:
+        GoldenError / ConfigError / StoreError / DocumentError: the golden file, the documents
+            (missing or empty), the objective, the space or the settings are unusable.
+    """
+    from core.documents import list_document_ids
+    from core.evaluation.single import EXTRACTIVE, check_objective
+    from core.golden import read_golden
+    from core.inputs import shown_address
+    from core.optimization.study import Study
+    from core.optimization.stored import models_from_settings, request_overrides
+
+    experiment = Experiment(files, experiment_id)
+    if experiment.exists():
+        study = experiment.study()
+        return Prepared(study.objective_metric, study.space.n_valid, study.max_evals)
+    judge = settings.judge_model()
+    if request.get("objective"):
+        check_objective(request["objective"], has_judge=judge is not None)
+    golden = read_golden(request["golden"])
+    if not list_document_ids(request["documents"]):
+        raise ConfigError(f"{shown_address(request['documents'])} holds no documents to load "
+                          "(missing, empty, or no supported file types)")
+    embedding, chat = models_from_settings(settings)
+    objective = request.get("objective") or default_objective(golden, has_generator=bool(chat) or judge is not None)
+    overrides = request_overrides(request)
+    space, notes = build_space(embedding_models=embedding, foundation_models=[EXTRACTIVE, *chat],
+                               vector_stores=[settings.vector_store], overrides=overrides,
+                               overrides_source="the request's space", generators=list(chat))
+    spec = ExperimentSpec(experiment_id=experiment_id, golden=request["golden"], documents=request["documents"],
+                          objective=objective, optimizer=request["optimizer"], max_evals=request["max_evals"],
+                          seed=request["seed"], overrides=overrides, vector_store=request.get("vector_store"),
+                          golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
+                          n_questions=len(golden.questions))
+    study = Study(space, spec.sampler(), objective, spec.seed, max_evals=spec.max_evals)
+    Experiment.create(files, spec, study)
+    note = budget_note(space.n_valid, spec.max_evals)
+    return Prepared(objective, space.n_valid, study.max_evals,
+                    tuple(cut_text(n) for n in ([note] if note else []) + notes))
+
+
+class StoredEvaluator:
+    """Evaluates configurations of stored experiments with a deployment's settings.
+
+    The golden file and the documents are read from the experiment's spec (never from a
+    message); a golden file whose sha256 changed since prepare fails the evaluation. The last
+    experiment's corpus, golden file and evaluation context are kept for the next evaluation in
+    the same process (one experiment at a time, so memory stays bounded).
+
+    Args:
+        settings: ``core.settings.Settings``.
+    """
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._loaded: tuple[str, Any, Any, Any] | None = None
+
+    def _inputs(self, spec: ExperimentSpec) -> tuple[Any, Any, Any]:
+        from core.evaluation.single import Corpus, EvaluationContext
+        from core.golden import read_golden
+        from core.inputs import shown_address
+        from core.optimization.stored import models_from_settings
+
+        with self._lock:
+            if self._loaded is not None and self._loaded[0] == spec.experiment_id:
+                return self._loaded[1:]
+            golden = read_golden(spec.golden)
+            if golden.sha256 != spec.golden_sha256:
+                raise ConfigError(f"the golden file {shown_address(spec.golden)} changed since the experiment started "
+                                  f"(sha256 {golden.sha256[:12]}..., expected {spec.golden_sha256[:12]}...)")
+            corpus = Corpus.load(spec.documents)
+            settings = self.settings
+            embedding, chat = models_from_settings(settings)
+            context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
+                                        vector_store_config=settings.vector_store_config(settings.out_dir),
+                                        vector_store_configs=settings.vector_store_configs(settings.out_dir),
+                                        judge=settings.judge_model())
+            self._loaded = (spec.experiment_id, corpus, golden, context)
+            return corpus, golden, context
+
+    def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any]) -> dict[str, Any]:
+        """Evaluate ``configuration`` on ``spec``'s data (``run_single_evaluation``).
+
+        Raises:
+            ConfigError: the golden file changed, or the settings are unusable.
+            StoreError / DocumentError: the data cannot be read.
+        """
+        from core.evaluation.single import run_single_evaluation
+
+        corpus, golden, context = self._inputs(spec)
+        return run_single_evaluation(configuration, corpus, golden, context=context)
+
+
+def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEvaluator, timeout_s: float | None) -> Any:
+    """Run ``request`` (an ``EvaluationRequest``) on ``experiment`` with ``evaluator`` within
+    ``timeout_s`` seconds (None: no limit).
+
+    Past the budget the evaluation is stored as failed (a configuration too slow for it fails
+    the same way on every retry); the evaluation thread cannot be stopped, and should it finish
+    later its result replaces the failure and the report shows it as a late result.
+
+    Returns:
+        The ``EvaluationOutcome``.
+
+    Raises:
+        ConfigError: see ``Experiment.evaluate``.
+        TransientEvaluationError / StoreError: a transient failure (retry the message).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    spec = experiment.spec()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-evaluation")
+    future = pool.submit(experiment.evaluate, request, lambda configuration: evaluator(spec, configuration))
+    try:
+        return future.result(timeout=timeout_s)
+    except FutureTimeout:
+        logger.error("configuration %s of experiment %s passed its budget of %s s", request.key,
+                     experiment.experiment_id, timeout_s)
+        return experiment.record_failure(request.configuration, f"the evaluation took longer than its budget of "
+                                                                f"{timeout_s} s (RAGTUNE_EVALUATION_TIMEOUT_S)")
+    finally:
+        pool.shutdown(wait=False)
+
+
+__all__ = ["StoredEvaluator", "evaluate_request", "budget_note", "build_space", "prepare_request", "removed_values"]

@@ -1,0 +1,119 @@
+"""The one experiment report: leaderboard, best configuration, counts, from the stored state.
+
+Both the local runner and the Functions build the report here, from the study and the stored
+results, so both count the same way: ``evaluations`` are the study's evaluated trials (failed
+ones included, warm starts and pending ones not), ``failed`` the evaluated trials without a
+score, ``stored`` those whose result was already stored, ``pending`` those asked and not told.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+#: Version of the experiment report's JSON layout.
+EXPERIMENT_SCHEMA_VERSION = "1.1"
+
+
+def _objective_interval(result: Mapping[str, Any], objective: str) -> tuple[float | None, float | None]:
+    for metric in (result.get("answers") or {}).get("metrics", []):
+        if metric.get("name") == objective:
+            return metric["scores"].get("ci_low"), metric["scores"].get("ci_high")
+    return None, None
+
+
+def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for every told trial, best first (failed ones last, in the order tried).
+
+    Each row: ``rank`` (None for failed), ``trial``, ``key``, ``status``, ``score``, ``ci_low``
+    / ``ci_high`` (the objective's 95 % interval when it has one), ``parameters`` (the
+    configuration without its prompt templates), ``duration_s`` (the evaluation's own time,
+    one-off start-up such as loading a model excluded), ``error``, ``stored``, ``warm_start``,
+    and ``late_result``: for a trial told failed (for example past a round's timeout) whose
+    evaluation stored a result afterwards, that result's status and score (the optimizer did
+    not see it), else None.
+    """
+    rows = []
+    for trial in study.trials:
+        if trial.status == "pending":
+            continue
+        res = results.get(trial.configuration.key, {})
+        ci = _objective_interval(res, study.objective_metric)
+        late = None
+        if trial.status == "failed" and res.get("status") == "ok":
+            late = {"status": "ok", "score": (res.get("metrics") or {}).get(study.objective_metric)}
+        rows.append({
+            "rank": None, "trial": trial.number, "key": trial.configuration.key, "status": trial.status,
+            "score": trial.score, "ci_low": ci[0], "ci_high": ci[1],
+            "parameters": {k: v for k, v in dict(trial.configuration).items() if not k.endswith("_text")},
+            "duration_s": (res.get("timings") or {}).get("total_s"), "error": trial.error,
+            "stored": bool(res.get("stored", False)), "warm_start": trial.warm_start, "late_result": late,
+        })
+    done = sorted((r for r in rows if r["score"] is not None), key=lambda r: (-r["score"], r["trial"]))
+    for i, row in enumerate(done, start=1):
+        row["rank"] = i
+    return done + [r for r in rows if r["score"] is None]
+
+
+def counts(study: Any, results: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """``{evaluations, failed, stored, pending}`` of ``study`` (see the module docstring)."""
+    told = [t for t in study.trials if t.status != "pending" and not t.warm_start]
+    return {
+        "evaluations": len(told),
+        "failed": sum(1 for t in told if t.status == "failed"),
+        "stored": sum(1 for t in told if (results.get(t.configuration.key) or {}).get("stored")),
+        "pending": len(study.pending_trials),
+    }
+
+
+def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]],
+                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The experiment report.
+
+    Args:
+        spec: the ``ExperimentSpec``.
+        study: the ``Study``.
+        results: stored evaluation results by configuration key.
+        extra: fields the caller adds or refines (the local runner's corpus details, costs,
+            timings); ``counts`` and ``golden`` / ``corpus`` are merged key by key.
+
+    Returns:
+        ``{schema_version, kind: "experiment", experiment_id, complete, golden{path, sha256,
+        format, n_questions}, corpus{path}, space{n_valid, parameters}, optimizer{name, seed,
+        max_evals, n_random_nodes, evals_per_trial}, objective, leaderboard, best{key, score,
+        configuration} or None, counts{evaluations, failed, stored, pending}, results{key:
+        {status, error, metrics, timings, collection, store_binding, stored}}, study}``.
+        Addresses are shown without their query strings.
+    """
+    from core.inputs import shown_address
+
+    best = study.best_trial
+    report: dict[str, Any] = {
+        "schema_version": EXPERIMENT_SCHEMA_VERSION,
+        "kind": "experiment",
+        "experiment_id": spec.experiment_id,
+        "complete": study.is_finished,
+        "golden": {"path": shown_address(spec.golden), "sha256": spec.golden_sha256, "format": spec.golden_format,
+                   "n_questions": spec.n_questions},
+        "corpus": {"path": shown_address(spec.documents), "fingerprint": spec.corpus_fingerprint},
+        "space": {"n_valid": study.space.n_valid, "parameters": study.space.to_dict()},
+        "optimizer": {"name": spec.optimizer, "seed": study.seed, "max_evals": study.max_evals,
+                      "n_random_nodes": spec.n_random_nodes, "evals_per_trial": spec.evals_per_trial},
+        "objective": study.objective_metric,
+        "leaderboard": leaderboard(study, results),
+        "best": None if best is None else {"key": best.configuration.key, "score": best.score,
+                                           "configuration": dict(best.configuration)},
+        "counts": counts(study, results),
+        "results": {key: {k: r.get(k) for k in ("status", "error", "metrics", "timings", "collection",
+                                               "store_binding", "stored")}
+                    for key, r in results.items()},
+        "study": study.to_dict(),
+    }
+    for name, value in (extra or {}).items():
+        if name in ("counts", "golden", "corpus") and isinstance(value, Mapping):
+            report[name] = {**report[name], **value}
+        else:
+            report[name] = value
+    return report
+
+
+__all__ = ["EXPERIMENT_SCHEMA_VERSION", "build_report", "counts", "leaderboard"]

@@ -1,0 +1,124 @@
+"""The specification of one experiment: what is searched, on which data, with which optimizer.
+
+An :class:`ExperimentSpec` is frozen and JSON-serialisable. It is written once, when the
+experiment is prepared (``experiments/<id>/spec.json``), and every later step (ask, evaluate,
+tell, report) reads the addresses and settings from it, never from a message or an event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from core.errors import ConfigError
+
+#: Version of ``spec.json``'s layout.
+SPEC_VERSION = 1
+#: The optimizers an experiment can use.
+OPTIMIZERS = ("gam", "random")
+#: The default objective when the golden file has reference answers, else the retrieval one.
+DEFAULT_ANSWER_OBJECTIVE = "unitxt.answer_correctness"
+DEFAULT_RETRIEVAL_OBJECTIVE = "mrr"
+#: ai4rag's default objective: the mean of the answer metrics (see ``core.metrics.answers``).
+OVERALL_SCORE = "overall_score"
+
+
+def default_objective(golden: Any, *, has_generator: bool = False) -> str:
+    """The objective when none is asked for.
+
+    Args:
+        golden: the ``GoldenSet``.
+        has_generator: a chat model answers or a judge scores (``RAGTUNE_CHAT_PROVIDER`` or a
+            judge is configured).
+
+    Returns:
+        ``overall_score`` (ai4rag's default: the mean of the answer metrics) when the questions
+        have reference answers and a chat or judge model is configured;
+        ``unitxt.answer_correctness`` when they have reference answers and answers come from
+        the extractive baseline; ``mrr`` when no question has a reference answer.
+    """
+    if not any(q.reference for q in golden.questions):
+        return DEFAULT_RETRIEVAL_OBJECTIVE
+    return OVERALL_SCORE if has_generator else DEFAULT_ANSWER_OBJECTIVE
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """One experiment's inputs and optimizer settings.
+
+    Attributes:
+        experiment_id: letters, digits, ``_``, ``.``, ``-``.
+        golden: the golden file's address (path, ``s3://``, Blob URL; shown without a query
+            string in reports).
+        documents: the documents' address.
+        objective: the metric maximised.
+        optimizer: ``"gam"`` or ``"random"``.
+        max_evals: the most configurations evaluated (None: the whole valid space).
+        seed: the study's seed.
+        n_random_nodes: configurations of the GAM's random phase.
+        evals_per_trial: configurations per GAM fit when no batch size is asked for.
+        overrides: parameter -> values the space was narrowed to (for the record; the space
+            itself is stored with the study).
+        vector_store: the backend asked for, or None (the deployment's default).
+        golden_sha256: sha256 of the golden file's bytes when prepared (an evaluation refuses a
+            golden file that changed).
+        golden_format: ``"ragtune"`` or ``"bedrock"``.
+        n_questions: questions in the golden file.
+        corpus_fingerprint: sha256 over the documents, when known at prepare time.
+    """
+
+    experiment_id: str
+    golden: str
+    documents: str
+    objective: str
+    optimizer: str = "gam"
+    max_evals: int | None = 12
+    seed: int = 0
+    n_random_nodes: int = 4
+    evals_per_trial: int = 1
+    overrides: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    vector_store: str | None = None
+    golden_sha256: str = ""
+    golden_format: str = "ragtune"
+    n_questions: int = 0
+    corpus_fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"optimizer must be 'gam' or 'random', got {self.optimizer!r}")
+        object.__setattr__(self, "overrides", {str(k): tuple(v) for k, v in dict(self.overrides).items()})
+
+    def sampler(self) -> Any:
+        """The study's sampler (``GAMSampler`` or ``RandomSampler``) for these settings."""
+        from core.optimization.samplers import GAMSampler, RandomSampler
+
+        if self.optimizer == "gam":
+            return GAMSampler(n_random_nodes=self.n_random_nodes, evals_per_trial=self.evals_per_trial)
+        return RandomSampler()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-clean dict of every field, with ``version``."""
+        out: dict[str, Any] = {"version": SPEC_VERSION}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = {k: list(v) for k, v in value.items()} if f.name == "overrides" else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ExperimentSpec":
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises:
+            ConfigError: not a stored spec, another version, or a missing field.
+        """
+        if not isinstance(data, Mapping) or data.get("version") != SPEC_VERSION:
+            raise ConfigError(f"not an experiment spec of version {SPEC_VERSION}")
+        names = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in data.items() if k in names})
+        except TypeError as exc:
+            raise ConfigError(f"the stored experiment spec is incomplete: {exc}") from None
+
+
+__all__ = ["DEFAULT_ANSWER_OBJECTIVE", "DEFAULT_RETRIEVAL_OBJECTIVE", "ExperimentSpec", "OPTIMIZERS",
+           "OVERALL_SCORE", "SPEC_VERSION", "default_objective"]
