@@ -100,7 +100,8 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
                                                                                   **request})
     logger.info("started experiment %s", instance_id)
     url = urlsplit(req.url)
-    base = f"{url.scheme}://{url.netloc}/api/experiments/{instance_id}"
+    origin = f"{url.scheme}://{url.netloc}" if url.scheme and url.netloc else ""
+    base = f"{origin}/api/experiments/{instance_id}"
     return json_response({"id": instance_id, "status_url": f"{base}/status", "report_url": base}, 202,
                          headers={"Location": f"{base}/status"})
 

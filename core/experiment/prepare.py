@@ -26,8 +26,8 @@ logger = logging.getLogger(__name__)
 
 
 def removed_values(before: Any, after: Any, source: str) -> list[str]:
-    """A note per categorical value of ``after`` that no valid configuration holds while
-    ``before`` had one, with the rule that removed it.
+    """A note per categorical value of ``after`` that a validity rule removed from every
+    configuration while ``before`` had one, with the rule.
 
     Args:
         before: the space before the overrides.
@@ -50,8 +50,8 @@ def removed_values(before: Any, after: Any, source: str) -> list[str]:
                 if row[j] == value:
                     why = after.why_invalid(dict(zip(PARAMETER_NAMES, row)))
                     break
-            notes.append(f"{source} removed every configuration with {p.name}={value!r}"
-                         + (f": {why}" if why else ""))
+            if why:  # else the value only ever stands where its parameter does not apply
+                notes.append(f"{source} removed every configuration with {p.name}={value!r}: {why}")
     return notes
 
 
@@ -173,7 +173,7 @@ class StoredEvaluator:
     def __init__(self, settings: Any) -> None:
         self.settings = settings
         self._lock = threading.Lock()
-        self._loaded: tuple[str, Any, Any, Any] | None = None
+        self._loaded: tuple[Any, Any, Any, Any] | None = None
 
     def _inputs(self, spec: ExperimentSpec) -> tuple[Any, Any, Any]:
         from core.evaluation.single import Corpus, EvaluationContext
@@ -182,7 +182,8 @@ class StoredEvaluator:
         from core.optimization.stored import models_from_settings
 
         with self._lock:
-            if self._loaded is not None and self._loaded[0] == spec.experiment_id:
+            which = (spec.experiment_id, spec.golden, spec.golden_sha256, spec.documents)
+            if self._loaded is not None and self._loaded[0] == which:
                 return self._loaded[1:]
             golden = read_golden(spec.golden)
             if golden.sha256 != spec.golden_sha256:
@@ -195,7 +196,7 @@ class StoredEvaluator:
                                         vector_store_config=settings.vector_store_config(settings.out_dir),
                                         vector_store_configs=settings.vector_store_configs(settings.out_dir),
                                         judge=settings.judge_model())
-            self._loaded = (spec.experiment_id, corpus, golden, context)
+            self._loaded = (which, corpus, golden, context)
             return corpus, golden, context
 
     def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any]) -> dict[str, Any]:

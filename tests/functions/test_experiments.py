@@ -8,122 +8,126 @@ import json
 
 import azure.functions as func
 import pytest
-from azure.durable_functions.testing import orchestrator_generator_wrapper
 
-from tests.support.durable import RUNNING, RecordingClient, ScriptedContext, user_function
+from tests.support.durable import RUNNING, RecordingClient, ReplayHost, user_function
 
 C1, C2, C3 = {"chunk_size": 128}, {"chunk_size": 256}, {"chunk_size": 512}
-REQUEST = {"experiment_id": "20260101T000000Z-abcdef", "golden": "g.jsonl", "documents": "docs",
-           "space": {}, "optimizer": "gam", "max_evals": 3, "seed": 0, "objective": "mrr", "round_timeout_s": 60}
+EXPERIMENT_ID = "20260101T000000Z-abcdef"
+REQUEST = {"experiment_id": EXPERIMENT_ID, "golden": "g.jsonl", "documents": "docs",
+           "space": {}, "optimizer": "gam", "max_evals": 3, "seed": 0, "objective": "mrr", "vector_store": None}
 
 
-def _context(rounds, scores, **kw):
-    """A scripted context: ``ask`` answers the batches in ``rounds`` then ``[]``; enqueueing a
-    configuration makes its event ``evaluated-k<chunk_size>`` arrive with ``scores[chunk_size]``
-    (None: a failed evaluation; ``RUNNING``: no event ever comes); ``tell`` keeps the best."""
+def _key(configuration):
+    return f"k{configuration['chunk_size']}"
+
+
+def _host(app_functions, rounds, scores, *, timeout_s=60):
+    """A ``ReplayHost`` over the real orchestrator: ``ask`` answers the batches in ``rounds``
+    then nothing; the event of configuration ``c`` comes when ``scores[c['chunk_size']]`` is
+    not ``RUNNING`` (its score is what the stored result would say); ``tell`` records what it is
+    told and keeps the best of the stored scores."""
     batches = iter(rounds)
     told: list = []
-    context = ScriptedContext(REQUEST, {}, **kw)
+    best: dict = {"score": None, "key": None}
+
+    def ask(ref):
+        batch = next(batches, [])
+        done = [k for k in told if scores[int(k[1:])] not in (None, RUNNING)]
+        return {"configurations": batch, "keys": [_key(c) for c in batch], "round_timeout_s": timeout_s,
+                "summary": {"evaluated": len(told), "failed": len(told) - len(done), "pending": len(batch),
+                            "planned": 3, "best_score": best["score"], "best_key": best["key"], "finished": False}}
 
     def tell(payload):
-        told.extend(payload["results"])
-        done = [r for r in told if r["score"] is not None]
-        best = max(done, key=lambda r: r["score"], default=None)
-        return {"evaluated": len(told), "failed": len(told) - len(done),
-                "best_score": None if best is None else best["score"],
-                "best_key": None if best is None else best["key"]}
+        told.extend(payload["keys"])
+        for key in payload["keys"]:
+            score = scores[int(key[1:])]
+            if score not in (None, RUNNING) and (best["score"] is None or score > best["score"]):
+                best.update(score=score, key=key)
+        return {}
 
-    def enqueue(payload):
-        keys = []
-        for c in payload["configurations"]:
-            key, score = f"k{c['chunk_size']}", scores[c["chunk_size"]]
-            keys.append(key)
-            if score is not RUNNING:
-                context.events[f"evaluated-{key}"] = {
-                    "configuration": c, "key": key, "score": score, "metrics": None,
-                    "error": None if score is not None else "ConfigError: no chunks"}
-        return {"keys": keys}
+    def event(name):
+        score = scores[int(name.removeprefix("evaluated-k"))]
+        return None if score is RUNNING else {"key": name.removeprefix("evaluated-")}
 
-    context.activities.update({
-        "prepare_experiment": lambda r: {"objective": "mrr", "n_valid": 3, "max_evals": 3},
-        "ask_configurations": lambda r: {"configurations": next(batches, [])},
-        "enqueue_evaluations": enqueue,
+    activities = {
+        "prepare_experiment": lambda r: {"objective": "mrr", "n_valid": 3, "max_evals": 3, "notes": []},
+        "ask_configurations": ask,
+        "enqueue_evaluations": lambda r: {"keys": [_key(c) for c in r["configurations"]]},
         "tell_results": tell,
         "write_experiment_report": lambda r: {"report": f"experiments/{r['experiment_id']}/report.json"},
-    })
-    return context, told
-
-
-def _run(app_functions, context):
+    }
     orchestrator = app_functions["experiment_orchestrator"].get_user_function().orchestrator_function
-    steps = list(orchestrator_generator_wrapper(orchestrator(context)))
-    return steps[-1]
+    return ReplayHost(orchestrator, activities, event, instance_id=EXPERIMENT_ID), told
 
 
-def test_two_rounds_then_report(app_functions):
-    context, told = _context([[C1, C2], [C3]], {128: 0.5, 256: 0.75, 512: 0.25})
-    out = _run(app_functions, context)
-    assert out == {"experiment_id": REQUEST["experiment_id"], "status": "done",
-                   "report": f"experiments/{REQUEST['experiment_id']}/report.json",
-                   "best_key": "k256", "best_score": 0.75, "evaluated": 3}
-    names = [a[1] for a in context.actions if a[0] == "activity"]
-    assert names == ["prepare_experiment", "ask_configurations", "enqueue_evaluations", "tell_results",
-                     "ask_configurations", "enqueue_evaluations", "tell_results", "ask_configurations",
-                     "write_experiment_report"]
-    enqueued = [a[2] for a in context.actions if a[:2] == ("activity", "enqueue_evaluations")]
-    assert enqueued[0] == {"experiment_id": REQUEST["experiment_id"], "instance_id": "instance-1",
-                           "configurations": [C1, C2]}
-    assert [a[1] for a in context.actions if a[0] == "wait"] == ["evaluated-k128", "evaluated-k256", "evaluated-k512"]
-    assert [a for a in context.actions if a[0] == "task_all"] == [("task_all", 2), ("task_all", 1)]
-    # The round timeout is measured from the orchestration clock, not the machine's.
-    assert ("timer", "2026-01-01T00:01:00+00:00") in context.actions
+def test_rounds_then_report_one_generation_each(app_functions):
+    host, told = _host(app_functions, [[C1, C2], [C3]], {128: 0.5, 256: 0.75, 512: 0.25})
+    assert host.run(REQUEST) == ("completed", {
+        "experiment_id": EXPERIMENT_ID, "status": "done", "report": f"experiments/{EXPERIMENT_ID}/report.json",
+        "best_key": "k256", "best_score": 0.75, "evaluated": 3})
+    assert host.activity_calls == ["prepare_experiment", "ask_configurations", "enqueue_evaluations", "tell_results",
+                                   "ask_configurations", "enqueue_evaluations", "tell_results", "ask_configurations",
+                                   "write_experiment_report"]
+    # prepare, two rounds, the report: each its own generation
+    assert len(host.generations) == 4
+    assert told == ["k128", "k256", "k512"]
 
 
-def test_a_failed_evaluation_is_told_as_none(app_functions):
-    context, told = _context([[C1, C2]], {128: None, 256: 0.5})
-    out = _run(app_functions, context)
-    assert [(r["configuration"], r["score"], r["error"]) for r in told] == [
-        (C1, None, "ConfigError: no chunks"), (C2, 0.5, None)]
-    assert out["best_score"] == 0.5 and out["evaluated"] == 2
-
-
-def test_a_round_past_its_timeout_tells_what_came_and_fails_the_rest(app_functions):
-    context, told = _context([[C1, C2]], {128: 0.5, 256: RUNNING})
-    out = _run(app_functions, context)
-    assert [(r["configuration"], r["score"], r["error"]) for r in told] == [
-        (C1, 0.5, None), (C2, None, "no result within the round's timeout of 60 s")]
-    assert out["status"] == "done" and out["evaluated"] == 2 and out["best_score"] == 0.5
+def test_a_round_past_its_timeout_tells_which_keys_timed_out(app_functions):
+    host, _ = _host(app_functions, [[C1, C2]], {128: 0.5, 256: RUNNING, 512: 0.0})
+    calls = []
+    tell = host.activities["tell_results"]
+    host.activities["tell_results"] = lambda payload: (calls.append(payload), tell(payload))[1]
+    status, out = host.run(REQUEST)
+    assert status == "completed" and out["evaluated"] == 2 and out["best_score"] == 0.5
+    assert calls == [{"experiment_id": EXPERIMENT_ID, "keys": ["k128", "k256"], "timed_out": ["k256"],
+                      "round_timeout_s": 60}]
 
 
 def test_custom_status(app_functions):
-    context, _ = _context([[C1, C2], [C3]], {128: 0.5, 256: 0.75, 512: 0.25})
-    _run(app_functions, context)
-    assert context.statuses[0] == {"phase": "preparing", "evaluated": 0, "planned": 0, "best_score": None,
-                                   "best_key": None}
-    assert [s["phase"] for s in context.statuses] == [
-        "preparing", "asking", "evaluating", "telling", "asking", "evaluating", "telling", "asking", "reporting", "done"]
-    assert context.statuses[4] == {"phase": "asking", "evaluated": 2, "planned": 3, "best_score": 0.75,
-                                   "best_key": "k256"}
-    assert context.statuses[-1] == {"phase": "done", "evaluated": 3, "planned": 3, "best_score": 0.75,
-                                    "best_key": "k256"}
+    host, _ = _host(app_functions, [[C1, C2], [C3]], {128: 0.5, 256: 0.75, 512: 0.25})
+    host.run(REQUEST)
+    assert host.statuses[0] == {"phase": "preparing", "evaluated": 0, "planned": 0, "best_score": None,
+                                "best_key": None}
+    assert [s["phase"] for s in host.statuses] == ["preparing", "evaluating", "evaluating", "reporting", "done"]
+    assert host.statuses[2] == {"phase": "evaluating", "round": 1, "evaluated": 2, "planned": 3, "best_score": 0.75,
+                                "best_key": "k256"}
 
 
 def test_replaying_the_same_history_gives_the_same_actions(app_functions):
     runs = []
     for _ in range(2):
-        context, _ = _context([[C1, C2], [C3]], {128: 0.5, 256: None, 512: RUNNING})
-        out = _run(app_functions, context)
-        runs.append((context.actions, context.statuses, out))
+        host, told = _host(app_functions, [[C1, C2], [C3]], {128: 0.5, 256: None, 512: RUNNING})
+        runs.append((host.run(REQUEST), host.activity_calls, host.statuses, host.generations, told))
     assert runs[0] == runs[1]
 
 
-def test_an_unusable_request_ends_failed_without_asking(app_functions):
-    context, _ = _context([], {})
-    context.activities["prepare_experiment"] = lambda r: {"error": "GoldenError: file not found"}
-    out = _run(app_functions, context)
-    assert out == {"experiment_id": REQUEST["experiment_id"], "status": "failed", "error": "GoldenError: file not found"}
-    assert [a[1] for a in context.actions] == ["prepare_experiment"]
-    assert context.statuses[-1]["phase"] == "failed"
+def test_an_unusable_request_ends_failed_with_a_short_reason(app_functions):
+    host, _ = _host(app_functions, [], {})
+    host.activities["prepare_experiment"] = lambda r: {"error": "GoldenError: file not found"}
+    status, error = host.run(REQUEST)
+    assert status == "failed" and error == "GoldenError: file not found"
+    assert host.activity_calls == ["prepare_experiment"]
+    assert host.statuses[-1] == {"phase": "failed", "error": "GoldenError: file not found"}
+
+
+def test_a_hundred_rounds_keep_each_generations_history_bounded(app_functions):
+    """100 rounds of 8 evaluations through the SDK's replay engine: every round is one
+    generation (continue_as_new with the experiment id only), so no generation's history grows
+    with the number of rounds, and the replays stay linear in the rounds."""
+    n_rounds, width = 100, 8
+    rounds = [[{"chunk_size": 1000 + r * width + i} for i in range(width)] for r in range(n_rounds)]
+    scores = {c["chunk_size"]: 0.5 for batch in rounds for c in batch}
+    host, told = _host(app_functions, rounds, scores)
+    status, out = host.run(REQUEST)
+    assert status == "completed" and len(told) == n_rounds * width
+    assert len(host.generations) == n_rounds + 2  # prepare, the rounds, the report
+    # One round's history: per episode an OrchestratorStarted; ask, enqueue and tell scheduled and
+    # completed (6); the timer created; one event raised per evaluation.
+    per_round = 2 + 5 + 6 + 1 + width
+    assert max(host.generations) <= per_round
+    assert host.generations[1] == host.generations[-2]  # the 1st and the 100th round alike
+    assert host.episodes <= 5 * (n_rounds + 2)
 
 
 # Starter ---------------------------------------------------------------------------------------
@@ -142,16 +146,23 @@ def test_starter_accepts_a_byte_order_mark(app_functions, clean_env):
     assert resp.status_code == 202 and len(client.started) == 1
 
 
-def test_starter_starts_the_orchestrator(app_functions, clean_env):
-    clean_env.setenv("RAGTUNE_ROUND_TIMEOUT_S", "90")
-    resp, client = _start(app_functions, json.dumps(
-        {"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs", "space": {"chunk_size": [128, 256]},
-         "seed": 3}).encode())
+def test_starter_starts_the_orchestrator_and_answers_with_the_apps_own_urls(app_functions, clean_env):
+    import asyncio
+
+    client = RecordingClient()
+    starter = app_functions["start_experiment"].get_user_function().client_function
+    body = json.dumps({"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs",
+                       "space": {"chunk_size": [128, "256"]}, "seed": 3}).encode()
+    resp = asyncio.run(starter(func.HttpRequest("POST", "https://app.example/api/experiments?code=SECRET", body=body),
+                               client))
     assert resp.status_code == 202
     ((name, instance_id, payload),) = client.started
     assert name == "experiment_orchestrator" and instance_id == payload["experiment_id"]
-    assert json.loads(resp.get_body()) == {"id": instance_id}
-    assert payload == {"experiment_id": instance_id, "round_timeout_s": 90, "golden": "s3://bucket/g.jsonl",
+    base = f"https://app.example/api/experiments/{instance_id}"
+    assert json.loads(resp.get_body()) == {"id": instance_id, "status_url": f"{base}/status", "report_url": base}
+    assert resp.headers["Location"] == f"{base}/status"
+    assert "SECRET" not in resp.get_body().decode() and "webhooks" not in resp.get_body().decode()
+    assert payload == {"experiment_id": instance_id, "golden": "s3://bucket/g.jsonl",
                        "documents": "s3://bucket/docs", "space": {"chunk_size": [128, 256]}, "optimizer": "gam",
                        "max_evals": 12, "seed": 3, "objective": None, "vector_store": None}
 
@@ -203,6 +214,7 @@ def queued_experiment(app_functions, clean_env, tmp_path, monkeypatch, azurite):
 
     import core.evaluation.single as single
     import core.optimization.stored as stored
+    import functions.experiments as experiments
 
     queue = f"evals-{uuid.uuid4().hex[:12]}"
     clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path / "reports"))
@@ -221,10 +233,12 @@ def queued_experiment(app_functions, clean_env, tmp_path, monkeypatch, azurite):
         return {"key": "x", "status": "ok", "error": None, "metrics": {"mrr": score}}
 
     monkeypatch.setattr(single, "run_single_evaluation", fake_evaluation)
+    monkeypatch.setattr(experiments, "_EVALUATOR", None)  # each test its own loaded data
     fn = {name: user_function(app_functions, name) for name in (
         "prepare_experiment", "ask_configurations", "enqueue_evaluations", "tell_results", "write_experiment_report",
         "evaluate_from_queue", "evaluation_poisoned")}
-    return {"fn": fn, "queue": queue, "calls": calls, "reports": tmp_path / "reports", "azurite": azurite}
+    return {"fn": fn, "queue": queue, "calls": calls, "reports": tmp_path / "reports", "azurite": azurite,
+            "app_functions": app_functions, "env": clean_env}
 
 
 def _receive(azurite: str, queue: str) -> list[func.QueueMessage]:
@@ -246,56 +260,78 @@ def _receive(azurite: str, queue: str) -> list[func.QueueMessage]:
 NARROW = {"chunking_method": ["recursive"], "search_mode": ["vector"], "chunk_overlap": [0], "number_of_chunks": [3, 5]}
 
 
-def test_queue_driven_experiment_over_a_real_study(queued_experiment, northwind_dir):
-    """prepare -> ask -> enqueue (Azurite) -> queue trigger per message -> events -> tell ->
-    report, with the real Study and random sampler."""
+def _orchestrate(queued_experiment, request, client=None):
+    """Run the real orchestrator through the SDK's replay engine with the real activities; an
+    event is waited for by taking the messages off the Azurite queue and running the queue
+    trigger on each (what the host's queue workers do)."""
     import asyncio
 
-    fn, calls = queued_experiment["fn"], queued_experiment["calls"]
-    request = {**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "documents": str(northwind_dir / "docs"), "optimizer": "random", "max_evals": 4,
-               "space": NARROW, "vector_store": None}
-    prepared = fn["prepare_experiment"](request)
-    assert prepared == {"objective": "mrr", "n_valid": 4, "max_evals": 4}
-    assert fn["prepare_experiment"](request) == prepared  # a second run keeps the stored study
-    ref = {"experiment_id": REQUEST["experiment_id"]}
-    client = RecordingClient()
-    while True:
-        asked = fn["ask_configurations"](ref)["configurations"]
-        if not asked:
-            break
-        assert fn["ask_configurations"](ref)["configurations"] == asked  # pending ones come back first
-        keys = fn["enqueue_evaluations"]({**ref, "instance_id": "inst-7", "configurations": asked})["keys"]
-        messages = _receive(queued_experiment["azurite"], queued_experiment["queue"])
-        assert len(messages) == len(asked)
-        for m in messages:
-            asyncio.run(fn["evaluate_from_queue"](m, client))
-        events = {name: data for _, name, data in client.raised}
-        told = fn["tell_results"]({**ref, "results": [events[f"evaluated-{k}"] for k in keys]})
-    assert len(calls) == 4 and {i for i, _, _ in client.raised} == {"inst-7"}
-    assert told["evaluated"] == 4 and told["failed"] == 1
+    fn = queued_experiment["fn"]
+    client = client or RecordingClient()
+
+    def event(name):
+        if not any(e == name for _, e, _ in client.raised):
+            for m in _receive(queued_experiment["azurite"], queued_experiment["queue"]):
+                asyncio.run(fn["evaluate_from_queue"](m, client))
+        return next((data for _, e, data in client.raised if e == name), None)
+
+    activities = {name: fn[name] for name in ("prepare_experiment", "ask_configurations", "enqueue_evaluations",
+                                              "tell_results", "write_experiment_report")}
+    orchestrator = queued_experiment["app_functions"]["experiment_orchestrator"].get_user_function().orchestrator_function
+    host = ReplayHost(orchestrator, activities, event, instance_id=request["experiment_id"])
+    return host, host.run(request), client
+
+
+def _request(northwind_dir, **kw):
+    return {**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "documents": str(northwind_dir / "docs"),
+            "optimizer": "random", "max_evals": 4, "space": NARROW, **kw}
+
+
+def test_queue_driven_experiment_over_a_real_study(queued_experiment, northwind_dir):
+    """prepare -> rounds of ask -> enqueue (Azurite) -> queue trigger per message -> events ->
+    tell -> report, with the real Study, the real orchestrator and the SDK's replay engine;
+    RAGTUNE_PARALLEL_EVALUATIONS=2 makes two rounds of two."""
+    queued_experiment["env"].setenv("RAGTUNE_PARALLEL_EVALUATIONS", "2")
+    host, (status, out), client = _orchestrate(queued_experiment, _request(northwind_dir))
+    assert status == "completed", out
+    assert len(queued_experiment["calls"]) == 4 and len(host.generations) == 4  # prepare, 2 rounds, report
+    assert {i for i, _, _ in client.raised} == {EXPERIMENT_ID}
+    assert all(set(data) == {"key"} for _, _, data in client.raised)  # events carry the key only
+    assert out["evaluated"] == 4
     # Hand computation: the best of chunk_size/1000 + number_of_chunks/100 over {128, 256} x {3, 5}.
-    assert told["best_score"] == pytest.approx(0.256 + 0.05)
-    key = fn["write_experiment_report"](ref)["report"]
-    report = json.loads((queued_experiment["reports"] / key).read_text())
+    assert out["best_score"] == pytest.approx(0.256 + 0.05)
+    report = json.loads((queued_experiment["reports"] / out["report"]).read_text())
     assert report["complete"] is True
     assert report["best"]["score"] == pytest.approx(0.306) and report["best"]["configuration"]["chunk_size"] == 256
-    assert report["counts"] == {"evaluations": 4, "failed": 1, "pending": 0}
+    assert report["counts"] == {"evaluations": 4, "failed": 1, "stored": 0, "pending": 0}
     assert len(report["leaderboard"]) == 4 and report["leaderboard"][-1]["status"] == "failed"
     assert report["leaderboard"][-1]["error"] == "ConfigError: no chunks"
+
+
+def test_a_forged_event_is_not_believed(queued_experiment, northwind_dir):
+    """An event for a configuration with no stored result (score 1e9 in its data) tells the
+    study nothing but that no result was stored."""
+    fn = queued_experiment["fn"]
+    fn["prepare_experiment"](_request(northwind_dir, max_evals=1))
+    ref = {"experiment_id": EXPERIMENT_ID}
+    (key,) = fn["ask_configurations"](ref)["keys"]
+    summary = fn["tell_results"]({**ref, "keys": [key], "timed_out": [], "round_timeout_s": 60})
+    assert summary["best_score"] is None and summary["failed"] == 1 and summary["evaluated"] == 1
+    report = json.loads((queued_experiment["reports"] / fn["write_experiment_report"](ref)["report"]).read_text())
+    assert report["leaderboard"][0]["error"] == "its completion event came but no result was stored"
 
 
 def test_a_redelivered_message_is_not_evaluated_twice(queued_experiment, northwind_dir):
     import asyncio
 
     fn, calls = queued_experiment["fn"], queued_experiment["calls"]
-    request = {**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "documents": str(northwind_dir / "docs"), "optimizer": "random", "max_evals": 1,
-               "space": {**NARROW, "chunk_size": [256], "number_of_chunks": [5]}, "vector_store": None}
-    fn["prepare_experiment"](request)
-    ref = {"experiment_id": REQUEST["experiment_id"]}
-    (configuration,) = fn["ask_configurations"](ref)["configurations"]
-    fn["enqueue_evaluations"]({**ref, "instance_id": "inst-1", "configurations": [configuration]})
+    fn["prepare_experiment"](_request(northwind_dir, max_evals=1,
+                                      space={**NARROW, "chunk_size": [256], "number_of_chunks": [5]}))
+    ref = {"experiment_id": EXPERIMENT_ID}
+    configurations = fn["ask_configurations"](ref)["configurations"]
+    fn["enqueue_evaluations"]({**ref, "configurations": configurations})
     # The activity retried: the same keys come back, nothing is sent twice.
-    again = fn["enqueue_evaluations"]({**ref, "instance_id": "inst-1", "configurations": [configuration]})
+    again = fn["enqueue_evaluations"]({**ref, "configurations": configurations})
     (message,) = _receive(queued_experiment["azurite"], queued_experiment["queue"])
     assert again["keys"] == [json.loads(message.get_body())["key"]]
     client = RecordingClient()
@@ -303,33 +339,70 @@ def test_a_redelivered_message_is_not_evaluated_twice(queued_experiment, northwi
     asyncio.run(fn["evaluate_from_queue"](message, client))  # the host delivers it again
     assert len(calls) == 1
     assert len(client.raised) == 2 and client.raised[0] == client.raised[1]
-    (_, event, outcome) = client.raised[0]
-    assert outcome["score"] == pytest.approx(0.256 + 0.05) and outcome["error"] is None
-    assert event == f"evaluated-{outcome['key']}"
-    stored = json.loads((queued_experiment["reports"] / "experiments" / REQUEST["experiment_id"] / "results"
-                         / f"{outcome['key']}.json").read_text())
+    (_, event, data) = client.raised[0]
+    assert event == f"evaluated-{data['key']}"
+    stored = json.loads((queued_experiment["reports"] / "experiments" / EXPERIMENT_ID / "results"
+                         / f"{data['key']}.json").read_text())
     assert stored["metrics"] == {"mrr": pytest.approx(0.306)}
 
 
-def test_the_poison_queue_raises_a_failure_event(queued_experiment, northwind_dir):
+def test_a_transient_failure_raises_so_the_queue_delivers_it_again(queued_experiment, northwind_dir, monkeypatch):
+    import asyncio
+
+    import core.evaluation.single as single
+
+    fn = queued_experiment["fn"]
+    fn["prepare_experiment"](_request(northwind_dir, max_evals=1))
+    ref = {"experiment_id": EXPERIMENT_ID}
+    fn["enqueue_evaluations"]({**ref, "configurations": fn["ask_configurations"](ref)["configurations"]})
+    (message,) = _receive(queued_experiment["azurite"], queued_experiment["queue"])
+    monkeypatch.setattr(single, "run_single_evaluation", lambda *a, **k: {
+        "status": "failed", "error": "EmbeddingError: 429 Too Many Requests", "transient": True, "metrics": {}})
+    client = RecordingClient()
+    with pytest.raises(Exception, match="429"):
+        asyncio.run(fn["evaluate_from_queue"](message, client))
+    assert client.raised == [] and not (queued_experiment["reports"] / "experiments" / EXPERIMENT_ID / "results").exists()
+
+
+def test_the_poison_queue_fails_only_what_has_no_ok_result(queued_experiment, northwind_dir):
     import asyncio
 
     fn = queued_experiment["fn"]
-    fn["prepare_experiment"]({**REQUEST, "golden": str(northwind_dir / "golden.jsonl"), "documents": str(northwind_dir / "docs"), "optimizer": "random",
-                              "max_evals": 1, "space": {**NARROW, "number_of_chunks": [5]}, "vector_store": None})
-    ref = {"experiment_id": REQUEST["experiment_id"]}
-    (configuration,) = fn["ask_configurations"](ref)["configurations"]
-    fn["enqueue_evaluations"]({**ref, "instance_id": "inst-2", "configurations": [configuration]})
-    (message,) = _receive(queued_experiment["azurite"], queued_experiment["queue"])
+    fn["prepare_experiment"](_request(northwind_dir, max_evals=2, space={**NARROW, "number_of_chunks": [5]}))
+    ref = {"experiment_id": EXPERIMENT_ID}
+    fn["enqueue_evaluations"]({**ref, "configurations": fn["ask_configurations"](ref)["configurations"]})
+    first, second = _receive(queued_experiment["azurite"], queued_experiment["queue"])
     client = RecordingClient()
-    asyncio.run(fn["evaluation_poisoned"](message, client))
-    ((instance, event, outcome),) = client.raised
-    assert instance == "inst-2" and event == f"evaluated-{outcome['key']}"
-    assert outcome["score"] is None and "poison queue" in outcome["error"] and message.id in outcome["error"]
-    assert queued_experiment["calls"] == []
+    asyncio.run(fn["evaluate_from_queue"](first, client))  # evaluated, then poisoned all the same
+    asyncio.run(fn["evaluation_poisoned"](first, client))
+    asyncio.run(fn["evaluation_poisoned"](second, client))
+    results = queued_experiment["reports"] / "experiments" / EXPERIMENT_ID / "results"
+    ok = json.loads((results / f"{json.loads(first.get_body())['key']}.json").read_text())
+    failed = json.loads((results / f"{json.loads(second.get_body())['key']}.json").read_text())
+    assert ok["status"] == "ok"
+    assert failed["status"] == "failed" and "poison queue" in failed["error"] and second.id in failed["error"]
+    assert [e for _, e, _ in client.raised] == [f"evaluated-{json.loads(m.get_body())['key']}"
+                                                 for m in (first, first, second)]
     # The orchestration already ended: the event is dropped with a warning, not retried forever.
-    client.gone.add("inst-2")
-    asyncio.run(fn["evaluation_poisoned"](message, client))
+    client.gone.add(EXPERIMENT_ID)
+    asyncio.run(fn["evaluation_poisoned"](second, client))
+
+
+def test_a_configuration_outside_the_space_is_refused(queued_experiment, northwind_dir):
+    import asyncio
+
+    from core.errors import ConfigError
+    from core.optimization import Configuration
+
+    fn = queued_experiment["fn"]
+    fn["prepare_experiment"](_request(northwind_dir, max_evals=1))
+    forged = {"chunking_method": "recursive", "chunk_size": 4096, "chunk_overlap": 0, "search_mode": "vector",
+              "number_of_chunks": 3}
+    body = json.dumps({"v": 2, "experiment_id": EXPERIMENT_ID, "key": Configuration(forged).key,
+                       "configuration": forged, "golden": {"address": "/etc/passwd"}}).encode()
+    with pytest.raises(ConfigError, match="not in experiment"):
+        asyncio.run(fn["evaluate_from_queue"](func.QueueMessage(body=body), RecordingClient()))
+    assert queued_experiment["calls"] == []
 
 
 def test_a_malformed_message_raises_so_the_host_retries_it(queued_experiment):
@@ -338,9 +411,9 @@ def test_a_malformed_message_raises_so_the_host_retries_it(queued_experiment):
     from core.errors import ConfigError
 
     client = RecordingClient()
-    for body, where in [(b"not json", "not JSON"), (b'{"v": 1}', "experiment_id"),
-                        (b'{"v": 1, "experiment_id": "e", "instance_id": "i", "key": "k", "documents": "d",'
-                         b' "golden": {"address": "g", "sha256": "s"}, "configuration": {"chunk_size": 1}}',
+    for body, where in [(b"not json", "not JSON"), (b'{"v": 2}', "experiment_id"),
+                        (b'{"v": 1, "experiment_id": "e", "key": "k", "configuration": {}}', "version"),
+                        (b'{"v": 2, "experiment_id": "e", "key": "k", "configuration": {"chunk_size": 1}}',
                          "'key' does not match")]:
         with pytest.raises(ConfigError, match=where):
             asyncio.run(queued_experiment["fn"]["evaluate_from_queue"](func.QueueMessage(body=body), client))
@@ -348,10 +421,7 @@ def test_a_malformed_message_raises_so_the_host_retries_it(queued_experiment):
 
 
 def test_messages_stay_small_for_a_large_golden_file(queued_experiment, tmp_path):
-    """1,000 questions: the message holds references, far under the 64 KB queue limit."""
-    from core.optimization.stored import StoredExperiment
-    from core.settings import Settings
-
+    """1,000 questions: the message holds the experiment id, the configuration and its key."""
     golden = tmp_path / "big.jsonl"
     golden.write_text("".join(json.dumps({"question": f"What is item {i} of the handbook? " * 5,
                                           "expected": [f"doc-{i % 50}.md"], "reference": "x " * 200}) + "\n"
@@ -360,14 +430,13 @@ def test_messages_stay_small_for_a_large_golden_file(queued_experiment, tmp_path
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "handbook.md").write_text("The handbook.")
     fn["prepare_experiment"]({**REQUEST, "golden": str(golden), "documents": str(tmp_path / "docs"),
-                              "optimizer": "random", "max_evals": 2,
-                              "space": NARROW, "objective": "mrr", "vector_store": None})
-    settings = Settings.from_env()
-    experiment = StoredExperiment(settings.report_store().files, REQUEST["experiment_id"])
-    for configuration in experiment.ask():
-        message = json.dumps(experiment.evaluation_message("inst", configuration)).encode()
-        assert len(message) * 4 / 3 < 16 * 1024  # Base64 on the wire
-        assert b"handbook" not in message
+                              "optimizer": "random", "max_evals": 2, "space": NARROW, "objective": "mrr"})
+    ref = {"experiment_id": EXPERIMENT_ID}
+    fn["enqueue_evaluations"]({**ref, "configurations": fn["ask_configurations"](ref)["configurations"]})
+    for message in _receive(queued_experiment["azurite"], queued_experiment["queue"]):
+        body = message.get_body()
+        assert len(body) * 4 / 3 < 2 * 1024  # Base64 on the wire
+        assert set(json.loads(body)) == {"v", "experiment_id", "key", "configuration"}
     assert golden.stat().st_size > 64 * 1024
 
 

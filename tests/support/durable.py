@@ -145,3 +145,110 @@ def user_function(app_functions: dict, name: str) -> Callable:
     JSON), so a :class:`RecordingClient` can be passed."""
     fn = app_functions[name].get_user_function()
     return getattr(fn, "client_function", fn)
+
+
+class ReplayHost:
+    """Runs an orchestrator through the SDK's own replay engine (``Orchestrator.create(fn)``,
+    the handler the Functions host calls) the way the Durable extension does: each episode
+    replays the whole history of the current generation; the host answers every new action
+    (an activity's result, a raised event, a fired timer) by appending history events, and
+    ``continue_as_new`` starts a new generation whose history begins empty.
+
+    Args:
+        orchestrator: the orchestrator function (``experiment_orchestrator``'s user code).
+        activities: activity name -> function of its input.
+        event: called with an external event's name; returns its data, or None when the event
+            never comes (the round's timer then fires).
+        instance_id: the orchestration's instance id.
+
+    Attributes:
+        generations: per finished generation, the number of history events it ended with.
+        episodes: how many times the orchestrator was replayed.
+        statuses: every custom status set, in order.
+    """
+
+    def __init__(self, orchestrator: Callable, activities: dict[str, Callable[[Any], Any]],
+                 event: Callable[[str], Any], instance_id: str = "instance-1") -> None:
+        import azure.durable_functions as df
+
+        self.handle = df.Orchestrator.create(orchestrator)
+        self.activities = activities
+        self.event = event
+        self.instance_id = instance_id
+        self.generations: list[int] = []
+        self.episodes = 0
+        self.statuses: list = []
+        self.activity_calls: list = []
+        self._clock = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def _event(self, kind: int, **fields: Any) -> dict:
+        from datetime import timedelta
+
+        self._clock += timedelta(milliseconds=1)
+        self._n += 1
+        return {"EventType": kind, "EventId": fields.pop("EventId", -1), "IsPlayed": False,
+                "Timestamp": self._clock.isoformat(), **fields}
+
+    def run(self, input_: Any, max_generations: int = 10_000, max_episodes: int = 100) -> tuple[str, Any]:
+        """Run to the end; returns ``("completed", output)`` or ``("failed", error text)``."""
+        from azure.durable_functions.models.actions.ActionType import ActionType
+        from azure.durable_functions.models.history.HistoryEventType import HistoryEventType as H
+
+        for _ in range(max_generations):
+            self._n = 0
+            history = [self._event(H.ORCHESTRATOR_STARTED), self._event(H.EXECUTION_STARTED, Version="")]
+            handled, seq, timers = 0, 0, []
+            for _ in range(max_episodes):
+                body = json.dumps({"history": history, "instanceId": self.instance_id, "isReplaying": False,
+                                   "parentInstanceId": None, "input": json.dumps(input_)})
+                self.episodes += 1
+                try:
+                    state = json.loads(self.handle(body))
+                except Exception as exc:  # noqa: BLE001 - the orchestrator raised: Failed
+                    self.generations.append(len(history))
+                    text, _, data = str(exc).partition("\n\n$OutOfProcData$:")
+                    status = json.loads(data).get("customStatus") if data else None
+                    if status is not None and (not self.statuses or self.statuses[-1] != status):
+                        self.statuses.append(status)
+                    return "failed", text
+                if state.get("customStatus") is not None and (not self.statuses or self.statuses[-1] != state["customStatus"]):
+                    self.statuses.append(state["customStatus"])
+                actions = [a for group in state["actions"] for a in group]
+                new, handled = actions[handled:], len(actions)
+                history.append(self._event(H.ORCHESTRATOR_STARTED))
+                continued = None
+                for action in new:
+                    kind = action["actionType"]
+                    if kind == ActionType.CALL_ACTIVITY:
+                        name, data = action["functionName"], json.loads(action["input"])
+                        self.activity_calls.append(name)
+                        result = self.activities[name](data)
+                        history.append(self._event(H.TASK_SCHEDULED, EventId=seq, Name=name))
+                        history.append(self._event(H.TASK_COMPLETED, TaskScheduledId=seq, Result=json.dumps(result)))
+                        seq += 1
+                    elif kind == ActionType.CREATE_TIMER:
+                        history.append(self._event(H.TIMER_CREATED, EventId=seq, FireAt=action["fireAt"]))
+                        timers.append((seq, action["fireAt"]))
+                        seq += 1
+                    elif kind == ActionType.WAIT_FOR_EXTERNAL_EVENT:
+                        data = self.event(action["externalEventName"])
+                        if data is not None:
+                            history.append(self._event(H.EVENT_RAISED, Name=action["externalEventName"],
+                                                       Input=json.dumps(data)))
+                    elif kind == ActionType.CONTINUE_AS_NEW:
+                        continued = json.loads(action["input"])
+                if continued is not None:
+                    self.generations.append(len(history))
+                    input_ = continued
+                    break
+                if state.get("isDone"):
+                    self.generations.append(len(history))
+                    return "completed", state.get("output")
+                if not new:
+                    if not timers:
+                        raise RuntimeError("the orchestration waits for something that never comes")
+                    timer_id, fire_at = timers.pop(0)
+                    history.append(self._event(H.TIMER_FIRED, TimerId=timer_id, FireAt=fire_at))
+            else:
+                raise RuntimeError(f"a generation took more than {max_episodes} episodes")
+        raise RuntimeError(f"more than {max_generations} generations")

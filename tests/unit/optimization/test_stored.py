@@ -1,4 +1,4 @@
-"""StoredExperiment: an experiment's steps over a Files store (local folder here)."""
+"""Experiment requests: validation of what the network sends, and the names that follow from them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 
 from core.errors import ConfigError
 from core.optimization import Configuration
-from core.optimization.stored import (StoredExperiment, evaluated_event, failed_outcome, golden_instance_id,
-                                      parse_evaluation_message, parse_experiment_request)
+from core.experiment import EvaluationRequest, Experiment
+from core.experiment.types import evaluated_event
+from core.optimization.stored import golden_instance_id, parse_experiment_request
 from core.reports import LocalFiles
 
 GOLDEN = b'{"question": "What is the deductible?", "expected": ["plan.md"]}\n'
@@ -22,7 +23,7 @@ class FakeEmbedding:
 
 
 class FakeSettings:
-    """What ``prepare`` and ``evaluate`` read from ``Settings``."""
+    """What ``prepare_request`` reads from ``Settings``."""
 
     vector_store = "milvus-lite"
 
@@ -39,79 +40,12 @@ class FakeSettings:
         return None
 
 
-@pytest.fixture
-def experiment(tmp_path):
-    golden = tmp_path / "golden.jsonl"
-    golden.write_bytes(GOLDEN)
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "plan.md").write_text("The deductible is 500 dollars.")
-    request, errors = parse_experiment_request({
-        "golden": str(golden), "documents": str(tmp_path / "docs"),
-        "optimizer": "random", "max_evals": 2, "objective": "mrr",
-        "space": {"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0],
-                  "search_mode": ["vector"], "number_of_chunks": [3, 5]}})
-    assert errors == []
-    stored = StoredExperiment(LocalFiles(tmp_path / "reports"), "exp-1")
-    assert stored.prepare(request, FakeSettings(tmp_path / "out")) == {"objective": "mrr", "n_valid": 2, "max_evals": 2}
-    return stored
-
-
 def test_golden_instance_id_is_deterministic():
     sha = hashlib.sha256(GOLDEN).hexdigest()
     expected = f"golden-{hashlib.sha256(b'hr/g.jsonl').hexdigest()[:16]}-{sha[:16]}"
     assert golden_instance_id("hr/g.jsonl", sha) == expected
     assert golden_instance_id("hr/g.jsonl", "0" * 64) != expected
     assert evaluated_event("abc") == "evaluated-abc"
-
-
-def test_message_round_trip_and_errors(experiment):
-    (configuration,) = experiment.ask()
-    message = experiment.evaluation_message("inst-1", configuration)
-    assert parse_evaluation_message(json.dumps(message).encode()) == message
-    assert message["golden"]["sha256"] == hashlib.sha256(GOLDEN).hexdigest()
-    assert message["key"] == Configuration(configuration).key
-    for broken, where in [({**message, "v": 2}, "version"), ({**message, "instance_id": ""}, "instance_id"),
-                          ({**message, "experiment_id": "../x"}, "experiment_id"),
-                          ({**message, "golden": {"address": "g"}}, "'golden'"),
-                          ({**message, "configuration": {**configuration, "chunk_size": 512}}, "does not match")]:
-        with pytest.raises(ConfigError, match=where):
-            parse_evaluation_message(json.dumps(broken))
-
-
-def test_a_changed_golden_file_fails_the_evaluation_and_is_stored(experiment, tmp_path):
-    (configuration,) = experiment.ask()
-    message = experiment.evaluation_message("inst-1", configuration)
-    (tmp_path / "golden.jsonl").write_bytes(GOLDEN + GOLDEN.replace(b"deductible", b"copay"))
-    outcome = experiment.evaluate(message, FakeSettings(tmp_path / "out"))
-    assert outcome["score"] is None and outcome["stored"] is False
-    assert "changed since the experiment started" in outcome["error"]
-    assert experiment.results()[message["key"]]["status"] == "failed"
-    # Delivered again: the stored failure is returned, not evaluated anew.
-    again = experiment.evaluate(message, FakeSettings(tmp_path / "out"))
-    assert again["stored"] is True and again["error"] == outcome["error"]
-
-
-def test_tell_is_idempotent_and_the_report_hides_query_strings(experiment):
-    # A request read from an older state, with a SAS on the documents' address.
-    request = experiment.request()
-    request["documents"] = "https://acct.blob.core.windows.net/docs/hr?sv=1&sig=SECRET"
-    experiment.files.write_bytes("experiments/exp-1/request.json", json.dumps(request).encode())
-    (first,) = experiment.ask()
-    assert experiment.ask() == [first]  # pending comes back first
-    outcome = {**failed_outcome(first, ""), "score": 0.25, "error": None}
-    assert experiment.tell([outcome]) == {"evaluated": 1, "failed": 0, "best_score": 0.25,
-                                          "best_key": Configuration(first).key}
-    assert experiment.tell([outcome])["evaluated"] == 1  # a retried tell changes nothing
-    report = experiment.build_report()
-    assert report["complete"] is False and report["counts"] == {"evaluations": 1, "failed": 0, "pending": 0}
-    assert report["corpus"]["path"] == "https://acct.blob.core.windows.net/docs/hr"
-    assert "SECRET" not in json.dumps(report)
-
-
-def test_bad_experiment_ids_are_refused(tmp_path):
-    for bad in ("", "..", "a/b", "x" * 201):
-        with pytest.raises(ConfigError, match="experiment id"):
-            StoredExperiment(LocalFiles(tmp_path), bad)
 
 
 def test_request_validation_lists_every_problem():
@@ -177,24 +111,55 @@ def test_remote_requests_that_pass():
 
 
 def test_unknown_experiments_are_not_evaluated(tmp_path):
-    stored = StoredExperiment(LocalFiles(tmp_path), "missing")
+    stored = Experiment(LocalFiles(tmp_path), "missing")
+    request = EvaluationRequest("missing", Configuration({"chunk_size": 1}).key, {"chunk_size": 1})
     with pytest.raises(ConfigError, match="no experiment 'missing' is stored"):
-        stored.evaluate({"key": "k", "configuration": {}}, FakeSettings(tmp_path))
+        stored.evaluate(request, lambda configuration: {})
     assert list(tmp_path.rglob("*.json")) == []
 
 
+def test_bad_experiment_ids_are_refused(tmp_path):
+    for bad in ("", "..", "a/b", "x" * 201):
+        with pytest.raises(ConfigError, match="experiment id"):
+            Experiment(LocalFiles(tmp_path), bad)
+
+
 def test_prepare_refuses_empty_documents_and_unknown_objectives(tmp_path):
+    from core.experiment.prepare import prepare_request
+
     golden = tmp_path / "golden.jsonl"
     golden.write_bytes(GOLDEN)
     (tmp_path / "empty").mkdir()
-    stored = StoredExperiment(LocalFiles(tmp_path / "reports"), "exp-2")
+    files = LocalFiles(tmp_path / "reports")
     base = {"golden": str(golden), "documents": str(tmp_path / "empty"), "optimizer": "random", "max_evals": 2,
             "seed": 0, "objective": None, "space": {}, "vector_store": None}
     with pytest.raises(ConfigError, match="holds no documents"):
-        stored.prepare(base, FakeSettings(tmp_path / "out"))
+        prepare_request(files, "exp-2", base, FakeSettings(tmp_path / "out"))
     with pytest.raises(ConfigError, match="needs a judge model"):
-        stored.prepare({**base, "documents": str(tmp_path), "objective": "judge.correctness"},
-                       FakeSettings(tmp_path / "out"))
+        prepare_request(files, "exp-2", {**base, "documents": str(tmp_path), "objective": "judge.correctness"},
+                        FakeSettings(tmp_path / "out"))
     with pytest.raises(ConfigError, match="unknown objective metric 'ndcg@7'; did you mean 'ndcg@"):
-        stored.prepare({**base, "objective": "ndcg@7"}, FakeSettings(tmp_path / "out"))
-    assert not stored.exists()
+        prepare_request(files, "exp-2", {**base, "objective": "ndcg@7"}, FakeSettings(tmp_path / "out"))
+    assert not Experiment(files, "exp-2").exists()
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"golden": "s3://b/g\ud800", "documents": "s3://b/d"}, "the body.golden holds a lone surrogate (\\ud800 at character 8), which is not Unicode text"),
+    ({"golden": "s3://b/g", "documents": "s3://b/d", "space": {"chunk_size": [10**5000]}},
+     "the body.space.chunk_size[0] holds an integer of more than 30 digits"),
+    ({"golden": "s3://b/g", "documents": "s3://b/d", "\udfff": 1}, "the body: a field name holds a lone surrogate"),
+])
+def test_hostile_but_parseable_requests_are_reported(body, message):
+    """Surrogates and huge integers come from ``json.loads`` of ``"\\ud800"`` and from code;
+    they are reported as one error, never raised."""
+    request, errors = parse_experiment_request(body)
+    assert request is None and len(errors) == 1 and errors[0].startswith(message)
+
+
+def test_integers_written_as_strings_are_converted():
+    request, errors = parse_experiment_request({"golden": "g", "documents": "d", "max_evals": "20", "seed": "7",
+                                                "space": {"chunk_size": ["1000", 200.0], "search_mode": ["vector"]}})
+    assert errors == [] and request["max_evals"] == 20 and request["seed"] == 7
+    assert request["space"]["chunk_size"] == [1000, 200] and request["space"]["search_mode"] == ["vector"]
+    _, errors = parse_experiment_request({"golden": "g", "documents": "d", "max_evals": "2.5"})
+    assert errors == ["'max_evals' must be an integer from 1 to 1000, got '2.5'"]

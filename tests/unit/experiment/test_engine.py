@@ -1,0 +1,216 @@
+"""The experiment engine's steps over a local Files store: what an evaluation trusts, how the
+study is told, one key, capped texts, one report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from core.errors import ConfigError, EmbeddingError, StoreError
+from core.experiment import EvaluationRequest, Experiment, MAX_MESSAGE_BYTES, TransientEvaluationError
+from core.experiment.prepare import StoredEvaluator, evaluate_request, prepare_request
+from core.optimization import Configuration
+from core.optimization.stored import parse_experiment_request
+from core.reports import LocalFiles
+
+GOLDEN = b'{"question": "What is the deductible?", "expected": ["plan.md"]}\n'
+
+
+class FakeEmbedding:
+    model_id = "fake-embedding"
+    max_input_tokens = 256
+
+
+class FakeSettings:
+    """What ``prepare_request`` and ``StoredEvaluator`` read from ``Settings`` before a model runs."""
+
+    vector_store = "milvus-lite"
+
+    def __init__(self, out_dir):
+        self.out_dir = str(out_dir)
+
+    def embedding_model(self):
+        return FakeEmbedding()
+
+    def chat_model(self):
+        return None
+
+    def judge_model(self):
+        return None
+
+
+def ok(score):
+    """An evaluation that scores ``score`` on mrr without running anything."""
+    return lambda configuration: {"status": "ok", "error": None, "metrics": {"mrr": score},
+                                  "timings": {"total_s": 0.5}}
+
+
+@pytest.fixture
+def data(tmp_path):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_bytes(GOLDEN)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "plan.md").write_text("The deductible is 500 dollars.")
+    return tmp_path
+
+
+def prepared(data, space=None, max_evals=2, name="exp-1"):
+    request, errors = parse_experiment_request({
+        "golden": str(data / "golden.jsonl"), "documents": str(data / "docs"),
+        "optimizer": "random", "max_evals": max_evals, "objective": "mrr",
+        "space": space or {"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0],
+                           "search_mode": ["vector"], "number_of_chunks": [3, 5]}})
+    assert errors == []
+    files = LocalFiles(data / "reports")
+    out = prepare_request(files, name, request, FakeSettings(data / "out"))
+    return Experiment(files, name), out
+
+
+def test_prepare_stores_the_spec_and_the_study(data):
+    experiment, out = prepared(data)
+    assert out.to_dict() == {"objective": "mrr", "n_valid": 2, "max_evals": 2, "notes": []}
+    spec = experiment.spec()
+    assert spec.golden_sha256 == hashlib.sha256(GOLDEN).hexdigest() and spec.n_questions == 1
+    # a retried prepare leaves it as it is
+    again, out2 = prepared(data)
+    assert out2.max_evals == 2 and again.study().to_dict() == experiment.study().to_dict()
+
+
+def test_the_message_carries_ids_and_keys_only_and_extra_fields_are_ignored(data):
+    experiment, _ = prepared(data)
+    (config,) = experiment.ask(1)
+    message = experiment.evaluation_request(config).to_dict()
+    assert set(message) == {"v", "experiment_id", "key", "configuration"}
+    forged = {**message, "golden": {"address": "/etc/passwd", "sha256": "0" * 64}, "documents": "/srv", "score": 1e9}
+    parsed = EvaluationRequest.parse(json.dumps(forged))
+    assert parsed.to_dict() == message
+    for broken, where in [({**message, "v": 1}, "version"), ({**message, "experiment_id": "../x"}, "experiment_id"),
+                          ({**message, "configuration": {**config, "number_of_chunks": 10}}, "does not match")]:
+        with pytest.raises(ConfigError, match=where):
+            EvaluationRequest.parse(json.dumps(broken))
+
+
+def test_a_configuration_outside_the_space_or_never_asked_is_refused(data):
+    experiment, _ = prepared(data)
+    experiment.ask(1)
+    outside = Configuration({**experiment.study().trials[0].configuration, "number_of_chunks": 10})
+    with pytest.raises(ConfigError, match="not in experiment exp-1's space"):
+        experiment.evaluate(EvaluationRequest("exp-1", outside.key, outside.to_dict()), ok(1.0))
+    never = [c for c in experiment.study().space.valid_configurations()
+             if c.key != experiment.study().trials[0].configuration.key][0]
+    with pytest.raises(ConfigError, match="was never asked"):
+        experiment.evaluate(EvaluationRequest("exp-1", never.key, never.to_dict()), ok(1.0))
+    assert experiment.results() == {}
+
+
+def test_the_evaluator_reads_the_stored_golden_file_and_refuses_a_changed_one(data):
+    experiment, _ = prepared(data)
+    (config,) = experiment.ask(1)
+    (data / "golden.jsonl").write_bytes(GOLDEN + GOLDEN.replace(b"deductible", b"copay"))
+    outcome = evaluate_request(experiment, experiment.evaluation_request(config), StoredEvaluator(FakeSettings(data)), 30)
+    assert outcome.status == "failed" and outcome.score is None and not outcome.stored
+    assert "changed since the experiment started" in outcome.error
+    assert experiment.result(config.key)["status"] == "failed"
+
+
+def test_tell_believes_stored_results_only(data):
+    experiment, _ = prepared(data)
+    first, second = experiment.ask(2)
+    experiment.evaluate(experiment.evaluation_request(first), ok(0.25))
+    # second: an event came (say with score 1e9) but no result is stored: it is not believed
+    summary = experiment.tell([first.key, second.key])
+    assert (summary.evaluated, summary.best_score, summary.best_key, summary.pending) == (1, 0.25, first.key, 1)
+    summary = experiment.tell([second.key], missing={second.key: "no result within the round's timeout of 60 s"})
+    assert (summary.evaluated, summary.failed, summary.best_score) == (2, 1, 0.25)
+    assert experiment.tell([first.key, second.key]).evaluated == 2  # a retried tell changes nothing
+    # the timed-out configuration stores a result afterwards: the report says so, the score stays out
+    experiment.write_result(second.key, {**ok(0.9)(second), "key": second.key})
+    report = experiment.build_report()
+    row = [r for r in report["leaderboard"] if r["key"] == second.key][0]
+    assert row["status"] == "failed" and row["score"] is None and row["late_result"] == {"status": "ok", "score": 0.9}
+    assert report["best"]["score"] == 0.25 and report["complete"] is True
+    assert report["counts"] == {"evaluations": 2, "failed": 1, "stored": 0, "pending": 0}
+
+
+def test_a_transient_failure_raises_and_stores_nothing(data):
+    experiment, _ = prepared(data)
+    (config,) = experiment.ask(1)
+    request = experiment.evaluation_request(config)
+
+    def broken_store(configuration):
+        raise StoreError("connection reset")
+
+    with pytest.raises(StoreError):
+        experiment.evaluate(request, broken_store)
+
+    def rate_limited(configuration):  # what run_single_evaluation returns for a 429 after its retries
+        return {"status": "failed", "error": "EmbeddingError: 429", "transient": True, "metrics": {}}
+
+    with pytest.raises(TransientEvaluationError):
+        experiment.evaluate(request, rate_limited)
+    assert experiment.results() == {}
+
+    def bad_data(configuration):
+        raise EmbeddingError("model returned 3-dimensional vectors; expected 384")
+
+    assert experiment.evaluate(request, bad_data).status == "failed"
+    assert experiment.result(config.key)["status"] == "failed"
+
+
+def test_a_poison_message_with_a_stored_ok_result_fails_nothing(data):
+    experiment, _ = prepared(data)
+    (config,) = experiment.ask(1)
+    experiment.evaluate(experiment.evaluation_request(config), ok(0.5))
+    outcome = experiment.record_failure(config, "poisoned")
+    assert outcome.status == "ok" and outcome.stored and outcome.score == 0.5
+    # an OK result is not evaluated again when delivered again
+    again = experiment.evaluate(experiment.evaluation_request(config), ok(0.1))
+    assert again.stored and again.score == 0.5
+
+
+def test_one_key_with_non_ascii_values(data):
+    """Configuration.key is the sha256 of the canonical JSON with UTF-8 kept (computed here by
+    hand); result files are named by it and the report counts both evaluations."""
+    space = {"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0], "search_mode": ["vector"],
+             "number_of_chunks": [3], "system_message_text": ["Réponds en français.", "Antworte auf Deutsch, bitte: ü"]}
+    experiment, _ = prepared(data, space=space)
+    configs = experiment.ask(2)
+    for config in configs:
+        canonical = json.dumps(config.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert config.key == hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+        experiment.evaluate(experiment.evaluation_request(config), ok(0.5))
+    assert sorted(experiment.results()) == sorted(c.key for c in configs)
+    experiment.tell([c.key for c in configs])
+    assert experiment.build_report()["counts"]["evaluations"] == 2
+
+
+def test_long_errors_are_cut_with_the_full_text_beside_the_experiment(data):
+    experiment, _ = prepared(data)
+    (config,) = experiment.ask(1)
+    text = "x" * 100_000
+
+    def fails(configuration):
+        return {"status": "failed", "error": text, "metrics": {}}
+
+    outcome = experiment.evaluate(experiment.evaluation_request(config), fails)
+    assert len(outcome.error.encode("utf-8")) <= MAX_MESSAGE_BYTES
+    address = outcome.error.rsplit("full text: ", 1)[1].rstrip("]")
+    assert experiment.files.read_bytes(address).decode() == text
+    summary = experiment.tell([config.key])
+    assert len(experiment.study().trials[0].error) <= MAX_MESSAGE_BYTES and summary.failed == 1
+
+
+def test_a_space_smaller_than_the_budget_is_said(data):
+    _, out = prepared(data, max_evals=8)
+    assert out.max_evals == 2
+    assert out.notes == ("the space holds 2 valid configurations, fewer than the budget of 8: 2 will be evaluated",)
+
+
+def test_an_override_that_removes_a_chunker_says_so(data):
+    _, out = prepared(data, space={"chunking_method": ["recursive", "hierarchical"], "chunk_size": [256],
+                                   "chunk_overlap": [200], "search_mode": ["vector"], "number_of_chunks": [3]},
+                      max_evals=1)
+    assert out.notes == ("the request's space removed every configuration with chunking_method='recursive': "
+                         "rule overlap_below_half_chunk (chunk_size > 2 * chunk_overlap) fails",)
