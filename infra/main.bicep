@@ -101,8 +101,10 @@ param judgeBaseUrl string = ''
 @secure()
 @description('RAGTUNE_JUDGE_API_KEY: empty: the chat key.')
 param judgeApiKey string = ''
-@description('RAGTUNE_ROUND_TIMEOUT_S: longest wait, in seconds, for one round of evaluations.')
-param roundTimeoutS string = '1800'
+@description('RAGTUNE_EVALUATION_TIMEOUT_S: time budget of one evaluation, in seconds (below functionTimeout in host.json); the round timeout is derived from it.')
+param evaluationTimeoutS string = '1500'
+@description('RAGTUNE_PARALLEL_EVALUATIONS: evaluations enqueued per round of the experiment orchestrator.')
+param parallelEvaluations string = '8'
 
 var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var tags = { 'azd-env-name': environmentName }
@@ -305,7 +307,8 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'RAGTUNE_GOLDEN_CONTAINER', value: goldenContainerName }
         { name: 'RAGTUNE_GOLDEN_TRIGGER_SOURCE', value: 'EventGrid' } // Flex Consumption has no polling blob trigger
         { name: 'RAGTUNE_EVALUATIONS_QUEUE', value: evaluationsQueueName }
-        { name: 'RAGTUNE_ROUND_TIMEOUT_S', value: roundTimeoutS }
+        { name: 'RAGTUNE_EVALUATION_TIMEOUT_S', value: evaluationTimeoutS }
+        { name: 'RAGTUNE_PARALLEL_EVALUATIONS', value: parallelEvaluations }
         { name: 'RAGTUNE_REPORTS', value: '${blobEndpoint}${reportsContainerName}' }
         { name: 'RAGTUNE_OUT_DIR', value: '/tmp/ragtune-out' } // the writable local disk on Flex Consumption
         // Models.

@@ -1,11 +1,11 @@
 """Experiments through the Functions, end to end against Azurite: the HTTP starter's payload,
-the orchestrator stepped with ``orchestrator_generator_wrapper``, every activity run for real,
+the orchestrator run by the SDK's replay engine, every activity run for real,
 each evaluation taken off a real Azurite queue by the queue trigger, state and reports in Azurite
 Blob storage.
 
-The Durable host does not run here: the context answers activities by calling the activity
-functions, and an external event the orchestrator waits for is produced by taking the next
-messages off the queue and running the queue trigger, whose raised events are delivered back.
+The Durable host does not run here: ``tests.support.durable.ReplayHost`` answers activities by
+calling the activity functions, and an external event the orchestrator waits for is produced by
+taking the next messages off the queue and running the queue trigger.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import azure.functions as func
 import pytest
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient
-from azure.durable_functions.testing import orchestrator_generator_wrapper
 
-from tests.support.durable import RecordingClient, ScriptedContext, user_function
+from tests.support.durable import RecordingClient, ReplayHost, user_function
 
 pytestmark = [pytest.mark.integration]
 
@@ -43,20 +42,21 @@ class Host:
         assert resp.status_code == 202, resp.get_body()
         return self.client.started[-1][2]
 
-    def run(self, request: dict) -> tuple[dict, ScriptedContext]:
+    def run(self, request: dict) -> tuple[dict, ReplayHost]:
+        """Run the orchestration through the SDK's replay engine to its end."""
         activities = {name: user_function(self.app_functions, name) for name in (
             "prepare_experiment", "ask_configurations", "enqueue_evaluations", "tell_results",
             "write_experiment_report")}
-        context = ScriptedContext(request, activities, instance_id=request["experiment_id"])
-        context.pump = lambda name: self._pump(context, name)
         orchestrator = self.app_functions["experiment_orchestrator"].get_user_function().orchestrator_function
-        out = list(orchestrator_generator_wrapper(orchestrator(context)))[-1]
-        return out, context
+        replay = ReplayHost(orchestrator, activities, self._pump, instance_id=request["experiment_id"])
+        status, out = replay.run(request)
+        assert status == "completed", out
+        return out, replay
 
-    def _pump(self, context: ScriptedContext, name: str) -> None:
+    def _pump(self, name: str) -> dict:
         """Deliver queue messages to the queue trigger until event ``name`` has been raised."""
         evaluate = user_function(self.app_functions, "evaluate_from_queue")
-        while name not in context.events:
+        while not any(event == name for _, event, _ in self.client.raised):
             messages = list(self.queue.receive_messages(max_messages=1, visibility_timeout=600))
             assert messages, f"the orchestrator waits for {name} but the queue is empty"
             m = messages[0]
@@ -64,9 +64,7 @@ class Host:
             asyncio.run(evaluate(func.QueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt), self.client))
             self.queue.delete_message(m)
             self.delivered += 1
-            for instance_id, event, data in self.client.raised:
-                assert instance_id == context.instance_id
-                context.events.setdefault(event, data)
+        return next(data for _, event, data in self.client.raised if event == name)
 
 
 @pytest.fixture
@@ -81,7 +79,7 @@ def azure_env(azurite, blob_endpoint, clean_env, tmp_path, new_container):
     clean_env.setenv("RAGTUNE_REPORTS", f"{blob_endpoint}/{reports}/ragtune")
     clean_env.setenv("RAGTUNE_OUT_DIR", str(tmp_path / "out"))
     clean_env.setenv("RAGTUNE_EVALUATIONS_QUEUE", queue)
-    clean_env.setenv("RAGTUNE_ROUND_TIMEOUT_S", "600")
+    clean_env.setenv("RAGTUNE_EVALUATION_TIMEOUT_S", "600")
     return {"service": service, "inputs": inputs, "reports": reports, "queue": queue,
             "inputs_address": f"{blob_endpoint}/{inputs}", "reports_address": f"{blob_endpoint}/{reports}/ragtune"}
 
@@ -117,10 +115,11 @@ def test_squad_experiment_through_the_functions(app_functions, azurite, azure_en
     out, context = host.run(request)
     assert out["status"] == "done" and out["evaluated"] == 2 and host.delivered == 2
     assert context.statuses[-1]["phase"] == "done" and context.statuses[-1]["evaluated"] == 2
+    assert all(set(data) == {"key"} for _, _, data in host.client.raised)
 
     store = report_store(azure_env["reports_address"], connection_string=azurite)
     report = json.loads(store.files.read_bytes(out["report"]))
-    assert report["complete"] is True and report["counts"] == {"evaluations": 2, "failed": 0, "pending": 0}
+    assert report["complete"] is True and report["counts"] == {"evaluations": 2, "failed": 0, "stored": 0, "pending": 0}
     assert report["golden"]["sha256"] == read_golden(_write(tmp_path / "g.jsonl", golden_bytes)).sha256
 
     # Reference: the same configurations evaluated directly on the local files.

@@ -11,8 +11,11 @@ from core.settings import Settings
 
 def test_defaults():
     s = Settings.from_env({"RAGTUNE_OUT_DIR": "/data/out"})
-    assert (s.reports, s.storage_connection, s.golden_container, s.evaluations_queue, s.round_timeout_s) == (
-        "/data/out", None, "golden", "evaluations", 1800)
+    assert (s.reports, s.storage_connection, s.golden_container, s.evaluations_queue) == (
+        "/data/out", None, "golden", "evaluations")
+    assert (s.evaluation_timeout_s, s.parallel_evaluations) == (1500, 8)
+    # 3 deliveries (host.json maxDequeueCount) of 1500 s each, 60 s invisible after each: 4680 s
+    assert s.round_timeout_s == 3 * (1500 + 60)
     assert isinstance(s.report_store().files, LocalFiles)
 
 
@@ -21,8 +24,10 @@ def test_values_and_fallback_to_azure_web_jobs_storage():
            "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
     s = Settings.from_env({"RAGTUNE_REPORTS": "http://127.0.0.1:10000/devstoreaccount1/reports",
                            "AzureWebJobsStorage": conn, "RAGTUNE_GOLDEN_CONTAINER": "gold",
-                           "RAGTUNE_EVALUATIONS_QUEUE": "evals", "RAGTUNE_ROUND_TIMEOUT_S": "60"})
-    assert (s.storage_connection, s.golden_container, s.evaluations_queue, s.round_timeout_s) == (conn, "gold", "evals", 60)
+                           "RAGTUNE_EVALUATIONS_QUEUE": "evals", "RAGTUNE_EVALUATION_TIMEOUT_S": "60",
+                           "RAGTUNE_PARALLEL_EVALUATIONS": "16"})
+    assert (s.storage_connection, s.golden_container, s.evaluations_queue, s.evaluation_timeout_s,
+            s.parallel_evaluations, s.round_timeout_s) == (conn, "gold", "evals", 60, 16, 360)
     assert "SECRETKEY" not in repr(s)
     assert isinstance(s.report_store().files, BlobFiles)
     own = Settings.from_env({"RAGTUNE_STORAGE_CONNECTION": "UseDevelopmentStorage=true", "AzureWebJobsStorage": conn})
@@ -30,9 +35,26 @@ def test_values_and_fallback_to_azure_web_jobs_storage():
 
 
 @pytest.mark.parametrize("raw", ["0", "-5", "1.5", "soon"])
-def test_bad_round_timeout(raw):
-    with pytest.raises(ConfigError, match="RAGTUNE_ROUND_TIMEOUT_S"):
-        Settings.from_env({"RAGTUNE_ROUND_TIMEOUT_S": raw})
+def test_bad_evaluation_timeout(raw):
+    with pytest.raises(ConfigError, match="RAGTUNE_EVALUATION_TIMEOUT_S"):
+        Settings.from_env({"RAGTUNE_EVALUATION_TIMEOUT_S": raw})
+
+
+@pytest.mark.parametrize("raw", ["0", "65", "x"])
+def test_bad_parallel_evaluations(raw):
+    with pytest.raises(ConfigError, match="RAGTUNE_PARALLEL_EVALUATIONS must be an integer from 1 to 64"):
+        Settings.from_env({"RAGTUNE_PARALLEL_EVALUATIONS": raw})
+
+
+def test_the_deliveries_match_host_json():
+    import json
+    from pathlib import Path
+
+    from core.settings import EVALUATION_DELIVERIES, EVALUATION_VISIBILITY_S
+
+    queues = json.loads((Path(__file__).parents[2] / "host.json").read_text())["extensions"]["queues"]
+    h, m, sec = (int(x) for x in queues["visibilityTimeout"].split(":"))
+    assert (queues["maxDequeueCount"], h * 3600 + m * 60 + sec) == (EVALUATION_DELIVERIES, EVALUATION_VISIBILITY_S)
 
 
 def test_storage_access_for_addresses():

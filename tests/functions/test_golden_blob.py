@@ -81,7 +81,6 @@ def _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path):
     clean_env.setenv("RAGTUNE_STORAGE_CONNECTION", azurite)
     clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path / "reports"))
     clean_env.setenv("RAGTUNE_GOLDEN_CONTAINER", container)
-    clean_env.setenv("RAGTUNE_ROUND_TIMEOUT_S", "120")
     return service, container
 
 
@@ -105,7 +104,7 @@ def test_a_valid_golden_file_with_a_spec_starts_one_experiment(azurite, blob_end
     assert golden_instance_id("hr/golden.jsonl", hashlib.sha256(VALID).hexdigest()) == expected_id
     ((name, instance_id, payload),) = client.started
     assert (name, instance_id) == ("experiment_orchestrator", expected_id)
-    assert payload == {"experiment_id": expected_id, "round_timeout_s": 120,
+    assert payload == {"experiment_id": expected_id,
                        "golden": f"{blob_endpoint}/{container}/hr/golden.jsonl",
                        "documents": "s3://documents/hr", "space": {},
                        "optimizer": "random", "max_evals": 4, "seed": 2, "objective": None, "vector_store": None}
@@ -116,6 +115,12 @@ def test_a_valid_golden_file_with_a_spec_starts_one_experiment(azurite, blob_end
     assert len(client.started) == 1
     again = _stored_check(tmp_path, "hr/golden.jsonl")["experiment"]
     assert again["started"] is False and again["reason"].startswith("already started")
+    # The experiment failed (say its documents were missing): the same golden file runs again.
+    client.failed.add(expected_id)
+    check(_uploaded_stream(service, container, "hr/golden.jsonl", VALID))
+    assert [s[1] for s in client.started] == [expected_id, expected_id]
+    assert _stored_check(tmp_path, "hr/golden.jsonl")["experiment"]["started"] is True
+    client.started.pop()
     # Changed content: a new experiment with a new id.
     changed = VALID + b'{"question": "Who pays?", "expected": ["plan.md"]}\n'
     check(_uploaded_stream(service, container, "hr/golden.jsonl", changed))

@@ -123,8 +123,6 @@ def test_bad_settings_answer_500_without_a_trace(clean_env, app_functions):
 
 # Experiments ---------------------------------------------------------------------------------------
 def test_experiment_report_so_far_then_final(app_functions, clean_env, tmp_path):
-
-    from core.optimization.stored import StoredExperiment
     from core.reports import LocalFiles
 
     clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path))
@@ -138,35 +136,33 @@ def test_experiment_report_so_far_then_final(app_functions, clean_env, tmp_path)
     assert call("nope")[0] == 404
     assert call("..")[0] == 400 and call("a b")[0] == 400
     experiment = _prepared_experiment(LocalFiles(tmp_path))
-    (configuration,) = experiment.ask()
-    experiment.tell([{"configuration": configuration, "score": 0.5, "metrics": {"mrr": 0.5}}])
-    (second,) = experiment.ask()
+    (configuration,) = experiment.ask(1)
+    experiment.evaluate(experiment.evaluation_request(configuration),
+                        lambda c: {"status": "ok", "metrics": {"mrr": 0.5}, "timings": {"total_s": 1.0}})
+    experiment.tell([configuration.key])
+    (second,) = experiment.ask(1)
     status, body = call("exp-1")
     assert status == 200 and body["complete"] is False
-    assert body["counts"] == {"evaluations": 1, "failed": 0, "pending": 1}
+    assert body["counts"] == {"evaluations": 1, "failed": 0, "stored": 0, "pending": 1}
     assert body["best"]["score"] == 0.5 and body["leaderboard"][0]["score"] == 0.5
-    experiment.tell([{"configuration": second, "score": None, "error": "timed out"}])
+    experiment.tell([second.key], missing="timed out")
     experiment.write_report()
     status, body = call("exp-1")
     assert status == 200 and body["complete"] is True and body["counts"]["failed"] == 1
-    assert isinstance(experiment, StoredExperiment)
 
 
 def _prepared_experiment(files):
-    """An experiment stored by hand: request.json and a two-configuration random study."""
-    from core.optimization import RandomSampler, Study
+    """An experiment stored by hand: its spec and a two-configuration random study."""
+    from core.experiment import Experiment, ExperimentSpec
+    from core.optimization import Study
     from core.optimization.space import default_space
-    from core.optimization.stored import StoredExperiment
 
     space = default_space({"m": 256}, ["extractive"]).with_overrides(
         {"chunking_method": ("recursive",), "chunk_size": (256,), "chunk_overlap": (0,), "search_mode": ("vector",),
          "number_of_chunks": (3, 5)}, source="test")
-    study = Study(space, RandomSampler(), "mrr", 0, max_evals=2)
-    files.write_bytes("experiments/exp-1/study.json", study.to_json().encode())
-    files.write_bytes("experiments/exp-1/request.json", json.dumps(
-        {"golden": "g.jsonl", "documents": "docs", "optimizer": "random", "seed": 0, "objective": "mrr",
-         "golden_sha256": "0" * 64}).encode())
-    return StoredExperiment(files, "exp-1")
+    spec = ExperimentSpec(experiment_id="exp-1", golden="g.jsonl", documents="docs", objective="mrr",
+                          optimizer="random", max_evals=2, golden_sha256="0" * 64)
+    return Experiment.create(files, spec, Study(space, spec.sampler(), "mrr", 0, max_evals=2))
 
 
 def test_experiment_status_through_the_durable_client(app_functions):

@@ -108,14 +108,15 @@ class RecordingClient:
     """The parts of ``DurableOrchestrationClient`` the functions call.
 
     ``started`` holds ``(orchestrator, instance_id, input)``; ``raised`` holds ``(instance_id,
-    event, data)``; ``get_status`` answers a started instance as Running and an unknown one
-    with ``runtime_status`` None, as the real client does for a 404.
+    event, data)``; ``get_status`` answers an instance in ``failed`` as Failed, a started one as
+    Running and an unknown one with ``runtime_status`` None, as the real client does for a 404.
     """
 
     def __init__(self) -> None:
         self.started: list = []
         self.raised: list = []
         self.gone: set[str] = set()
+        self.failed: set[str] = set()
 
     async def start_new(self, name: str, instance_id: str | None = None, client_input: Any = None) -> str:
         self.started.append((name, instance_id, json.loads(json.dumps(client_input))))
@@ -124,6 +125,8 @@ class RecordingClient:
     async def get_status(self, instance_id: str, *args: Any, **kw: Any) -> Status:
         from azure.durable_functions.models.OrchestrationRuntimeStatus import OrchestrationRuntimeStatus
 
+        if instance_id in self.failed:
+            return Status(OrchestrationRuntimeStatus.Failed, {"phase": "failed"})
         if any(i == instance_id for _, i, _ in self.started):
             return Status(OrchestrationRuntimeStatus.Running, {"phase": "evaluating"})
         return Status()
