@@ -20,6 +20,10 @@ One process, on one corpus and golden file:
    TPE's replay short: once it has converged it mostly suggests configurations it has already
    tried, which cost no evaluation but take Optuna's time.
 
+A last section replays the GAM asking 1, 4 and 8 configurations per round (``Study.ask(n)``,
+as the Functions' rounds of ``RAGTUNE_PARALLEL_EVALUATIONS`` and ``ragtune optimize
+--workers`` do) and prints the median rounds and evaluations to the target per batch size.
+
 It prints, per optimizer, the median over seeds of the evaluations needed to reach a score
 within 0.01 (1 point) of the grid's best, the median best score after 10 and after 20
 evaluations, and the ratios GAM / random and GAM / TPE of the median evaluations. The goal
@@ -175,6 +179,49 @@ def goal(gam: float | None, random: float | None, tpe: float | None) -> tuple[fl
     return shown[0], shown[1], met
 
 
+#: Batch sizes of the parallel-ask section: configurations asked per round, all told before the next.
+BATCH_SIZES = (1, 4, 8)
+
+
+def batch_section(scores: dict[str, float | None], space: SearchSpace, seeds: list[int]) -> dict[str, Any]:
+    """Replay the GAM with ``Study.ask(b)`` for each batch size ``b`` of :data:`BATCH_SIZES`
+    and print the median rounds and evaluations to the target, and the goal: at batch 8 the
+    median rounds at most a third of batch 1's median evaluations, with at most 1.5 times its
+    evaluations. A round to the target is ``ceil(evaluations to target / b)``: every round but
+    the last holds ``b`` evaluations."""
+    print()
+    print(f"parallel asks: the GAM asks b configurations per round and is told all of them before the next "
+          f"({len(seeds)} seeds each, until the target)")
+    print(f"{'batch':>5} {'median rounds to target':>24} {'median evals to target':>23} {'reached':>8} {'replay s':>9}")
+    out: dict[str, Any] = {}
+    for b in BATCH_SIZES:
+        t0 = time.perf_counter()
+        stats = replay(scores, space, GAMSampler, seeds, tolerance=TOLERANCE, checkpoints=CHECKPOINTS, batch=b,
+                       stop_at_target=True)
+        rounds = [None if r.evaluations_to_target is None else math.ceil(r.evaluations_to_target / b)
+                  for r in stats.runs]
+        out[str(b)] = {"median_rounds": median_or_none(rounds), "median_evaluations": stats.median_evaluations_to_target,
+                       "reached": stats.fraction_reached, "replay_s": round(time.perf_counter() - t0, 2)}
+        row = out[str(b)]
+        print(f"{b:>5} {fmt(row['median_rounds'], '.1f'):>24} {fmt(row['median_evaluations'], '.1f'):>23} "
+              f"{row['reached']:>8.0%} {row['replay_s']:>9.1f}")
+    one, eight = out["1"], out["8"]
+    met = None not in (one["median_evaluations"], eight["median_rounds"], eight["median_evaluations"]) and \
+        eight["median_rounds"] <= one["median_evaluations"] / 3 and \
+        eight["median_evaluations"] <= 1.5 * one["median_evaluations"]
+    rounds_ratio = None if None in (eight["median_rounds"], one["median_evaluations"]) else \
+        eight["median_rounds"] / one["median_evaluations"]
+    evals_ratio = None if None in (eight["median_evaluations"], one["median_evaluations"]) else \
+        eight["median_evaluations"] / one["median_evaluations"]
+    print(f"batch 8 rounds / batch 1 evaluations = {fmt(rounds_ratio, '.2f')}; "
+          f"batch 8 evaluations / batch 1 evaluations = {fmt(evals_ratio, '.2f')}")
+    print('goal: "at batch 8, median rounds to target <= 1/3 of batch 1\'s median evaluations, with <= 1.5x its '
+          'evaluations"')
+    print(f"this run {'meets' if met else 'does not meet'} the goal")
+    out["goal_met"] = bool(met)
+    return out
+
+
 def main() -> int:
     """Run the benchmark and print its table; returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -276,7 +323,10 @@ def main() -> int:
     print(f"this run {verdict} the goal (needs GAM / random <= 0.50 and GAM / TPE <= 1.00; "
           f"{near} of {n} configurations are within the target)")
 
+    batches = batch_section(scores, space, seeds)
+
     summary = {
+        "batches": batches,
         "table": str(path), "metric": args.metric, "tolerance": TOLERANCE, "seeds": seeds,
         "table_best": best, "within_tolerance": near, "n_valid": n,
         "replay_s": {k: round(v, 2) for k, v in seconds.items()},

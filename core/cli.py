@@ -303,9 +303,17 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
         lines.append(f"best: {report['objective']} = {best['score']:.3f} with {json.dumps(params)}")
     else:
         lines.append("best: none (every evaluation failed)")
+    timings = report["timings_s"]
     lines.append(f"cost: {plural(c['evaluations'], 'evaluation')} ({c['failed']} failed, {c['stored']} from stored "
                  f"results), {plural(c['collections_built'], 'collection')} built, "
-                 f"{plural(c['texts_embedded'], 'text')} embedded; {report['timings_s']['total_s']:.0f} s")
+                 f"{plural(c.get('texts_unique', c['texts_embedded']), 'distinct text')}: "
+                 f"{c['texts_embedded']} embedded, {c.get('texts_from_cache', 0)} from the cache"
+                 + (f"; {plural(c['chat_calls'], 'chat call')}, {c.get('replies_from_cache', 0)} replies from the cache"
+                    if c.get("chat_calls") or c.get("replies_from_cache") else "")
+                 + f"; {timings['total_s']:.0f} s"
+                 + (f" ({timings['startup_s']:.1f} s start-up)" if timings.get("startup_s") else ""))
+    for note in report.get("notes") or []:
+        lines.append(f"note: {note}")
     if report.get("location"):
         lines.append(f"report: {report['location']}")
     return "\n".join(lines)
@@ -314,7 +322,7 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
 def cmd_optimize(args: argparse.Namespace) -> int:
     """``ragtune optimize``: search the space of RAG configurations and write the experiment report."""
     from core.optimization.events import LoggingHandler, ProgressBarHandler
-    from core.optimization.runner import ExperimentOptions, run_experiment
+    from core.optimization.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
     from core.optimization.space import parse_overrides
     from core.settings import Settings
 
@@ -324,11 +332,15 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     chat = settings.chat_model()
     if args.max_evals is not None and args.max_evals < 1:
         raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    endpoints = settings.embedding_provider != "local" or chat is not None
     options = ExperimentOptions(
         optimizer=args.optimizer, max_evals=12 if args.max_evals is None else args.max_evals, objective=args.metric,
         seed=args.seed, resume_budget=args.max_evals if args.resume else None,
         space_file=args.space, overrides=parse_overrides(args.set or []), experiment_id=args.resume,
-        show_progress=not args.json,
+        show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
+        cache_replies=not args.no_cache,
     )
     handlers: list[Any] = [LoggingHandler(quiet=not args.json)]
     bar = None
@@ -400,11 +412,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-evals", type=int, default=None,
                    help="most configurations to evaluate (default 12; with --resume: the experiment's new budget)")
     p.add_argument("--optimizer", choices=["gam", "random"], default="gam")
-    p.add_argument("--metric", help="objective (default unitxt.answer_correctness, or mrr without reference answers)")
+    p.add_argument("--metric", help="objective (default: overall_score with a chat or judge model, else "
+                                    "unitxt.answer_correctness; mrr without reference answers)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--judge", metavar="MODEL", help="judge answers with this chat model")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
     p.add_argument("--resume", metavar="EXPERIMENT_ID", help="continue a stopped experiment")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="evaluations run at once, in threads (default 1 with the local embedding model, 4 when the "
+                        "models are endpoints)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="ask the chat and judge models afresh instead of reusing cached replies")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_optimize)

@@ -142,6 +142,8 @@ class EvaluationContext:
         answer_metrics: answer metric names (None: the unitxt metrics, plus the judge's when
             a judge is given).
         max_workers: questions answered at once.
+        cache_replies: keep chat and judge replies in the cache (``<out_dir>/cache``), keyed by
+            model, messages and parameters, so a rerun makes no calls; False asks afresh.
         with_answers: generate and score answers; False evaluates retrieval only (cheaper,
             for benchmarks and retrieval objectives).
         collections_built: collections created (counter).
@@ -161,9 +163,43 @@ class EvaluationContext:
     with_answers: bool = True
     collections_built: int = 0
     n_embedded: int = 0
+    cache_replies: bool = True
     _cache: Any = None
     _cached_models: dict[str, Any] = field(default_factory=dict)
+    _cached_chats: dict[str, Any] = field(default_factory=dict)
+    _collection_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def collection_lock(self, name: str) -> threading.Lock:
+        """The lock of collection ``name`` (one per store and collection), held while it is
+        checked and built, so evaluations in threads that share a chunking build it once."""
+        with self._lock:
+            return self._collection_locks.setdefault(name, threading.Lock())
+
+    def _embedding_cache(self) -> Any:
+        from core.models import EmbeddingCache
+
+        if self._cache is None:
+            self._cache = EmbeddingCache(Path(self.out_dir) / "cache" / "embeddings.sqlite")
+        return self._cache
+
+    def cached_chat(self, model: Any) -> Any:
+        """``model`` (a ``ChatModel``) with its replies cached (``CachedChatModel``), or
+        ``model`` itself when ``cache_replies`` is False or it is None."""
+        from core.models import CachedChatModel
+
+        if model is None or not self.cache_replies:
+            return model
+        with self._lock:
+            if model.model_id not in self._cached_chats:
+                self._cached_chats[model.model_id] = CachedChatModel(model, self._embedding_cache())
+            return self._cached_chats[model.model_id]
+
+    def reply_stats(self) -> dict[str, int]:
+        """``{"chat_calls", "replies_from_cache"}`` over the cached chat and judge models."""
+        with self._lock:
+            stats = [m.stats() for m in self._cached_chats.values()]
+        return {k: sum(st[k] for st in stats) for k in ("chat_calls", "replies_from_cache")}
 
     def embedding_model(self, model_id: str) -> Any:
         """The cached (``CachedEmbeddingModel``) embedding model ``model_id``.
@@ -171,16 +207,15 @@ class EvaluationContext:
         Raises:
             ConfigError: no such model is configured.
         """
-        from core.models import CachedEmbeddingModel, EmbeddingCache
+        from core.models import CachedEmbeddingModel
 
         with self._lock:
             if model_id not in self._cached_models:
                 if model_id not in self.embedding_models:
                     known = ", ".join(sorted(self.embedding_models)) or "none"
                     raise ConfigError(f"embedding model {model_id!r} is not configured (configured: {known})")
-                if self._cache is None:
-                    self._cache = EmbeddingCache(Path(self.out_dir) / "cache" / "embeddings.sqlite")
-                self._cached_models[model_id] = CachedEmbeddingModel(self.embedding_models[model_id], self._cache)
+                self._cached_models[model_id] = CachedEmbeddingModel(self.embedding_models[model_id],
+                                                                     self._embedding_cache())
             return self._cached_models[model_id]
 
     def store_config(self, backend: str | None = None) -> Any:
@@ -248,7 +283,7 @@ def _generator(configuration: Mapping[str, Any], context: EvaluationContext) -> 
     if name not in context.chat_models:
         known = ", ".join(sorted([EXTRACTIVE, *context.chat_models]))
         raise ConfigError(f"foundation model {name!r} is not configured (configured: {known})")
-    return context.chat_models[name]
+    return context.cached_chat(context.chat_models[name])
 
 
 def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext) -> bool:
@@ -341,7 +376,8 @@ def run_single_evaluation(
         try:
             t0 = time.perf_counter()
             before = model.n_embedded
-            result["collection_reused"] = _index(store, chunks, model, context)
+            with context.collection_lock(json.dumps(result["store_binding"], sort_keys=True)):
+                result["collection_reused"] = _index(store, chunks, model, context)
             result["n_embedded"] = model.n_embedded - before
             timings["index_s"] = round(time.perf_counter() - t0, 3)
 
@@ -407,6 +443,7 @@ def _answers(store: Any, model: Any, golden: Any, setup: Any, generator: Any, co
         if _applies(configuration.get(name))
     }
     return evaluate_answers(
-        store, model, golden, setup, chat_model=generator, judge=context.judge, metrics=context.answer_metrics,
+        store, model, golden, setup, chat_model=generator, judge=context.cached_chat(context.judge),
+        metrics=context.answer_metrics,
         templates=templates, k=k, max_workers=context.max_workers,
     )

@@ -1,7 +1,9 @@
-"""A persistent embedding cache, so no text is embedded twice by the same model.
+"""A persistent cache of embeddings and chat replies, so no text is embedded twice by the same
+model and no chat request is sent twice.
 
-Keys are ``(model_id, sha256 of the text)``; values are float32 vectors. The cache is one
-SQLite file (WAL mode, safe for several processes on one machine).
+Embedding keys are ``(model_id, sha256 of the text)``, values float32 vectors; reply keys are
+the sha256 of (model, messages, sampling parameters). The cache is one SQLite file (WAL mode,
+safe for several processes on one machine).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -217,3 +219,84 @@ class CachedEmbeddingModel:
                 "texts_embedded": self.n_embedded, "texts_from_cache": unique - self.n_embedded,
                 "texts_unique": unique,
             }
+
+
+_REPLY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    request_sha256 TEXT PRIMARY KEY,
+    model_id TEXT NOT NULL,
+    reply TEXT NOT NULL
+) WITHOUT ROWID
+"""
+
+
+def reply_key(model_id: str, messages: Sequence[Mapping[str, str]], parameters: Mapping[str, Any]) -> str:
+    """The hex sha256 naming one chat request: the model id, the messages and the sampling
+    parameters, as canonical JSON (keys sorted, UTF-8 kept)."""
+    import hashlib
+    import json
+
+    text = json.dumps({"model": model_id, "messages": [dict(m) for m in messages], "parameters": dict(parameters)},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CachedChatModel:
+    """A ``ChatModel`` whose replies are kept in the embedding cache's SQLite file, by
+    :func:`reply_key` of (model, messages, parameters), so a rerun of the same configuration
+    makes no calls. Failed calls are not kept.
+
+    Counters (safe under threads): ``n_calls`` (requests sent to the model) and
+    ``n_cache_hits`` (replies read from the cache). Other attributes (``usage``, ...) are the
+    wrapped model's.
+
+    Args:
+        model: the chat model.
+        cache: the :class:`EmbeddingCache` whose file also holds the replies.
+    """
+
+    def __init__(self, model: Any, cache: EmbeddingCache) -> None:
+        self.model = model
+        self.model_id = model.model_id
+        self.cache = cache
+        self.n_calls = 0
+        self.n_cache_hits = 0
+        self._lock = threading.Lock()
+        with cache._lock:
+            cache._conn.execute(_REPLY_SCHEMA)
+            cache._conn.commit()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["model"], name)
+
+    def chat(self, messages: Sequence[Mapping[str, str]], *, max_completion_tokens: int | None = None,
+             temperature: float | None = None) -> str:
+        """The cached reply to ``messages``, or the model's (then cached).
+
+        Raises:
+            ConfigError / GenerationError: as the wrapped model's ``chat``.
+        """
+        parameters = {
+            "max_completion_tokens": max_completion_tokens if max_completion_tokens is not None
+            else getattr(self.model, "max_completion_tokens", None),
+            "temperature": temperature if temperature is not None else getattr(self.model, "temperature", None),
+        }
+        key = reply_key(self.model_id, messages, parameters)
+        with self.cache._lock:
+            row = self.cache._conn.execute("SELECT reply FROM replies WHERE request_sha256 = ?", [key]).fetchone()
+        if row is not None:
+            with self._lock:
+                self.n_cache_hits += 1
+            return str(row[0])
+        reply = self.model.chat(messages, max_completion_tokens=max_completion_tokens, temperature=temperature)
+        with self.cache._lock:
+            self.cache._conn.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", [key, self.model_id, reply])
+            self.cache._conn.commit()
+        with self._lock:
+            self.n_calls += 1
+        return reply
+
+    def stats(self) -> dict[str, int]:
+        """``{"chat_calls", "replies_from_cache"}``."""
+        with self._lock:
+            return {"chat_calls": self.n_calls, "replies_from_cache": self.n_cache_hits}

@@ -57,6 +57,7 @@ class ExperimentOptions:
         keep_foundation: foundation models kept by pre-selection.
         preselection_questions: questions in pre-selection's sample.
         show_progress: show a progress bar.
+        cache_replies: reuse cached chat and judge replies (False: ``--no-cache``).
     """
 
     optimizer: str = "gam"
@@ -75,6 +76,7 @@ class ExperimentOptions:
     keep_foundation: int = 3
     preselection_questions: int = 5
     workers: int | None = None
+    cache_replies: bool = True
 
 
 def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], foundation_models: Sequence[str],
@@ -195,7 +197,7 @@ def run_experiment(
     store_config = default_store
     context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
                                 vector_store_config=store_config, vector_store_configs=dict(vector_store_configs or {}),
-                                judge=judge)
+                                judge=judge, cache_replies=options.cache_replies)
 
     preselection = None
     previous: dict[str, Any] = {}
@@ -281,7 +283,8 @@ def run_experiment(
             "started_at": started_at, "preselection": preselection,
             "counts": {"collections_built": context.collections_built + prev_counts.get("collections_built", 0),
                        **{name: sum(int(st[name]) for st in stats) + prev_counts.get(name, 0)
-                          for name in ("texts_embedded", "texts_from_cache", "texts_unique")}},
+                          for name in ("texts_embedded", "texts_from_cache", "texts_unique")},
+                       **{name: value + prev_counts.get(name, 0) for name, value in context.reply_stats().items()}},
             "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3),
                           "startup_s": round(startup_s + prev_timings.get("startup_s", 0.0), 3)},
         }

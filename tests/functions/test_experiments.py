@@ -1,6 +1,6 @@
-"""The experiment orchestrator, stepped with ``orchestrator_generator_wrapper`` on a scripted
-context (the Durable Functions Python samples' way), the starter's validation, and the
-activities and queue-triggered evaluations over real stores and a real Azurite queue."""
+"""The experiment orchestrator, run by the SDK's replay engine (``tests.support.durable.ReplayHost``),
+the starter's validation, and the activities and queue-triggered evaluations over real stores and
+a real Azurite queue."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Stand-ins for the Durable Functions host, which does not run on these machines.
 
-- :class:`Task`, a finished (or still running) task as the orchestrator sees it;
-- :class:`ScriptedContext`, an orchestration context whose activities and external events are
-  answered by test code, recording every action (to step the orchestrator with
-  ``orchestrator_generator_wrapper`` and compare replays);
+- :class:`ReplayHost`, which runs an orchestrator through the SDK's own replay engine, answering
+  its activities, events and timers with history events, generation after generation;
 - :class:`RecordingClient`, the parts of ``DurableOrchestrationClient`` the functions call,
   recording starts and raised events.
 """
@@ -14,83 +12,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+#: Marks, in test tables, an evaluation whose completion event never comes.
 RUNNING = object()
-
-
-class Task:
-    """A task: ``result`` is its value (raised when it is an exception); ``is_completed`` is
-    False while it holds :data:`RUNNING`."""
-
-    def __init__(self, value: Any = RUNNING):
-        self._value = value
-        self.cancelled = False
-
-    @property
-    def is_completed(self) -> bool:
-        return self._value is not RUNNING
-
-    @property
-    def result(self) -> Any:
-        if isinstance(self._value, BaseException):
-            raise self._value
-        return None if self._value is RUNNING else self._value
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class ScriptedContext:
-    """The parts of ``DurableOrchestrationContext`` the experiment orchestrator uses.
-
-    Activities are answered by ``activities[name](input)``; an external event ``name`` is
-    answered from ``events`` (filled by the activities, or by ``pump(name)`` when given: called
-    for an event not yet there). ``task_any`` picks the timer when ``timer_wins`` or when a task
-    of the group is still running. Every call is recorded in ``actions`` (JSON round-tripped,
-    as the host would store it).
-    """
-
-    def __init__(self, request: Any, activities: dict[str, Callable[[Any], Any]], *, timer_wins: bool = False,
-                 pump: Callable[[str], None] | None = None, instance_id: str = "instance-1"):
-        self._input = request
-        self.activities = activities
-        self.timer_wins = timer_wins
-        self.pump = pump
-        self.instance_id = instance_id
-        self.events: dict[str, Any] = {}
-        self.actions: list = []
-        self.statuses: list = []
-        self.current_utc_datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-    def get_input(self) -> Any:
-        return self._input
-
-    def call_activity(self, name: str, input_: Any = None) -> Task:
-        self.actions.append(("activity", name, json.loads(json.dumps(input_))))
-        return Task(json.loads(json.dumps(self.activities[name](input_))))
-
-    def wait_for_external_event(self, name: str) -> Task:
-        self.actions.append(("wait", name))
-        if name not in self.events and self.pump is not None:
-            self.pump(name)
-        return Task(json.loads(json.dumps(self.events[name])) if name in self.events else RUNNING)
-
-    def task_all(self, tasks: list[Task]) -> Task:
-        self.actions.append(("task_all", len(tasks)))
-        if all(t.is_completed for t in tasks):
-            return Task([t.result for t in tasks])
-        return Task(RUNNING)
-
-    def create_timer(self, fire_at: datetime) -> Task:
-        self.actions.append(("timer", fire_at.isoformat()))
-        return Task(None)
-
-    def task_any(self, tasks: list[Task]) -> Task:
-        self.actions.append(("task_any", len(tasks)))
-        first = tasks[0]
-        return tasks[-1] if self.timer_wins or not first.is_completed else first
-
-    def set_custom_status(self, status: Any) -> None:
-        self.statuses.append(json.loads(json.dumps(status)))
 
 
 class Status:

@@ -1,0 +1,211 @@
+"""Fan-out benchmark: one experiment through the Functions' own code, 1 vs 8 queue workers.
+
+One process, against Azurite (Blob for the inputs, state and reports; Queue for the
+evaluations) and a local OpenAI-compatible server (``tests/support/openai_app.py``) that answers
+every embedding and chat request after a fixed delay (``--delay-ms``, default 300 ms) with
+deterministic vectors (from each text's sha256) and a fixed text: a remote endpoint, no local
+compute. The experiment (``--evaluations`` configurations, default 16, random search, all in one
+round: ``RAGTUNE_PARALLEL_EVALUATIONS`` is set to the same number) is started through
+``prepare_experiment`` and run by the real orchestrator under the SDK's replay engine
+(``tests.support.durable.ReplayHost``); its evaluation messages are taken off the Azurite queue
+by ``--workers`` threads (default 1 and 8), each running the queue trigger
+``evaluate_from_queue`` as a host instance's queue listener would. Each run starts cold: a new
+output folder (embedding and reply caches, Milvus Lite), a new queue and a new report prefix.
+
+It prints both wall times, the ratio and whether the goal (at least 4x faster with 8 workers)
+is met.
+
+Usage: bash scripts/services/azurite.sh start; eval "$(bash scripts/services/azurite.sh env)";
+       python bench/fanout.py [--evaluations N] [--workers 1,8] [--questions N] [--delay-ms MS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SQUAD = ROOT / "examples" / "data" / "squad-mini"
+#: The goal: wall time with 1 worker over wall time with 8.
+GOAL_RATIO = 4.0
+
+
+class SlowEmbeddings:
+    """What the test server embeds with: after ``delay_s``, a unit vector per text from its sha256."""
+
+    model_id = "bench-embedding"
+
+    def __init__(self, delay_s: float, dim: int = 64) -> None:
+        self.delay_s = delay_s
+        self.dim = dim
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        time.sleep(self.delay_s)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+            vec = np.random.default_rng(seed).standard_normal(self.dim)
+            out[i] = vec / np.linalg.norm(vec)
+        return out
+
+
+def space(n: int) -> dict[str, list[Any]]:
+    """A space of at least ``n`` configurations: two chunk sizes, vector or hybrid search, and
+    ``ceil(n / 4)`` numbers of chunks."""
+    ks = list(range(3, 3 + max(1, -(-n // 4))))
+    return {"chunking_method": ["recursive"], "chunk_size": [256, 512], "chunk_overlap": [0],
+            "search_mode": ["vector", "hybrid"], "ranker_strategy": ["rrf"], "ranker_k": [60],
+            "number_of_chunks": ks}
+
+
+def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: str, app: Any, n: int,
+        out_root: Path) -> dict:
+    """One cold experiment with ``workers`` queue workers; returns its wall time and counts."""
+    from azure.storage.queue import QueueClient
+
+    import azure.functions as func
+    import functions.experiments as experiments
+    from tests.support.durable import RecordingClient, ReplayHost
+
+    run_id = uuid.uuid4().hex[:10]
+    queue = f"bench-{run_id}"
+    env = {
+        "RAGTUNE_STORAGE_CONNECTION": azurite, "RAGTUNE_REPORTS": f"{blob_endpoint}/{inputs}/reports-{run_id}",
+        "RAGTUNE_OUT_DIR": str(out_root / run_id), "RAGTUNE_EVALUATIONS_QUEUE": queue,
+        "RAGTUNE_PARALLEL_EVALUATIONS": str(n), "RAGTUNE_EMBEDDING_PROVIDER": "openai",
+        "RAGTUNE_EMBEDDING_MODEL": "bench-embedding", "RAGTUNE_EMBEDDING_BASE_URL": app.base_url,
+        "RAGTUNE_EMBEDDING_API_KEY": "bench", "RAGTUNE_CHAT_PROVIDER": "openai", "RAGTUNE_CHAT_MODEL": "bench-chat",
+        "RAGTUNE_CHAT_BASE_URL": app.base_url, "RAGTUNE_CHAT_API_KEY": "bench", "RAGTUNE_VECTOR_STORE": "milvus-lite",
+    }
+    os.environ.update(env)
+    experiments._EVALUATOR = None  # a cold process: nothing loaded yet
+    def user(name: str) -> Any:
+        fn = fns[name].get_user_function()
+        return getattr(fn, "client_function", fn)
+
+    client = RecordingClient()
+    evaluate = user("evaluate_from_queue")
+    queue_client = QueueClient.from_connection_string(azurite, queue)
+    lock = threading.Lock()
+    done = {"n": 0}
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if done["n"] >= n:
+                    return
+            messages = list(queue_client.receive_messages(max_messages=1, visibility_timeout=600))
+            if not messages:
+                time.sleep(0.05)
+                continue
+            m = messages[0]
+            body = base64.b64decode(m.content)
+            asyncio.run(evaluate(func.QueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt), client))
+            queue_client.delete_message(m)
+            with lock:
+                done["n"] += 1
+
+    def event(name: str) -> Any:
+        if not any(e == name for _, e, _ in client.raised):
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for future in [pool.submit(worker) for _ in range(workers)]:
+                    future.result()
+        return next((data for _, e, data in client.raised if e == name), None)
+
+    activities = {name: user(name) for name in ("prepare_experiment", "ask_configurations", "enqueue_evaluations",
+                                                "tell_results", "write_experiment_report")}
+    orchestrator = fns["experiment_orchestrator"].get_user_function().orchestrator_function
+    request = {"experiment_id": f"bench-{run_id}", "golden": f"{blob_endpoint}/{inputs}/golden.jsonl",
+               "documents": f"{blob_endpoint}/{inputs}/docs", "space": space(n), "optimizer": "random",
+               "max_evals": n, "seed": 0, "objective": "mrr", "vector_store": None}
+    requests_before = len(app.requests)
+    t0 = time.perf_counter()
+    status, out = ReplayHost(orchestrator, activities, event, instance_id=request["experiment_id"]).run(request)
+    wall = time.perf_counter() - t0
+    if status != "completed":
+        raise SystemExit(f"the experiment with {workers} workers failed: {out}")
+    return {"workers": workers, "wall_s": wall, "evaluated": out["evaluated"], "best_score": out["best_score"],
+            "requests": len(app.requests) - requests_before}
+
+
+def main() -> int:
+    """Run the benchmark and print its lines; returns 0 (1 without Azurite)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evaluations", type=int, default=16, help="configurations evaluated (default 16)")
+    parser.add_argument("--workers", default="1,8", help="queue workers per run, comma-separated (default 1,8)")
+    parser.add_argument("--questions", type=int, default=20, help="first N questions of squad-mini (default 20)")
+    parser.add_argument("--delay-ms", type=float, default=300.0, help="the endpoint's delay per request (default 300)")
+    args = parser.parse_args()
+    azurite = os.environ.get("RAGTUNE_TEST_AZURITE_CONNECTION_STRING")
+    if not azurite:
+        print("Azurite is not running: bash scripts/services/azurite.sh start; "
+              "eval \"$(bash scripts/services/azurite.sh env)\"", file=sys.stderr)
+        return 1
+    blob_endpoint = next(p.split("=", 1)[1].rstrip("/") for p in azurite.split(";") if p.lower().startswith("blobendpoint="))
+    workers = [int(w) for w in args.workers.split(",")]
+
+    from azure.storage.blob import BlobServiceClient
+
+    from tests.support.openai_app import ChatReply, OpenAITestApp
+
+    service = BlobServiceClient.from_connection_string(azurite)
+    inputs = f"bench-fanout-{uuid.uuid4().hex[:8]}"
+    service.create_container(inputs)
+    lines = (SQUAD / "golden.jsonl").read_text(encoding="utf-8").splitlines()[: args.questions]
+    service.get_blob_client(inputs, "golden.jsonl").upload_blob(("\n".join(lines) + "\n").encode("utf-8"))
+    docs = sorted((SQUAD / "docs").iterdir())
+    for path in docs:
+        service.get_blob_client(inputs, f"docs/{path.name}").upload_blob(path.read_bytes())
+
+    delay = args.delay_ms / 1000
+    app = OpenAITestApp(lambda body: ChatReply("The answer is in the passages.", delay_s=delay),
+                        embedding_model=SlowEmbeddings(delay)).start()
+    import function_app
+
+    fns = {f.get_function_name(): f for f in function_app.app.get_functions()}  # once: a second call raises
+    saved = dict(os.environ)
+    results = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="ragtune-fanout-") as tmp:
+            for w in workers:
+                results.append(run(w, fns=fns, azurite=azurite, blob_endpoint=blob_endpoint, inputs=inputs, app=app,
+                                   n=args.evaluations, out_root=Path(tmp)))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        app.stop()
+        service.delete_container(inputs)
+
+    print(f"fan-out: {args.evaluations} evaluations of squad-mini ({len(docs)} documents, {len(lines)} questions) "
+          f"through prepare, the orchestrator (SDK replay), the Azurite queue and evaluate_from_queue; "
+          f"embedding and chat endpoint answering after {args.delay_ms:.0f} ms; each run cold")
+    for r in results:
+        print(f"{r['workers']:>2} worker(s): {r['wall_s']:6.1f} s wall, {r['evaluated']} evaluated, "
+              f"{r['requests']} endpoint requests, best mrr {r['best_score']:.4f}")
+    if len(results) >= 2:
+        ratio = results[0]["wall_s"] / results[-1]["wall_s"]
+        print(f"ratio {results[0]['workers']} / {results[-1]['workers']} workers: {ratio:.2f}x faster")
+        print(f'goal: "at least {GOAL_RATIO:g}x faster with 8 workers"; this run '
+              f"{'meets' if ratio >= GOAL_RATIO else 'does not meet'} it")
+    print(json.dumps({"results": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
