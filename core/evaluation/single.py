@@ -168,7 +168,31 @@ class EvaluationContext:
     _cached_models: dict[str, Any] = field(default_factory=dict)
     _cached_chats: dict[str, Any] = field(default_factory=dict)
     _collection_locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _lite_clients: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def vector_store(self, model: Any, config: Any, collection: str) -> Any:
+        """The store of ``collection`` (``core.vectorstores.get_vector_store``); Milvus Lite
+        stores share one client per database folder, since only one client may open it, so
+        evaluations in threads of one process use the same database."""
+        from core.vectorstores import MilvusLiteConfig, get_vector_store
+
+        if not isinstance(config, MilvusLiteConfig):
+            return get_vector_store(model, config, collection)
+        from core.vectorstores.milvus import MilvusVectorStore, open_client
+
+        with self._lock:
+            client = self._lite_clients.get(config.uri)
+            if client is None:
+                client = self._lite_clients[config.uri] = open_client(config)
+        return MilvusVectorStore(model, config, collection, client=client)
+
+    def close(self) -> None:
+        """Close the shared Milvus Lite clients (the next evaluation opens them again)."""
+        with self._lock:
+            clients, self._lite_clients = list(self._lite_clients.values()), {}
+        for client in clients:
+            client.close()
 
     def collection_lock(self, name: str) -> threading.Lock:
         """The lock of collection ``name`` (one per store and collection), held while it is
@@ -335,7 +359,7 @@ def run_single_evaluation(
     """
     from core.evaluation.retrieval import choose_rank_grain
     from core.metrics.retrieval import GRAINS, evaluate_rankings
-    from core.vectorstores import backend_name, collection_name_for, describe_store, get_vector_store
+    from core.vectorstores import backend_name, collection_name_for, describe_store
 
     from core.optimization.configuration import Configuration
 
@@ -372,7 +396,7 @@ def run_single_evaluation(
         store_config = context.store_config(configuration.get("vector_store"))
         result["store_binding"] = {"backend": backend_name(store_config), "location": describe_store(store_config),
                                    "collection": collection}
-        store = get_vector_store(model, store_config, collection)
+        store = context.vector_store(model, store_config, collection)
         try:
             t0 = time.perf_counter()
             before = model.n_embedded

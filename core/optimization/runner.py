@@ -341,6 +341,7 @@ def run_experiment(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        context.close()
 
     best = study.best_trial
     spent = progress()

@@ -216,7 +216,7 @@ def test_an_experiment_stopped_before_its_first_evaluation_resumes(squad_dir, go
         run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
                        options=options, handlers=[StopAtFirstEvaluation()])
     (experiment,) = (tmp_path / "experiments").iterdir()
-    assert {p.name for p in experiment.iterdir()} >= {"inputs.json", "study.json", "progress.json"}
+    assert {p.name for p in experiment.iterdir()} >= {"spec.json", "study.json", "progress.json"}
     done = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
                           options=dataclasses.replace(options, experiment_id=experiment.name))
     assert done["experiment_id"] == experiment.name and done["counts"]["evaluations"] == 1
@@ -255,3 +255,26 @@ def test_skipped_documents_are_reported_as_they_happen(squad_dir, golden, tmp_pa
     skipped = [m for level, step, m in heard if step == "documents"]
     assert len(skipped) == 1 and skipped[0].startswith("document empty.txt skipped: ")
     assert [s["document_id"] for s in report["corpus"]["skipped"]] == ["empty.txt"]
+
+
+def test_workers_evaluate_in_threads_and_the_costs_add_up(squad_dir, golden, tmp_path):
+    """Two worker threads over one Milvus Lite database; each distinct text is embedded once
+    (texts embedded + texts from the cache = distinct texts), each chunking indexed once, and
+    the budget note says the space is smaller than --max-evals."""
+    model = LocalEmbeddingModel()
+    options = ExperimentOptions(optimizer="random", max_evals=8, seed=1, workers=2, show_progress=False,
+                                overrides={"chunking_method": ("recursive",), "chunk_size": (128, 256),
+                                           "chunk_overlap": (0,), "search_mode": ("vector",),
+                                           "number_of_chunks": (3, 5)})
+    first = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=options)
+    c = first["counts"]
+    assert first["workers"] == 2 and c["evaluations"] == 4 and c["failed"] == 0 and c["pending"] == 0
+    assert c["collections_built"] == 2
+    assert c["texts_embedded"] == c["texts_unique"] > 0 and c["texts_from_cache"] == 0
+    assert first["notes"] == ["the space holds 4 valid configurations, fewer than the budget of 8: 4 will be evaluated"]
+    assert first["timings_s"]["startup_s"] >= 0
+    # A new experiment on the same data: every result is stored, nothing is embedded.
+    again = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=options)
+    assert again["counts"]["stored"] == 4 and again["counts"]["texts_embedded"] == 0

@@ -1,0 +1,90 @@
+"""The caches under threads: each distinct text embedded once, each chat request sent once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from core.models import CachedChatModel, CachedEmbeddingModel, EmbeddingCache
+from core.models.cache import reply_key
+
+
+class CountingModel:
+    """Embeds slowly (so threads overlap) and counts every text it is sent."""
+
+    model_id = "counting"
+    embedding_dimension = 4
+    max_input_tokens = None
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.lock = threading.Lock()
+
+    def embed_documents(self, texts):
+        time.sleep(0.02)
+        with self.lock:
+            self.sent.extend(texts)
+        return np.array([[len(t), t.count("a"), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+
+def test_threads_embed_each_distinct_text_once_and_the_counts_add_up(tmp_path):
+    model = CountingModel()
+    cached = CachedEmbeddingModel(model, EmbeddingCache(tmp_path / "cache.sqlite"))
+    # 10 threads, each asking for 30 texts out of 40 distinct ones (overlapping windows).
+    texts = [f"text {i} {'a' * (i % 5)}" for i in range(40)]
+    batches = [texts[i: i + 30] for i in range(10)]
+    with ThreadPoolExecutor(10) as pool:
+        outs = list(pool.map(cached.embed_documents, batches))
+    distinct = {t for b in batches for t in b}
+    assert sorted(model.sent) == sorted(distinct)  # each distinct text sent once
+    for batch, out in zip(batches, outs):  # every thread got its own texts' vectors, in order
+        assert out.tolist() == [[len(t), t.count("a"), 1.0, 0.0] for t in batch]
+    stats = cached.stats()
+    assert (stats["texts_unique"], stats["texts_embedded"], stats["texts_from_cache"]) == (39, 39, 0)
+    assert stats["n_texts"] == 300 and stats["n_cache_hits"] == 300 - 39
+    # A second run over the same cache asks for all 40: only the one never asked (text 39) is sent.
+    again = CachedEmbeddingModel(model, EmbeddingCache(tmp_path / "cache.sqlite"))
+    again.embed_documents(texts)
+    assert len(model.sent) == 40 and model.sent[-1] == texts[39]
+    assert (again.stats()["texts_unique"], again.stats()["texts_embedded"], again.stats()["texts_from_cache"]) == (
+        40, 1, 39)
+
+
+class Echo:
+    model_id = "echo"
+    temperature = 0.0
+    max_completion_tokens = 64
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.usage = {"requests": 0}
+
+    def chat(self, messages, *, max_completion_tokens=None, temperature=None):
+        self.calls += 1
+        return f"reply {self.calls} to {messages[-1]['content']}"
+
+
+def test_chat_replies_are_cached_by_model_messages_and_parameters(tmp_path):
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    model = Echo()
+    chat = CachedChatModel(model, cache)
+    question = [{"role": "user", "content": "Où est la gare ?"}]
+    first = chat.chat(question)
+    assert chat.chat(question) == first and model.calls == 1
+    assert chat.chat(question, temperature=0.7) != first and model.calls == 2  # other parameters: asked again
+    # another process, the same cache file: no call
+    again = CachedChatModel(Echo(), EmbeddingCache(tmp_path / "cache.sqlite"))
+    assert again.chat(question) == first and again.stats() == {"chat_calls": 0, "replies_from_cache": 1}
+    assert chat.usage == {"requests": 0}  # the wrapped model's attributes show through
+    # The key is the sha256 of the canonical JSON of model, messages and parameters (hand-built here).
+    import hashlib
+    import json
+
+    text = json.dumps({"model": "echo", "messages": question, "parameters": {"max_completion_tokens": 64,
+                                                                          "temperature": 0.0}},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert reply_key("echo", question, {"max_completion_tokens": 64, "temperature": 0.0}) == \
+        hashlib.sha256(text.encode("utf-8")).hexdigest()
