@@ -177,6 +177,11 @@ def main() -> int:
     app = OpenAITestApp(lambda body: ChatReply("The answer is in the passages.", delay_s=delay),
                         embedding_model=SlowEmbeddings(delay)).start()
     import function_app
+    from core.models import OpenAIEmbeddingModel
+    from core.models.context_length import detect_context_length
+
+    # once for the process, as a deployed app does on its first prepare: not part of either run
+    detect_context_length(OpenAIEmbeddingModel("bench-embedding", base_url=app.base_url, api_key="bench"))
 
     fns = {f.get_function_name(): f for f in function_app.app.get_functions()}  # once: a second call raises
     saved = dict(os.environ)

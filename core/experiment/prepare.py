@@ -55,6 +55,22 @@ def removed_values(before: Any, after: Any, source: str) -> list[str]:
     return notes
 
 
+def context_length(model: Any) -> int | None:
+    """An embedding model's context length in tokens: its own ``max_input_tokens``, else, for an
+    OpenAI-compatible endpoint, the length detected with a few calls
+    (``core.models.context_length``), else None (unknown: chunk sizes are not bounded)."""
+    given = getattr(model, "max_input_tokens", None)
+    if given is not None:
+        return given
+    from core.models import OpenAIEmbeddingModel
+
+    if isinstance(model, OpenAIEmbeddingModel):
+        from core.models.context_length import detect_context_length
+
+        return detect_context_length(model)
+    return None
+
+
 def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Sequence[str],
                 vector_stores: Sequence[str] = ("milvus-lite",), space_file: str | None = None,
                 overrides: Mapping[str, Any] | None = None, overrides_source: str = "--set",
@@ -82,7 +98,7 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
     """
     from core.optimization.space import SearchSpace, default_space, unconfigured_values
 
-    lengths = {name: getattr(model, "max_input_tokens", None) for name, model in embedding_models.items()}
+    lengths = {name: context_length(model) for name, model in embedding_models.items()}
     if space_file:
         space = SearchSpace.from_file(space_file, embedding_models=lengths, foundation_models=list(foundation_models),
                                       vector_stores=tuple(vector_stores))
@@ -244,4 +260,4 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
         pool.shutdown(wait=False)
 
 
-__all__ = ["StoredEvaluator", "evaluate_request", "budget_note", "build_space", "prepare_request", "removed_values"]
+__all__ = ["StoredEvaluator", "context_length", "evaluate_request", "budget_note", "build_space", "prepare_request", "removed_values"]

@@ -29,10 +29,13 @@ class OpenAITestServer:
         base_url: ``http://127.0.0.1:<port>/v1``.
         requests: every request body received (parsed JSON), in order.
         fail_next: status codes to answer the next requests with, consumed in order.
+        max_input_tokens: when set, an input of more words than this is refused with a 400, as
+            an endpoint refuses an input longer than its context.
     """
 
-    def __init__(self, dim: int = 8) -> None:
+    def __init__(self, dim: int = 8, max_input_tokens: int | None = None) -> None:
         self.dim = dim
+        self.max_input_tokens = max_input_tokens
         self.requests: list[dict] = []
         self.fail_next: list[int] = []
         server = self
@@ -50,6 +53,11 @@ class OpenAITestServer:
                     return
                 if self.path.rstrip("/").endswith("/embeddings"):
                     inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    limit = server.max_input_tokens
+                    if limit is not None and any(len(t.split()) > limit for t in inputs):  # a word per token
+                        self._send(400, {"error": {"message": f"maximum context length is {limit} tokens",
+                                                   "type": "invalid_request_error", "code": None}})
+                        return
                     dim = int(body.get("dimensions") or server.dim)
                     data = [
                         {"object": "embedding", "index": i, "embedding": expected_vector(t, dim).tolist()}
