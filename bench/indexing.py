@@ -11,12 +11,22 @@ One process, side by side on the same machine:
 It prints the seconds of each and the ratios run / floor. The model is loaded before any
 timing, so loading counts in none of them.
 
-Usage: python bench/indexing.py [--docs DIR] [--golden FILE]
+With ``--optimize``, it then measures a cold ``ragtune optimize`` as a new user would run it:
+``ragtune optimize --max-evals 8`` on squad-mini (293 questions) in a fresh process with an
+empty output folder, against its floor measured in the same run, also in a fresh process:
+process start + loading the model + embedding each distinct text once (the chunk texts of every
+chunking the optimize run evaluated, and the questions) + building each of its collections once
+(Milvus Lite). It prints both wall times, the ratio, and the peak memory (maximum resident set
+size) of each process. Goals: the ratio at most 1.5, the optimize run's peak at most 1.5 GB.
+
+Usage: python bench/indexing.py [--docs DIR] [--golden FILE] [--optimize]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +41,91 @@ from core.evaluation import EvaluateOptions, evaluate_retrieval  # noqa: E402
 from core.models import LocalEmbeddingModel  # noqa: E402
 
 NORTHWIND = ROOT / "examples" / "data" / "northwind-benefits"
+SQUAD = ROOT / "examples" / "data" / "squad-mini"
+#: Goals of the cold optimize run: its wall time over the floor's, and its peak memory.
+GOAL_RATIO = 1.5
+GOAL_PEAK_BYTES = 1.5 * 1024**3
+
+FLOOR_SCRIPT = """
+import json, sys, time
+start = float(sys.argv[1])
+from core.chunking import get_chunker
+from core.documents import load_documents
+from core.evaluation.retrieval import fill_collection
+from core.golden import read_golden
+from core.models import LocalEmbeddingModel
+from core.vectorstores import MilvusLiteConfig, collection_name_for, get_vector_store
+chunkings, docs, golden, out = json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+model = LocalEmbeddingModel()
+documents = load_documents(docs).documents
+questions = [q.question for q in read_golden(golden).questions]
+per = [get_chunker(m, s or 256, o or 0).chunk(documents) for m, s, o in chunkings]
+texts = list(dict.fromkeys([c.text for chunks in per for c in chunks] + questions))
+vectors = dict(zip(texts, model.embed_documents(texts)))
+
+class Known:
+    model_id = model.model_id
+    embedding_dimension = model.embedding_dimension
+    def embed_documents(self, batch):
+        import numpy as np
+        return np.stack([vectors[t] for t in batch])
+    def embed_query(self, text):
+        return vectors[text]
+
+for i, chunks in enumerate(per):
+    store = get_vector_store(Known(), MilvusLiteConfig(out + "/milvus.db"), f"floor_{i}")
+    fill_collection(store, chunks, Known())
+    store.close()
+print(json.dumps({"wall_s": time.time() - start, "texts": len(texts), "collections": len(per)}))
+"""
+
+
+def child(args: list[str]) -> tuple[float, int, str]:
+    """Run ``args`` in a fresh process; returns ``(wall seconds, peak resident bytes, stdout)``.
+    The peak is the process's own ``ru_maxrss`` from ``os.wait4`` (its largest waited-for
+    descendant's when that is larger)."""
+    import os
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode not in (0, 3):
+            raise SystemExit(f"{args[:4]} failed ({proc.returncode}): {err.read().decode()[-2000:]}")
+        return wall, usage.ru_maxrss * 1024, out.read().decode()
+
+
+def optimize_vs_floor() -> None:
+    """The cold optimize run and its floor, each in a fresh process (see the module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="ragtune-cold-") as tmp:
+        opt_wall, opt_peak, out = child([sys.executable, "-m", "core.cli", "optimize", "--docs", str(SQUAD / "docs"),
+                                         "--golden", str(SQUAD / "golden.jsonl"), "--max-evals", "8",
+                                         "--out", f"{tmp}/opt", "--json"])
+        report = json.loads(out)
+        chunkings = sorted({(r["parameters"]["chunking_method"], r["parameters"].get("chunk_size"),
+                             r["parameters"].get("chunk_overlap")) for r in report["leaderboard"]},
+                           key=lambda c: tuple(str(v) for v in c))
+        floor_wall, floor_peak, out = child([sys.executable, "-c", FLOOR_SCRIPT, str(time.time()), json.dumps(chunkings),
+                                             str(SQUAD / "docs"), str(SQUAD / "golden.jsonl"), f"{tmp}/floor"])
+        floor = json.loads(out.strip().splitlines()[-1])
+    c = report["counts"]
+    print()
+    print(f"cold optimize: ragtune optimize --max-evals 8 on squad-mini ({report['golden']['n_questions']} questions), "
+          f"a fresh process and output folder; {c['evaluations']} evaluations, {c['collections_built']} collections, "
+          f"{c['texts_unique']} distinct texts ({c['texts_embedded']} embedded)")
+    print(f"floor: a fresh process loading the model, embedding {floor['texts']} distinct texts (the chunk texts of "
+          f"its {floor['collections']} chunkings and the questions) once and building each collection once")
+    print(f"{'run':<16} {'wall s':>8} {'peak MB':>9}")
+    print(f"{'floor':<16} {floor_wall:>8.1f} {floor_peak / 1024**2:>9.0f}")
+    print(f"{'cold optimize':<16} {opt_wall:>8.1f} {opt_peak / 1024**2:>9.0f}")
+    ratio = opt_wall / floor_wall
+    print(f"ratio optimize / floor: {ratio:.2f} (goal <= {GOAL_RATIO}); optimize peak "
+          f"{opt_peak / 1024**3:.2f} GB (goal <= {GOAL_PEAK_BYTES / 1024**3:.1f} GB); this run "
+          f"{'meets' if ratio <= GOAL_RATIO and opt_peak <= GOAL_PEAK_BYTES else 'does not meet'} both")
 
 
 def main() -> int:
@@ -38,7 +133,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", default=str(NORTHWIND / "docs"))
     parser.add_argument("--golden", default=str(NORTHWIND / "golden_pages.jsonl"))
+    parser.add_argument("--optimize", action="store_true", help="also time a cold 'ragtune optimize' against its floor")
     args = parser.parse_args()
+    if args.optimize:
+        optimize_vs_floor()
 
     model = LocalEmbeddingModel()
     model.embed_documents(["warm up"])  # load the weights outside every timing
