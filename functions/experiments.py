@@ -2,7 +2,8 @@
 
 - starter ``POST /api/experiments``: validates the body
   (``core.optimization.stored.parse_experiment_request``), starts :func:`experiment_orchestrator`
-  with a new experiment id as its instance id, and answers 202 with the experiment id and the
+  with a new experiment id as its instance id (the request is stored beside the experiment, the
+  orchestration's input is ``{"experiment_id", "prepare": true}``), and answers 202 with the experiment id and the
   app's own URLs (``/api/experiments/{id}/status``, ``/api/experiments/{id}``), never Durable's
   management URLs (they carry the system key);
 - orchestrator :func:`experiment_orchestrator`: its first generation runs ``prepare_experiment``
@@ -96,8 +97,13 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     if errors:
         return json_response({"errors": errors}, 400)
     experiment_id = new_run_id()
-    instance_id = await client.start_new("experiment_orchestrator", experiment_id, {"experiment_id": experiment_id,
-                                                                                  **request})
+    try:
+        _experiment(experiment_id, settings).store_request(request)
+    except Exception:  # noqa: BLE001 - never a stack trace in an answer
+        logger.exception("experiment %s: the request could not be stored", experiment_id)
+        return json_response({"errors": ["the report store could not be written"]}, 500)
+    instance_id = await client.start_new("experiment_orchestrator", experiment_id,
+                                         {"experiment_id": experiment_id, "prepare": True})
     logger.info("started experiment %s", instance_id)
     url = urlsplit(req.url)
     origin = f"{url.scheme}://{url.netloc}" if url.scheme and url.netloc else ""
@@ -131,10 +137,10 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
     data = context.get_input()
     experiment_id = data["experiment_id"]
     ref = {"experiment_id": experiment_id}
-    if "golden" in data:  # the first generation
+    if data.get("prepare") or "golden" in data:  # the first generation (the request is stored, or given)
         context.set_custom_status({"phase": "preparing", "evaluated": 0, "planned": 0, "best_score": None,
                                    "best_key": None})
-        prepared = yield context.call_activity("prepare_experiment", data)
+        prepared = yield context.call_activity("prepare_experiment", data if "golden" in data else ref)
         if prepared.get("error"):
             context.set_custom_status({"phase": "failed", "error": prepared["error"]})
             raise ExperimentFailed(prepared["error"])
@@ -184,9 +190,10 @@ def _wait_for_round(context: Any, keys: list[str], timeout_s: Any):
 # Activities -----------------------------------------------------------------------------------
 @bp.activity_trigger(input_name="request")
 def prepare_experiment(request: dict) -> dict:
-    """``core.experiment.prepare.prepare_request``: ``Prepared.to_dict()``, or ``{"error":
-    short reason}`` (full text beside the experiment) when the golden file, the documents, the
-    space or the settings are unusable; a storage failure raises (the activity is retried)."""
+    """``core.experiment.prepare.prepare_request`` of ``{"experiment_id"}`` (the request stored
+    by the starter) or of a whole request: ``Prepared.to_dict()``, or ``{"error": short
+    reason}`` (full text beside the experiment) when the golden file, the documents, the space
+    or the settings are unusable; a storage failure raises (the activity is retried)."""
     from core.errors import RagtuneError, StoreError
     from core.experiment import cut_text
     from core.experiment.prepare import prepare_request
@@ -194,7 +201,8 @@ def prepare_experiment(request: dict) -> dict:
     experiment_id = request.get("experiment_id")
     try:
         settings = _settings()
-        return prepare_request(settings.report_store().files, experiment_id, request, settings).to_dict()
+        given = request if "golden" in request else None
+        return prepare_request(settings.report_store().files, experiment_id, given, settings).to_dict()
     except StoreError:
         raise
     except Exception as exc:  # noqa: BLE001 - the orchestration ends Failed with the reason

@@ -152,7 +152,10 @@ async def _start_experiment(name: str, check: dict, settings: Any, client: Any) 
     runtime = runtime_status(await client.get_status(instance_id))
     if runtime is not None and runtime not in ("Failed", "Terminated"):  # a failed start may run again
         return {"spec": spec_key, "instance_id": instance_id, "started": False, "reason": f"already started ({runtime})"}
-    payload = {**spec["request"], "experiment_id": instance_id, "golden": settings.blob_address(container, name)}
-    await client.start_new("experiment_orchestrator", instance_id, payload)
+    from core.experiment import Experiment
+
+    request = {**spec["request"], "golden": settings.blob_address(container, name)}
+    Experiment(settings.report_store().files, instance_id).store_request(request)
+    await client.start_new("experiment_orchestrator", instance_id, {"experiment_id": instance_id, "prepare": True})
     logger.info("golden file %s started experiment %s", name, instance_id)
     return {"spec": spec_key, "instance_id": instance_id, "started": True, "reason": None}

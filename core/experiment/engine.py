@@ -13,7 +13,9 @@ Durable Functions (one activity or queue-triggered function per step, on any ins
 
 Layout under ``experiments/<experiment id>/`` in the store:
 
+- ``request.json``: a request from the network, stored by the starter for prepare to read;
 - ``spec.json``: the :class:`~core.experiment.spec.ExperimentSpec`;
+- ``notes.json``: what prepare noted (shown in the report's ``notes``);
 - ``study.json``: the study's state (``Study.to_json``);
 - ``results/<configuration key>.json``: each evaluation's full result;
 - ``queued/<configuration key>``: an empty marker once its evaluation message was sent;
@@ -76,6 +78,23 @@ class Experiment:
     def exists(self) -> bool:
         """Whether the experiment was prepared (its spec and study are stored)."""
         return self._has("spec.json") and self._has("study.json")
+
+    def store_request(self, request: Mapping[str, Any]) -> None:
+        """Store a validated request (``request.json``) for the prepare step to read, so the
+        orchestration's input holds the experiment id only."""
+        self._write("request.json", dict(request))
+
+    def request(self) -> dict[str, Any]:
+        """The stored request. Raises ``StoreError`` when absent."""
+        return self._read("request.json")
+
+    def notes(self) -> list[str]:
+        """What prepare noted (a space smaller than the budget, values an override removed)."""
+        return self._read("notes.json") if self._has("notes.json") else []
+
+    def write_notes(self, notes: list[str]) -> None:
+        """Store prepare's notes (``notes.json``), shown in the report."""
+        self._write("notes.json", list(notes))
 
     def spec(self) -> ExperimentSpec:
         """The stored spec. Raises ``StoreError`` when absent."""
@@ -306,6 +325,7 @@ class Experiment:
         """The report from the stored state (see ``core.experiment.report.build_report``)."""
         from core.experiment.report import build_report
 
+        extra = {"notes": self.notes(), **(extra or {})}
         return build_report(self.spec(), self.study() if study is None else study, self.results(), extra)
 
     def current_report(self) -> dict[str, Any] | None:

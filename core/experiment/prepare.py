@@ -129,10 +129,11 @@ def budget_note(n_valid: int, max_evals: int | None) -> str | None:
     return None
 
 
-def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any], settings: Any) -> Prepared:
-    """The prepare step of a request (``core.optimization.stored.parse_experiment_request``):
-    read the golden file, build the space and store the spec and a new study. An experiment
-    already prepared is left as it is.
+def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] | None, settings: Any) -> Prepared:
+    """The prepare step of a request (``core.optimization.stored.parse_experiment_request``;
+    None: the one stored with ``Experiment.store_request``): read the golden file, build the
+    space and store the spec, a new study and the notes. An experiment already prepared is left
+    as it is.
 
     Raises:
         GoldenError / ConfigError / StoreError / DocumentError: the golden file, the documents
@@ -148,7 +149,9 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any], 
     experiment = Experiment(files, experiment_id)
     if experiment.exists():
         study = experiment.study()
-        return Prepared(study.objective_metric, study.space.n_valid, study.max_evals)
+        return Prepared(study.objective_metric, study.space.n_valid, study.max_evals, tuple(experiment.notes()))
+    if request is None:
+        request = experiment.request()
     judge = settings.judge_model()
     if request.get("objective"):
         check_objective(request["objective"], has_judge=judge is not None)
@@ -168,10 +171,10 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any], 
                           golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
                           n_questions=len(golden.questions))
     study = Study(space, spec.sampler(), objective, spec.seed, max_evals=spec.max_evals)
-    Experiment.create(files, spec, study)
     note = budget_note(space.n_valid, spec.max_evals)
-    return Prepared(objective, space.n_valid, study.max_evals,
-                    tuple(cut_text(n) for n in ([note] if note else []) + notes))
+    notes = [cut_text(n) for n in ([note] if note else []) + notes]
+    Experiment.create(files, spec, study).write_notes(notes)
+    return Prepared(objective, space.n_valid, study.max_evals, tuple(notes))
 
 
 class StoredEvaluator:

@@ -157,12 +157,11 @@ def test_gam_experiment_through_the_queue(app_functions, azurite, azure_env, squ
     _upload(azure_env["service"], azure_env["inputs"], "golden.jsonl", (squad_dir / "golden.jsonl").read_bytes())
     _upload(azure_env["service"], azure_env["inputs"], "docs/a.txt", b"Only listed: the evaluation is replaced.")
     host = Host(app_functions, azurite, azure_env["queue"])
-    request = host.start({"golden": f"{azure_env['inputs_address']}/golden.jsonl",
-                          "documents": f"{azure_env['inputs_address']}/docs",
-                          "optimizer": "gam", "max_evals": 6, "seed": 1, "objective": "mrr",
-                          "space": {"chunking_method": ["recursive"], "chunk_size": [128, 256], "chunk_overlap": [0],
-                                    "search_mode": ["vector", "hybrid"], "ranker_strategy": ["rrf"],
-                                    "number_of_chunks": [3, 5]}})
+    body = {"golden": f"{azure_env['inputs_address']}/golden.jsonl", "documents": f"{azure_env['inputs_address']}/docs",
+            "optimizer": "gam", "max_evals": 6, "seed": 1, "objective": "mrr",
+            "space": {"chunking_method": ["recursive"], "chunk_size": [128, 256], "chunk_overlap": [0],
+                      "search_mode": ["vector", "hybrid"], "ranker_strategy": ["rrf"], "number_of_chunks": [3, 5]}}
+    request = host.start(body)
     out, context = host.run(request)
     assert out["status"] == "done" and out["evaluated"] == 6 and host.delivered == 6
     # Hand computation: the best of the 8 is chunk_size 256, 5 chunks, hybrid = 0.256 + 0.05 + 0.01.
@@ -175,8 +174,7 @@ def test_gam_experiment_through_the_queue(app_functions, azurite, azure_env, squ
     store = report_store(azure_env["reports_address"], connection_string=azurite)
     first = json.loads(store.files.read_bytes(out["report"]))
     keys = [t["configuration"] for t in first["study"]["trials"]]
-    rerun = host.start({**{k: request[k] for k in ("golden", "documents", "optimizer", "max_evals", "seed",
-                                                  "objective", "space")}})
+    rerun = host.start(body)
     out2, _ = Host(app_functions, azurite, azure_env["queue"]).run(rerun)
     second = json.loads(store.files.read_bytes(out2["report"]))
     assert [t["configuration"] for t in second["study"]["trials"]] == keys

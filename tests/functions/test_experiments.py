@@ -140,15 +140,17 @@ def _start(app_functions, body: bytes):
     return resp, client
 
 
-def test_starter_accepts_a_byte_order_mark(app_functions, clean_env):
+def test_starter_accepts_a_byte_order_mark(app_functions, clean_env, tmp_path):
+    clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path))
     resp, client = _start(app_functions, b"\xef\xbb\xbf" + json.dumps(
         {"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs"}).encode())
     assert resp.status_code == 202 and len(client.started) == 1
 
 
-def test_starter_starts_the_orchestrator_and_answers_with_the_apps_own_urls(app_functions, clean_env):
+def test_starter_starts_the_orchestrator_and_answers_with_the_apps_own_urls(app_functions, clean_env, tmp_path):
     import asyncio
 
+    clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path))
     client = RecordingClient()
     starter = app_functions["start_experiment"].get_user_function().client_function
     body = json.dumps({"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs",
@@ -162,9 +164,12 @@ def test_starter_starts_the_orchestrator_and_answers_with_the_apps_own_urls(app_
     assert json.loads(resp.get_body()) == {"id": instance_id, "status_url": f"{base}/status", "report_url": base}
     assert resp.headers["Location"] == f"{base}/status"
     assert "SECRET" not in resp.get_body().decode() and "webhooks" not in resp.get_body().decode()
-    assert payload == {"experiment_id": instance_id, "golden": "s3://bucket/g.jsonl",
-                       "documents": "s3://bucket/docs", "space": {"chunk_size": [128, 256]}, "optimizer": "gam",
-                       "max_evals": 12, "seed": 3, "objective": None, "vector_store": None}
+    # the orchestration's input is the id only; the request waits beside the experiment
+    assert payload == {"experiment_id": instance_id, "prepare": True}
+    stored = json.loads((tmp_path / "experiments" / instance_id / "request.json").read_text())
+    assert stored == {"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs",
+                      "space": {"chunk_size": [128, 256]}, "optimizer": "gam", "max_evals": 12, "seed": 3,
+                      "objective": None, "vector_store": None}
 
 
 @pytest.mark.parametrize("body, message", [

@@ -104,10 +104,11 @@ def test_a_valid_golden_file_with_a_spec_starts_one_experiment(azurite, blob_end
     assert golden_instance_id("hr/golden.jsonl", hashlib.sha256(VALID).hexdigest()) == expected_id
     ((name, instance_id, payload),) = client.started
     assert (name, instance_id) == ("experiment_orchestrator", expected_id)
-    assert payload == {"experiment_id": expected_id,
-                       "golden": f"{blob_endpoint}/{container}/hr/golden.jsonl",
-                       "documents": "s3://documents/hr", "space": {},
-                       "optimizer": "random", "max_evals": 4, "seed": 2, "objective": None, "vector_store": None}
+    assert payload == {"experiment_id": expected_id, "prepare": True}
+    stored = json.loads((tmp_path / "reports" / "experiments" / expected_id / "request.json").read_text())
+    assert stored == {"golden": f"{blob_endpoint}/{container}/hr/golden.jsonl",
+                      "documents": "s3://documents/hr", "space": {},
+                      "optimizer": "random", "max_evals": 4, "seed": 2, "objective": None, "vector_store": None}
     assert _stored_check(tmp_path, "hr/golden.jsonl")["experiment"] == {
         "spec": "hr/experiment.json", "instance_id": expected_id, "started": True, "reason": None}
     # The same event again (or a save that changed nothing): nothing new starts.
@@ -175,7 +176,8 @@ def test_odd_blob_names_give_readable_golden_addresses(azurite, blob_endpoint, n
     for name in names:
         check(_uploaded_stream(service, container, name, VALID))
     assert len(client.started) == 4
-    for name, (_, _, payload) in zip(names, client.started):
-        assert "?" not in payload["golden"] and "#" not in payload["golden"]
-        golden = read_golden(payload["golden"], connection_string=azurite)
+    for name, (_, instance_id, _) in zip(names, client.started):
+        stored = json.loads((tmp_path / "reports" / "experiments" / instance_id / "request.json").read_text())
+        assert "?" not in stored["golden"] and "#" not in stored["golden"]
+        golden = read_golden(stored["golden"], connection_string=azurite)
         assert golden.sha256 == hashlib.sha256(VALID).hexdigest(), name
