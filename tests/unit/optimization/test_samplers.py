@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from core.errors import ConfigError
-from core.optimization import GAMSampler, RandomSampler, Sampler, Trial, sampler_from_dict
+from core.optimization import GAMSampler, RandomSampler, Sampler, Study, Trial, default_space, sampler_from_dict
 from core.optimization.trial import COMPLETE, FAILED, PENDING
 
 from .conftest import small_space, tiny_space
@@ -495,3 +495,38 @@ def test_exploration_bonus_decides_between_equal_predictions(monkeypatch):
     greedy.EXPLORATION = 0.0  # plain greedy: the tie is broken at random
     firsts = {greedy.propose(space, trials, 1, np.random.default_rng(seed))[0].key for seed in range(20)}
     assert len(firsts) > 1 and firsts <= {configs[i].key for i in (2, 5, 6, 7)}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_gam_batch_spreads_over_values_instead_of_near_copies(seed):
+    """After the random phase, ``ask(8)`` picks one at a time, each pick a pending row of the
+    exploration bonus (GP-BUCB): the first pick is the plain order's first, and the 8 hold more
+    distinct parameter values than the plain top 8 of the same fit (counted over every
+    parameter)."""
+    from core.optimization.samplers import untried_indices
+
+    space = default_space({"all-MiniLM-L6-v2": 256}, ["fm-a", "fm-b"])
+
+    def score(c):  # additive and known: bigger chunks, more chunks, hybrid and fm-b are better
+        return ((c["chunk_size"] or 0) / 1000 + c["number_of_chunks"] / 100
+                + (0.02 if c["search_mode"] == "hybrid" else 0) + (0.01 if c["foundation_model"] == "fm-b" else 0))
+
+    study = Study(space, GAMSampler(), "s", seed)
+    while len(study.trials) < 8:
+        for c in study.ask(None):
+            study.tell(c, score(c))
+    sampler, trials = study.sampler, study.trials
+    candidates = untried_indices(space, trials)
+    plain, *_ = sampler._model_order(space, trials, candidates, np.random.default_rng(1), "maximize", 1)
+    batch, model, *_ = sampler._model_order(space, trials, candidates, np.random.default_rng(1), "maximize", 8)
+    assert model == "gam" and batch[0] == plain[0]
+    configs = space.valid_configurations()
+
+    def distinct_values(rows):
+        picked = [configs[i] for i in rows[:8]]
+        return sum(len({c[p.name] for c in picked}) for p in space.parameters)
+
+    assert distinct_values(batch) > distinct_values(plain)
+    asked = study.ask(8)
+    assert len(asked) == 8 and len({c.key for c in asked}) == 8
+    assert not {c.key for c in asked} & {t.configuration.key for t in trials}
