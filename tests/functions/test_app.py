@@ -182,3 +182,18 @@ def test_the_deployment_installs_every_runtime_dependency():
     assert sorted(names(project["dependencies"]) - deployed) == []
     assert "milvus-lite" in deployed  # pymilvus 3 no longer pulls it in, and Milvus Lite is the default store
     assert not {"torch", "sentence-transformers"} & deployed
+
+
+def test_the_function_modules_import_only_the_shared_one():
+    """No import circle between the function modules: each may import ``functions.shared``,
+    none another function module (read from the source, at any depth)."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "functions"
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        others = {m for m in names if m.startswith("functions") and m != "functions.shared"}
+        assert not others, f"{path.name} imports {sorted(others)}"
