@@ -26,8 +26,9 @@ logger = logging.getLogger(__name__)
 
 
 def removed_values(before: Any, after: Any, source: str) -> list[str]:
-    """A note per categorical value of ``after`` that a validity rule removed from every
-    configuration while ``before`` had one, with the rule.
+    """A note per value of ``after`` that a validity rule removed from every configuration
+    (while ``before`` had a configuration with it), with the rule: ``--set chunk_overlap=100``
+    removes ``chunk_size=128`` (not above twice the overlap).
 
     Args:
         before: the space before the overrides.
@@ -40,11 +41,9 @@ def removed_values(before: Any, after: Any, source: str) -> list[str]:
     levels, _ = after.level_codes()
     before_levels, _ = before.level_codes()
     for j, p in enumerate(after.parameters):
-        if p.kind not in ("categorical", "boolean"):
-            continue
         for value in p.values:
-            if value in levels[j] or value not in before_levels[j]:
-                continue
+            if value in levels[j] or (value not in before_levels[j] and value in before[p.name].values):
+                continue  # kept, or already without a valid configuration before the overrides
             why = None
             for row in after._walk(PARAMETER_NAMES, use_rules=False):  # the grid before the rules
                 if row[j] == value:

@@ -212,5 +212,11 @@ def test_an_override_that_removes_a_chunker_says_so(data):
     _, out = prepared(data, space={"chunking_method": ["recursive", "hierarchical"], "chunk_size": [256],
                                    "chunk_overlap": [200], "search_mode": ["vector"], "number_of_chunks": [3]},
                       max_evals=1)
-    assert out.notes == ("the request's space removed every configuration with chunking_method='recursive': "
-                         "rule overlap_below_half_chunk (chunk_size > 2 * chunk_overlap) fails",)
+    rule = "rule overlap_below_half_chunk (chunk_size > 2 * chunk_overlap) fails"
+    assert out.notes == (f"the request's space removed every configuration with chunking_method='recursive': {rule}",
+                         f"the request's space removed every configuration with chunk_size=256: {rule}",
+                         f"the request's space removed every configuration with chunk_overlap=200: {rule}")
+    # 100 leaves 256 (> 200) and removes 128 only
+    _, out = prepared(data, space={"chunking_method": ["recursive"], "chunk_size": [128, 256], "chunk_overlap": [100],
+                                   "search_mode": ["vector"], "number_of_chunks": [3]}, max_evals=1, name="exp-2")
+    assert out.notes == (f"the request's space removed every configuration with chunk_size=128: {rule}",)
