@@ -141,8 +141,16 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
     wall = time.perf_counter() - t0
     if status != "completed":
         raise SystemExit(f"the experiment with {workers} workers failed: {out}")
+    from statistics import median
+
+    from core.experiment import Experiment
+    from core.settings import Settings
+
+    results = Experiment(Settings.from_env().report_store().files, request["experiment_id"]).results().values()
+    parts = {name: round(median((r.get("timings") or {}).get(name, 0.0) for r in results), 2)
+             for name in ("chunk_s", "index_s", "retrieve_s", "answers_s", "total_s")}
     return {"workers": workers, "wall_s": wall, "evaluated": out["evaluated"], "best_score": out["best_score"],
-            "requests": len(app.requests) - requests_before}
+            "requests": len(app.requests) - requests_before, "median_timings_s": parts}
 
 
 def main() -> int:
@@ -206,7 +214,8 @@ def main() -> int:
           f"embedding and chat endpoint answering after {args.delay_ms:.0f} ms; each run cold")
     for r in results:
         print(f"{r['workers']:>2} worker(s): {r['wall_s']:6.1f} s wall, {r['evaluated']} evaluated, "
-              f"{r['requests']} endpoint requests, best mrr {r['best_score']:.4f}")
+              f"{r['requests']} endpoint requests, best mrr {r['best_score']:.4f}; median per evaluation: "
+              + ", ".join(f"{k} {v}" for k, v in r["median_timings_s"].items()))
     if len(results) >= 2:
         ratio = results[0]["wall_s"] / results[-1]["wall_s"]
         print(f"ratio {results[0]['workers']} / {results[-1]['workers']} workers: {ratio:.2f}x faster")

@@ -169,6 +169,8 @@ class EvaluationContext:
     _cached_chats: dict[str, Any] = field(default_factory=dict)
     _collection_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lite_clients: dict[str, Any] = field(default_factory=dict)
+    _chunks: dict[str, list[Any]] = field(default_factory=dict)
+    _chunk_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def vector_store(self, model: Any, config: Any, collection: str) -> Any:
@@ -193,6 +195,17 @@ class EvaluationContext:
             clients, self._lite_clients = list(self._lite_clients.values()), {}
         for client in clients:
             client.close()
+
+    def chunks(self, corpus: "Corpus", chunker: Any) -> list[Any]:
+        """The corpus's chunks by ``chunker``, chunked once per chunking and kept for the
+        study's other configurations (one list per distinct chunking of the space)."""
+        key = json.dumps([corpus.fingerprint, chunker.name, chunker.params()], sort_keys=True, default=str)
+        with self._lock:
+            lock = self._chunk_locks.setdefault(key, threading.Lock())
+        with lock:  # one thread chunks, the others wait for its chunks
+            if key not in self._chunks:
+                self._chunks[key] = [c for doc in corpus.documents for c in chunker.chunk([doc])]
+            return self._chunks[key]
 
     def collection_lock(self, name: str) -> threading.Lock:
         """The lock of collection ``name`` (one per store and collection), held while it is
@@ -352,7 +365,7 @@ def run_single_evaluation(
         pass on a retry: ``core.errors.is_transient``), stored (bool), metrics{name:
         mean}, retrieval{grain: aggregate}, rank_grain, answers (answer report), collection,
         store_binding{backend, location, collection} (never credentials),
-        collection_reused, n_embedded, timings{index_s, retrieve_s, answers_s, total_s}}``.
+        collection_reused, n_embedded, timings{chunk_s, index_s, retrieve_s, answers_s, total_s}}``.
         ``metrics`` holds the retrieval means at the finest labelled grain (``recall@5``,
         ``mrr``, ...) and the answer metric means (``unitxt.answer_correctness``, ...); a
         metric with no scorable question is absent, never NaN.
@@ -385,7 +398,9 @@ def run_single_evaluation(
     try:
         chunker = _chunker(configuration)
         model = context.embedding_model(str(configuration.get("embedding_model")))
-        chunks = [c for doc in corpus.documents for c in chunker.chunk([doc])]
+        t0 = time.perf_counter()
+        chunks = context.chunks(corpus, chunker)
+        timings["chunk_s"] = round(time.perf_counter() - t0, 3)
         if not chunks:
             raise ConfigError("the corpus gave no chunks")
         collection = collection_name_for({
