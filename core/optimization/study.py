@@ -176,8 +176,9 @@ class Study:
         """Return up to ``n`` configurations to evaluate, and record them as pending.
 
         Never returns a configuration that a trial already holds (pending, complete or
-        failed). Returns fewer than ``n`` (possibly none) only when the budget
-        (:attr:`max_evals`) or the space is exhausted.
+        failed), nor one twice. Returns fewer than ``n`` (possibly none) only when the budget
+        (:attr:`max_evals`) or the space is exhausted: when the sampler proposes fewer distinct
+        untried configurations than asked, the rest are drawn uniformly among the untried ones.
 
         Args:
             n: how many configurations (>= 1), or None for the sampler's natural batch
@@ -207,6 +208,15 @@ class Study:
                 break
         for config in out:
             self._append(Trial(number=len(self._trials), configuration=config, status=PENDING))
+        if len(out) < n:  # the sampler gave fewer: the rest uniformly among the untried ones
+            from core.optimization.samplers import untried_indices
+
+            untried = untried_indices(self.space, self._trials)
+            configs = self.space.valid_configurations()
+            for i in rng.choice(untried, size=min(n - len(out), untried.size), replace=False):
+                config = configs[int(i)]
+                out.append(config)
+                self._append(Trial(number=len(self._trials), configuration=config, status=PENDING))
         logger.debug("asked %d configurations (%d trials)", len(out), len(self._trials))
         return out
 

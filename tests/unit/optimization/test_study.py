@@ -175,3 +175,33 @@ def test_settings_are_checked():
         Study.from_json("{}")
     with pytest.raises(ConfigError, match="not valid JSON"):
         Study.from_json("{")
+
+
+class Stubborn:
+    """A sampler that always proposes the first valid configuration (tried or not)."""
+
+    name = "stubborn"
+    max_evals = None
+
+    def propose(self, space, trials, n, rng, direction="maximize"):
+        return [space.valid_configurations()[0]] * n
+
+    def batch_size(self, space, trials):
+        return 1
+
+    def to_dict(self):
+        return {"name": self.name}
+
+
+@pytest.mark.parametrize("sampler", [Stubborn(), RandomSampler(), GAMSampler(n_random_nodes=2)])
+def test_ask_n_returns_n_distinct_untried_configurations_for_every_sampler(tiny, sampler):
+    """tiny has 8 valid configurations: asks of 3, 3 and 3 give 3, 3 and the last 2, all distinct."""
+    study = Study(tiny, sampler, "score", seed=4)
+    seen = []
+    for want, got in ((3, 3), (3, 3), (3, 2)):
+        batch = study.ask(want)
+        assert len(batch) == got
+        seen += [c.key for c in batch]
+        for c in batch:
+            study.tell(c, (c["chunk_size"] or 0) / 1000 + (c["chunk_overlap"] or 0) / 10000 + len(seen) / 1e6)
+    assert len(set(seen)) == 8 == tiny.n_valid and study.ask(3) == []
