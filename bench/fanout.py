@@ -123,14 +123,29 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
                 done["n"] += 1
 
     def event(name: str) -> Any:
-        if not any(e == name for _, e, _ in client.raised):
+        if not any(e == name for _, e, _ in client.raised) and workers == 1:
+            worker()  # in this thread (a profiler then sees it)
+        elif not any(e == name for _, e, _ in client.raised):
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 for future in [pool.submit(worker) for _ in range(workers)]:
                     future.result()
         return next((data for _, e, data in client.raised if e == name), None)
 
-    activities = {name: user(name) for name in ("prepare_experiment", "ask_configurations", "enqueue_evaluations",
-                                                "tell_results", "write_experiment_report")}
+    spent: dict[str, float] = {}
+
+    def timed(name: str) -> Any:
+        fn = user(name)
+
+        def call(data: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(data)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
+        return call
+
+    activities = {name: timed(name) for name in ("prepare_experiment", "ask_configurations", "enqueue_evaluations",
+                                                 "tell_results", "write_experiment_report")}
     orchestrator = fns["experiment_orchestrator"].get_user_function().orchestrator_function
     request = {"experiment_id": f"bench-{run_id}", "golden": f"{blob_endpoint}/{inputs}/golden.jsonl",
                "documents": f"{blob_endpoint}/{inputs}/docs", "space": space(n), "optimizer": "random",
@@ -150,7 +165,8 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
     parts = {name: round(median((r.get("timings") or {}).get(name, 0.0) for r in results), 2)
              for name in ("chunk_s", "index_s", "retrieve_s", "answers_s", "total_s")}
     return {"workers": workers, "wall_s": wall, "evaluated": out["evaluated"], "best_score": out["best_score"],
-            "requests": len(app.requests) - requests_before, "median_timings_s": parts}
+            "requests": len(app.requests) - requests_before, "median_timings_s": parts,
+            "activities_s": {k: round(v, 2) for k, v in spent.items()}}
 
 
 def main() -> int:
@@ -215,7 +231,8 @@ def main() -> int:
     for r in results:
         print(f"{r['workers']:>2} worker(s): {r['wall_s']:6.1f} s wall, {r['evaluated']} evaluated, "
               f"{r['requests']} endpoint requests, best mrr {r['best_score']:.4f}; median per evaluation: "
-              + ", ".join(f"{k} {v}" for k, v in r["median_timings_s"].items()))
+              + ", ".join(f"{k} {v}" for k, v in r["median_timings_s"].items())
+              + "; activities: " + ", ".join(f"{k} {v} s" for k, v in r["activities_s"].items()))
     if len(results) >= 2:
         ratio = results[0]["wall_s"] / results[-1]["wall_s"]
         print(f"ratio {results[0]['workers']} / {results[-1]['workers']} workers: {ratio:.2f}x faster")
