@@ -220,3 +220,27 @@ def test_an_override_that_removes_a_chunker_says_so(data):
     _, out = prepared(data, space={"chunking_method": ["recursive"], "chunk_size": [128, 256], "chunk_overlap": [100],
                                    "search_mode": ["vector"], "number_of_chunks": [3]}, max_evals=1, name="exp-2")
     assert out.notes == (f"the request's space removed every configuration with chunk_size=128: {rule}",)
+
+
+def test_an_evaluation_past_its_budget_is_stored_as_failed_and_a_late_result_shows(data):
+    import time
+
+    experiment, _ = prepared(data)
+    (config,) = experiment.ask(1)
+    finished = []
+
+    def slow(spec, configuration):  # the evaluator reads the stored spec: this one takes 1 s
+        time.sleep(1.0)
+        finished.append(spec.experiment_id)
+        return ok(0.75)(configuration)
+
+    outcome = evaluate_request(experiment, experiment.evaluation_request(config), slow, 0.1)
+    assert outcome.status == "failed"
+    assert outcome.error == "the evaluation took longer than its budget of 0.1 s (RAGTUNE_EVALUATION_TIMEOUT_S)"
+    experiment.tell([config.key])
+    deadline = time.monotonic() + 10
+    while not finished and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # its result is written right after
+    row = experiment.build_report()["leaderboard"][0]
+    assert finished == ["exp-1"] and row["status"] == "failed" and row["late_result"] == {"status": "ok", "score": 0.75}
