@@ -8,7 +8,6 @@ messages and events carry ids and keys only.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from typing import Any, Mapping
 
