@@ -49,3 +49,7 @@ class EvaluationError(RagtuneError):
 
 class StoreError(RagtuneError):
     """A vector store or report store failed (connection, missing object, bad name)."""
+
+
+class RerankError(RagtuneError):
+    """A reranker failed (a local model, or a rerank endpoint that is down or answers badly)."""
