@@ -36,7 +36,7 @@ TIME_POINTS = 8.0
 #: Latencies closer than this many milliseconds count as equal when picking by speed...
 NOISE_FLOOR_MS = 2.0
 #: ... or closer than this fraction of the faster one, whichever is larger.
-NOISE_FRACTION = 0.10
+NOISE_FRACTION = 0.20
 #: The significance level of the paired test behind ``tied_with_best``.
 TIE_ALPHA = 0.05
 #: Chunks embedded per call, so progress can be shown.
@@ -646,7 +646,10 @@ def evaluate_retrieval(
         found_vectors: dict[str, list[bool]] = {}
         memo = _RerankMemo(reranker) if reranker is not None else None
         if memo is not None and any(s.reranker for s in setups) and questions:
-            reranker.rerank(questions[0].question, [c.text for c in chunks[:2]])  # untimed: loads the model
+            try:  # untimed: loads the model or opens the connection
+                reranker.rerank(questions[0].question, [c.text for c in chunks[:2]])
+            except RagtuneError as exc:  # each reranked setup then fails with the reason
+                logger.warning("reranker %s failed: %s", reranker.model_id, exc)
         rerank_truncated_before = getattr(reranker, "n_truncated", 0) if reranker is not None else 0
         t0 = time.perf_counter()
         with _progress(len(questions) * len(setups), "searching", options.show_progress) as bar:

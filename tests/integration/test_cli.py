@@ -63,7 +63,13 @@ def test_evaluate_then_report(tmp_path, capsys):
     assert report["corpus"]["n_documents"] == 3
     assert report["corpus"]["skipped"][0]["document_id"] == "empty.txt"
     assert report["golden"]["n_questions"] == 3
-    doc = report["setups"][0]["metrics"]["doc"]
+    by_name = {s["name"]: s for s in report["setups"]}
+    # no settings: every method, each also reranked by the local cross-encoder
+    assert list(by_name) == ["keyword", "keyword+rerank", "dense", "dense+rerank", "hybrid-rrf-k60",
+                             "hybrid-rrf-k60+rerank", "hybrid-weighted-a0.5", "hybrid-weighted-a0.5+rerank"]
+    assert report["reranker"]["model_id"] == "local:ms-marco-MiniLM-L-12-v2"
+    assert by_name["dense+rerank"]["timings_ms"]["rerank"]["median"] > 0
+    doc = by_name["dense"]["metrics"]["doc"]
     # three distinct topics: the local model puts each right document first
     assert doc["means"]["mrr"] == 1.0 and doc["n_scored"] == 3
     run_dir = out / "retrieval" / "runs" / report["run_id"]
@@ -74,7 +80,7 @@ def test_evaluate_then_report(tmp_path, capsys):
 
     assert main(["report", "latest", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "finds_the_most" in text and "recall@5" in text and "vector" in text
+    assert "finds_the_most" in text and "recall@5" in text and "dense+rerank" in text and "found@10" in text
     assert main(["report", "nope", "--out", str(out)]) == 1
 
 
