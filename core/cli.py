@@ -367,6 +367,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     out = Path(args.out or settings.out_dir)
     embedding = settings.embedding_model()
+    embeddings = settings.embedding_models()  # a space may name any of them; the default holds the configured one
+    reranker = settings.reranker()
     chat = settings.chat_model()
     if args.max_evals is not None and args.max_evals < 1:
         raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")
@@ -383,7 +385,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         handlers.append(bar)
     try:
         report = run_experiment(
-            args.docs, args.golden, out_dir=out, embedding_models={embedding.model_id: embedding},
+            args.docs, args.golden, out_dir=out, embedding_models=embeddings,
+            default_embedding_models=[embedding.model_id],
+            rerankers={reranker.model_id: reranker} if reranker is not None else None,
             chat_models={chat.model_id: chat} if chat is not None else None,
             judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
             vector_store_configs=settings.vector_store_configs(out),

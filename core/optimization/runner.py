@@ -91,17 +91,24 @@ def _sampler(options: ExperimentOptions) -> Any:
 
 
 def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], foundation_models: Sequence[str],
-                vector_stores: Sequence[str] = ("milvus-lite",)) -> Any:
+                vector_stores: Sequence[str] = ("milvus-lite",), *, default_embedding_models: Sequence[str] | None = None,
+                rerankers: Sequence[str] = ()) -> Any:
     """The default space for the models, narrowed or widened by the space file and overrides.
+
+    Args:
+        default_embedding_models: the ids the default space holds (None: every one of
+            ``embedding_models``); a space file or ``--set`` may name any configured one.
+        rerankers: reranker ids a space may name besides ``none``.
 
     Raises:
         ConfigError: a bad space file or override, a space with no valid configuration, or an
-            embedding or foundation model that is not configured (``embedding_models`` /
-            ``foundation_models``).
+            embedding model, foundation model or reranker that is not configured
+            (``embedding_models`` / ``foundation_models`` / ``rerankers``).
     """
-    from core.optimization.space import SearchSpace, default_space, unconfigured_values
+    from core.optimization.space import NO_RERANKER, SearchSpace, default_space, unconfigured_values
 
-    lengths = {name: model.max_input_tokens for name, model in embedding_models.items()}
+    lengths = {name: model.max_input_tokens for name, model in embedding_models.items()
+               if default_embedding_models is None or name in default_embedding_models}
     if options.space_file:
         space = SearchSpace.from_file(options.space_file, embedding_models=lengths,
                                       foundation_models=list(foundation_models), vector_stores=tuple(vector_stores))
@@ -113,7 +120,8 @@ def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], fo
                                         options.overrides and options.overrides_source))) or "the space"
     problems = unconfigured_values({p.name: p.values for p in space.parameters},
                                    {"embedding_model": list(embedding_models),
-                                    "foundation_model": list(foundation_models)}, source)
+                                    "foundation_model": list(foundation_models),
+                                    "reranker": [NO_RERANKER, *rerankers]}, source)
     if problems:
         raise ConfigError("; ".join(problems))
     return space
@@ -187,6 +195,8 @@ def run_experiment(
     vector_store_configs: dict[str, Any] | None = None,
     options: ExperimentOptions | None = None,
     handlers: Sequence[Any] = (),
+    rerankers: dict[str, Any] | None = None,
+    default_embedding_models: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Search the space of RAG configurations on one corpus and golden file.
 
@@ -205,6 +215,9 @@ def run_experiment(
             backends in ``vector_store`` (a space file or ``--set vector_store=...``).
         options: optimizer, budget, objective, seed, space.
         handlers: ``EventHandler`` objects hearing progress.
+        rerankers: reranker id -> ``Reranker``, for spaces whose ``reranker`` names one.
+        default_embedding_models: the embedding model ids of the default space (None: all of
+            ``embedding_models``; a space file or ``--set`` may name any of them).
 
     Returns:
         The experiment report (also written to ``experiments/<id>/report.json``):
@@ -245,7 +258,9 @@ def run_experiment(
     objective = options.objective or default_objective(golden)
     sampler = _sampler(options)
     default_store = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-    space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)])
+    rerankers = dict(rerankers or {})
+    space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)],
+                        default_embedding_models=default_embedding_models, rerankers=list(rerankers))
     files = LocalFiles(out_dir)
     experiment_id = options.experiment_id or new_run_id()
     prefix = f"experiments/{experiment_id}"
@@ -261,7 +276,7 @@ def run_experiment(
     store_config = default_store
     context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
                                 vector_store_config=store_config, vector_store_configs=dict(vector_store_configs or {}),
-                                judge=judge)
+                                judge=judge, rerankers=rerankers)
 
     preselection = None
     previous: dict[str, Any] = {}

@@ -201,7 +201,9 @@ def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
         space = default_space({embedding.model_id: None}, [EXTRACTIVE, *([chat.model_id] if chat else [])],
                               [settings.vector_store])
         overrides = request_overrides(request)
-        available = {"embedding_model": [embedding.model_id],
+        reranker = settings.reranker()
+        available = {"embedding_model": list(settings.embedding_models()),
+                     "reranker": ["none", *([reranker.model_id] if reranker is not None else [])],
                      "foundation_model": [EXTRACTIVE, *([chat.model_id] if chat else [])],
                      "vector_store": sorted(settings.vector_store_configs(settings.out_dir))}
         problems = unconfigured_values(overrides, available, "the request's space")
@@ -366,7 +368,10 @@ class StoredExperiment:
                                         seed=request["seed"], objective=objective, overrides=overrides,
                                         overrides_source="the request's space")
             embedding, chat = models_from_settings(settings)
-            space = build_space(options, embedding, [EXTRACTIVE, *chat], [settings.vector_store])
+            reranker = settings.reranker()
+            space = build_space(options, embedding, [EXTRACTIVE, *chat], [settings.vector_store],
+                                default_embedding_models=[settings.embedding_model().model_id],
+                                rerankers=[reranker.model_id] if reranker is not None else [])
             study = Study(space, _sampler(options), objective, options.seed, max_evals=options.max_evals)
             self._write("request.json", {**request, "experiment_id": self.experiment_id, "objective": objective,
                                          "golden_sha256": golden.sha256,
@@ -452,10 +457,12 @@ class StoredExperiment:
             raise ConfigError(f"the golden file {shown_address(message['golden']['address'])} changed since the experiment started "
                               f"(sha256 {golden.sha256[:12]}..., expected {message['golden']['sha256'][:12]}...)")
         embedding, chat = models_from_settings(settings)
+        reranker = settings.reranker()
         context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
                                     vector_store_config=settings.vector_store_config(settings.out_dir),
                                     vector_store_configs=settings.vector_store_configs(settings.out_dir),
-                                    judge=settings.judge_model())
+                                    judge=settings.judge_model(),
+                                    rerankers={reranker.model_id: reranker} if reranker is not None else {})
         return run_single_evaluation(message["configuration"], Corpus.load(message["documents"]), golden,
                                      context=context)
 
@@ -549,14 +556,15 @@ class StoredExperiment:
 
 
 def models_from_settings(settings: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(embedding models, chat models)`` by model id, as the settings configure them.
+    """``(embedding models, chat models)`` by model id, as the settings configure them: every
+    embedding model they reach (``Settings.embedding_models``: the configured one first, then
+    the installed local ones), so a request's space may name any of them.
 
     Raises:
-        ConfigError: as ``Settings.embedding_model`` / ``Settings.chat_model``.
+        ConfigError: as ``Settings.embedding_models`` / ``Settings.chat_model``.
     """
-    embedding = settings.embedding_model()
     chat = settings.chat_model()
-    return {embedding.model_id: embedding}, ({chat.model_id: chat} if chat is not None else {})
+    return settings.embedding_models(), ({chat.model_id: chat} if chat is not None else {})
 
 
 __all__ = ["StoredExperiment", "parse_experiment_request", "check_request_space", "request_overrides", "parse_evaluation_message", "golden_instance_id",
