@@ -89,8 +89,11 @@ def format_report(report: dict[str, Any]) -> str:
     for skipped in c.get("skipped", []):
         lines.append(f"skipped {skipped['document_id']}: {skipped['reason']}")
     rank_grain = report["evaluation"]["rank_grain"]
+    ran = [s for s in report["setups"] if s.get("status", "ok") == "ok"]
+    if report["evaluation"].get("rank_grain_reason"):
+        lines.append(f"setups ranked by the {rank_grain} grain: {report['evaluation']['rank_grain_reason']}")
     for grain in report["evaluation"]["grains"]:
-        first = report["setups"][0]["metrics"][grain] if report["setups"] else None
+        first = ran[0]["metrics"][grain] if ran else None
         if first is None:
             continue
         marker = " (setups ranked by this grain)" if grain == rank_grain else ""
