@@ -170,3 +170,25 @@ def test_optimize_exits_3_when_every_evaluation_failed(tmp_path, capsys, monkeyp
     report = json.loads(report_file.read_text(encoding="utf-8"))
     assert report["best"] is None and report["counts"]["evaluations"] == 1 and report["counts"]["failed"] == 1
     assert report["leaderboard"][0]["status"] == "failed" and report["leaderboard"][0]["error"]
+
+
+def test_optimize_reaches_both_local_models_and_the_reranker(tmp_path, capsys):
+    """``--set embedding_model=`` names both local models (pre-selection scores them for real)
+    and ``--set reranker=`` the local cross-encoder: both are reachable with no settings."""
+    docs, golden = _tiny_corpus(tmp_path)
+    code = main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                 "--max-evals", "2", "--json", "--metric", "mrr",
+                 "--set", "embedding_model=local:bge-small-en-v1.5,local:all-MiniLM-L6-v2",
+                 "--set", "reranker=local:ms-marco-MiniLM-L-12-v2", "--set", "retrieval_depth=5",
+                 "--set", "foundation_model=extractive", "--set", "chunking_method=recursive",
+                 "--set", "chunk_size=128", "--set", "chunk_overlap=0", "--set", "search_mode=vector",
+                 "--set", "number_of_chunks=3"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    assert report["counts"]["failed"] == 0
+    tried = {row["parameters"]["embedding_model"] for row in report["leaderboard"]}
+    assert tried <= {"local:bge-small-en-v1.5", "local:all-MiniLM-L6-v2"} and tried
+    assert {row["parameters"]["reranker"] for row in report["leaderboard"]} == {"local:ms-marco-MiniLM-L-12-v2"}
+    assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
+                 "--set", "reranker=local:nope"]) == 1
+    assert "not configured" in capsys.readouterr().err
