@@ -62,6 +62,13 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def found_name(means: dict[str, Any], k: int) -> Any:
+    """``found@k`` from a report's means (``success@k`` in reports written before the rename)."""
+    from core.metrics.retrieval import found_name as read
+
+    return read(means, k)
+
+
 def format_report(report: dict[str, Any]) -> str:
     """Return a retrieval report as text tables a person reads: one table per grain with
     scored questions (found in top 10, found first, recall@5, MRR, nDCG@10, median and p95
@@ -82,8 +89,11 @@ def format_report(report: dict[str, Any]) -> str:
     for skipped in c.get("skipped", []):
         lines.append(f"skipped {skipped['document_id']}: {skipped['reason']}")
     rank_grain = report["evaluation"]["rank_grain"]
+    ran = [s for s in report["setups"] if s.get("status", "ok") == "ok"]
+    if report["evaluation"].get("rank_grain_reason"):
+        lines.append(f"setups ranked by the {rank_grain} grain: {report['evaluation']['rank_grain_reason']}")
     for grain in report["evaluation"]["grains"]:
-        first = report["setups"][0]["metrics"][grain] if report["setups"] else None
+        first = ran[0]["metrics"][grain] if ran else None
         if first is None:
             continue
         marker = " (setups ranked by this grain)" if grain == rank_grain else ""
@@ -101,18 +111,34 @@ def format_report(report: dict[str, Any]) -> str:
         if first.get("n_fallback"):
             extra.append(f"{first['n_fallback']} judged on documents (no usable evidence)")
         lines.append(f"\n[{grain}] {plural(first['n_scored'], 'question')} scored{', ' + ', '.join(extra) if extra else ''}{marker}")
-        header = f"{'setup':<24} {'found@10':>9} {'found@1':>8} {'recall@5':>9} {'mrr':>6} {'ndcg@10':>8} {'median ms':>10} {'p95 ms':>8}"
+        header = (f"{'setup':<34} {'found@10':>9} {'95% CI':>11} {'found@1':>8} {'recall@5':>9} {'mrr':>6} "
+                  f"{'ndcg@10':>8} {'wait ms':>8} {'search ms':>9}")
         lines.append(header)
         lines.append("-" * len(header))
         for s in report["setups"]:
-            m = s["metrics"][grain]["means"]
+            if s.get("status", "ok") != "ok":
+                lines.append(f"{s['name']:<34} failed: {s.get('error')}")
+                continue
+            agg = s["metrics"][grain]
+            m, low, high = agg["means"], agg.get("ci_low") or {}, agg.get("ci_high") or {}
+            ci = (f"{_fmt(found_name(low, 10), 2)}-{_fmt(found_name(high, 10), 2)}"
+                  if found_name(low, 10) is not None else "-")
+            t = s["timings_ms"]
+            wait = (t.get("total") or t)["median"]
+            tied = "=" if grain == rank_grain and s.get("tied_with_best") else " "
             lines.append(
-                f"{s['name']:<24} {_fmt(m.get('success@10')):>9} {_fmt(m.get('success@1')):>8} "
+                f"{s['name']:<33}{tied} {_fmt(found_name(m, 10)):>9} {ci:>11} {_fmt(found_name(m, 1)):>8} "
                 f"{_fmt(m.get('recall@5')):>9} {_fmt(m.get('mrr')):>6} {_fmt(m.get('ndcg@10')):>8} "
-                f"{s['timings_ms']['median']:>10.2f} {s['timings_ms']['p95']:>8.2f}"
+                f"{wait:>8.2f} {(t.get('search') or t)['median']:>9.2f}"
             )
+        if grain == rank_grain:
+            lines.append("(found@k: share of questions with a right result in the top k, the hit rate or success@k; "
+                         "95% CI: bootstrap over questions; '=': tied with the best, McNemar's exact test; "
+                         "wait: median query embedding + search + rerank)")
     picks = report["picks"]
     lines.append("")
+    for skipped in report.get("skipped_setups") or []:
+        lines.append(f"skipped {skipped['key']}: {skipped['reason']}")
     if picks.get("reason"):
         lines.append(f"no pick: {picks['reason']}")
     for key in ("finds_the_most", "best_for_balance", "best_for_time"):
@@ -172,12 +198,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         rank_grain=args.rank_by, show_progress=not args.json,
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
         judge=settings.judge_model(args.judge) if args.generate else None,
+        only=args.only or (), skip=args.skip or (),
     )
-    model = settings.embedding_model()
+    models = evaluation_models(settings, args.embedding_model)
     try:
         golden = read_golden(args.golden)  # read once: the report and the stored copy share these bytes
         report = evaluate_retrieval(
-            args.docs, args.golden, out_dir=out, embedding_model=model,
+            args.docs, args.golden, out_dir=out, embedding_models=models, reranker=settings.reranker(),
             vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
             on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None, golden=golden,
         )
@@ -199,6 +226,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(format_report(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
     return 0
+
+
+def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
+    """The embedding models ``--embedding-model`` names (each a comma-separated list of ids
+    of ``Settings.embedding_models``), or the configured one.
+
+    Raises:
+        ConfigError: a name that is not configured (the message lists the ones that are).
+    """
+    if not names:
+        return [settings.embedding_model()]
+    available = settings.embedding_models()
+    out = []
+    for name in (n.strip() for arg in names for n in arg.split(",")):
+        if not name:
+            continue
+        match = available.get(name) or available.get(f"local:{name}")
+        if match is None:
+            raise ConfigError(f"--embedding-model {name!r} is not configured; configured: {', '.join(available)}")
+        if match not in out:
+            out.append(match)
+    return out
 
 
 def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -> None:
@@ -329,6 +378,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     out = Path(args.out or settings.out_dir)
     embedding = settings.embedding_model()
+    embeddings = settings.embedding_models()  # a space may name any of them; the default holds the configured one
+    reranker = settings.reranker()
     chat = settings.chat_model()
     if args.max_evals is not None and args.max_evals < 1:
         raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")
@@ -349,7 +400,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         handlers.append(bar)
     try:
         report = run_experiment(
-            args.docs, args.golden, out_dir=out, embedding_models={embedding.model_id: embedding},
+            args.docs, args.golden, out_dir=out, embedding_models=embeddings,
+            default_embedding_models=[embedding.model_id],
+            rerankers={reranker.model_id: reranker} if reranker is not None else None,
             chat_models={chat.model_id: chat} if chat is not None else None,
             judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
             vector_store_configs=settings.vector_store_configs(out),
@@ -399,6 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="MODEL",
                    help="judge answers with this chat model (on RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
     p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
+    p.add_argument("--embedding-model", action="append", metavar="ID[,ID]",
+                   help="embedding models whose vectors dense and hybrid search run on (default: the configured one)")
+    p.add_argument("--only", action="append", metavar="PATTERN", help="evaluate only the setups whose key matches "
+                   "(shell-style, for example 'hybrid*' or '*+rerank'; repeatable)")
+    p.add_argument("--skip", action="append", metavar="PATTERN", help="leave out the setups whose key matches (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_evaluate)
 

@@ -71,3 +71,5 @@ def is_transient(exc: BaseException) -> bool:
         current = current.__cause__ or current.__context__
         seen += 1
     return False
+class RerankError(RagtuneError):
+    """A reranker failed (a local model, or a rerank endpoint that is down or answers badly)."""

@@ -3,12 +3,15 @@
 | variable | meaning | default |
 | --- | --- | --- |
 | ``RAGTUNE_OUT_DIR`` | output folder for reports, caches and the Milvus Lite database | ``ragtune-out`` |
-| ``RAGTUNE_EMBEDDING_PROVIDER`` | ``local`` (all-MiniLM-L6-v2 shipped in a package), ``openai`` (any OpenAI-compatible endpoint) or ``azure`` (Azure OpenAI) | ``local`` |
-| ``RAGTUNE_EMBEDDING_MODEL`` | model name (Azure: deployment name) | ``text-embedding-3-small`` |
+| ``RAGTUNE_EMBEDDING_PROVIDER`` | ``local`` (a model shipped in a package, see ``core.models.local``), ``openai`` (any OpenAI-compatible endpoint) or ``azure`` (Azure OpenAI) | ``local`` |
+| ``RAGTUNE_EMBEDDING_MODEL`` | model name (Azure: deployment name; local: ``bge-small-en-v1.5`` or ``all-MiniLM-L6-v2``) | ``text-embedding-3-small``; local: ``bge-small-en-v1.5`` |
 | ``RAGTUNE_EMBEDDING_BASE_URL`` | endpoint (``http://localhost:11434/v1`` for Ollama; Azure: ``https://<resource>.openai.azure.com``) | client default |
 | ``RAGTUNE_EMBEDDING_API_KEY`` | key (falls back to ``OPENAI_API_KEY``, or ``AZURE_OPENAI_API_KEY`` for azure) | none |
 | ``RAGTUNE_EMBEDDING_DIMENSIONS`` | ask the endpoint for this many dimensions | model default |
 | ``RAGTUNE_EMBEDDING_API_VERSION`` | Azure OpenAI API version | ``2024-10-21`` |
+| ``RAGTUNE_RERANK_PROVIDER`` | ``local`` (the packaged cross-encoder), ``cohere``, ``jina``, ``vllm`` (``POST {base}/rerank`` with ``documents``), ``tei`` (with ``texts``) or ``none`` | ``local`` |
+| ``RAGTUNE_RERANK_MODEL`` | rerank model name (local: ``ms-marco-MiniLM-L-12-v2``) | local: ``ms-marco-MiniLM-L-12-v2``; endpoints: required |
+| ``RAGTUNE_RERANK_BASE_URL`` / ``RAGTUNE_RERANK_API_KEY`` | the rerank endpoint's base and key (sent as a bearer token) | none |
 | ``RAGTUNE_VECTOR_STORE`` | ``milvus-lite``, ``milvus`` or ``pgvector`` | ``milvus`` when ``RAGTUNE_MILVUS_URI`` is set, else ``milvus-lite`` |
 | ``RAGTUNE_MILVUS_LITE_PATH`` | the Milvus Lite database (a ``.db`` folder) | ``<output folder>/milvus.db`` |
 | ``RAGTUNE_MILVUS_URI`` | a Milvus server (``http://host:19530``) | unset |
@@ -110,6 +113,11 @@ class Settings:
     storage_blob_uri: str | None = None
     storage_queue_uri: str | None = None
     storage_client_id: str | None = None
+    local_embedding_model: str | None = None
+    rerank_provider: str = "local"
+    rerank_model: str | None = None
+    rerank_base_url: str | None = None
+    rerank_api_key: str | None = None
 
     @property
     def round_timeout_s(self) -> int:
@@ -119,7 +127,7 @@ class Settings:
         return EVALUATION_DELIVERIES * (self.evaluation_timeout_s + EVALUATION_VISIBILITY_S)
 
     def __repr__(self) -> str:
-        hidden = {"embedding_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection"}  # PGVectorConfig hides its own password
+        hidden = {"embedding_api_key", "rerank_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection"}  # PGVectorConfig hides its own password
         parts = [
             f"{k}={'***' if k in hidden and v else v!r}" for k, v in self.__dict__.items()
         ]
@@ -168,6 +176,11 @@ class Settings:
             raise ConfigError(f"RAGTUNE_PARALLEL_EVALUATIONS must be an integer from 1 to {MAX_PARALLEL_EVALUATIONS}, "
                               f"got {parallel_raw!r}")
         out_dir = (env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out"
+        from core.models.rerank import RERANK_PROVIDERS
+
+        rerank_provider = (env.get("RAGTUNE_RERANK_PROVIDER") or "").strip().lower() or "local"
+        if rerank_provider not in RERANK_PROVIDERS:
+            raise ConfigError(f"RAGTUNE_RERANK_PROVIDER must be one of {', '.join(RERANK_PROVIDERS)}, got {rerank_provider!r}")
         base_url = env.get("RAGTUNE_EMBEDDING_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if provider == "azure" else None)
         return cls(
             out_dir=out_dir,
@@ -200,6 +213,11 @@ class Settings:
             storage_blob_uri=(env.get("RAGTUNE_STORAGE_CONNECTION__blobServiceUri") or "").strip() or None,
             storage_queue_uri=(env.get("RAGTUNE_STORAGE_CONNECTION__queueServiceUri") or "").strip() or None,
             storage_client_id=(env.get("RAGTUNE_STORAGE_CONNECTION__clientId") or "").strip() or None,
+            local_embedding_model=((env.get("RAGTUNE_EMBEDDING_MODEL") or "").strip() or None) if provider == "local" else None,
+            rerank_provider=rerank_provider,
+            rerank_model=(env.get("RAGTUNE_RERANK_MODEL") or "").strip() or None,
+            rerank_base_url=(env.get("RAGTUNE_RERANK_BASE_URL") or "").strip() or None,
+            rerank_api_key=env.get("RAGTUNE_RERANK_API_KEY") or None,
         )
 
     def storage_credential(self) -> Any:
@@ -314,10 +332,11 @@ class Settings:
         Raises:
             ConfigError: ``azure`` without an endpoint.
         """
-        from core.models import LocalEmbeddingModel, OpenAIEmbeddingModel
+        from core.models import OpenAIEmbeddingModel
+        from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model
 
         if self.embedding_provider == "local":
-            return LocalEmbeddingModel()
+            return local_embedding_model(self.local_embedding_model or DEFAULT_LOCAL_EMBEDDING)
         if self.embedding_provider == "azure" and not self.embedding_base_url:
             raise ConfigError("RAGTUNE_EMBEDDING_PROVIDER=azure needs RAGTUNE_EMBEDDING_BASE_URL or AZURE_OPENAI_ENDPOINT")
         return OpenAIEmbeddingModel(
@@ -325,6 +344,43 @@ class Settings:
             dimensions=self.embedding_dimensions,
             azure_api_version=self.embedding_api_version if self.embedding_provider == "azure" else None,
         )
+
+    def embedding_models(self) -> dict[str, Any]:
+        """Every embedding model these settings can reach, by model id: the configured one
+        first, then each installed local model (none loaded yet). A search space or
+        ``evaluate --embedding-model`` may name any of them.
+
+        Raises:
+            ConfigError: as :meth:`embedding_model`.
+        """
+        from core.models.local import installed_local_embedding_models, local_embedding_model
+
+        configured = self.embedding_model()
+        out = {configured.model_id: configured}
+        for name in installed_local_embedding_models():
+            if name not in out:
+                out[name] = local_embedding_model(name)
+        return out
+
+    def reranker(self) -> Any:
+        """Return the configured ``Reranker``, or None for ``RAGTUNE_RERANK_PROVIDER=none``.
+
+        Raises:
+            ConfigError: an unknown local model, an endpoint without a base URL or model.
+        """
+        from core.models.local import DEFAULT_LOCAL_RERANKER, local_reranker
+        from core.models.rerank import HttpReranker
+
+        if self.rerank_provider == "none":
+            return None
+        if self.rerank_provider == "local":
+            return local_reranker(self.rerank_model or DEFAULT_LOCAL_RERANKER)
+        if not self.rerank_model:
+            raise ConfigError(f"RAGTUNE_RERANK_PROVIDER={self.rerank_provider} needs RAGTUNE_RERANK_MODEL")
+        if not self.rerank_base_url:
+            raise ConfigError(f"RAGTUNE_RERANK_PROVIDER={self.rerank_provider} needs RAGTUNE_RERANK_BASE_URL")
+        return HttpReranker(self.rerank_model, base_url=self.rerank_base_url, provider=self.rerank_provider,
+                            api_key=self.rerank_api_key)
 
     def chat_model(self) -> Any:
         """Return the configured ``OpenAIChatModel``, or None when ``RAGTUNE_CHAT_PROVIDER``

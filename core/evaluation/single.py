@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.errors import ConfigError, RagtuneError, is_transient
+from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
+from core.metrics.retrieval import metric_names
 
 logger = logging.getLogger(__name__)
 
@@ -28,11 +30,8 @@ logger = logging.getLogger(__name__)
 NOT_APPLICABLE = (None, "n/a")
 #: Name of the foundation model that needs no language model (see ``core.rag.ExtractiveGenerator``).
 EXTRACTIVE = "extractive"
-#: Rank cut-offs of the retrieval metrics.
-KS = (1, 3, 5, 10)
 #: Retrieval metric names a single evaluation reports (at its finest labelled grain).
-RETRIEVAL_METRIC_NAMES: tuple[str, ...] = ("mrr", *(f"{m}@{k}" for m in ("recall", "precision", "success", "ndcg")
-                                                     for k in KS))
+RETRIEVAL_METRIC_NAMES: tuple[str, ...] = metric_names(KS)
 #: The mean of the answer metrics a configuration computed (ai4rag's default objective; see
 #: ``core.metrics.answers``, ``overall_score``).
 OVERALL_SCORE = "overall_score"
@@ -60,6 +59,8 @@ def check_objective(name: str, *, has_judge: bool | None = None) -> str:
 
     from core.metrics.answers import ALL_METRICS
 
+    if isinstance(name, str) and name.startswith("success@"):  # the measure's name before found@k
+        name = "found@" + name.removeprefix("success@")
     known = (*RETRIEVAL_METRIC_NAMES, *ALL_METRICS, OVERALL_SCORE)
     if name not in known:
         near = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)
@@ -139,6 +140,8 @@ class EvaluationContext:
             ``vector_store`` parameter names a backend (``milvus-lite`` defaults to
             ``out_dir/milvus.db``).
         judge: a ``ChatModel`` judging answers, or None.
+        rerankers: reranker id -> ``Reranker``, for configurations whose ``reranker``
+            parameter names one.
         answer_metrics: answer metric names (None: the unitxt metrics, plus the judge's when
             a judge is given).
         max_workers: questions answered at once.
@@ -159,6 +162,7 @@ class EvaluationContext:
     vector_store_configs: dict[str, Any] = field(default_factory=dict)
     judge: Any = None
     answer_metrics: list[str] | None = None
+    rerankers: dict[str, Any] = field(default_factory=dict)
     max_workers: int = 10
     with_answers: bool = True
     collections_built: int = 0
@@ -285,6 +289,25 @@ def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: s
         what = f"answers\0{getattr(context.judge, 'model_id', '')}\0{','.join(context.answer_metrics or [])}"
     scope = hashlib.sha256(f"{corpus.fingerprint}\0{golden.sha256}\0{what}".encode()).hexdigest()[:16]
     return Path(context.out_dir) / "results" / scope / f"{key}.json"
+
+
+def _with_reranker(store: Any, configuration: Mapping[str, Any], context: EvaluationContext) -> Any:
+    """``store``, or ``store`` followed by the configuration's reranker (``reranker`` not
+    ``none``; the first stage fetches ``retrieval_depth`` results).
+
+    Raises:
+        ConfigError: a reranker that is not configured.
+    """
+    from core.vectorstores.rerank import RERANK_DEPTH, RerankingStore
+
+    name = configuration.get("reranker")
+    if name is None or name in NOT_APPLICABLE or name == "none":
+        return store
+    if name not in context.rerankers:
+        known = ", ".join(sorted(context.rerankers)) or "none"
+        raise ConfigError(f"reranker {name!r} is not configured (configured: {known})")
+    depth = configuration.get("retrieval_depth")
+    return RerankingStore(store, context.rerankers[name], RERANK_DEPTH if depth in NOT_APPLICABLE else int(depth))
 
 
 def _search_setup(configuration: Mapping[str, Any]) -> Any:
@@ -422,13 +445,14 @@ def run_single_evaluation(
 
             setup = _search_setup(configuration)
             k = int(configuration.get("number_of_chunks", 5))
+            searched = _with_reranker(store, configuration, context)
             t0 = time.perf_counter()
             model.embed_documents([q.question for q in golden.questions])  # one batch; the searches hit the cache
-            rankings = {q.id: [h.chunk for h in store.search(q.question, k=k, **setup.to_dict())]
+            rankings = {q.id: [h.chunk for h in searched.search(q.question, k=k, **setup.to_dict())]
                         for q in golden.questions}
             timings["retrieve_s"] = round(time.perf_counter() - t0, 3)
             grains = evaluate_rankings(golden.questions, rankings, grains=GRAINS, ks=KS)
-            rank_grain = choose_rank_grain(golden.questions)
+            rank_grain = choose_rank_grain(golden.questions, [d.document_id for d in corpus.documents])
             result["rank_grain"] = rank_grain
             result["retrieval"] = {g: r.aggregate.to_dict() for g, r in grains.items()}
             result["metrics"].update(grains[rank_grain].aggregate.means)
@@ -438,7 +462,7 @@ def run_single_evaluation(
                 return _finish(result, started, context, corpus, golden, path)
             t0 = time.perf_counter()
             generator = _generator(configuration, context)
-            answers = _answers(store, model, golden, setup, generator, configuration, context, k)
+            answers = _answers(searched, model, golden, setup, generator, configuration, context, k)
             timings["answers_s"] = round(time.perf_counter() - t0, 3)
             result["answers"] = answers
             for m in answers["metrics"]:

@@ -73,7 +73,8 @@ def context_length(model: Any) -> int | None:
 def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Sequence[str],
                 vector_stores: Sequence[str] = ("milvus-lite",), space_file: str | None = None,
                 overrides: Mapping[str, Any] | None = None, overrides_source: str = "--set",
-                generators: Sequence[str] = ()) -> tuple[Any, list[str]]:
+                generators: Sequence[str] = (), default_embedding_models: Sequence[str] | None = None,
+                rerankers: Sequence[str] = ()) -> tuple[Any, list[str]]:
     """The default space for the models, narrowed or widened by the space file and overrides.
 
     Args:
@@ -86,6 +87,9 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
         generators: the configured chat models; when there are some and neither the space file
             nor the overrides name ``foundation_model``, the space's foundation models are these
             (the extractive baseline only when asked for).
+        default_embedding_models: the ids the default space holds (None: every one of
+            ``embedding_models``); a space file or override may name any configured one.
+        rerankers: reranker ids a space may name besides ``none``.
 
     Returns:
         ``(space, notes)``: ``notes`` say which values the overrides left without a valid
@@ -93,11 +97,12 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
 
     Raises:
         ConfigError: a bad space file or override, a space with no valid configuration, or a
-            model the space names that is not configured.
+            model or reranker the space names that is not configured.
     """
-    from core.optimization.space import SearchSpace, default_space, unconfigured_values
+    from core.optimization.space import NO_RERANKER, SearchSpace, default_space, unconfigured_values
 
-    lengths = {name: context_length(model) for name, model in embedding_models.items()}
+    lengths = {name: context_length(model) for name, model in embedding_models.items()
+               if default_embedding_models is None or name in default_embedding_models}
     if space_file:
         space = SearchSpace.from_file(space_file, embedding_models=lengths, foundation_models=list(foundation_models),
                                       vector_stores=tuple(vector_stores))
@@ -114,7 +119,8 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
         or "the space"
     problems = unconfigured_values({p.name: p.values for p in space.parameters},
                                    {"embedding_model": list(embedding_models),
-                                    "foundation_model": list(foundation_models)}, source)
+                                    "foundation_model": list(foundation_models),
+                                    "reranker": [NO_RERANKER, *rerankers]}, source)
     if problems:
         raise ConfigError("; ".join(problems))
     return space, notes
@@ -161,9 +167,12 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     embedding, chat = models_from_settings(settings)
     objective = request.get("objective") or default_objective(golden, has_generator=bool(chat) or judge is not None)
     overrides = request_overrides(request)
+    reranker = settings.reranker()
     space, notes = build_space(embedding_models=embedding, foundation_models=[EXTRACTIVE, *chat],
                                vector_stores=[settings.vector_store], overrides=overrides,
-                               overrides_source="the request's space", generators=list(chat))
+                               overrides_source="the request's space", generators=list(chat),
+                               default_embedding_models=[settings.embedding_model().model_id],
+                               rerankers=[reranker.model_id] if reranker is not None else [])
     spec = ExperimentSpec(experiment_id=experiment_id, golden=request["golden"], documents=request["documents"],
                           objective=objective, optimizer=request["optimizer"], max_evals=request["max_evals"],
                           seed=request["seed"], overrides=overrides, vector_store=request.get("vector_store"),
@@ -213,7 +222,8 @@ class StoredEvaluator:
             context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
                                         vector_store_config=settings.vector_store_config(settings.out_dir),
                                         vector_store_configs=settings.vector_store_configs(settings.out_dir),
-                                        judge=settings.judge_model())
+                                        judge=settings.judge_model(),
+                                        rerankers={r.model_id: r for r in [settings.reranker()] if r is not None})
             self._loaded = (which, corpus, golden, context)
             return corpus, golden, context
 

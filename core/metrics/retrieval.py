@@ -1,4 +1,8 @@
-"""Retrieval metrics: recall@k, precision@k, success@k, nDCG@k and MRR at three grains.
+"""Retrieval metrics: recall@k, precision@k, found@k, nDCG@k and MRR at three grains.
+
+``found@k`` is 1 when a relevant item is in the top k: the measure trec_eval calls
+``success_k`` and others call hit rate (hit@k). Reports written before it was named so hold
+``success@k``; :func:`found_name` reads either.
 
 A question's *relevant items* depend on the grain:
 
@@ -37,9 +41,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
+import numpy as np
+
 from core.chunking.base import Chunk
 from core.errors import ConfigError, EvaluationError
 from core.golden.types import MIN_EVIDENCE_WORDS, GoldenQuestion
+# The bootstrap's resamples, seed and level are those of the answer metrics (one home).
+from core.metrics.answers import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from core.metrics.answers import CONFIDENCE_LEVEL as CI_LEVEL
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +57,25 @@ Grain = Literal["doc", "page", "evidence"]
 #: The grains, coarsest first.
 GRAINS: tuple[Grain, ...] = ("doc", "page", "evidence")
 
-#: The default rank cut-offs.
+#: The rank cut-offs every report uses (the one home of this constant).
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
+#: Results kept per search: the largest cut-off.
+TOP_K: int = max(DEFAULT_KS)
+#: The measures :func:`retrieval_scores` computes at each cut-off, and the one without.
+MEASURES_AT_K: tuple[str, ...] = ("recall", "precision", "found", "ndcg")
+
+
+def metric_names(ks: Sequence[int] = DEFAULT_KS) -> tuple[str, ...]:
+    """Every metric name :func:`retrieval_scores` returns for ``ks``: ``mrr`` and
+    ``<measure>@<k>`` for each measure of :data:`MEASURES_AT_K`."""
+    return ("mrr", *(f"{m}@{k}" for m in MEASURES_AT_K for k in ks))
+
+
+def found_name(means: Mapping[str, float], k: int) -> float | None:
+    """Return ``found@k`` from a dict of means, or ``success@k`` from a report written
+    before the measure was named ``found@k``; None when neither is there."""
+    value = means.get(f"found@{k}")
+    return means.get(f"success@{k}") if value is None else value
 
 #: A chunk that neither contains a quote nor lies within it still hits the quote when their
 #: longest common run of characters (after :func:`normalize_text`) is at least this fraction
@@ -369,7 +395,7 @@ def retrieval_scores(judgement: Judgement, ks: Sequence[int] = DEFAULT_KS) -> di
     - ``recall@k = |hits_1 ∪ ... ∪ hits_k| / |R|``: an item hit by several chunks counts once.
     - ``precision@k = #{i <= k : hits_i non-empty} / k``: divided by ``k`` even when fewer
       than ``k`` chunks came back (as trec_eval ``P_k``).
-    - ``success@k = 1`` when some ``hits_i`` with ``i <= k`` is non-empty, else 0.
+    - ``found@k = 1`` (trec_eval's ``success@k``, the hit rate) when some ``hits_i`` with ``i <= k`` is non-empty, else 0.
     - ``ndcg@k = DCG@k / IDCG@k`` with binary gain and a log2 discount:
       ``DCG@k = sum_{i <= k} new_i / log2(i + 1)`` and
       ``IDCG@k = sum_{i=1}^{min(|R|, k)} 1 / log2(i + 1)``. Extra chunks of an item already
@@ -383,7 +409,7 @@ def retrieval_scores(judgement: Judgement, ks: Sequence[int] = DEFAULT_KS) -> di
         ks: rank cut-offs, positive integers; duplicates are dropped.
 
     Returns:
-        ``{"recall@k": ..., "precision@k": ..., "success@k": ..., "ndcg@k": ..., "mrr": ...}``
+        ``{"recall@k": ..., "precision@k": ..., "found@k": ..., "ndcg@k": ..., "mrr": ...}``
         for each ``k`` (measure by measure, ``k`` in the order given), each a float in
         ``[0, 1]``, higher is better. All zero when no chunk was retrieved.
 
@@ -427,7 +453,7 @@ def retrieval_scores(judgement: Judgement, ks: Sequence[int] = DEFAULT_KS) -> di
     for k in ks:
         out[f"precision@{k}"] = at(relevant_chunks, k, 0) / k
     for k in ks:
-        out[f"success@{k}"] = 1.0 if first is not None and first <= k else 0.0
+        out[f"found@{k}"] = 1.0 if first is not None and first <= k else 0.0
     for k in ks:
         ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(n_rel, k) + 1))
         out[f"ndcg@{k}"] = at(dcg, k, 0.0) / ideal
@@ -438,9 +464,88 @@ def retrieval_scores(judgement: Judgement, ks: Sequence[int] = DEFAULT_KS) -> di
 # --------------------------------------------------------------------------- aggregation
 
 
+#: How the intervals are computed, as reports say it.
+CI_METHOD = "percentile bootstrap over questions"
+
+
+def bootstrap_intervals(
+    scores: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, level: float = CI_LEVEL,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap intervals of column means, resampling rows (questions).
+
+    Each resample draws ``n`` questions with replacement (multinomial counts, so the memory
+    is ``resamples x n``, not ``resamples x n x metrics``); the interval is the
+    ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the resampled means. The same
+    seed and ``n`` draw the same questions, so the intervals of two setups on the same
+    questions are paired.
+
+    Args:
+        scores: float array ``(n_questions, n_metrics)``, ``n_questions >= 1``.
+        resamples: bootstrap resamples (>= 1).
+        seed: seed of ``numpy.random.default_rng``.
+        level: confidence level in (0, 1).
+
+    Returns:
+        ``(low, high)``, float arrays ``(n_metrics,)``, with ``low <= mean <= high`` up to
+        the resampling (equal to the mean when every question has the same score).
+
+    Raises:
+        EvaluationError: no question, or a bad ``resamples`` / ``level``.
+
+    References:
+        Efron & Tibshirani (1993), "An Introduction to the Bootstrap", ch. 13 (percentile
+        intervals).
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 1:
+        raise EvaluationError(f"bootstrap needs a (questions, metrics) array with a question, got shape {x.shape}")
+    if resamples < 1 or not 0.0 < level < 1.0:
+        raise EvaluationError(f"bootstrap needs resamples >= 1 and 0 < level < 1, got {resamples} and {level}")
+    n = x.shape[0]
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)  # (resamples, n)
+    means = counts @ x / n  # (resamples, metrics)
+    low, high = np.quantile(means, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0)
+    return low, high
+
+
+def mcnemar_exact(found_a: Sequence[bool], found_b: Sequence[bool]) -> dict[str, Any]:
+    """McNemar's exact test of two setups on the same questions (two-sided).
+
+    Only the discordant questions count: ``b`` found by ``a`` alone, ``c`` by ``b`` alone.
+    Under the null hypothesis (the setups find as often) ``b ~ Binomial(b + c, 1/2)``; the
+    p-value is ``min(1, 2 * P(X <= min(b, c)))``, 1 when no question is discordant.
+
+    Args:
+        found_a: per question, whether setup a found it (in the same question order as b).
+        found_b: the same for setup b.
+
+    Returns:
+        ``{"only_a": b, "only_b": c, "p_value": float in [0, 1]}``.
+
+    Raises:
+        EvaluationError: the two lists differ in length.
+
+    References:
+        McNemar (1947), Psychometrika 12(2); the exact (binomial) form: Fagerland, Lydersen &
+        Laake (2013), BMC Medical Research Methodology 13:91. Computed with
+        ``scipy.stats.binomtest``.
+    """
+    if len(found_a) != len(found_b):
+        raise EvaluationError(f"paired test on {len(found_a)} and {len(found_b)} questions: give the same questions")
+    only_a = sum(1 for a, b in zip(found_a, found_b) if a and not b)
+    only_b = sum(1 for a, b in zip(found_a, found_b) if b and not a)
+    if only_a + only_b == 0:
+        return {"only_a": 0, "only_b": 0, "p_value": 1.0}
+    from scipy.stats import binomtest
+
+    p = binomtest(min(only_a, only_b), only_a + only_b, 0.5, alternative="two-sided").pvalue
+    return {"only_a": only_a, "only_b": only_b, "p_value": float(min(1.0, p))}
+
+
 @dataclass(frozen=True)
 class RetrievalAggregate:
-    """Mean retrieval scores over the scorable questions of one grain.
+    """Mean retrieval scores over the scorable questions of one grain, with intervals.
 
     Attributes:
         means: metric name -> mean over the scored questions, in ``[0, 1]``, higher is
@@ -450,6 +555,10 @@ class RetrievalAggregate:
         n_fallback: scored questions judged on their documents instead of evidence (evidence
             grain only; 0 elsewhere).
         reason: why ``means`` is empty (``"no scorable question"``), else None.
+        ci_low: metric name -> lower end of the 95 % interval of the mean (empty when no
+            question was scored).
+        ci_high: metric name -> upper end.
+        ci: how the intervals were computed: ``{"method", "level", "resamples", "seed"}``.
     """
 
     means: dict[str, float]
@@ -457,11 +566,18 @@ class RetrievalAggregate:
     n_unscorable: int
     n_fallback: int = 0
     reason: str | None = None
+    ci_low: dict[str, float] = field(default_factory=dict)
+    ci_high: dict[str, float] = field(default_factory=dict)
+    ci: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{means, n_scored, n_unscorable, n_fallback, reason}`` (JSON-serialisable)."""
+        """Return ``{means, ci_low, ci_high, ci, n_scored, n_unscorable, n_fallback, reason}``
+        (JSON-serialisable)."""
         return {
             "means": dict(self.means),
+            "ci_low": dict(self.ci_low),
+            "ci_high": dict(self.ci_high),
+            "ci": dict(self.ci),
             "n_scored": self.n_scored,
             "n_unscorable": self.n_unscorable,
             "n_fallback": self.n_fallback,
@@ -469,17 +585,21 @@ class RetrievalAggregate:
         }
 
 
-def aggregate(per_question: Sequence[Mapping[str, float] | None], *, n_fallback: int = 0) -> RetrievalAggregate:
-    """Average per-question scores, leaving unscorable questions out.
+def aggregate(per_question: Sequence[Mapping[str, float] | None], *, n_fallback: int = 0,
+              resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> RetrievalAggregate:
+    """Average per-question scores, leaving unscorable questions out, with bootstrap intervals.
 
     ``mean(m) = sum_q m(q) / n_scored`` over the questions whose scores are not None (the
     arithmetic mean, so ``mrr`` is the mean reciprocal rank). None entries are counted in
-    ``n_unscorable`` and never averaged in as 0 or 1.
+    ``n_unscorable`` and never averaged in as 0 or 1. Each mean gets a 95 % interval from
+    :func:`bootstrap_intervals` over the scored questions.
 
     Args:
         per_question: one entry per question: the dict from :func:`retrieval_scores`, or None
             when the question could not be scored. Every dict must have the same metric names.
         n_fallback: how many of the scored questions fell back from evidence to documents.
+        resamples: bootstrap resamples.
+        seed: bootstrap seed.
 
     Returns:
         A :class:`RetrievalAggregate`. With no scored question its ``means`` is empty and its
@@ -493,14 +613,21 @@ def aggregate(per_question: Sequence[Mapping[str, float] | None], *, n_fallback:
     n_unscorable = len(per_question) - len(scored)
     if not 0 <= n_fallback <= len(scored):
         raise EvaluationError(f"n_fallback={n_fallback} is outside 0..{len(scored)} (the questions scored)")
+    ci = {"method": CI_METHOD, "level": CI_LEVEL, "resamples": resamples, "seed": seed}
     if not scored:
-        return RetrievalAggregate({}, 0, n_unscorable, n_fallback, reason="no scorable question")
+        return RetrievalAggregate({}, 0, n_unscorable, n_fallback, reason="no scorable question", ci=ci)
     names = list(scored[0])
     for s in scored[1:]:
         if set(s) != set(names):
             raise EvaluationError(f"per-question scores name different metrics: {sorted(names)} vs {sorted(s)}")
     means = {name: math.fsum(float(s[name]) for s in scored) / len(scored) for name in names}
-    return RetrievalAggregate(means, len(scored), n_unscorable, n_fallback)
+    low, high = bootstrap_intervals(np.array([[float(s[n]) for n in names] for s in scored]),
+                                    resamples=resamples, seed=seed)
+    # The quantiles of resampled means can miss the mean by a rounding error when every
+    # score is equal; an interval always holds its mean.
+    ci_low = {n: min(float(v), means[n]) for n, v in zip(names, low)}
+    ci_high = {n: max(float(v), means[n]) for n, v in zip(names, high)}
+    return RetrievalAggregate(means, len(scored), n_unscorable, n_fallback, ci_low=ci_low, ci_high=ci_high, ci=ci)
 
 
 # --------------------------------------------------------------------------- a golden set

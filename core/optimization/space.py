@@ -72,6 +72,8 @@ PARAMETER_KINDS: dict[str, ParameterKind] = {
     "system_message_text": "categorical",
     "context_template_text": "categorical",
     "user_message_text": "categorical",
+    "reranker": "categorical",
+    "retrieval_depth": "integer",
 }
 PARAMETER_NAMES: tuple[str, ...] = tuple(PARAMETER_KINDS)
 #: Parameters whose values are free text (not stripped when parsed from the command line).
@@ -96,6 +98,11 @@ DEFAULT_SEARCH_MODES: tuple[str, ...] = ("vector", "hybrid")
 DEFAULT_RANKER_STRATEGIES: tuple[str, ...] = ("rrf", "weighted")
 DEFAULT_RANKER_K: tuple[int, ...] = (60,)
 DEFAULT_RANKER_ALPHA: tuple[float, ...] = (0.5, 1.0)
+#: No reranker unless a space names one (``--set reranker=none,local:ms-marco-MiniLM-L-12-v2``).
+NO_RERANKER = "none"
+DEFAULT_RERANKERS: tuple[str, ...] = (NO_RERANKER,)
+#: Results the first stage fetches before the reranker keeps ``number_of_chunks``.
+DEFAULT_RETRIEVAL_DEPTH: tuple[int, ...] = (20,)
 
 _APPLIES_WHEN: dict[str, str] = {
     "chunk_size": "chunking_method is recursive or hybrid",
@@ -103,6 +110,7 @@ _APPLIES_WHEN: dict[str, str] = {
     "ranker_strategy": "search_mode is hybrid",
     "ranker_k": "search_mode is hybrid and ranker_strategy is rrf",
     "ranker_alpha": "search_mode is hybrid and ranker_strategy is weighted",
+    "retrieval_depth": "reranker is not none",
 }
 
 _UNITS: dict[str, str] = {"chunk_size": "tokens", "chunk_overlap": "tokens"}
@@ -128,6 +136,8 @@ def applies(name: str, values: Mapping[str, Any]) -> bool:
         return values.get("search_mode") == "hybrid" and values.get("ranker_strategy") == "rrf"
     if name == "ranker_alpha":
         return values.get("search_mode") == "hybrid" and values.get("ranker_strategy") == "weighted"
+    if name == "retrieval_depth":
+        return values.get("reranker", NO_RERANKER) != NO_RERANKER
     return True
 
 
@@ -319,7 +329,7 @@ def _check_domain(p: Parameter, source: str | None) -> None:
         allowed(RANKER_STRATEGIES)
     elif p.name == "vector_store":
         allowed(VECTOR_STORES)
-    elif p.name in ("chunk_size", "number_of_chunks", "ranker_k"):
+    elif p.name in ("chunk_size", "number_of_chunks", "ranker_k", "retrieval_depth"):
         for v in p.values:
             if v < 1:  # type: ignore[operator]
                 raise ConfigError(f"{where}: {v} must be at least 1")
@@ -331,7 +341,7 @@ def _check_domain(p: Parameter, source: str | None) -> None:
         for v in p.values:
             if not 0.0 <= v <= 1.0:  # type: ignore[operator]
                 raise ConfigError(f"{where}: {v} must be between 0 and 1")
-    elif p.name in ("embedding_model", "foundation_model"):
+    elif p.name in ("embedding_model", "foundation_model", "reranker"):
         for v in p.values:
             if not v.strip():  # type: ignore[union-attr]
                 raise ConfigError(f"{where}: model ids must be non-empty")
@@ -928,6 +938,8 @@ def default_space(
         "system_message_text": (DEFAULT_SYSTEM_MESSAGE,),
         "context_template_text": (DEFAULT_CONTEXT_TEMPLATE,),
         "user_message_text": (DEFAULT_USER_MESSAGE,),
+        "reranker": DEFAULT_RERANKERS,
+        "retrieval_depth": DEFAULT_RETRIEVAL_DEPTH,
     }
     return SearchSpace([Parameter(n, PARAMETER_KINDS[n], values[n]) for n in PARAMETER_NAMES], lengths)
 

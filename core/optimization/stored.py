@@ -231,7 +231,9 @@ def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
         space = default_space({embedding.model_id: None}, [EXTRACTIVE, *([chat.model_id] if chat else [])],
                               [settings.vector_store])
         overrides = request_overrides(request)
-        available = {"embedding_model": [embedding.model_id],
+        reranker = settings.reranker()
+        available = {"embedding_model": list(settings.embedding_models()),
+                     "reranker": ["none", *([reranker.model_id] if reranker is not None else [])],
                      "foundation_model": [EXTRACTIVE, *([chat.model_id] if chat else [])],
                      "vector_store": sorted(settings.vector_store_configs(settings.out_dir))}
         problems = unconfigured_values(overrides, available, "the request's space")
@@ -253,14 +255,15 @@ def golden_instance_id(blob_name: str, sha256: str) -> str:
 
 
 def models_from_settings(settings: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(embedding models, chat models)`` by model id, as the settings configure them.
+    """``(embedding models, chat models)`` by model id, as the settings configure them: every
+    embedding model they reach (``Settings.embedding_models``: the configured one first, then
+    the installed local ones), so a request's space may name any of them.
 
     Raises:
-        ConfigError: as ``Settings.embedding_model`` / ``Settings.chat_model``.
+        ConfigError: as ``Settings.embedding_models`` / ``Settings.chat_model``.
     """
-    embedding = settings.embedding_model()
     chat = settings.chat_model()
-    return {embedding.model_id: embedding}, ({chat.model_id: chat} if chat is not None else {})
+    return settings.embedding_models(), ({chat.model_id: chat} if chat is not None else {})
 
 
 __all__ = ["parse_experiment_request", "check_request_space", "request_overrides", "golden_instance_id",

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
+import numpy as np
+
 from core.chunking.base import Chunk
 from core.errors import ConfigError
 
@@ -89,13 +91,26 @@ class SearchSetup:
 class VectorStore(Protocol):
     """A collection of chunks with dense and keyword search.
 
-    The query is embedded inside the store with the store's embedding model.
+    The query is embedded inside the store with the store's embedding model. These are the
+    seven methods callers use; the contract suite (``tests/integration/test_vectorstore_contract.py``)
+    runs every implementation through them.
     """
 
     collection_name: str
 
-    def add_documents(self, chunks: Sequence[Chunk]) -> int:
-        """Embed and insert (upsert by ``chunk_id``) chunks; returns how many were written."""
+    def exists(self) -> bool:
+        """True when the collection exists (the first call opens the connection, so a store
+        that cannot be reached fails here)."""
+        ...
+
+    def add_documents(self, chunks: Sequence[Chunk], *, vectors: np.ndarray | None = None) -> int:
+        """Upsert chunks by ``chunk_id``, embedding them unless ``vectors`` (float32
+        ``(len(chunks), dim)``) are given; creates the collection when missing. Returns how
+        many were written."""
+        ...
+
+    def flush(self) -> None:
+        """Make what was written searchable with its indexes (call once after the last add)."""
         ...
 
     def search(
@@ -116,6 +131,10 @@ class VectorStore(Protocol):
 
     def delete_collection(self) -> None:
         """Drop the collection and everything in it (no error when it does not exist)."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection (a client the caller passed in stays open)."""
         ...
 
 

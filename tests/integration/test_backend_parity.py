@@ -105,7 +105,7 @@ def reports(
                 _seed_cache(lite_out, out)
             done[backend] = evaluate_retrieval(
                 squad_dir / "docs", squad_subset, out_dir=out,
-                embedding_model=model, vector_store_config=config, options=options,
+                embedding_model=model, vector_store_config=config, options=options, reranker=None,
             )
         yield done
     finally:
@@ -119,9 +119,9 @@ def reports(
 
 
 def _vector_doc_metrics(report: dict[str, Any]) -> dict[str, Any]:
-    """The doc-grain aggregate of the report's only setup, which must be ``vector``."""
+    """The doc-grain aggregate of the report's only setup, which must be ``dense``."""
     (setup,) = report["setups"]
-    assert setup["name"] == "vector"
+    assert setup["name"] == "dense"
     return setup["metrics"]["doc"]
 
 

@@ -63,7 +63,13 @@ def test_evaluate_then_report(tmp_path, capsys):
     assert report["corpus"]["n_documents"] == 3
     assert report["corpus"]["skipped"][0]["document_id"] == "empty.txt"
     assert report["golden"]["n_questions"] == 3
-    doc = report["setups"][0]["metrics"]["doc"]
+    by_name = {s["name"]: s for s in report["setups"]}
+    # no settings: every method, each also reranked by the local cross-encoder
+    assert list(by_name) == ["keyword", "keyword+rerank", "dense", "dense+rerank", "hybrid-rrf-k60",
+                             "hybrid-rrf-k60+rerank", "hybrid-weighted-a0.5", "hybrid-weighted-a0.5+rerank"]
+    assert report["reranker"]["model_id"] == "local:ms-marco-MiniLM-L-12-v2"
+    assert by_name["dense+rerank"]["timings_ms"]["rerank"]["median"] > 0
+    doc = by_name["dense"]["metrics"]["doc"]
     # three distinct topics: the local model puts each right document first
     assert doc["means"]["mrr"] == 1.0 and doc["n_scored"] == 3
     run_dir = out / "retrieval" / "runs" / report["run_id"]
@@ -74,7 +80,7 @@ def test_evaluate_then_report(tmp_path, capsys):
 
     assert main(["report", "latest", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "finds_the_most" in text and "recall@5" in text and "vector" in text
+    assert "finds_the_most" in text and "recall@5" in text and "dense+rerank" in text and "found@10" in text
     assert main(["report", "nope", "--out", str(out)]) == 1
 
 
@@ -164,3 +170,25 @@ def test_optimize_exits_3_when_every_evaluation_failed(tmp_path, capsys, monkeyp
     report = json.loads(report_file.read_text(encoding="utf-8"))
     assert report["best"] is None and report["counts"]["evaluations"] == 1 and report["counts"]["failed"] == 1
     assert report["leaderboard"][0]["status"] == "failed" and report["leaderboard"][0]["error"]
+
+
+def test_optimize_reaches_both_local_models_and_the_reranker(tmp_path, capsys):
+    """``--set embedding_model=`` names both local models (pre-selection scores them for real)
+    and ``--set reranker=`` the local cross-encoder: both are reachable with no settings."""
+    docs, golden = _tiny_corpus(tmp_path)
+    code = main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                 "--max-evals", "2", "--json", "--metric", "mrr",
+                 "--set", "embedding_model=local:bge-small-en-v1.5,local:all-MiniLM-L6-v2",
+                 "--set", "reranker=local:ms-marco-MiniLM-L-12-v2", "--set", "retrieval_depth=5",
+                 "--set", "foundation_model=extractive", "--set", "chunking_method=recursive",
+                 "--set", "chunk_size=128", "--set", "chunk_overlap=0", "--set", "search_mode=vector",
+                 "--set", "number_of_chunks=3"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    assert report["counts"]["failed"] == 0
+    tried = {row["parameters"]["embedding_model"] for row in report["leaderboard"]}
+    assert tried <= {"local:bge-small-en-v1.5", "local:all-MiniLM-L6-v2"} and tried
+    assert {row["parameters"]["reranker"] for row in report["leaderboard"]} == {"local:ms-marco-MiniLM-L-12-v2"}
+    assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
+                 "--set", "reranker=local:nope"]) == 1
+    assert "not configured" in capsys.readouterr().err

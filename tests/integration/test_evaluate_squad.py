@@ -34,8 +34,10 @@ def squad_subset(squad_dir, tmp_path_factory) -> Path:
 def run(squad_dir, squad_subset, model, tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
     options = EvaluateOptions(show_progress=False)
-    first = evaluate_retrieval(squad_dir / "docs", squad_subset, out_dir=out, embedding_model=model, options=options)
-    second = evaluate_retrieval(squad_dir / "docs", squad_subset, out_dir=out, embedding_model=model, options=options)
+    first = evaluate_retrieval(squad_dir / "docs", squad_subset, out_dir=out, embedding_model=model, options=options,
+                               reranker=None)
+    second = evaluate_retrieval(squad_dir / "docs", squad_subset, out_dir=out, embedding_model=model, options=options,
+                                reranker=None)
     return first, second, out
 
 
@@ -50,7 +52,7 @@ def test_report_counts(run, squad_dir):
 
     docs = load_documents(squad_dir / "docs").documents
     assert report["corpus"]["n_chunks"] == len(get_chunker("recursive", 256, 32).chunk(docs))
-    assert [s["name"] for s in report["setups"]] == ["vector", "hybrid-rrf-k60", "hybrid-weighted-a0.5"]
+    assert [s["name"] for s in report["setups"]] == ["keyword", "dense", "hybrid-rrf-k60", "hybrid-weighted-a0.5"]
     assert report["evaluation"]["rank_grain"] == "evidence"  # some squad quotes have 3+ words
     for setup in report["setups"]:
         assert setup["timings_ms"]["n"] == N_QUESTIONS
@@ -74,10 +76,17 @@ def test_doc_metrics_match_ir_measures(run, squad_dir, squad_subset, model):
     store = MilvusVectorStore(cached, MilvusLiteConfig(str(out / "milvus.db")), report["indexing"]["collection"])
     qrels = [ir_measures.Qrel(q.id, d, 1) for q in golden.questions for d in q.document_ids]
     try:
+        by_id = {q["id"]: q for q in report["questions"]}
         for setup in report["setups"]:
             run_rows = []
+            params = {k: v for k, v in setup["setup"].items() if k in ("search_mode", "ranker_strategy", "ranker_k",
+                                                                       "ranker_alpha")}
             for q in golden.questions:
-                hits = store.search(q.question, k=10, **setup["setup"])
+                hits = store.search(q.question, k=10, **params)
+                # the report keeps what came back: the same chunks, in the same order
+                top = by_id[q.id]["top"][setup["name"]]
+                assert [t["chunk_id"] for t in top] == [h.chunk.chunk_id for h in hits]
+                assert [t["document"] for t in top] == [h.chunk.document_id for h in hits]
                 seen = set()
                 for h in hits:
                     # ranks count chunks (what a generator is given); a document is found at the
@@ -92,8 +101,8 @@ def test_doc_metrics_match_ir_measures(run, squad_dir, squad_subset, model):
             assert ours["mrr"] == pytest.approx(ref[RR], abs=1e-9)
             assert ours["ndcg@10"] == pytest.approx(ref[nDCG @ 10], abs=1e-9)
             # precision counts chunks, not documents; with one expected document per question
-            # it is at most success@5 / 1 and at least success@5 / 5
-            assert ours["success@5"] / 5 - 1e-9 <= ours["precision@5"] <= ours["success@5"] + 1e-9
+            # it is at most found@5 / 1 and at least found@5 / 5
+            assert ours["found@5"] / 5 - 1e-9 <= ours["precision@5"] <= ours["found@5"] + 1e-9
     finally:
         store.client.close()
     vector = report["setups"][0]["metrics"]["doc"]["means"]
@@ -108,7 +117,12 @@ def test_first_ranks_agree_with_success(run):
         n = setup["metrics"][grain]["n_scored"]
         assert setup["found_top10"] == sum(1 for r in ranks if r is not None and r <= 10)
         assert setup["found_first"] == sum(1 for r in ranks if r == 1)
-        assert setup["metrics"][grain]["means"]["success@10"] == pytest.approx(setup["found_top10"] / n)
+        assert setup["metrics"][grain]["means"]["found@10"] == pytest.approx(setup["found_top10"] / n)
+        # the top 10 marks as right exactly the ranks from the first right one on that hit
+        for q, r in zip(report["questions"], ranks):
+            flags = [t["relevant"] for t in q["top"][setup["name"]]]
+            assert len(flags) <= 10
+            assert (flags.index(True) + 1 if True in flags else None) == r
 
 
 def test_second_run_reuses_the_collection_and_embeds_nothing(run):

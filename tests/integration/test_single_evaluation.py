@@ -79,3 +79,26 @@ def test_hierarchical_chunking_takes_no_chunk_size(setting):
     result = run_single_evaluation(config, corpus, golden, context=context)
     assert result["status"] == "ok", result["error"]
     assert 0.0 <= result["metrics"]["mrr"] <= 1.0
+
+
+def test_a_configured_reranker_reorders_the_first_stage(setting):
+    """``reranker`` and ``retrieval_depth`` as configuration values: the first stage fetches
+    ``retrieval_depth`` chunks, a rerank endpoint (scripted, over HTTP: word overlap) keeps
+    ``number_of_chunks``; an unconfigured reranker fails the configuration with the reason."""
+    from core.models.rerank import HttpReranker
+    from tests.support.rerank_server import RerankTestServer
+
+    corpus, golden, context = setting
+    with RerankTestServer() as server:
+        reranker = HttpReranker("overlap", base_url=server.base_url, max_attempts=1)
+        context.rerankers[reranker.model_id] = reranker
+        config = dict(BASE, reranker=reranker.model_id, retrieval_depth=12)
+        result = run_single_evaluation(config, corpus, golden, context=context, use_stored=False)
+        assert result["status"] == "ok", result["error"]
+        # every question's first stage went to the endpoint, 12 passages each, twice: for the
+        # retrieval metrics and for the chunks the answers are made from
+        assert len(server.requests) == 2 * len(golden.questions)
+        assert {len(r["documents"]) for r in server.requests} == {12}
+        assert result["key"] != configuration_key(BASE)
+    missing = run_single_evaluation(dict(BASE, reranker="nope", retrieval_depth=20), corpus, golden, context=context)
+    assert missing["status"] == "failed" and "reranker 'nope' is not configured" in missing["error"]

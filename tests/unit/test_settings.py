@@ -13,9 +13,35 @@ from core.vectorstores import MilvusConfig, MilvusLiteConfig
 def test_defaults_are_local_and_milvus_lite(tmp_path):
     s = Settings.from_env({})
     assert s.out_dir == "ragtune-out" and s.embedding_provider == "local"
-    assert isinstance(s.embedding_model(), LocalEmbeddingModel)
+    assert s.embedding_model().model_id == "local:bge-small-en-v1.5"
+    assert s.reranker().model_id == "local:ms-marco-MiniLM-L-12-v2"  # no settings: the local reranker
     cfg = s.vector_store_config(tmp_path)
     assert isinstance(cfg, MilvusLiteConfig) and cfg.path == str(tmp_path / "milvus.db")
+
+
+def test_local_models_by_name_and_several_reachable():
+    s = Settings.from_env({"RAGTUNE_EMBEDDING_MODEL": "all-MiniLM-L6-v2"})
+    assert isinstance(s.embedding_model(), LocalEmbeddingModel)
+    assert list(s.embedding_models()) == ["local:all-MiniLM-L6-v2", "local:bge-small-en-v1.5"]
+    with pytest.raises(ConfigError, match="unknown local embedding model 'nope'"):
+        Settings.from_env({"RAGTUNE_EMBEDDING_MODEL": "nope"}).embedding_model()
+
+
+def test_rerank_settings():
+    from core.models.rerank import HttpReranker
+
+    s = Settings.from_env({"RAGTUNE_RERANK_PROVIDER": "jina", "RAGTUNE_RERANK_MODEL": "jina-reranker-v2",
+                           "RAGTUNE_RERANK_BASE_URL": "https://api.jina.ai/v1", "RAGTUNE_RERANK_API_KEY": "k-secret"})
+    model = s.reranker()
+    assert isinstance(model, HttpReranker) and model.model_id == "jina:api.jina.ai/jina-reranker-v2"
+    assert "k-secret" not in repr(s)
+    assert Settings.from_env({"RAGTUNE_RERANK_PROVIDER": "none"}).reranker() is None
+    with pytest.raises(ConfigError, match="RAGTUNE_RERANK_PROVIDER must be one of"):
+        Settings.from_env({"RAGTUNE_RERANK_PROVIDER": "magic"})
+    with pytest.raises(ConfigError, match="needs RAGTUNE_RERANK_MODEL"):
+        Settings.from_env({"RAGTUNE_RERANK_PROVIDER": "cohere"}).reranker()
+    with pytest.raises(ConfigError, match="needs RAGTUNE_RERANK_BASE_URL"):
+        Settings.from_env({"RAGTUNE_RERANK_PROVIDER": "tei", "RAGTUNE_RERANK_MODEL": "m"}).reranker()
 
 
 def test_openai_compatible_endpoint():

@@ -41,7 +41,7 @@ def test_k_larger_than_the_number_of_results(question, chunk):
         "recall@1": 0.0, "recall@3": 1.0, "recall@5": 1.0, "recall@10": 1.0,
         # P@k = 1 hit chunk / k, k even past the 2 results: 0/1, 1/3, 1/5, 1/10
         "precision@1": 0.0, "precision@3": 1 / 3, "precision@5": 0.2, "precision@10": 0.1,
-        "success@1": 0.0, "success@3": 1.0, "success@5": 1.0, "success@10": 1.0,
+        "found@1": 0.0, "found@3": 1.0, "found@5": 1.0, "found@10": 1.0,
         # DCG = 1/log2(2+1); IDCG = 1/log2(2) = 1 (|R| = 1)
         "ndcg@1": 0.0, "ndcg@3": L2_3, "ndcg@5": L2_3, "ndcg@10": L2_3,
         "mrr": 0.5,  # first hit at rank 2
@@ -69,7 +69,7 @@ def test_several_relevant_documents(question, chunk):
     assert s == approx({
         "recall@1": 1 / 3, "recall@3": 2 / 3, "recall@5": 2 / 3, "recall@10": 2 / 3,
         "precision@1": 1.0, "precision@3": 2 / 3, "precision@5": 2 / 5, "precision@10": 2 / 10,
-        "success@1": 1.0, "success@3": 1.0, "success@5": 1.0, "success@10": 1.0,
+        "found@1": 1.0, "found@3": 1.0, "found@5": 1.0, "found@10": 1.0,
         "ndcg@1": 1.0,  # DCG@1 = 1, IDCG@1 = 1
         "ndcg@3": dcg / idcg3, "ndcg@5": dcg / idcg3, "ndcg@10": dcg / idcg3,  # 1.5 / 2.1309 = 0.7039
         "mrr": 1.0,
@@ -80,7 +80,7 @@ def test_duplicate_chunks_of_one_document_count_once(question, chunk):
     # R = {a}; ranking [a, a, a]: recall counts a once; every chunk hits for precision; only
     # rank 1 gains for nDCG, so nDCG = 1/1 = 1 (not (1 + 0.63 + 0.5) / 1).
     _, s = scores_of(question(["a"]), [chunk("a", seq=i) for i in range(3)], ks=(3,))
-    assert s == approx({"recall@3": 1.0, "precision@3": 1.0, "success@3": 1.0, "ndcg@3": 1.0, "mrr": 1.0})
+    assert s == approx({"recall@3": 1.0, "precision@3": 1.0, "found@3": 1.0, "ndcg@3": 1.0, "mrr": 1.0})
 
     # R = {a, b}; ranking [x, a, a, b]: new hits at ranks 2 and 4; the rank-3 duplicate gains 0.
     _, s = scores_of(question(["a", "b"]), [chunk("x"), chunk("a", seq=1), chunk("a", seq=2), chunk("b")], ks=(3, 5))
@@ -88,7 +88,7 @@ def test_duplicate_chunks_of_one_document_count_once(question, chunk):
     assert s == approx({
         "recall@3": 1 / 2, "recall@5": 2 / 2,
         "precision@3": 2 / 3, "precision@5": 3 / 5,  # ranks 2, 3 (and 4) hit something
-        "success@3": 1.0, "success@5": 1.0,
+        "found@3": 1.0, "found@5": 1.0,
         "ndcg@3": L2_3 / idcg,  # 0.6309 / 1.6309 = 0.3869
         "ndcg@5": (L2_3 + 1 / math.log2(5)) / idcg,  # (0.6309 + 0.4307) / 1.6309 = 0.6509
         "mrr": 0.5,
@@ -98,7 +98,7 @@ def test_duplicate_chunks_of_one_document_count_once(question, chunk):
 
 def test_ks_are_validated_and_deduplicated(question, chunk):
     j = judge(question(["a"]), [chunk("a")], "doc")
-    assert list(retrieval_scores(j, ks=(2, 2))) == ["recall@2", "precision@2", "success@2", "ndcg@2", "mrr"]
+    assert list(retrieval_scores(j, ks=(2, 2))) == ["recall@2", "precision@2", "found@2", "ndcg@2", "mrr"]
     for bad in [(), (0,), (-1,), (1.5,), (True,)]:
         with pytest.raises(ConfigError):
             retrieval_scores(j, ks=bad)
@@ -135,7 +135,7 @@ def test_page_grain_hits_and_misses(question, chunk):
     assert s == approx({
         "recall@1": 1 / 2, "recall@3": 2 / 2,
         "precision@1": 1.0, "precision@3": 2 / 3,
-        "success@1": 1.0, "success@3": 1.0,
+        "found@1": 1.0, "found@3": 1.0,
         "ndcg@1": 1.0, "ndcg@3": (1 + L2_4) / idcg,  # 1.5 / 1.6309 = 0.9197
         "mrr": 1.0,
     })
@@ -181,7 +181,7 @@ def test_evidence_quote_inside_a_chunk(question, chunk):
     # hit at rank 2: recall@3 = 1, P@3 = 1/3, nDCG@3 = 1/log2(3) / 1, RR = 1/2
     assert s == approx({
         "recall@1": 0.0, "recall@3": 1.0, "precision@1": 0.0, "precision@3": 1 / 3,
-        "success@1": 0.0, "success@3": 1.0, "ndcg@1": 0.0, "ndcg@3": L2_3, "mrr": 0.5,
+        "found@1": 0.0, "found@3": 1.0, "ndcg@1": 0.0, "ndcg@3": L2_3, "mrr": 0.5,
     })
 
 
@@ -247,7 +247,7 @@ def test_several_quotes_and_quotes_equal_after_normalisation(question, chunk):
     assert j.hits == [frozenset({"evidence[2]"}), frozenset({"evidence[0]"})]
     # recall@1 = 1/2, recall@2 = 2/2; nDCG@2 = (1 + 1/log2 3) / (1 + 1/log2 3) = 1
     assert s == approx({"recall@1": 0.5, "recall@2": 1.0, "precision@1": 1.0, "precision@2": 1.0,
-                        "success@1": 1.0, "success@2": 1.0, "ndcg@1": 1.0, "ndcg@2": 1.0, "mrr": 1.0})
+                        "found@1": 1.0, "found@2": 1.0, "ndcg@1": 1.0, "ndcg@2": 1.0, "mrr": 1.0})
 
 
 # --------------------------------------------------------------------------- aggregation

@@ -86,7 +86,7 @@ def test_scores_equal_trec_eval(grain, chunk, question):
         for k in KS:
             assert s[f"recall@{k}"] == pytest.approx(a[f"recall_{k}"], abs=1e-9), (qid, k)
             assert s[f"ndcg@{k}"] == pytest.approx(a[f"ndcg_cut_{k}"], abs=1e-9), (qid, k)
-            assert s[f"success@{k}"] == pytest.approx(a[f"success_{k}"], abs=1e-9), (qid, k)
+            assert s[f"found@{k}"] == pytest.approx(a[f"success_{k}"], abs=1e-9), (qid, k)
             assert s[f"precision@{k}"] == pytest.approx(b[f"P_{k}"], abs=1e-9), (qid, k)
         n_hits += s["mrr"] > 0
     # the random cases exercise both hits and misses

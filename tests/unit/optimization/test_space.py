@@ -255,3 +255,21 @@ def test_level_codes_cover_every_configuration(tiny):
     for i, config in enumerate(tiny.valid_configurations()):
         assert Configuration({n: levels[j][codes[i, j]] for j, n in enumerate(PARAMETER_NAMES)}) == config
     assert levels[PARAMETER_NAMES.index("chunk_overlap")] == (0, None)
+
+
+def test_reranker_and_retrieval_depth_parameters():
+    from core.optimization.space import applies, default_space
+
+    space = default_space({"m": 512}, ["extractive"])
+    by = {p.name: p.values for p in space.parameters}
+    assert by["reranker"] == ("none",) and by["retrieval_depth"] == (20,)
+    assert not applies("retrieval_depth", {"reranker": "none"})
+    assert applies("retrieval_depth", {"reranker": "local:ms-marco-MiniLM-L-12-v2"})
+    wide = space.with_overrides({"reranker": ["none", "local:x"], "retrieval_depth": [20, 40]})
+    configs = list(wide.valid_configurations())
+    # hand count: each base configuration once without a reranker (depth held at the
+    # placeholder) and twice with one (depth 20 or 40): three times the base
+    assert len(configs) == 3 * len(list(space.valid_configurations()))
+    assert {c["retrieval_depth"] for c in configs if c["reranker"] == "none"} == {None}
+    with pytest.raises(ConfigError, match="at least 1"):
+        space.with_overrides({"retrieval_depth": [0]})

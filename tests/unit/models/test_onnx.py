@@ -1,0 +1,113 @@
+"""The local ONNX models: pooling against the model card, truncation, the pinned sha256."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from core.errors import ConfigError
+from core.models.onnx import BGE_SMALL_EN, MS_MARCO_MINILM, OnnxCrossEncoder, OnnxEmbeddingModel, package_model_dir
+
+pytest.importorskip("onnxruntime")
+
+PAIRS = [
+    ("How many people live in Berlin?",
+     "Berlin has a population of 3,520,031 registered inhabitants in an area of 891.82 square kilometers."),
+    ("What is the capital of France?", "Paris is the capital and most populous city of France."),
+    ("how much protein should a female eat",
+     "As a general guideline, the CDC's average requirement of protein for women ages 19 to 70 is 46 grams per day."),
+]
+
+
+@pytest.fixture(scope="module")
+def bge():
+    try:
+        model = OnnxEmbeddingModel()
+        model.verify()
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    return model
+
+
+def _reference_cls(text: str) -> np.ndarray:
+    """The model card's recipe written out on its own: tokenise one text (no padding), run
+    the graph, take the [CLS] row of ``last_hidden_state``, L2-normalise."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    path = package_model_dir(BGE_SMALL_EN.folder)
+    tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+    enc = tok.encode(text)
+    session = ort.InferenceSession(str(path / "model.onnx"), providers=["CPUExecutionProvider"])
+    feed = {"input_ids": np.array([enc.ids]), "attention_mask": np.array([enc.attention_mask]),
+            "token_type_ids": np.array([enc.type_ids])}
+    hidden = session.run(["last_hidden_state"], feed)[0]
+    return hidden[0, 0] / np.linalg.norm(hidden[0, 0])
+
+
+def test_vectors_are_the_normalised_cls_row(bge):
+    texts = [p for pair in PAIRS for p in pair]
+    single = OnnxEmbeddingModel(batch_size=1)  # no padding: exactly the recipe
+    for text in texts:
+        np.testing.assert_allclose(single.embed_query(text), _reference_cls(text), atol=1e-5)
+    # batched with padding: the int8 graph quantises activations per batch, so padded
+    # batches move vectors slightly (cosine >= 0.99 with the recipe's), never their order
+    vectors = bge.embed_documents(texts)
+    assert vectors.shape == (6, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    for text, vec in zip(texts, vectors):
+        assert float(vec @ _reference_cls(text)) > 0.99
+
+
+def test_each_question_is_closest_to_its_own_passage(bge):
+    q = bge.embed_documents([a for a, _ in PAIRS])
+    p = bge.embed_documents([b for _, b in PAIRS])
+    sims = q @ p.T
+    assert list(sims.argmax(axis=1)) == [0, 1, 2]
+    # bge's similarities sit high (the card's note): the right passage above 0.75
+    assert sims.diagonal().min() > 0.75
+
+
+def test_long_texts_are_truncated_and_counted(bge):
+    before = bge.n_truncated
+    long_text = " ".join(["benefits"] * 600)  # 600 word pieces + [CLS] [SEP] > 512
+    vectors = bge.embed_documents([long_text, "short"])
+    assert vectors.shape == (2, 384)
+    assert bge.n_truncated - before == 1
+    assert bge.max_input_tokens == 512
+
+
+def test_cross_encoder_gives_one_logit_per_pair():
+    try:
+        model = OnnxCrossEncoder()
+        model.verify()
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    berlin, new_york = model.rerank(PAIRS[0][0], [PAIRS[0][1], "New York City is famous for the Metropolitan Museum of Art."])
+    # the model card's example: a large positive logit for the answer, a large negative one otherwise
+    assert berlin > 5.0 and new_york < -5.0
+    before = model.n_truncated
+    model.rerank("query", [" ".join(["word"] * 700)])
+    assert model.n_truncated - before == 1
+
+
+@pytest.mark.parametrize("files", [BGE_SMALL_EN, MS_MARCO_MINILM])
+def test_a_changed_model_file_is_refused_naming_it(tmp_path, files):
+    try:
+        source = package_model_dir(files.folder)
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    shutil.copy(source / "tokenizer.json", tmp_path / "tokenizer.json")
+    (tmp_path / "model.onnx").write_bytes(b"not the model")
+    cls = OnnxEmbeddingModel if files.dimension else OnnxCrossEncoder
+    model = cls(files, model_path=tmp_path)
+    with pytest.raises(ConfigError, match=r"model\.onnx has sha256 .* needs " + files.sha256):
+        model.verify()
+
+
+def test_a_missing_file_is_refused(tmp_path):
+    model = OnnxEmbeddingModel(model_path=tmp_path)
+    with pytest.raises(ConfigError, match="is missing"):
+        model.verify()
