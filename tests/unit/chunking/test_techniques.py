@@ -223,7 +223,7 @@ def test_llm_chunker_starts_chunks_where_the_model_says(app, make_paged):
     doc = make_paged("t.pdf", [["Dental one. Dental two. Travel one. Travel two."]])
     chunks = get_chunker("llm", 256, 0, chat_model=model).chunk([doc])
     assert [c.text for c in chunks] == ["Dental one. Dental two.", "Travel one. Travel two."]
-    prompt = app.chat_requests()[0]["body"]["messages"][-1]["content"]
+    prompt = app.chat_requests[0]["messages"][-1]["content"]
     assert "1. Dental one.\n2. Dental two.\n3. Travel one.\n4. Travel two." in prompt
 
 
@@ -242,7 +242,7 @@ def test_contextual_puts_the_note_in_front(app, make_paged):
     chunks = get_chunker("contextual", 256, 0, chat_model=model).chunk([doc])
     assert [c.text for c in chunks] == ["From the 2026 plan, page 1.\n\nThe deductible is 500 dollars."]
     assert chunks[0].metadata["note"] == "From the 2026 plan, page 1." and chunks[0].pages == [1]
-    prompt = app.chat_requests()[0]["body"]["messages"][-1]["content"]
+    prompt = app.chat_requests[0]["messages"][-1]["content"]
     assert "<document>\nThe deductible is 500 dollars.\n</document>" in prompt
     assert "<chunk>\nThe deductible is 500 dollars.\n</chunk>" in prompt
 
