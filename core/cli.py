@@ -356,6 +356,68 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _csv(text: str | None) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def _csv_ints(text: str | None, option: str) -> list[int]:
+    try:
+        return [int(p) for p in _csv(text)]
+    except ValueError:
+        raise ConfigError(f"{option} takes whole numbers separated by commas, got {text!r}") from None
+
+
+def _search_setups(names: list[str]) -> list[Any]:
+    """Search setups by name: ``vector``, ``keyword``, ``hybrid-rrf[-kN]``, ``hybrid-weighted[-aX]``."""
+    from core.vectorstores import SearchSetup
+
+    out = []
+    for name in names:
+        parts = name.split("-")
+        try:
+            if name in ("vector", "keyword"):
+                out.append(SearchSetup(name))
+            elif parts[:2] == ["hybrid", "rrf"] and len(parts) <= 3:
+                out.append(SearchSetup("hybrid", "rrf", ranker_k=int(parts[2][1:]) if len(parts) == 3 else 60))
+            elif parts[:2] == ["hybrid", "weighted"] and len(parts) <= 3:
+                out.append(SearchSetup("hybrid", "weighted", ranker_alpha=float(parts[2][1:]) if len(parts) == 3 else 0.5))
+            else:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise ConfigError(f"unknown search setup {name!r}; use vector, keyword, hybrid-rrf, hybrid-rrf-k60, "
+                              "hybrid-weighted or hybrid-weighted-a0.5") from None
+    return out
+
+
+def cmd_compare_chunking(args: argparse.Namespace) -> int:
+    """``ragtune compare-chunking``: every technique at every size, judged on the same character
+    budget; writes ``chunking/runs/<id>/report.json``."""
+    from core.evaluation.chunking import CompareOptions, compare_chunking, format_comparison, save_comparison
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    chat = settings.chat_model()
+    judge = settings.judge_model(args.judge)
+    options = CompareOptions(
+        methods=_csv(args.techniques) or None, sizes=_csv_ints(args.sizes, "--sizes") or (64, 128, 256),
+        budget_chars=args.budget, current=args.current, search=_search_setups([args.search])[0],
+        chat_model=chat if judge is not None else None, judge=judge, chunking_chat_model=chat,
+        progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
+    )
+    report, questions = compare_chunking(
+        args.docs, args.golden, out_dir=out, embedding_model=settings.embedding_model(),
+        vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
+    )
+    key = save_comparison(out, report, questions)
+    report["location"] = str(out / key)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_comparison(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
@@ -408,6 +470,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_optimize)
+
+    p = sub.add_parser("compare-chunking", help="compare chunking techniques on the same character budget")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file")
+    p.add_argument("--techniques", help="comma-separated chunking techniques (default: every one without a chat model)")
+    p.add_argument("--sizes", help="comma-separated chunk sizes in tokens, 4 characters each (default 64,128,256)")
+    p.add_argument("--budget", type=int, default=4000, help="characters handed over per question (default 4000)")
+    p.add_argument("--search", default="vector", help="search setup (default vector; hybrid-rrf, hybrid-weighted, keyword)")
+    p.add_argument("--current", metavar="KEY", help="the build in use (e.g. recursive-64-8-plain): it stays unless the "
+                                                    "best beats it significantly")
+    p.add_argument("--judge", metavar="MODEL", help="with a chat model: judge answers and count 'answered'")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_compare_chunking)
 
     p = sub.add_parser("report", help="print a stored retrieval report or experiment report")
     p.add_argument("run", nargs="?", default="latest",
