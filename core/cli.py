@@ -418,6 +418,42 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
     return 0
 
 
+def _yes_no(text: str | None) -> list[bool]:
+    out = []
+    for v in _csv(text):
+        if v.lower() not in ("yes", "no"):
+            raise ConfigError(f"--embed-headings takes yes, no or yes,no; got {v!r}")
+        out.append(v.lower() == "yes")
+    return out
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """``ragtune sweep``: every chunking combination built once, every search setup asked of each,
+    rows ranked by nDCG@10, MRR, time; writes ``sweep/runs/<id>/report.json``."""
+    from core.evaluation.sweep import DEFAULT_METHODS, DEFAULT_OVERLAPS, DEFAULT_SIZES, format_sweep, run_sweep, save_sweep
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    report = run_sweep(
+        args.docs, args.golden, out_dir=out, methods=_csv(args.chunking) or DEFAULT_METHODS,
+        sizes=_csv_ints(args.chunk_size, "--chunk-size") or DEFAULT_SIZES,
+        overlaps=_csv_ints(args.chunk_overlap, "--chunk-overlap") or DEFAULT_OVERLAPS,
+        embed_headings=_yes_no(args.embed_headings) or [False],
+        setups=_search_setups(_csv(args.search)) if args.search else None,
+        embedding_model=settings.embedding_model(), vector_store_config=settings.vector_store_config(out, args.vector_store),
+        chat_model=settings.chat_model(), progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
+    )
+    key = save_sweep(out, report)
+    report["location"] = str(out / key)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_sweep(report, markdown=args.markdown))
+        print(f"\nreport: {report['location']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
@@ -485,6 +521,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_compare_chunking)
+
+    p = sub.add_parser("sweep", help="build every chunking combination once and ask every search setup of each")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file")
+    p.add_argument("--chunking", help="comma-separated chunking methods (default recursive)")
+    p.add_argument("--chunk-size", help="comma-separated sizes in tokens (default 128,256)")
+    p.add_argument("--chunk-overlap", help="comma-separated overlaps in tokens (default 0,32; for the methods that take one)")
+    p.add_argument("--embed-headings", help="yes, no or yes,no (default no)")
+    p.add_argument("--search", help="comma-separated search setups (default vector,hybrid-rrf,hybrid-weighted)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a pull request)")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("report", help="print a stored retrieval report or experiment report")
     p.add_argument("run", nargs="?", default="latest",
