@@ -454,6 +454,34 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cutoff(args: argparse.Namespace) -> int:
+    """``ragtune cutoff``: the top-result score that best separates answers from near misses;
+    writes ``cutoff/runs/<id>/report.json``."""
+    from core.evaluation.cutoff import answer_cutoff, format_cutoff
+    from core.reports import LocalFiles, new_run_id
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    report = answer_cutoff(
+        args.docs, args.golden, args.unanswerable, out_dir=out, chunking_method=args.chunking,
+        chunk_size=256 if args.chunk_size is None else args.chunk_size,
+        chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
+        setup=_search_setups([args.setup])[0], measure=args.measure,
+        embedding_model=settings.embedding_model(), vector_store_config=settings.vector_store_config(out, args.vector_store),
+    )
+    run_id = new_run_id()
+    report["run_id"] = run_id
+    key = f"cutoff/runs/{run_id}/report.json"
+    LocalFiles(out).write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False).encode("utf-8"))
+    report["location"] = str(out / key)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_cutoff(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
@@ -535,6 +563,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("cutoff", help="the top-result score below which to decline to answer")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file (labelled questions)")
+    p.add_argument("--unanswerable", required=True, help="JSONL file of questions no document answers")
+    p.add_argument("--setup", default="vector", metavar="KEY", help="search setup (default vector; hybrid-rrf, hybrid-weighted, keyword)")
+    p.add_argument("--chunking", default="recursive", help="chunking method of the setup (default recursive)")
+    p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256)")
+    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32)")
+    p.add_argument("--measure", choices=["similarity", "relevance"], default="similarity",
+                   help="the top result's search score, or a reranker's relevance score")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_cutoff)
 
     p = sub.add_parser("report", help="print a stored retrieval report or experiment report")
     p.add_argument("run", nargs="?", default="latest",
