@@ -162,8 +162,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.judge and not args.generate:
         print("ragtune evaluate: --judge judges answers; it has nothing to judge with --no-generate", file=sys.stderr)
         return 1
-    if args.chunking == "hybrid" and args.chunk_overlap is not None:
-        print("ragtune evaluate: hybrid chunking takes no --chunk-overlap", file=sys.stderr)
+    from core.chunking import OVERLAP_METHODS
+
+    if args.chunking not in OVERLAP_METHODS and args.chunk_overlap is not None:
+        print(f"ragtune evaluate: {args.chunking} chunking takes no --chunk-overlap", file=sys.stderr)
         return 1
     options = EvaluateOptions(
         chunking_method=args.chunking,
@@ -484,6 +486,8 @@ def cmd_cutoff(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
+    from core.chunking import MODEL_FREE_METHODS
+
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -501,7 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "s3://bucket/prefix or a Blob URL")
     p.add_argument("--golden", required=True, help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
-    p.add_argument("--chunking", default="recursive", choices=["recursive", "hierarchical", "hybrid"])
+    p.add_argument("--chunking", default="recursive",
+                   choices=list(MODEL_FREE_METHODS), help="chunking technique (default recursive; see compare-chunking)")
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256; not for hierarchical)")
     p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32; recursive only)")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
