@@ -89,6 +89,19 @@ class SemanticChunker(SpanChunker):
         return {**super().params(), "breakpoint": "percentile", "breakpoint_percentile": self.breakpoint_percentile,
                 "sentence_model": str(getattr(self.embedding_model, "model_id", "local"))}
 
+    def prepare(self, documents: Any) -> None:
+        """Embed every sentence of ``documents`` in one call, so that chunking them one by one
+        afterwards reads the sentences from the embedding cache (when the model has one)."""
+        from core.chunking._common import iter_documents
+        from core.chunking.spans import document_text
+
+        texts = []
+        for _, doc in iter_documents(documents):
+            text = document_text(doc).text
+            texts.extend(text[s:e] for s, e in sentence_spans(text))
+        if texts:
+            self.embedding_model.embed_documents(texts)
+
     def spans(self, doc_text: DocumentText) -> tuple[list[tuple[int, int]], None]:
         """Topic groups of sentences, packed to the size."""
         text = doc_text.text

@@ -178,6 +178,11 @@ def chunk_corpus(chunker: Any, documents: Sequence[Any], build_key: str) -> tupl
     """
     chunks: list[Any] = []
     failures: list[dict[str, Any]] = []
+    if hasattr(chunker, "prepare"):  # work done once for all documents (semantic: sentence embeddings)
+        try:
+            chunker.prepare(documents)
+        except RagtuneError as exc:
+            logger.warning("%s: preparing failed, chunking document by document: %s", build_key, exc)
     for doc in documents:
         try:
             chunks.extend(chunker.chunk([doc]))

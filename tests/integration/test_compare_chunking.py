@@ -109,3 +109,29 @@ def test_a_document_that_cannot_be_cut_is_reported_and_the_others_go_on(corpus, 
     assert "names no sentence" in report["failures"][0]["reason"]
     t = report["techniques"][0]
     assert t["counted"] == 4 and t["n_scored"] == 6  # the travel questions cannot be found
+
+
+def test_answered_is_counted_with_a_chat_model_and_a_judge(corpus, model, tmp_path):
+    from core.models.chat import OpenAIChatModel
+    from tests.support.openai_app import OpenAITestApp, last_user_text
+
+    def respond(body):
+        text = last_user_text(body)
+        if text.startswith("Judge whether the ANSWER"):
+            answer = text.split("[ANSWER]")[-1]
+            return "1" if "eighty percent" in answer else "0"
+        # the answerer: right for the check-up question (q1) only
+        return "eighty percent" if "check-ups" in text.split("Question:")[-1] else "I do not know."
+
+    with OpenAITestApp(respond) as app:
+        chat = OpenAIChatModel("answerer", base_url=app.base_url, api_key="test")
+        judge = OpenAIChatModel("judge", base_url=app.base_url, api_key="test")
+        report, questions = compare_chunking(corpus[0], corpus[1], out_dir=tmp_path, embedding_model=model,
+                                             options=CompareOptions(methods=["sentence"], sizes=[16], budget_chars=400,
+                                                                    embed_headings=(False,), chat_model=chat, judge=judge))
+        n_chat = len(app.chat_requests)
+    assert report["settings"]["counting"] == "answered"
+    assert questions["builds"]["sentence-16-plain"] == {"q1": True, "q2": False, "q3": False, "q4": False,
+                                                         "q5": False, "q6": False}
+    assert report["techniques"][0]["counted"] == 1
+    assert n_chat == 12  # one answer and one judgement per question
