@@ -54,6 +54,9 @@ ANSWERED_MIN_CORRECTNESS = 1.0
 CHUNKING_RUNS_PREFIX = "chunking/runs"
 #: Chunks embedded per call.
 EMBED_BATCH = 256
+#: Most failures (documents a build could not cut, answers that failed) listed in a report;
+#: the rest are counted.
+MAX_LISTED = 200
 
 
 @dataclass(frozen=True)
@@ -548,8 +551,9 @@ def compare_chunking(
         "ties": [t["method"] for t in techniques if t.get("tie")],
         "pairs": pairs,
         "current": current,
-        "failures": failures,
-        "answer_errors": answer_errors[:100],
+        "failures": failures[:MAX_LISTED],
+        "n_failures": len(failures),
+        "answer_errors": answer_errors[:MAX_LISTED],
         "n_answer_errors": len(answer_errors),
         "timings_s": {"total_s": round(total_s, 3),
                       "embed_s": round(sum(r.get("embed_s", 0.0) for r in rows), 3),
@@ -607,8 +611,8 @@ def format_comparison(report: dict[str, Any]) -> str:
                      f"{' to ' + cur['switch_to'] if cur.get('switch_to') else ''} ({cur['reason']})")
     for f in report["failures"][:20]:
         lines.append(f"could not cut {f['document_id']} with {f['build']}: {f['reason']}")
-    if len(report["failures"]) > 20:
-        lines.append(f"... {len(report['failures']) - 20} more in the report")
+    if report.get("n_failures", 0) > 20:
+        lines.append(f"... {report['n_failures'] - 20} more documents a build could not cut")
     for lo in report["left_out"]:
         lines.append(f"left out {lo['method']} size {lo['chunk_size']} overlap {lo['chunk_overlap']}: {lo['reason']}")
     tm = report["timings_s"]

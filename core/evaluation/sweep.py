@@ -74,7 +74,7 @@ def run_sweep(
     """
     from core.documents import corpus_fingerprint, load_documents
     from core.errors import ConfigError
-    from core.evaluation.chunking import builds_for, check_methods, chunk_corpus, index_chunks
+    from core.evaluation.chunking import MAX_LISTED, builds_for, check_methods, chunk_corpus, index_chunks
     from core.evaluation.retrieval import choose_rank_grain, default_search_setups
     from core.golden import read_golden
     from core.inputs import shown_address
@@ -186,7 +186,8 @@ def run_sweep(
         "rows": rows,
         "builds": build_rows,
         "left_out": left_out,
-        "failures": failures,
+        "failures": failures[:MAX_LISTED],
+        "n_failures": len(failures),
         "timings_s": {"total_s": round(time.perf_counter() - t_start, 3)},
     }
 

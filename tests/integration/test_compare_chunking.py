@@ -91,6 +91,11 @@ def test_cli_reports_a_document_a_technique_cannot_cut_and_goes_on(corpus, tmp_p
                  "--techniques", "sentence", "--sizes", "16", "--budget", "3"])
     assert code == 1
     assert "budget of 3 characters is below the smallest chunk of sentence-16-headings" in capsys.readouterr().err
+    code = main(["compare-chunking", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path),
+                 "--techniques", "sentence", "--sizes", "16", "--current", "sentence-99-plain"])
+    assert code == 1
+    assert ("--current 'sentence-99-plain' is not one of the builds compared: sentence-16-headings, sentence-16-plain"
+            in capsys.readouterr().err)
 
 
 def test_a_document_that_cannot_be_cut_is_reported_and_the_others_go_on(corpus, model, tmp_path):

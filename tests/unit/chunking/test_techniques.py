@@ -283,3 +283,19 @@ def test_hybrid_shortens_a_long_heading_and_logs_instead_of_warning(caplog, recw
     assert chunker.count_tokens(c.text) <= 64
     assert not [w for w in recwarn if issubclass(w.category, UserWarning) and "Headers" in str(w.message)]
     assert any("shortened" in r.getMessage() for r in caplog.records)
+
+
+def test_hierarchical_cuts_an_element_too_long_to_store():
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+    from core.chunking import HierarchicalChunker
+    from core.chunking.docling_chunkers import MAX_CHUNK_CHARS
+    from core.documents import LoadedDocument
+
+    doc = DoclingDocument(name="big.txt")
+    doc.add_text(label=DocItemLabel.TEXT, text="y" * 40_000)
+    chunks = HierarchicalChunker(embed_headings=False).chunk(
+        [LoadedDocument(document_id="big.txt", document=doc, sha256="5" * 64)])
+    # 16,000 characters at most (under Milvus's 65,535-byte limit at 4 bytes a character)
+    assert [len(c.text) for c in chunks] == [MAX_CHUNK_CHARS, MAX_CHUNK_CHARS, 40_000 - 2 * MAX_CHUNK_CHARS]
+    assert MAX_CHUNK_CHARS * 4 < 65_535
