@@ -280,6 +280,8 @@ class CompareOptions:
         current: the key of the build in use, or None.
         chat_model: answers from the handed text (with ``judge``: ``answered`` is counted).
         judge: a ``ChatModel`` judging the answers' correctness.
+        chunking_chat_model: the ``ChatModel`` of the ``llm`` and ``contextual`` techniques.
+        progress: called with a short line per step (None: logged).
     """
 
     methods: Sequence[str] | None = None
@@ -354,7 +356,7 @@ def compare_chunking(
     from core.metrics.retrieval import judge as judge_chunks
     from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
     from core.vectorstores import MilvusLiteConfig, SearchSetup, collection_name_for, get_vector_store
-    from core.chunking import MODEL_FREE_METHODS
+    from core.chunking import MODEL_FREE_METHODS, handed_text
 
     options = options or CompareOptions()
     say = options.progress or (lambda m: logger.info(m))
@@ -392,8 +394,6 @@ def compare_chunking(
         chunks, failed = chunk_corpus(chunker, documents, b.key)
         failures.extend(failed)
         made.append((b, chunks, time.perf_counter() - t0))
-    from core.chunking import handed_text
-
     for b, chunks, _ in made:
         if chunks:
             smallest = min(len(handed_text(c)) for c in chunks)
