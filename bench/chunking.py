@@ -62,8 +62,13 @@ def main() -> int:
             tie = "best" if t.get("vs_best") is None and t.get("tie") else ("yes" if t.get("tie") else "no")
             print(f"{t['method']:<14} {str(t['best_build']):<28} {t['counted']:>3}/{t['n_scored']:<3}  {tie}")
         embed = report["timings_s"]["embed_s"]
+        tm = report["timings_s"]
         print(f"wall {wall:.1f} s; builds' embedding {embed:.1f} s (floor); wall / floor = "
-              f"{wall / embed if embed else float('inf'):.2f}; chunking {report['timings_s']['chunk_s']:.1f} s")
+              f"{wall / embed if embed else float('inf'):.2f}")
+        print(f"  chunking {tm['chunk_s']:.1f} s, writing collections {tm['index_s']:.1f} s, searching "
+              f"{tm['search_s']:.1f} s, the rest {wall - embed - tm['chunk_s'] - tm['index_s'] - tm['search_s']:.1f} s")
+        slow = sorted(report["builds"], key=lambda b: -b.get("chunk_s", 0.0))[:3]
+        print("  slowest to chunk: " + ", ".join(f"{b['key']} {b['chunk_s']:.1f} s" for b in slow))
         goal = GOAL_S.get(name)
         if goal is not None:
             ok = wall < goal

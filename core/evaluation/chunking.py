@@ -6,7 +6,8 @@ texts free). For each question the search results are handed over best first, wh
 they fit in the same character budget (default :data:`DEFAULT_BUDGET_CHARS`): a result that does
 not fit in what is left is passed over and the next one tried. So every technique is judged on
 what a model would read, not on how many chunks it returns. A parent-child result hands over
-its parent section (once per parent).
+its parent section (once per parent). Each search fetches :data:`FETCH_MARGIN` times as many
+results as the budget holds at the build's median length (at most :data:`MAX_FETCH`).
 
 ``found``: the question's expected evidence (or page, or document; the finest grain the golden
 file labels, as ``evaluate`` ranks by) is in the handed text. With a chat model and a judge,
@@ -48,6 +49,9 @@ DEFAULT_SIZES: tuple[int, ...] = (64, 128, 256)
 OVERLAP_SHARE = 0.125
 #: Most results fetched per question to fill the budget.
 MAX_FETCH = 100
+#: Results fetched per question: this many times what the budget holds at the build's median
+#: handed length (results too long for what is left are passed over, so some margin).
+FETCH_MARGIN = 2
 #: A judge correctness score of at least this counts the question as answered.
 ANSWERED_MIN_CORRECTNESS = 1.0
 #: Where the comparison runs are stored in the report store.
@@ -415,7 +419,7 @@ def compare_chunking(
         twin = by_digest.get(digest) if chunks else None
         if twin is not None:  # the same chunks as an earlier build (no headings to embed): same results
             row.update({k: v for k, v in twin.items() if k not in row and k not in ("key", "same_as")},
-                       same_as=twin["key"], embed_s=0.0, index_s=0.0, build_s=round(chunk_s, 3))
+                       same_as=twin["key"], embed_s=0.0, index_s=0.0, search_s=0.0, build_s=round(chunk_s, 3))
             rows.append(row)
             outcomes[b.key] = dict(outcomes[twin["key"]])
             continue
@@ -432,8 +436,8 @@ def compare_chunking(
         try:
             times = index_chunks(store, chunks, model)
             by_id = {c.chunk_id: c for c in chunks}
-            smallest = min(len(c.text) for c in chunks)
-            k = max(1, min(MAX_FETCH, math.ceil(budget / max(smallest, 1)) + 1))
+            typical = statistics.median(len(handed_text(c)) for c in chunks)
+            k = max(1, min(MAX_FETCH, FETCH_MARGIN * math.ceil(budget / max(typical, 1.0))))
             per_q: dict[str, bool | None] = {}
             handed_chars: list[int] = []
             latencies: list[float] = []
@@ -465,7 +469,7 @@ def compare_chunking(
             embed_s=round(times["embed_s"], 3), index_s=round(times["index_s"], 3),
             build_s=round(chunk_s + times["embed_s"] + times["index_s"], 3),
             median_search_ms=round(statistics.median(latencies), 3) if latencies else 0.0,
-            fetched=k,
+            search_s=round(sum(latencies) / 1000.0, 3), fetched=k,
         )
         rows.append(row)
         by_digest[digest] = row
@@ -557,7 +561,9 @@ def compare_chunking(
         "n_answer_errors": len(answer_errors),
         "timings_s": {"total_s": round(total_s, 3),
                       "embed_s": round(sum(r.get("embed_s", 0.0) for r in rows), 3),
-                      "chunk_s": round(sum(r.get("chunk_s", 0.0) for r in rows), 3)},
+                      "chunk_s": round(sum(r.get("chunk_s", 0.0) for r in rows), 3),
+                      "index_s": round(sum(r.get("index_s", 0.0) for r in rows), 3),
+                      "search_s": round(sum(r.get("search_s", 0.0) for r in rows), 3)},
     }
     return report, {"builds": outcomes}
 
