@@ -16,7 +16,7 @@ the model answers from the handed text alone, the judge scores the answer's corr
 ``answered`` is counted instead.
 
 Each technique is shown at its best build (most counted; then fewer characters handed; then
-the faster build). Against the best technique, and pairwise, the questions only one of the two
+the first in build order, so a build and its identical twin rank as one). Against the best technique, and pairwise, the questions only one of the two
 got right are counted and an exact McNemar test (two-sided, :data:`core.metrics.paired.ALPHA`)
 is run: a technique not significantly worse than the best is a tie. ``current`` names the build
 in use: it stays unless the best beats it significantly, because every switch re-embeds every
@@ -476,8 +476,10 @@ def compare_chunking(
 
     ok_rows = [r for r in rows if r["status"] == "ok"]
 
-    def rank_key(r: dict[str, Any]) -> tuple[float, float, float]:
-        return (-r["counted"], r["mean_handed_chars"], r["build_s"])
+    order = {key: i for i, key in enumerate(keys)}
+
+    def rank_key(r: dict[str, Any]) -> tuple[float, float, int]:
+        return (-r["counted"], r["mean_handed_chars"], order[r["key"]])
 
     techniques: list[dict[str, Any]] = []
     for m in methods:
