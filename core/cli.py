@@ -51,6 +51,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                 return 1
             documents = list_document_ids(docs)
     check = check_golden(args.golden, documents=documents)
+    if args.docs:  # stale evidence and pages past the end need the documents themselves
+        from core.golden.stale import add_corpus_problems
+
+        add_corpus_problems(check, args.golden, args.docs)
     if args.json:
         _print_json(check.to_dict())
     else:

@@ -332,6 +332,9 @@ def evaluate_retrieval(
     timings["chunk_s"] = time.perf_counter() - t0
     if not chunks:
         raise IndexingError(f"the documents in {docs_shown} gave no chunks")
+    from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
+
+    warnings += stale_evidence_warnings(golden.questions, pieces_from_chunks(chunks))
 
     indexing_params = {
         "corpus": corpus_fingerprint(documents),
