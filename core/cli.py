@@ -176,6 +176,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         rank_grain=args.rank_by, show_progress=not args.json,
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
         judge=settings.judge_model(args.judge) if args.generate else None,
+        by=tuple(args.by or ()),
     )
     model = settings.embedding_model()
     try:
@@ -201,6 +202,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         _print_json(report)
     else:
         print(format_report(report))
+        if options.by:
+            from core.evaluation.slices import format_slices
+
+            print(format_slices(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
     return 0
 
@@ -360,6 +365,51 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_corpus(docs: str, out: Path) -> Any:
+    """Load the documents of ``docs`` (a remote folder is downloaded to ``<out>/inputs``);
+    skipped files are reported on stderr."""
+    from core.documents import load_documents
+
+    loaded = load_documents(docs, cache_dir=out / "inputs")
+    for skipped in loaded.skipped:
+        print(f"skipped {skipped.document_id}: {skipped.reason}", file=sys.stderr)
+    return loaded
+
+
+def cmd_template(args: argparse.Namespace) -> int:
+    """``ragtune template --docs DIR -o FILE``: write template rows to fill in (never over a file)."""
+    from core.golden.template import rows_to_jsonl, template_rows, write_new_file
+    from core.settings import Settings
+
+    if Path(args.output).exists():
+        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir))
+    rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
+    write_new_file(args.output, rows_to_jsonl(rows))
+    print(f"wrote {plural(len(rows), 'template row')} to {args.output} (one {args.by} each): write a question in "
+          f"each, keep or fix its expected id, then run 'ragtune check {args.output}'")
+    return 0
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    """``ragtune suggest --docs DIR --golden FILE -o FILE``: propose draft labels from reference answers."""
+    from core.golden.suggest import suggest_labels
+    from core.golden.template import rows_to_jsonl, write_new_file
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.settings import Settings
+
+    if Path(args.output).exists():
+        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    settings = Settings.from_env()
+    out = Path(settings.out_dir)
+    loaded = _load_corpus(args.docs, out)
+    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    result = suggest_labels(args.golden, loaded.documents, embedding_model=model, top=args.top, by=args.by)
+    write_new_file(args.output, rows_to_jsonl(result.rows))
+    print(f"wrote {args.output}: {result.summary()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
@@ -391,6 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="MODEL",
                    help="judge answers with this chat model (on RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
     p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
+    p.add_argument("--by", action="append", metavar="metadata.KEY",
+                   help="also report every setup's metrics per value of this metadata key, with counts (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_evaluate)
 
@@ -419,6 +471,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_report)
+
+    from core.golden.suggest import DEFAULT_TOP
+    from core.golden.template import DEFAULT_TEMPLATE_ROWS
+
+    p = sub.add_parser("template", help="write golden rows to fill in, one sampled document or page each")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--by", choices=["doc", "page"], default="page", help="one row per page (default) or per document")
+    p.add_argument("--n", type=int, default=DEFAULT_TEMPLATE_ROWS, help=f"rows to write (default {DEFAULT_TEMPLATE_ROWS})")
+    p.add_argument("--seed", type=int, default=0, help="picks where the even spread through the corpus starts")
+    p.add_argument("-o", "--output", required=True, help="the file to write (never overwritten)")
+    p.set_defaults(func=cmd_template)
+
+    p = sub.add_parser("suggest", help="propose draft expected ids for questions with a reference answer")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file, native or Amazon Bedrock")
+    p.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"ids proposed per question (default {DEFAULT_TOP})")
+    p.add_argument("--by", choices=["doc", "page"], default="page", help="propose pages (default) or documents")
+    p.add_argument("-o", "--output", required=True, help="the golden file to write (never overwritten)")
+    p.set_defaults(func=cmd_suggest)
     return parser
 
 

@@ -63,6 +63,8 @@ class EvaluateOptions:
             answers (see ``core.evaluation.answers``).
         chat_model: the ``ChatModel`` generating answers; None uses the extractive baseline.
         judge: a ``ChatModel`` judging answers, or None (unitxt metrics only).
+        by: ``metadata.KEY`` keys to report every setup's metrics per slice of (see
+            ``core.evaluation.slices``); empty for none.
     """
 
     chunking_method: str = "recursive"
@@ -74,6 +76,7 @@ class EvaluateOptions:
     generate: bool = False
     chat_model: Any = None
     judge: Any = None
+    by: tuple[str, ...] = ()
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -285,7 +288,11 @@ def evaluate_retrieval(
     out_dir = Path(out_dir)
     timings: dict[str, float] = {}
 
+    from core.evaluation.slices import check_slice_key, setup_slices
+
     chunker = get_chunker(options.chunking_method, options.chunk_size, options.chunk_overlap)  # validates first
+    for key in options.by:
+        check_slice_key(key)
     for setup in options.setups:
         setup.to_dict()
     if out_dir.exists() and not out_dir.is_dir():
@@ -393,6 +400,7 @@ def evaluate_retrieval(
                     "name": setup.name,
                     "setup": setup.to_dict(),
                     "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
+                    "slices": setup_slices(questions, grains, options.by),
                     "found_top10": sum(1 for r in scored if r.scores[f"success@{TOP_K}"] > 0),
                     "found_first": sum(1 for r in scored if r.scores["success@1"] > 0),
                     "n_scored": len(scored),
