@@ -393,7 +393,7 @@ def cmd_template(args: argparse.Namespace) -> int:
 
 def cmd_suggest(args: argparse.Namespace) -> int:
     """``ragtune suggest --docs DIR --golden FILE -o FILE``: propose draft labels from reference answers."""
-    from core.golden.suggest import suggest_labels
+    from core.golden.suggest import build_index, suggest_labels
     from core.golden.template import rows_to_jsonl, write_new_file
     from core.models import CachedEmbeddingModel, EmbeddingCache
     from core.settings import Settings
@@ -401,10 +401,11 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if Path(args.output).exists():
         raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
     settings = Settings.from_env()
-    out = Path(settings.out_dir)
+    out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
-    result = suggest_labels(args.golden, loaded.documents, embedding_model=model, top=args.top, by=args.by)
+    with build_index(loaded.documents, model, settings.vector_store_config(out, args.vector_store)) as index:
+        result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by)
     write_new_file(args.output, rows_to_jsonl(result.rows))
     print(f"wrote {args.output}: {result.summary()}")
     return 0
@@ -488,6 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--golden", required=True, help="golden JSONL file, native or Amazon Bedrock")
     p.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"ids proposed per question (default {DEFAULT_TOP})")
     p.add_argument("--by", choices=["doc", "page"], default="page", help="propose pages (default) or documents")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
+                   help="where the chunks are indexed (as for evaluate; the collection is shared with it)")
+    p.add_argument("--out", help=f"output folder of the index and caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("-o", "--output", required=True, help="the golden file to write (never overwritten)")
     p.set_defaults(func=cmd_suggest)
     return parser

@@ -8,9 +8,10 @@ reliably than the question does, and proposes the ``top`` ids it comes from, mar
 ``expected`` list on a row that is not a draft) are written back unchanged, as is every other
 row.
 
-Search: the documents are cut with the recursive chunker at the evaluation's default size; the
-chunks and the query are embedded (through the embedding cache) and ranked by cosine
-similarity, except that chunks holding the whole reference verbatim (a reference of at least
+Search: the documents are chunked and indexed as ``evaluate`` does by default (recursive chunker
+at its default sizes, the configured embedding model and vector store; the collection is the one
+``evaluate`` reuses), and searched with hybrid search (dense + BM25, reciprocal rank fusion),
+except that chunks holding the whole reference verbatim (a reference of at least
 :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words, after ``normalize_text``) rank first. The
 query is the reference, with the question before it when the reference is under
 ``MIN_EVIDENCE_WORDS`` words (``"France"`` alone says little). Ids are taken from the best
@@ -28,10 +29,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
-
-import numpy as np
 
 from core.errors import ConfigError, GoldenError
 from core.text import plural
@@ -40,6 +39,14 @@ logger = logging.getLogger(__name__)
 
 #: Ids proposed per question by default.
 DEFAULT_TOP = 1
+#: Chunks fetched per id wanted.
+SEARCH_K = 10
+
+
+def _search_setup() -> Any:
+    from core.vectorstores.base import SearchSetup
+
+    return SearchSetup("hybrid", "rrf")
 
 #: Check errors that only say a row has no label yet: the rows ``suggest`` fills in.
 _UNLABELLED_FIELDS = ("expected",)
@@ -56,7 +63,6 @@ class SuggestResult:
         n_kept: rows with a label a person made, written back unchanged.
         n_without_reference: unlabelled rows with no reference answer (left as they were).
         n_other: other rows (templates, rows without a question) written back unchanged.
-        scores: row index -> cosine similarity of the best chunk behind the first id.
     """
 
     rows: list[dict[str, Any]]
@@ -65,7 +71,6 @@ class SuggestResult:
     n_kept: int = 0
     n_without_reference: int = 0
     n_other: int = 0
-    scores: dict[int, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line a person reads: what was suggested and what was left alone."""
@@ -80,24 +85,33 @@ class SuggestResult:
 
 
 class ChunkIndex:
-    """Chunks of a corpus with their embeddings, searched by cosine similarity.
+    """The chunks of a corpus in a vector store, searched with hybrid search (dense + BM25, RRF).
+
+    Use it as a context manager (the store is closed on exit).
 
     Args:
-        chunks: the chunks (``core.chunking.Chunk``).
-        embedding_model: an ``EmbeddingModel`` (usually cached).
+        store: a ``VectorStore`` holding ``chunks``.
+        chunks: the chunks, in corpus order.
         paged: ids of the documents that have pages.
     """
 
-    def __init__(self, chunks: Sequence[Any], embedding_model: Any, paged: set[str]) -> None:
+    def __init__(self, store: Any, chunks: Sequence[Any], paged: set[str]) -> None:
         from core.metrics.retrieval import normalize_text
 
+        self.store = store
         self.chunks = list(chunks)
-        self.model = embedding_model
         self.paged = paged
-        vectors = np.asarray(embedding_model.embed_documents([c.text for c in self.chunks]), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        self.vectors = vectors / np.where(norms > 0, norms, 1.0)
         self.normalized = [normalize_text(c.text) for c in self.chunks]
+
+    def __enter__(self) -> "ChunkIndex":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the vector store."""
+        self.store.close()
 
     def target(self, chunk: Any, by: str) -> str:
         """The id a chunk stands for at grain ``by``: ``doc#page=N`` or ``doc``."""
@@ -105,52 +119,71 @@ class ChunkIndex:
             return f"{chunk.document_id}#page={chunk.pages[0]}"
         return chunk.document_id
 
-    def search(self, query: str, *, verbatim: str | None, top: int, by: str) -> list[tuple[str, float]]:
+    def search(self, query: str, *, verbatim: str | None, top: int, by: str) -> list[str]:
         """The ``top`` distinct ids of the best chunks for ``query``.
 
+        Chunks holding ``verbatim`` come first (those the search returned in its order, then
+        the others in corpus order), then the search's other results.
+
         Args:
-            query: the text embedded and compared.
-            verbatim: a normalised text; chunks holding it rank first (None: none do).
+            query: the search text.
+            verbatim: a normalised text (see ``normalize_text``), or None.
             top: ids wanted (>= 1).
             by: ``"page"`` or ``"doc"``.
 
         Returns:
-            ``(id, cosine)`` pairs, best first (cosine of the id's best chunk, in [-1, 1]).
+            Up to ``top`` ids, best first.
         """
-        if not self.chunks:
-            return []
-        q = np.asarray(self.model.embed_query(query), dtype=np.float32)
-        q = q / (np.linalg.norm(q) or 1.0)
-        cosines = self.vectors @ q
-        holds = np.array([bool(verbatim) and verbatim in t for t in self.normalized])
-        order = np.lexsort((-cosines, ~holds))  # verbatim holders first, then by cosine
-        out: dict[str, float] = {}
-        for i in order:
-            target = self.target(self.chunks[int(i)], by)
+        hits = [h.chunk for h in self.store.search(query, k=max(SEARCH_K, SEARCH_K * top), **_search_setup().to_dict())]
+        holders: list[Any] = []
+        if verbatim:
+            found = {c.chunk_id for c, t in zip(self.chunks, self.normalized) if verbatim in t}
+            holders = [c for c in hits if c.chunk_id in found]
+            seen = {c.chunk_id for c in holders}
+            holders += [c for c in self.chunks if c.chunk_id in found and c.chunk_id not in seen]
+        out: list[str] = []
+        for chunk in holders + hits:
+            target = self.target(chunk, by)
             if target not in out:
-                out[target] = float(cosines[int(i)])
+                out.append(target)
                 if len(out) == top:
                     break
-        return list(out.items())
+        return out
 
 
-def build_index(documents: Sequence[Any], embedding_model: Any) -> ChunkIndex:
-    """Chunk ``documents`` with the recursive chunker at the evaluation's default sizes and embed
-    the chunks.
+def build_index(documents: Sequence[Any], embedding_model: Any, store_config: Any) -> ChunkIndex:
+    """Chunk ``documents`` as ``evaluate`` does by default (recursive chunker, its default
+    sizes) and index them in the collection ``evaluate`` would use, reusing it when it holds
+    them already.
 
     Args:
-        documents: ``LoadedDocument`` objects.
-        embedding_model: an ``EmbeddingModel``.
+        documents: ``LoadedDocument`` objects, in the loader's order.
+        embedding_model: an ``EmbeddingModel`` (usually cached).
+        store_config: a vector store configuration (``MilvusLiteConfig``, ...).
 
     Returns:
-        A :class:`ChunkIndex`.
+        A :class:`ChunkIndex` (close it when done).
+
+    Raises:
+        IndexingError / EmbeddingError / StoreError: indexing failed.
     """
     from core.chunking import get_chunker
-    from core.evaluation.retrieval import EvaluateOptions
+    from core.documents import corpus_fingerprint
+    from core.evaluation.retrieval import EvaluateOptions, fill_collection
+    from core.vectorstores import collection_name_for, get_vector_store
 
     chunker = get_chunker("recursive", EvaluateOptions.chunk_size, EvaluateOptions.chunk_overlap)
-    chunks = [c for d in sorted(documents, key=lambda d: d.document_id) for c in chunker.chunk([d])]
-    return ChunkIndex(chunks, embedding_model, {d.document_id for d in documents if d.n_pages > 0})
+    chunks = [c for d in documents for c in chunker.chunk([d])]
+    params = {"corpus": corpus_fingerprint(list(documents)), "chunking": {"method": chunker.name, **chunker.params()},
+              "embedding_model": embedding_model.model_id}
+    store = get_vector_store(embedding_model, store_config, collection_name_for(params))
+    try:
+        if not (store.exists() and store.count() == len(chunks)):
+            fill_collection(store, chunks, embedding_model)
+    except BaseException:
+        store.close()
+        raise
+    return ChunkIndex(store, chunks, {d.document_id for d in documents if d.n_pages > 0})
 
 
 def _query(question: str, reference: str) -> str:
@@ -225,19 +258,18 @@ def _with_expected(row: dict[str, Any], targets: list[str], hint: str) -> dict[s
     return out
 
 
-def suggest_labels(golden_path: str, documents: Sequence[Any], *, embedding_model: Any, top: int = DEFAULT_TOP,
-                   by: str = "page", data: bytes | None = None, index: ChunkIndex | None = None) -> SuggestResult:
+def suggest_labels(golden_path: str, documents: Sequence[Any], *, index: ChunkIndex, top: int = DEFAULT_TOP,
+                   by: str = "page", data: bytes | None = None) -> SuggestResult:
     """Propose ``expected`` ids for the questions of a golden file that have a reference answer.
 
     Args:
         golden_path: the golden file (a local path or an address); only named in messages when
             ``data`` is given.
         documents: the corpus, as ``LoadedDocument`` objects.
-        embedding_model: the ``EmbeddingModel`` searching the corpus.
+        index: the corpus indexed by :func:`build_index` (not closed here).
         top: ids proposed per question (>= 1).
         by: ``"page"`` or ``"doc"``.
         data: the golden file's bytes when already read.
-        index: a :class:`ChunkIndex` of ``documents`` already built (else one is built).
 
     Returns:
         A :class:`SuggestResult` whose rows are the output golden file.
@@ -266,9 +298,8 @@ def suggest_labels(golden_path: str, documents: Sequence[Any], *, embedding_mode
         rows, fmt = _bedrock_rows(shown, data)
     else:
         rows = _native_rows(shown, data)
-    index = index or build_index(documents, embedding_model)
     result = SuggestResult(rows=[], format=fmt)
-    for position, (_, row) in enumerate(rows):
+    for _, row in rows:
         question, reference = row.get("question"), row.get("reference")
         expected = row.get("expected")
         labelled = isinstance(expected, list) and bool(expected) and row.get("draft") is not True
@@ -289,11 +320,11 @@ def suggest_labels(golden_path: str, documents: Sequence[Any], *, embedding_mode
             result.n_other += 1
             result.rows.append(row)
             continue
-        scores = ", ".join(f"{t} {s:.2f}" for t, s in found)
-        hint = (f"suggested from the reference answer (cosine: {scores}); check that the answer is there, "
-                "then remove 'draft'")
-        result.rows.append(_with_expected(row, [t for t, _ in found], hint))
-        result.scores[position] = found[0][1]
+        verbatim = _verbatim(reference)
+        how = " (it is there verbatim)" if verbatim and any(verbatim in t for t in index.normalized) else ""
+        hint = (f"suggested by searching the documents with the reference answer{how}: check that the answer is "
+                "there, then remove 'draft'")
+        result.rows.append(_with_expected(row, found, hint))
         result.n_suggested += 1
     logger.info("suggested labels for %s: %s", shown, result.summary())
     return result
