@@ -411,6 +411,39 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_draft(args: argparse.Namespace) -> int:
+    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model."""
+    from core.golden.draft import DraftOptions, DraftStopped, draft_to_file, read_examples
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    writer = settings.chat_model_named(args.writer) if args.writer else settings.chat_model()
+    if writer is None:
+        raise ConfigError("drafting needs a chat model: set RAGTUNE_CHAT_PROVIDER and RAGTUNE_CHAT_MODEL "
+                          "(and RAGTUNE_CHAT_BASE_URL), or give --writer MODEL")
+    critic = settings.chat_model_named(args.critic) if args.critic else None
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else None
+    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries,
+                           examples=read_examples(args.examples) if args.examples else (),
+                           **({"kinds": kinds} if kinds is not None else {}))
+    out = Path(args.out or settings.out_dir)
+    loaded = _load_corpus(args.docs, out)
+    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    try:
+        summary = draft_to_file(loaded.documents, args.output, writer=writer, critic=critic, embedding_model=model,
+                                options=options, cache_path=args.cache)
+    except DraftStopped as exc:
+        print(exc.summary.format(), file=sys.stderr)
+        print(f"ragtune draft: {exc}; the {plural(exc.summary.n_written, 'row')} written so far are in "
+              f"{args.output}; run the same command again to resume (the replies so far are cached)",
+              file=sys.stderr)
+        return 1
+    print(summary.format())
+    print(f"written to {args.output}: every row is a draft; check each, then remove 'draft'")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
@@ -473,6 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_report)
 
+    from core.golden.draft import KINDS, DraftOptions
     from core.golden.suggest import DEFAULT_TOP
     from core.golden.template import DEFAULT_TEMPLATE_ROWS
 
@@ -494,6 +528,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help=f"output folder of the index and caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("-o", "--output", required=True, help="the golden file to write (never overwritten)")
     p.set_defaults(func=cmd_suggest)
+
+    p = sub.add_parser("draft", help="draft golden questions from the documents with a writer and a critic chat model")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--n", type=int, default=DraftOptions.n, help=f"rows wanted (default {DraftOptions.n})")
+    p.add_argument("--seed", type=int, default=DraftOptions.seed, help="picks where the spread of passages starts")
+    p.add_argument("--kinds", help=f"comma-separated kinds of question (default {','.join(KINDS)})")
+    p.add_argument("--examples", help="a golden file whose questions show the writer the style wanted")
+    p.add_argument("--writer", metavar="MODEL", help="writer model on the chat endpoint (default $RAGTUNE_CHAT_MODEL)")
+    p.add_argument("--critic", metavar="MODEL", help="critic model on the chat endpoint (default the writer)")
+    p.add_argument("--tries", type=int, default=DraftOptions.tries,
+                   help=f"writer replies per passage before it is set aside (default {DraftOptions.tries})")
+    p.add_argument("--cache", help="reply cache file (default OUTPUT.replies.jsonl)")
+    p.add_argument("--out", help=f"output folder of the caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("-o", "--output", required=True,
+                   help="the golden file to write (never overwritten; a stopped run of the same settings resumes)")
+    p.set_defaults(func=cmd_draft)
     return parser
 
 
