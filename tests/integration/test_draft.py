@@ -240,3 +240,39 @@ def test_cli_draft_with_kinds_and_a_stopped_server(corpus, squad_dir, tmp_path, 
     assert "stopped answering" in err and "run the same command again to resume" in err
     assert main(["draft", "--docs", str(folder), "--kinds", "factual,nonsense", "-o", str(tmp_path / "x.jsonl")]) == 1
     assert "kinds must be" in capsys.readouterr().err
+
+
+def test_multi_hop_uses_two_pages_of_one_pdf(northwind_dir, embedder, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "PerksPlus.pdf").write_bytes((northwind_dir / "docs" / "PerksPlus.pdf").read_bytes())
+    documents = load_documents(tmp_path / "docs").documents
+    pages = {}
+
+    def respond(body):
+        text = body["messages"][1]["content"]
+        blocks = dict(re.findall(r"\[(P\d)\] from ([^:\n]+):\n", text))
+        kind = task(body)
+        if kind == "score":
+            return json.dumps({"score": 0.9})
+        if kind == "grade":
+            return json.dumps({"question": 1, "answer": 1})
+        quotes = []
+        for label in ("P1", "P2"):
+            start = text.index(f"[{label}] from {blocks[label]}:\n") + len(f"[{label}] from {blocks[label]}:\n")
+            quotes.append(" ".join(text[start:].split()[:6]))
+            pages[label] = blocks[label]
+        return json.dumps({"question": "Which two perks does the program pair with fitness classes?",
+                           "reference": "Both, as the two pages say.", "evidence": quotes})
+
+    with OpenAITestApp(respond) as app:
+        summary = draft_questions(documents, writer=chat(app), embedding_model=embedder,
+                                  cache=ReplyCache(tmp_path / "c.jsonl"), options=DraftOptions(n=1, kinds=("multi-hop",)))
+        written = []
+        draft_questions(documents, writer=chat(app), embedding_model=embedder, cache=ReplyCache(tmp_path / "c.jsonl"),
+                        options=DraftOptions(n=1, kinds=("multi-hop",)), on_row=written.append)
+    assert summary.written == {"multi-hop": 1}
+    row = written[0]
+    assert row["expected"] == [pages["P1"], pages["P2"]]
+    p1, p2 = (int(p.split("#page=")[1]) for p in row["expected"])
+    assert p1 != p2 and abs(p1 - p2) == 1 and all(1 <= p <= 4 for p in (p1, p2))
+    assert row["hint"].startswith("the answer is on page ")
