@@ -397,8 +397,7 @@ def draft_questions(
     """
     from core.golden.passages import corpus_units
     from core.golden.template import spread_indices
-    from core.golden.types import MIN_EVIDENCE_WORDS
-    from core.metrics.retrieval import has_common_run, normalize_text
+    from core.metrics.retrieval import normalize_text
 
     options = options or DraftOptions()
     critic = critic or writer
@@ -413,6 +412,7 @@ def draft_questions(
     candidates = [units[i] for i in spread_indices(len(units), options.n * PASSAGE_OVERSAMPLE, options.seed)]
     normalized = {u.target: normalize_text(u.text) for u in units}
     accepted: list[np.ndarray] = []
+    reviewer = _Reviewer(options, normalized, accepted, embedding_model, models, critic)
 
     def pass_over(reason: str) -> None:
         summary.passed_over[reason] += 1
@@ -441,8 +441,7 @@ def draft_questions(
         reason, row = "", None
         for _ in range(options.tries):
             text = models.ask(writer, "writer", messages)
-            reason, row, vector = _review(text, kind, used, normalized, options, accepted, embedding_model,
-                                          has_common_run, normalize_text, MIN_EVIDENCE_WORDS, models, critic)
+            reason, row, vector = reviewer.review(text, kind, used)
             if not reason:
                 break
             messages = messages + [{"role": "assistant", "content": text},
@@ -454,61 +453,77 @@ def draft_questions(
             continue
         accepted.append(vector)
         summary.written[kind] += 1
-        out = _row(summary.n_written, kind, row, used, normalized, key, normalize_text)
+        out = _row(summary.n_written, kind, row, used, normalized, key)
         if on_row is not None:
             on_row(out)
     return summary
 
 
-def _review(text: str, kind: str, used: Sequence[Any], normalized: dict[str, str], options: DraftOptions,
-            accepted: list[np.ndarray], embedding_model: Any, has_common_run: Any, normalize_text: Any,
-            min_words: int, models: _Models, critic: Any) -> tuple[str, dict[str, Any] | None, Any]:
-    """``(reason, row, vector)``: why a writer's reply is turned down ("" when accepted)."""
-    row = parse_json_reply(text)
-    if row is None:
-        return "not a JSON object", None, None
-    question, reference, evidence = row.get("question"), row.get("reference"), row.get("evidence", [])
-    if not isinstance(question, str) or not question.strip():
-        return "no question", row, None
-    if kind == "unanswerable" and (not isinstance(reference, str) or not reference.strip()):
-        row["reference"] = reference = UNANSWERABLE_REFERENCE
-    if not isinstance(reference, str) or not reference.strip():
-        return "no reference answer", row, None
-    if not isinstance(evidence, list) or not all(isinstance(q, str) for q in evidence):
-        return "evidence is not a list of quotes", row, None
-    if kind != "unanswerable":
-        if not evidence:
-            return "no evidence quote", row, None
-        short = [q for q in evidence if len(q.split()) < min_words]
-        if short:
-            return f"quote under {min_words} words: {json.dumps(short[0], ensure_ascii=False)}", row, None
-        for quote in evidence:
-            if not any(normalize_text(quote) in normalized[u.target] for u in used):
-                where = " or ".join(u.target for u in used)
-                return f"quote not on the page: {json.dumps(quote, ensure_ascii=False)} is not on {where}", row, None
-    q_norm = normalize_text(question)
-    need = max(1, math.ceil(options.copy_share * len(q_norm)))
-    if any(has_common_run(q_norm, normalized[u.target], need) for u in used):
-        return "copies the passage: write the question in your own words", row, None
-    vector = np.asarray(embedding_model.embed_documents([question])[0], dtype=np.float32)
-    vector = vector / (np.linalg.norm(vector) or 1.0)
-    if accepted:
-        cosine = float(np.max(np.stack(accepted) @ vector))
-        if cosine > options.duplicate_cosine:
-            return f"too close to an earlier question: cosine {cosine:.2f}; ask something else", row, None
-    grade = parse_json_reply(models.ask(critic, "critic", grade_messages(question, reference, used))) or {}
-    q_grade, a_grade = _score(grade.get("question")), _score(grade.get("answer"))
-    if q_grade is None or a_grade is None:
-        return "grade unreadable", row, None
-    if min(q_grade, a_grade) < options.grade_min_score:
-        why = grade.get("reason") if isinstance(grade.get("reason"), str) else ""
-        return f"graded weak: question {q_grade:.2f}, answer {a_grade:.2f}{'; ' + why if why else ''}", row, None
-    row["_grades"] = {"question": q_grade, "answer": a_grade}
-    return "", row, vector
+class _Reviewer:
+    """The checks of a writer's reply (step 4 of the module's docstring)."""
+
+    def __init__(self, options: DraftOptions, normalized: dict[str, str], accepted: list[np.ndarray],
+                 embedding_model: Any, models: _Models, critic: Any) -> None:
+        self.options, self.normalized, self.accepted = options, normalized, accepted
+        self.embedding_model, self.models, self.critic = embedding_model, models, critic
+
+    def review(self, text: str, kind: str, used: Sequence[Any]) -> tuple[str, dict[str, Any] | None, Any]:
+        """``(reason, row, vector)``: why the reply is turned down ("" when accepted), the reply's
+        object (None when it holds none) and the question's unit embedding (when accepted)."""
+        from core.golden.types import MIN_EVIDENCE_WORDS
+        from core.metrics.retrieval import has_common_run, normalize_text
+
+        row = parse_json_reply(text)
+        if row is None:
+            return "not a JSON object", None, None
+        question, reference, evidence = row.get("question"), row.get("reference"), row.get("evidence", [])
+        if not isinstance(question, str) or not question.strip():
+            return "no question", row, None
+        if kind == "unanswerable" and (not isinstance(reference, str) or not reference.strip()):
+            row["reference"] = reference = UNANSWERABLE_REFERENCE
+        if not isinstance(reference, str) or not reference.strip():
+            return "no reference answer", row, None
+        if not isinstance(evidence, list) or not all(isinstance(q, str) for q in evidence):
+            return "evidence is not a list of quotes", row, None
+        if kind != "unanswerable":
+            if not evidence:
+                return "no evidence quote", row, None
+            short = [q for q in evidence if len(q.split()) < MIN_EVIDENCE_WORDS]
+            if short:
+                return f"quote under {MIN_EVIDENCE_WORDS} words: {json.dumps(short[0], ensure_ascii=False)}", row, None
+            for quote in evidence:
+                if not any(normalize_text(quote) in self.normalized[u.target] for u in used):
+                    where = " or ".join(u.target for u in used)
+                    return (f"quote not on the page: {json.dumps(quote, ensure_ascii=False)} is not on {where}",
+                            row, None)
+        q_norm = normalize_text(question)
+        need = max(1, math.ceil(self.options.copy_share * len(q_norm)))
+        if any(has_common_run(q_norm, self.normalized[u.target], need) for u in used):
+            return "copies the passage: write the question in your own words", row, None
+        vector = np.asarray(self.embedding_model.embed_documents([question])[0], dtype=np.float32)
+        vector = vector / (np.linalg.norm(vector) or 1.0)
+        if self.accepted:
+            cosine = float(np.max(np.stack(self.accepted) @ vector))
+            if cosine > self.options.duplicate_cosine:
+                return f"too close to an earlier question: cosine {cosine:.2f}; ask something else", row, None
+        reply = self.models.ask(self.critic, "critic", grade_messages(question, reference, used))
+        grade = parse_json_reply(reply) or {}
+        q_grade, a_grade = _score(grade.get("question")), _score(grade.get("answer"))
+        if q_grade is None or a_grade is None:
+            return "grade unreadable", row, None
+        if min(q_grade, a_grade) < self.options.grade_min_score:
+            why = grade.get("reason") if isinstance(grade.get("reason"), str) else ""
+            return (f"graded weak: question {q_grade:.2f}, answer {a_grade:.2f}{'; ' + why if why else ''}",
+                    row, None)
+        row["_grades"] = {"question": q_grade, "answer": a_grade}
+        return "", row, vector
 
 
 def _row(number: int, kind: str, reply: dict[str, Any], used: Sequence[Any], normalized: dict[str, str],
-         key: str, normalize_text: Any) -> dict[str, Any]:
+         key: str) -> dict[str, Any]:
+    """The golden row of an accepted reply (step 5 of the module's docstring)."""
+    from core.metrics.retrieval import normalize_text
+
     evidence = list(reply.get("evidence") or []) if kind != "unanswerable" else []
     holding = [u for u in used if any(normalize_text(q) in normalized[u.target] for q in evidence)] or list(used[:1])
     where = "; ".join(_where(u) for u in holding)
