@@ -288,7 +288,7 @@ def evaluate_retrieval(
     out_dir = Path(out_dir)
     timings: dict[str, float] = {}
 
-    from core.evaluation.slices import check_slice_key, setup_slices
+    from core.evaluation.slices import check_slice_key, setup_slices, slice_warnings
 
     chunker = get_chunker(options.chunking_method, options.chunk_size, options.chunk_overlap)  # validates first
     for key in options.by:
@@ -342,6 +342,7 @@ def evaluate_retrieval(
     from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
 
     warnings += stale_evidence_warnings(golden.questions, pieces_from_chunks(chunks))
+    warnings += slice_warnings(golden.questions, options.by)
 
     indexing_params = {
         "corpus": corpus_fingerprint(documents),

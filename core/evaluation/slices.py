@@ -74,6 +74,16 @@ def slice_metrics(questions: Sequence[Any], grains: Mapping[str, Any], key: str)
     return out
 
 
+def slice_warnings(questions: Sequence[Any], keys: Sequence[str]) -> list[Any]:
+    """A ``Problem`` warning per key that no question's metadata holds (every question would be in
+    :data:`MISSING`)."""
+    from core.golden.types import Problem
+
+    return [Problem("warning", f"--by {key}: no question's metadata has this key, so every question is in "
+                               f"the slice {MISSING}")
+            for key in keys if questions and all(metadata_value(q, key) == MISSING for q in questions)]
+
+
 def setup_slices(questions: Sequence[Any], grains: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     """``{key: slice_metrics(...)}`` for every key (empty without keys)."""
     return {key: slice_metrics(questions, grains, key) for key in keys}
