@@ -70,6 +70,8 @@ PASSAGE_OVERSAMPLE = 3
 PASSAGE_MAX_CHARS = 3000
 #: Example questions (``--examples``) shown to the writer.
 EXAMPLES_SHOWN = 5
+#: Passages set aside listed in a summary's text.
+SET_ASIDE_SHOWN = 5
 #: Id prefix of drafted rows (``draft-001``).
 DRAFT_ID_PREFIX = "draft-"
 #: The reference answer of an ``unanswerable`` question when the writer gives none.
@@ -186,6 +188,10 @@ class DraftSummary:
         lines = [f"wrote {plural(self.n_written, 'draft question')} ({by_kind})"]
         if self.passed_over:
             lines.append("passed over: " + ", ".join(f"{v} {k}" for k, v in sorted(self.passed_over.items())))
+        for item in self.set_aside[:SET_ASIDE_SHOWN]:
+            lines.append(f"  set aside {item['passage']} ({item['kind']}): {item['reason']}")
+        if len(self.set_aside) > SET_ASIDE_SHOWN:
+            lines.append(f"  ... and {len(self.set_aside) - SET_ASIDE_SHOWN} more set aside")
         replies = "model reply" if self.n_replies == 1 else "model replies"
         lines.append(f"{self.n_replies} {replies} used, {self.n_cached} from the cache")
         if self.stopped:

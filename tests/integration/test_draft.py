@@ -227,7 +227,11 @@ def test_cli_draft_with_kinds_and_a_stopped_server(corpus, squad_dir, tmp_path, 
         monkeypatch.setenv("RAGTUNE_CHAT_MODEL", "scripted")
         monkeypatch.setenv("RAGTUNE_OUT_DIR", str(tmp_path / "work"))
         out = tmp_path / "k.jsonl"
-        assert main(["draft", "--docs", str(folder), "--n", "2", "--kinds", "factual,unanswerable", "-o", str(out)]) == 0
+        assert main(["draft", "--docs", str(folder), "--n", "2", "--kinds", "factual,unanswerable", "--examples",
+                     str(squad_dir / "golden.jsonl"), "-o", str(out)]) == 0
+        writes = [b["messages"][1]["content"] for b in app.chat_requests if task(b) == "write"]
+    first_example = json.loads((squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[0])["question"]
+    assert all(f"Questions in the style wanted:\n- {first_example}" in w for w in writes)
     printed = capsys.readouterr().out
     assert "wrote 2 draft questions (1 factual, 1 unanswerable)" in printed
     kinds = [r["metadata"]["kind"] for r in rows_of(out)]
