@@ -51,6 +51,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                 return 1
             documents = list_document_ids(docs)
     check = check_golden(args.golden, documents=documents)
+    if args.docs:  # stale evidence and pages past the end need the documents themselves
+        from core.golden.stale import add_corpus_problems
+
+        add_corpus_problems(check, args.golden, args.docs)
     if args.json:
         _print_json(check.to_dict())
     else:
@@ -201,6 +205,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
         judge=settings.judge_model(args.judge) if args.generate else None,
         only=args.only or (), skip=args.skip or (),
+        by=tuple(args.by or ()),
     )
     models = evaluation_models(settings, args.embedding_model)
     try:
@@ -226,6 +231,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         _print_json(report)
     else:
         print(format_report(report))
+        if options.by:
+            from core.evaluation.slices import format_slices
+
+            print(format_slices(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
     return 0
 
@@ -549,6 +558,85 @@ def cmd_cutoff(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_corpus(docs: str, out: Path) -> Any:
+    """Load the documents of ``docs`` (a remote folder is downloaded to ``<out>/inputs``);
+    skipped files are reported on stderr."""
+    from core.documents import load_documents
+
+    loaded = load_documents(docs, cache_dir=out / "inputs")
+    for skipped in loaded.skipped:
+        print(f"skipped {skipped.document_id}: {skipped.reason}", file=sys.stderr)
+    return loaded
+
+
+def cmd_template(args: argparse.Namespace) -> int:
+    """``ragtune template --docs DIR -o FILE``: write template rows to fill in (never over a file)."""
+    from core.golden.template import rows_to_jsonl, template_rows, write_new_file
+    from core.settings import Settings
+
+    if Path(args.output).exists():
+        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir))
+    rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
+    write_new_file(args.output, rows_to_jsonl(rows))
+    print(f"wrote {plural(len(rows), 'template row')} to {args.output} (one {args.by} each): write a question in "
+          f"each, keep or fix its expected id, then run 'ragtune check {args.output}'")
+    return 0
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    """``ragtune suggest --docs DIR --golden FILE -o FILE``: propose draft labels from reference answers."""
+    from core.golden.suggest import build_index, suggest_labels
+    from core.golden.template import rows_to_jsonl, write_new_file
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.settings import Settings
+
+    if Path(args.output).exists():
+        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    settings = Settings.from_env()
+    out = Path(args.out or settings.out_dir)
+    loaded = _load_corpus(args.docs, out)
+    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    with build_index(loaded.documents, model, settings.vector_store_config(out, args.vector_store)) as index:
+        result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by)
+    write_new_file(args.output, rows_to_jsonl(result.rows))
+    print(f"wrote {args.output}: {result.summary()}")
+    return 0
+
+
+def cmd_draft(args: argparse.Namespace) -> int:
+    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model."""
+    from core.golden.draft import DraftOptions, DraftStopped, draft_to_file, read_examples
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    writer = settings.chat_model_named(args.writer) if args.writer else settings.chat_model()
+    if writer is None:
+        raise ConfigError("drafting needs a chat model: set RAGTUNE_CHAT_PROVIDER and RAGTUNE_CHAT_MODEL "
+                          "(and RAGTUNE_CHAT_BASE_URL), or give --writer MODEL")
+    critic = settings.chat_model_named(args.critic) if args.critic else None
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else None
+    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries,
+                           examples=read_examples(args.examples) if args.examples else (),
+                           **({"kinds": kinds} if kinds is not None else {}))
+    out = Path(args.out or settings.out_dir)
+    loaded = _load_corpus(args.docs, out)
+    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    try:
+        summary = draft_to_file(loaded.documents, args.output, writer=writer, critic=critic, embedding_model=model,
+                                options=options, cache_path=args.cache)
+    except DraftStopped as exc:
+        print(exc.summary.format(), file=sys.stderr)
+        print(f"ragtune draft: {exc}; the {plural(exc.summary.n_written, 'row')} written so far are in "
+              f"{args.output}; run the same command again to resume (the replies so far are cached)",
+              file=sys.stderr)
+        return 1
+    print(summary.format())
+    print(f"written to {args.output}: every row is a draft; check each, then remove 'draft'")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
     from core.chunking import MODEL_FREE_METHODS
@@ -588,6 +676,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", metavar="PATTERN", help="evaluate only the setups whose key matches "
                    "(shell-style, for example 'hybrid*' or '*+rerank'; repeatable)")
     p.add_argument("--skip", action="append", metavar="PATTERN", help="leave out the setups whose key matches (repeatable)")
+    p.add_argument("--by", action="append", metavar="metadata.KEY",
+                   help="also report every setup's metrics per value of this metadata key, with counts (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_evaluate)
 
@@ -666,6 +756,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_report)
+
+    from core.golden.draft import KINDS, DraftOptions
+    from core.golden.suggest import DEFAULT_TOP
+    from core.golden.template import DEFAULT_TEMPLATE_ROWS
+
+    p = sub.add_parser("template", help="write golden rows to fill in, one sampled document or page each")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--by", choices=["doc", "page"], default="page", help="one row per page (default) or per document")
+    p.add_argument("--n", type=int, default=DEFAULT_TEMPLATE_ROWS, help=f"rows to write (default {DEFAULT_TEMPLATE_ROWS})")
+    p.add_argument("--seed", type=int, default=0, help="picks where the even spread through the corpus starts")
+    p.add_argument("-o", "--output", required=True, help="the file to write (never overwritten)")
+    p.set_defaults(func=cmd_template)
+
+    p = sub.add_parser("suggest", help="propose draft expected ids for questions with a reference answer")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--golden", required=True, help="golden JSONL file, native or Amazon Bedrock")
+    p.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"ids proposed per question (default {DEFAULT_TOP})")
+    p.add_argument("--by", choices=["doc", "page"], default="page", help="propose pages (default) or documents")
+    p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
+                   help="where the chunks are indexed (as for evaluate; the collection is shared with it)")
+    p.add_argument("--out", help=f"output folder of the index and caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("-o", "--output", required=True, help="the golden file to write (never overwritten)")
+    p.set_defaults(func=cmd_suggest)
+
+    p = sub.add_parser("draft", help="draft golden questions from the documents with a writer and a critic chat model")
+    p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
+    p.add_argument("--n", type=int, default=DraftOptions.n, help=f"rows wanted (default {DraftOptions.n})")
+    p.add_argument("--seed", type=int, default=DraftOptions.seed, help="picks where the spread of passages starts")
+    p.add_argument("--kinds", help=f"comma-separated kinds of question (default {','.join(KINDS)})")
+    p.add_argument("--examples", help="a golden file whose questions show the writer the style wanted")
+    p.add_argument("--writer", metavar="MODEL", help="writer model on the chat endpoint (default $RAGTUNE_CHAT_MODEL)")
+    p.add_argument("--critic", metavar="MODEL", help="critic model on the chat endpoint (default the writer)")
+    p.add_argument("--tries", type=int, default=DraftOptions.tries,
+                   help=f"writer replies per passage before it is set aside (default {DraftOptions.tries})")
+    p.add_argument("--cache", help="reply cache file (default OUTPUT.replies.jsonl)")
+    p.add_argument("--out", help=f"output folder of the caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("-o", "--output", required=True,
+                   help="the golden file to write (never overwritten; a stopped run of the same settings resumes)")
+    p.set_defaults(func=cmd_draft)
     return parser
 
 

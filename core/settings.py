@@ -408,6 +408,15 @@ class Settings:
             return None
         return self._chat(name, self.judge_base_url or self.chat_base_url, self.judge_api_key or self.chat_api_key)
 
+    def chat_model_named(self, name: str) -> Any:
+        """Return the ``OpenAIChatModel`` for model ``name`` on the chat endpoint
+        (``RAGTUNE_CHAT_BASE_URL``, its key and provider).
+
+        Raises:
+            ConfigError: azure without an endpoint.
+        """
+        return self._chat(name, self.chat_base_url, self.chat_api_key)
+
     def _chat(self, model: str, base_url: str | None, api_key: str | None) -> Any:
         from core.models.chat import OpenAIChatModel
 

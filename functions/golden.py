@@ -8,7 +8,12 @@
   the polling source with ``RAGTUNE_GOLDEN_TRIGGER_SOURCE=LogsAndContainerScan`` for local runs):
   checks the uploaded file and writes the result to the report store as
   ``golden_checks/<blob name>.json``; a valid file with an ``experiment.json`` beside it starts
-  that experiment (once per blob name and content).
+  that experiment (once per blob name and content). A file whose rows are all drafts or
+  template rows has nothing ready to score, so it never starts one.
+- ``POST /api/golden/template`` and ``POST /api/golden/suggest``: a JSON body of addresses
+  (``core.golden.requests``, the same address rules as experiment requests); the template or the
+  suggested labels are written beside the golden file in the store (never over a file) and the
+  answer holds the address written.
 """
 
 import json
@@ -56,6 +61,60 @@ def check_golden_http(req: func.HttpRequest) -> func.HttpResponse:
         )
     result = _check_bytes(body, name)
     return func.HttpResponse(json.dumps(result), status_code=200 if result["ok"] else 422, mimetype="application/json")
+
+
+def _json_response(body: Any, status: int) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps(body), status_code=status, mimetype="application/json")
+
+
+def _golden_request(req: func.HttpRequest, kind: str) -> func.HttpResponse:
+    """Parse, run and answer a template or suggestion request (see ``core.golden.requests``)."""
+    from core.errors import ConfigError, GoldenError, RagtuneError
+    from core.golden.requests import OutputExistsError, parse_golden_request, run_golden_request
+    from core.settings import Settings
+
+    try:
+        body = json.loads(req.get_body().decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return _json_response({"errors": ["the body is not valid JSON (UTF-8)"]}, 400)
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        return _json_response({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
+    request, errors = parse_golden_request(body, kind, blob_endpoint=settings.blob_endpoint())
+    if errors:
+        return _json_response({"errors": errors}, 400)
+    try:
+        answer = run_golden_request(request, kind, settings)
+    except OutputExistsError as exc:
+        return _json_response({"errors": [str(exc)], "address": exc.address}, 409)
+    except GoldenError as exc:
+        return _json_response({"errors": [p.to_dict() for p in exc.problems] or [str(exc)]}, 422)
+    except RagtuneError as exc:
+        return _json_response({"errors": [str(exc)]}, 422)
+    logger.info("golden %s written to %s", kind, answer["address"])
+    return _json_response(answer, 201)
+
+
+@bp.route(route="golden/template", methods=["POST"])
+def golden_template_http(req: func.HttpRequest) -> func.HttpResponse:
+    """``POST /api/golden/template``: write template rows beside the golden file.
+
+    Status: 201 with ``{"address", "rows", ...}``, 400 for a bad body (every problem), 409 when
+    the file exists already, 422 when the documents cannot be read, 500 for invalid settings.
+    """
+    return _golden_request(req, "template")
+
+
+@bp.route(route="golden/suggest", methods=["POST"])
+def golden_suggest_http(req: func.HttpRequest) -> func.HttpResponse:
+    """``POST /api/golden/suggest``: write the golden file with suggested labels beside it.
+
+    Status: 201 with ``{"address", "rows", "suggested", "kept", ...}``, 400 for a bad body, 409
+    when the file exists already, 422 when the golden file has errors (each problem with its
+    line) or the documents cannot be read, 500 for invalid settings.
+    """
+    return _golden_request(req, "suggest")
 
 
 def _check_bytes(data: bytes, name: str) -> dict:

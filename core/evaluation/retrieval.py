@@ -165,6 +165,8 @@ class EvaluateOptions:
             answers (see ``core.evaluation.answers``).
         chat_model: the ``ChatModel`` generating answers; None uses the extractive baseline.
         judge: a ``ChatModel`` judging answers, or None (unitxt metrics only).
+        by: ``metadata.KEY`` keys to report every setup's metrics per slice of (see
+            ``core.evaluation.slices``); empty for none.
     """
 
     chunking_method: str = "recursive"
@@ -178,6 +180,7 @@ class EvaluateOptions:
     generate: bool = False
     chat_model: Any = None
     judge: Any = None
+    by: tuple[str, ...] = ()
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -528,7 +531,11 @@ def evaluate_retrieval(
     out_dir = Path(out_dir)
     timings: dict[str, float] = {}
 
+    from core.evaluation.slices import check_slice_key, setup_slices, slice_warnings
+
     chunker = get_chunker(options.chunking_method, options.chunk_size, options.chunk_overlap)  # validates first
+    for key in options.by:
+        check_slice_key(key)
     for setup in options.setups:
         setup.to_dict()
     if out_dir.exists() and not out_dir.is_dir():
@@ -598,6 +605,10 @@ def evaluate_retrieval(
     timings["chunk_s"] = time.perf_counter() - t0
     if not chunks:
         raise IndexingError(f"the documents in {docs_shown} gave no chunks")
+    from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
+
+    warnings += stale_evidence_warnings(golden.questions, pieces_from_chunks(chunks))
+    warnings += slice_warnings(golden.questions, options.by)
 
     corpus_id = corpus_fingerprint(documents)
     chunking = {"method": chunker.name, **chunker.params()}
@@ -699,6 +710,7 @@ def evaluate_retrieval(
                     "setup": setup.to_dict(),
                     "status": "ok",
                     "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
+                    "slices": setup_slices(questions, grains, options.by),
                     "found_top10": sum(found_vectors[setup.key]),
                     "found_first": sum(1 for r in scored if r.scores["found@1"] > 0),
                     "n_scored": len(scored),

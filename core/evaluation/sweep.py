@@ -66,7 +66,7 @@ def run_sweep(
     Returns:
         ``{"rows": [...] best first, "builds", "left_out", "failures", "settings", ...}``; each
         row: build key and settings, search setup, ``ndcg@10``, ``mrr``, ``recall@5``,
-        ``recall@10``, ``success@10``, ``n_scored``, ``n_chunks``, ``build_s``, ``median_ms``.
+        ``recall@10``, ``found@10``, ``n_scored``, ``n_chunks``, ``build_s``, ``median_ms``.
 
     Raises:
         ConfigError: an unknown method (the known ones listed), bad sizes, no combination left.
@@ -154,7 +154,7 @@ def run_sweep(
                     "build": b.key, **{k: v for k, v in b.to_dict().items() if k != "key"}, "search": setup.name,
                     "setup": setup.to_dict(), "ndcg@10": means.get("ndcg@10"), "mrr": means.get("mrr"),
                     "recall@5": means.get("recall@5"), "recall@10": means.get("recall@10"),
-                    "success@10": means.get("success@10"), "n_scored": agg["n_scored"],
+                    "found@10": means.get("found@10"), "n_scored": agg["n_scored"],
                     "n_chunks": len(chunks), "build_s": round(build_s, 3),
                     "median_ms": round(statistics.median(latencies), 3) if latencies else 0.0,
                 })

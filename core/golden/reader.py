@@ -15,6 +15,7 @@ Rules beyond the schema, checked by :func:`check_golden`:
 - ``expected`` holds at least one source: a document id, or ``name.pdf#page=N`` with N >= 1.
 - A row with an empty or missing question and a ``hint`` is a template: not an error, not scored.
 - A row with ``"draft": true`` is checked but not scored.
+- ``metadata`` (any JSON object) is kept with the question and never scored.
 - Evidence quotes under :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words are kept but not
   used for evidence matching.
 
@@ -58,7 +59,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["FIELDS", "check_golden", "format_check", "load_schema", "read_bytes", "read_golden"]
 
 #: The fields a golden line may hold, in schema order.
-FIELDS: tuple[str, ...] = ("id", "question", "expected", "reference", "evidence", "hint", "draft")
+FIELDS: tuple[str, ...] = ("id", "question", "expected", "reference", "evidence", "hint", "draft", "metadata")
 
 _SCHEMA_FILE = "golden.schema.json"
 _BOM = b"\xef\xbb\xbf"
@@ -563,7 +564,7 @@ class _Row:
             self.warning("unchecked draft, not scored (set it to false or remove it once checked)", "draft")
         if self.errors or self.template or targets is None or qid is None or not isinstance(question, str):
             return None
-        reference, hint = obj.get("reference"), obj.get("hint")
+        reference, hint, metadata = obj.get("reference"), obj.get("hint"), obj.get("metadata")
         return GoldenQuestion(
             id=qid,
             question=question,
@@ -573,6 +574,7 @@ class _Row:
             line=self.number,
             hint=hint if isinstance(hint, str) else None,
             draft=self.draft,
+            metadata=metadata if isinstance(metadata, dict) else {},
         )
 
     def _schema_error(self, err: Any, obj: dict[str, Any], unknown: list[str]) -> None:

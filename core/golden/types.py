@@ -61,6 +61,8 @@ class GoldenQuestion:
         history: earlier turns of the conversation the question belongs to, oldest first, as
             ``(role, content)`` pairs with role ``"user"`` or ``"assistant"``; empty for a
             standalone question. Set for later turns of multi-turn Amazon Bedrock records.
+        metadata: the line's ``metadata`` object, as given (free-form JSON, never scored);
+            empty when the line has none. Left out of the question's hash.
     """
 
     id: str
@@ -72,6 +74,7 @@ class GoldenQuestion:
     hint: str | None = None
     draft: bool = False
     history: tuple[tuple[str, str], ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def document_ids(self) -> list[str]:
@@ -100,6 +103,8 @@ class GoldenQuestion:
             out["reference"] = self.reference
         if self.evidence:
             out["evidence"] = list(self.evidence)
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
         return out
 
 

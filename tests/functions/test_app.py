@@ -29,6 +29,8 @@ def test_app_imports_without_heavy_modules():
 EXPECTED_INDEX = {
     "health": ("httpTrigger", "health", "anonymous"),
     "check_golden_http": ("httpTrigger", "golden/check", "function"),
+    "golden_template_http": ("httpTrigger", "golden/template", "function"),
+    "golden_suggest_http": ("httpTrigger", "golden/suggest", "function"),
     "check_golden_blob": ("blobTrigger", "%RAGTUNE_GOLDEN_CONTAINER%/{name}", None),
     "list_runs": ("httpTrigger", "runs", "function"),
     "latest_run": ("httpTrigger", "runs/latest", "function"),

@@ -1,0 +1,630 @@
+"""Drafted questions: a writer and a critic chat model write golden rows from the documents.
+
+``ragtune draft --docs DIR -o FILE [--n 50] [--seed 0] [--kinds ...] [--examples FILE]`` works
+with any OpenAI-compatible chat model, in the steps of DeepEval's synthesizer and VectrixDB's
+``write_golden``:
+
+1. Passages: the pages of PDFs and the other documents whole (:mod:`core.golden.passages`),
+   near-empty ones left out, documents sorted by id. ``n * PASSAGE_OVERSAMPLE`` of them are
+   taken spread evenly through the corpus from a start the seed picks
+   (:func:`core.golden.template.spread_indices`) and visited in strides, so the first ``n``
+   visited already span the corpus and later ones fill in for passages passed over.
+2. The critic scores each passage (0 to 1) for whether a self-contained question can be asked
+   of it and answered from it; passages under ``passage_min_score`` are passed over.
+3. The writer writes one question of the kind written least so far (ties: the order of
+   ``kinds``): ``factual`` (one passage), ``multi-hop`` (needs two passages of one document:
+   the passage and its nearest other page), ``comparison`` (two passages, of another document
+   when there is one), ``unanswerable`` (on the passage's subject, not answered by it). It
+   replies with JSON ``{"question", "reference", "evidence": [quotes]}``.
+4. Checks, each turning the question down with a reason the writer is told when it is asked
+   again (up to ``tries`` replies per passage; then the passage is set aside with the reason):
+   the reply is a JSON object with a question and a reference; every evidence quote (at least
+   :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words; none for ``unanswerable``) is found
+   verbatim on one of the passages' pages (after ``normalize_text``); the question does not
+   copy the passage (a run of text of ``copy_share`` of the question's normalised length found
+   in a passage); the question is not too close to an earlier one (embedding cosine above
+   ``duplicate_cosine``); the critic grades the question and the answer (0 to 1 each) at least
+   ``grade_min_score``.
+5. Every row is ``"draft": true``, with the pages holding its quotes as ``expected`` (an
+   ``unanswerable`` question keeps the passage it was written near, and its kind in
+   ``metadata.kind`` lets ``evaluate --by metadata.kind`` report it apart), a hint saying where
+   the answer is, and the kind, the run and the grades under ``metadata``.
+
+Every model reply is appended to a reply cache file as it comes (:class:`ReplyCache`), keyed
+by the model and the request, so a stopped run resumes where it stopped and a rerun costs
+nothing; the same seed, documents and replies give the same rows. A reply that refuses, an
+empty reply, or a model that stops answering (the client's retries spent) ends the run at once
+with :class:`DraftStopped`, after the rows written so far.
+
+References:
+    DeepEval synthesizer (context selection, critic filtering, evolutions):
+    https://deepeval.com/docs/synthesizer-introduction ; VectrixDB ``write_golden``:
+    https://pypi.org/project/vectrixdb/
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from core.errors import ConfigError, GenerationError
+from core.text import plural
+
+logger = logging.getLogger(__name__)
+
+#: The kinds of question the writer can be asked for, in their default order.
+KINDS: tuple[str, ...] = ("factual", "multi-hop", "comparison", "unanswerable")
+#: Passages considered per row wanted (the critic and the checks pass some over).
+PASSAGE_OVERSAMPLE = 3
+#: Characters of a passage shown to the models (its start).
+PASSAGE_MAX_CHARS = 3000
+#: Example questions (``--examples``) shown to the writer.
+EXAMPLES_SHOWN = 5
+#: Passages set aside listed in a summary's text.
+SET_ASIDE_SHOWN = 5
+#: Id prefix of drafted rows (``draft-001``).
+DRAFT_ID_PREFIX = "draft-"
+#: The reference answer of an ``unanswerable`` question when the writer gives none.
+UNANSWERABLE_REFERENCE = "The documents do not answer this question."
+
+_REFUSAL = re.compile(
+    r"^\W*(?:i'?m sorry|i am sorry|sorry[,.!]|i (?:can ?not|can't|won't|will not|am unable|'m unable)|"
+    r"as an ai\b|i must decline)", re.IGNORECASE)
+
+_KIND_TEXT = {
+    "factual": "a factual question answered by one fact stated in passage P1",
+    "multi-hop": "a multi-hop question that can only be answered by combining a fact from P1 with a fact from P2 "
+                 "(both are from the same document)",
+    "comparison": "a comparison question that compares something described in P1 with something described in P2",
+    "unanswerable": "a question on the subject of P1 that P1 does NOT answer (a user might ask it, but the "
+                    "documents do not say); the reference says that the documents do not answer it; give no evidence",
+}
+_NEEDS_TWO = ("multi-hop", "comparison")
+
+
+@dataclass(frozen=True)
+class DraftOptions:
+    """Settings of a drafting run.
+
+    Attributes:
+        n: rows wanted (>= 1).
+        seed: picks where the spread of passages starts.
+        kinds: the kinds of question to write, from :data:`KINDS` (distinct).
+        tries: writer replies per passage before it is set aside (>= 1).
+        passage_min_score: the critic's passage score (0 to 1) below which a passage is passed over.
+        grade_min_score: the critic's grade (0 to 1) of the question and of the answer below which
+            a question is turned down.
+        duplicate_cosine: a question whose embedding cosine with an earlier question exceeds this
+            (in [-1, 1]) is turned down as too close.
+        copy_share: a question is turned down as copying the passage when a run of at least this
+            share (0 to 1) of its normalised characters appears in a passage.
+        examples: example questions shown to the writer (at most :data:`EXAMPLES_SHOWN` used).
+
+    Raises:
+        ConfigError: a value out of range or an unknown kind.
+    """
+
+    n: int = 50
+    seed: int = 0
+    kinds: tuple[str, ...] = KINDS
+    tries: int = 3
+    passage_min_score: float = 0.5
+    grade_min_score: float = 0.5
+    duplicate_cosine: float = 0.9
+    copy_share: float = 0.7
+    examples: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ConfigError(f"n must be an integer of at least 1, got {self.n!r}")
+        if isinstance(self.tries, bool) or not isinstance(self.tries, int) or self.tries < 1:
+            raise ConfigError(f"tries must be an integer of at least 1, got {self.tries!r}")
+        unknown = [k for k in self.kinds if k not in KINDS]
+        if unknown or not self.kinds or len(set(self.kinds)) != len(self.kinds):
+            raise ConfigError(f"kinds must be distinct names from {', '.join(KINDS)}, got {', '.join(self.kinds) or 'none'}")
+        for name in ("passage_min_score", "grade_min_score", "copy_share"):
+            if not 0.0 <= float(getattr(self, name)) <= 1.0:
+                raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
+        if not -1.0 <= float(self.duplicate_cosine) <= 1.0:
+            raise ConfigError(f"duplicate_cosine must be between -1 and 1, got {self.duplicate_cosine}")
+
+
+class DraftStopped(GenerationError):
+    """A model refused or stopped answering: the run ended, keeping the rows written.
+
+    Attributes:
+        summary: the run's :class:`DraftSummary` up to the stop.
+    """
+
+    def __init__(self, message: str, summary: "DraftSummary") -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+@dataclass
+class DraftSummary:
+    """What a drafting run wrote and passed over.
+
+    Attributes:
+        written: kind -> rows written.
+        passed_over: reason -> passages passed over or set aside for it.
+        set_aside: ``{"passage", "kind", "reason", "question"}`` per passage set aside after its
+            tries, in order (at most ``n * PASSAGE_OVERSAMPLE``).
+        n_replies: model replies used; n_cached: of them, from the reply cache.
+        stopped: why the run ended early, or None.
+    """
+
+    written: Counter = field(default_factory=Counter)
+    passed_over: Counter = field(default_factory=Counter)
+    set_aside: list[dict[str, Any]] = field(default_factory=list)
+    n_replies: int = 0
+    n_cached: int = 0
+    stopped: str | None = None
+
+    @property
+    def n_written(self) -> int:
+        """Rows written."""
+        return sum(self.written.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable counts."""
+        return {"n_written": self.n_written, "written": dict(self.written), "passed_over": dict(self.passed_over),
+                "set_aside": list(self.set_aside), "n_replies": self.n_replies, "n_cached": self.n_cached,
+                "stopped": self.stopped}
+
+    def format(self) -> str:
+        """The summary as lines a person reads."""
+        by_kind = ", ".join(f"{v} {k}" for k, v in self.written.items() if v) or "none"
+        lines = [f"wrote {plural(self.n_written, 'draft question')} ({by_kind})"]
+        if self.passed_over:
+            lines.append("passed over: " + ", ".join(f"{v} {k}" for k, v in sorted(self.passed_over.items())))
+        for item in self.set_aside[:SET_ASIDE_SHOWN]:
+            lines.append(f"  set aside {item['passage']} ({item['kind']}): {item['reason']}")
+        if len(self.set_aside) > SET_ASIDE_SHOWN:
+            lines.append(f"  ... and {len(self.set_aside) - SET_ASIDE_SHOWN} more set aside")
+        replies = "model reply" if self.n_replies == 1 else "model replies"
+        lines.append(f"{self.n_replies} {replies} used, {self.n_cached} from the cache")
+        if self.stopped:
+            lines.append(f"stopped: {self.stopped}")
+        return "\n".join(lines)
+
+
+class ReplyCache:
+    """Model replies kept in a JSON Lines file, appended (and flushed to disk) as they come.
+
+    Each line is ``{"key", "model", "reply"}``; ``key`` is :func:`request_key`. A line cut short
+    by a crash is ignored when the file is read again.
+
+    Args:
+        path: the cache file (created, with its folder, when missing).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._replies: dict[str, str] = {}
+        if self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("reply"), str):
+                    self._replies[item["key"]] = item["reply"]
+
+    def __len__(self) -> int:
+        return len(self._replies)
+
+    def get(self, key: str) -> str | None:
+        """The reply cached under ``key``, or None."""
+        return self._replies.get(key)
+
+    def put(self, key: str, model_id: str, reply: str) -> None:
+        """Append a reply to the file and keep it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"key": key, "model": model_id, "reply": reply}, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._replies[key] = reply
+
+
+def request_key(model_id: str, messages: Sequence[dict[str, str]]) -> str:
+    """sha256 hex of the model id and the messages (canonical JSON)."""
+    canonical = json.dumps({"model": model_id, "messages": list(messages)}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def parse_json_reply(reply: str) -> dict[str, Any] | None:
+    """The JSON object in a reply (code fences and text around the outermost braces allowed),
+    or None when there is none."""
+    text = reply.strip()
+    for candidate in (text, text[text.find("{"): text.rfind("}") + 1] if "{" in text else ""):
+        if not candidate:
+            continue
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def is_refusal(reply: str) -> bool:
+    """True when a reply that holds no JSON object starts like a refusal (``I'm sorry``, ``I can't``...)."""
+    return parse_json_reply(reply) is None and bool(_REFUSAL.match(reply))
+
+
+def _score(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value) if 0.0 <= value <= 1.0 else None
+
+
+class _Models:
+    """The writer and critic behind the reply cache; stops the run on a refusal or a failure."""
+
+    def __init__(self, writer: Any, critic: Any, cache: ReplyCache, summary: DraftSummary) -> None:
+        self.writer, self.critic, self.cache, self.summary = writer, critic, cache, summary
+
+    def ask(self, model: Any, role: str, messages: list[dict[str, str]]) -> str:
+        from core.models.chat import EmptyReplyError
+
+        key = request_key(model.model_id, messages)
+        reply = self.cache.get(key)
+        self.summary.n_replies += 1
+        if reply is not None:
+            self.summary.n_cached += 1
+        else:
+            try:
+                reply = model.chat(messages)
+            except EmptyReplyError as exc:
+                self._stop(f"the {role} model {model.model_id} sent an empty reply ({exc})")
+            except GenerationError as exc:
+                self._stop(f"the {role} model {model.model_id} stopped answering: {exc}")
+            self.cache.put(key, model.model_id, reply)
+        if is_refusal(reply):
+            self._stop(f"the {role} model {model.model_id} refused: {' '.join(reply.split())[:200]!r}")
+        return reply
+
+    def _stop(self, message: str) -> None:
+        self.summary.stopped = message
+        raise DraftStopped(message, self.summary)
+
+
+_SYSTEM = ("You help build a test set for a document search system. Follow the task exactly and reply with one "
+           "JSON object only, no other text.")
+
+
+def _passage_block(label: str, unit: Any) -> str:
+    text = unit.text[:PASSAGE_MAX_CHARS]
+    return f"[{label}] from {unit.target}:\n{text}"
+
+
+def passage_messages(unit: Any) -> list[dict[str, str]]:
+    """The critic's request to score a passage."""
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": (
+        "TASK: score the passage. Can a clear, self-contained question be asked of this passage and answered "
+        "from it alone? Reply {\"score\": a number from 0 (no) to 1 (yes), \"reason\": \"...\"}.\n\n"
+        + _passage_block("P1", unit))}]
+
+
+def writer_messages(kind: str, units: Sequence[Any], examples: Sequence[str]) -> list[dict[str, str]]:
+    """The writer's first request for a question of ``kind`` on ``units`` (P1, then P2)."""
+    parts = [f"TASK: write {_KIND_TEXT[kind]}.",
+             "Write the question as a user would ask it, in your own words: do not copy sentences of the passages.",
+             "Reply {\"question\": \"...\", \"reference\": \"the answer\", \"evidence\": [\"a quote copied "
+             "verbatim from a passage, at least 3 words\", ...]}."]
+    if examples:
+        parts.append("Questions in the style wanted:\n" + "\n".join(f"- {e}" for e in examples[:EXAMPLES_SHOWN]))
+    parts += [_passage_block(f"P{i}", u) for i, u in enumerate(units, start=1)]
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def grade_messages(question: str, reference: str, units: Sequence[Any]) -> list[dict[str, str]]:
+    """The critic's request to grade a question and its answer."""
+    body = "\n\n".join([
+        "TASK: grade the question and the answer. Is the question clear and self-contained? Is the answer "
+        "correct and complete given the passages? Reply {\"question\": a number from 0 to 1, \"answer\": a "
+        "number from 0 to 1, \"reason\": \"...\"}.",
+        f"Question: {question}", f"Answer: {reference}",
+        *[_passage_block(f"P{i}", u) for i, u in enumerate(units, start=1)]])
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": body}]
+
+
+def _second_unit(unit: Any, kind: str, units: Sequence[Any]) -> Any | None:
+    """The other passage of a two-passage kind (see the module's docstring), or None."""
+    same = [u for u in units if u.document_id == unit.document_id and u.target != unit.target]
+    if kind == "multi-hop":
+        return min(same, key=lambda u: (abs((u.page or 0) - (unit.page or 0)), (u.page or 0) < (unit.page or 0)),
+                   default=None)
+    others = [u for u in units if u.document_id != unit.document_id]
+    if others:
+        position = next((i for i, u in enumerate(units) if u.target == unit.target), 0)
+        after = [u for u in units[position:] if u.document_id != unit.document_id]
+        return (after or others)[0]
+    return same[0] if same else None
+
+
+def visiting_order(n_candidates: int, n: int) -> list[int]:
+    """Candidate positions in strides of ``ceil(n_candidates / n)``: 0, s, 2s, ..., 1, 1+s, ..."""
+    stride = max(1, math.ceil(n_candidates / max(1, n)))
+    return [i for offset in range(stride) for i in range(offset, n_candidates, stride)]
+
+
+def run_key(documents: Sequence[Any], options: DraftOptions, writer_id: str, critic_id: str) -> str:
+    """16 hex digits naming a run by its corpus, options and models (rows carry it, so a stopped
+    run's file is recognised when the run resumes)."""
+    from core.documents import corpus_fingerprint
+
+    canonical = json.dumps({"corpus": corpus_fingerprint(list(documents)), "options": asdict(options),
+                            "writer": writer_id, "critic": critic_id}, sort_keys=True)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def draft_questions(
+    documents: Sequence[Any],
+    *,
+    writer: Any,
+    embedding_model: Any,
+    cache: ReplyCache,
+    critic: Any = None,
+    options: DraftOptions | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> DraftSummary:
+    """Draft golden rows from documents with a writer and a critic chat model.
+
+    Args:
+        documents: ``core.documents.LoadedDocument`` objects.
+        writer: the ``ChatModel`` writing questions.
+        embedding_model: the ``EmbeddingModel`` comparing questions (duplicates).
+        cache: the reply cache (read first, appended to).
+        critic: the ``ChatModel`` scoring passages and grading questions (default the writer).
+        options: the run's settings.
+        on_row: called with each row as it is accepted (in order), to write it at once.
+
+    Returns:
+        The :class:`DraftSummary`.
+
+    Raises:
+        DraftStopped: a model refused, sent an empty reply or stopped answering; the rows
+            accepted before were passed to ``on_row`` and ``.summary`` counts them.
+        ConfigError: no passage to draft from.
+    """
+    from core.golden.passages import corpus_units
+    from core.golden.template import spread_indices
+    from core.metrics.retrieval import normalize_text
+
+    options = options or DraftOptions()
+    critic = critic or writer
+    summary = DraftSummary()
+    summary.written.update({k: 0 for k in options.kinds})
+    models = _Models(writer, critic, cache, summary)
+    ordered = sorted(documents, key=lambda d: d.document_id)
+    units = [u for u in corpus_units(ordered, by="page") if not u.near_empty]
+    if not units:
+        raise ConfigError("no passage to draft from: every page or document is near empty")
+    key = run_key(ordered, options, writer.model_id, critic.model_id)
+    candidates = [units[i] for i in spread_indices(len(units), options.n * PASSAGE_OVERSAMPLE, options.seed)]
+    normalized = {u.target: normalize_text(u.text) for u in units}
+    accepted: list[np.ndarray] = []
+    reviewer = _Reviewer(options, normalized, accepted, embedding_model, models, critic)
+
+    def pass_over(reason: str) -> None:
+        summary.passed_over[reason] += 1
+
+    for position in visiting_order(len(candidates), options.n):
+        if summary.n_written >= options.n:
+            break
+        unit = candidates[position]
+        reply = parse_json_reply(models.ask(critic, "critic", passage_messages(unit)))
+        passage_score = _score((reply or {}).get("score"))
+        if passage_score is None:
+            pass_over("passage score unreadable")
+            continue
+        if passage_score < options.passage_min_score:
+            pass_over("weak passage")
+            continue
+        kind = min(options.kinds, key=lambda k: (summary.written[k], options.kinds.index(k)))
+        used = [unit]
+        if kind in _NEEDS_TWO:
+            second = _second_unit(unit, kind, units)
+            if second is None:
+                pass_over(f"no second passage for {kind}")
+                continue
+            used.append(second)
+        messages = writer_messages(kind, used, options.examples)
+        reason, row = "", None
+        for _ in range(options.tries):
+            text = models.ask(writer, "writer", messages)
+            reason, row, vector = reviewer.review(text, kind, used)
+            if not reason:
+                break
+            messages = messages + [{"role": "assistant", "content": text},
+                                   {"role": "user", "content": f"Turned down: {reason}. Write it again."}]
+        if reason:
+            pass_over(reason.split(":")[0])
+            question = row.get("question") if isinstance(row, dict) else None
+            summary.set_aside.append({"passage": unit.target, "kind": kind, "reason": reason, "question": question})
+            continue
+        accepted.append(vector)
+        summary.written[kind] += 1
+        out = _row(summary.n_written, kind, row, used, normalized, key)
+        if on_row is not None:
+            on_row(out)
+    return summary
+
+
+class _Reviewer:
+    """The checks of a writer's reply (step 4 of the module's docstring)."""
+
+    def __init__(self, options: DraftOptions, normalized: dict[str, str], accepted: list[np.ndarray],
+                 embedding_model: Any, models: _Models, critic: Any) -> None:
+        self.options, self.normalized, self.accepted = options, normalized, accepted
+        self.embedding_model, self.models, self.critic = embedding_model, models, critic
+
+    def review(self, text: str, kind: str, used: Sequence[Any]) -> tuple[str, dict[str, Any] | None, Any]:
+        """``(reason, row, vector)``: why the reply is turned down ("" when accepted), the reply's
+        object (None when it holds none) and the question's unit embedding (when accepted)."""
+        from core.golden.types import MIN_EVIDENCE_WORDS
+        from core.metrics.retrieval import has_common_run, normalize_text
+
+        row = parse_json_reply(text)
+        if row is None:
+            return "not a JSON object", None, None
+        question, reference, evidence = row.get("question"), row.get("reference"), row.get("evidence", [])
+        if not isinstance(question, str) or not question.strip():
+            return "no question", row, None
+        if kind == "unanswerable" and (not isinstance(reference, str) or not reference.strip()):
+            row["reference"] = reference = UNANSWERABLE_REFERENCE
+        if not isinstance(reference, str) or not reference.strip():
+            return "no reference answer", row, None
+        if not isinstance(evidence, list) or not all(isinstance(q, str) for q in evidence):
+            return "evidence is not a list of quotes", row, None
+        if kind != "unanswerable":
+            if not evidence:
+                return "no evidence quote", row, None
+            short = [q for q in evidence if len(q.split()) < MIN_EVIDENCE_WORDS]
+            if short:
+                return f"quote under {MIN_EVIDENCE_WORDS} words: {json.dumps(short[0], ensure_ascii=False)}", row, None
+            for quote in evidence:
+                if not any(normalize_text(quote) in self.normalized[u.target] for u in used):
+                    where = " or ".join(u.target for u in used)
+                    return (f"quote not on the page: {json.dumps(quote, ensure_ascii=False)} is not on {where}",
+                            row, None)
+        q_norm = normalize_text(question)
+        need = max(1, math.ceil(self.options.copy_share * len(q_norm)))
+        if any(has_common_run(q_norm, self.normalized[u.target], need) for u in used):
+            return "copies the passage: write the question in your own words", row, None
+        vector = np.asarray(self.embedding_model.embed_documents([question])[0], dtype=np.float32)
+        vector = vector / (np.linalg.norm(vector) or 1.0)
+        if self.accepted:
+            cosine = float(np.max(np.stack(self.accepted) @ vector))
+            if cosine > self.options.duplicate_cosine:
+                return f"too close to an earlier question: cosine {cosine:.2f}; ask something else", row, None
+        reply = self.models.ask(self.critic, "critic", grade_messages(question, reference, used))
+        grade = parse_json_reply(reply) or {}
+        q_grade, a_grade = _score(grade.get("question")), _score(grade.get("answer"))
+        if q_grade is None or a_grade is None:
+            return "grade unreadable", row, None
+        if min(q_grade, a_grade) < self.options.grade_min_score:
+            why = grade.get("reason") if isinstance(grade.get("reason"), str) else ""
+            return (f"graded weak: question {q_grade:.2f}, answer {a_grade:.2f}{'; ' + why if why else ''}",
+                    row, None)
+        row["_grades"] = {"question": q_grade, "answer": a_grade}
+        return "", row, vector
+
+
+def _row(number: int, kind: str, reply: dict[str, Any], used: Sequence[Any], normalized: dict[str, str],
+         key: str) -> dict[str, Any]:
+    """The golden row of an accepted reply (step 5 of the module's docstring)."""
+    from core.metrics.retrieval import normalize_text
+
+    evidence = list(reply.get("evidence") or []) if kind != "unanswerable" else []
+    holding = [u for u in used if any(normalize_text(q) in normalized[u.target] for q in evidence)] or list(used[:1])
+    where = "; ".join(_where(u) for u in holding)
+    hint = (f"written near {where}: the documents should not answer it" if kind == "unanswerable"
+            else f"the answer is on {where}")
+    row: dict[str, Any] = {"id": f"{DRAFT_ID_PREFIX}{number:03d}", "question": reply["question"].strip(),
+                           "expected": [u.target for u in holding], "reference": reply["reference"].strip()}
+    if evidence:
+        row["evidence"] = evidence
+    row.update({"hint": hint + "; check it, then remove 'draft'", "draft": True,
+                "metadata": {"kind": kind, "draft_run": key, "grades": reply.get("_grades", {})}})
+    return row
+
+
+def _where(unit: Any) -> str:
+    where = unit.document_id if unit.page is None else f"page {unit.page} of {unit.document_id}"
+    if unit.printed_page is not None and unit.printed_page != str(unit.page):
+        where += f" (printed {unit.printed_page})"
+    if unit.heading:
+        where += f", under {json.dumps(unit.heading, ensure_ascii=False)}"
+    return where
+
+
+def read_examples(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The questions of a golden file (read as by ``read_golden``), to show the writer as examples.
+
+    Raises:
+        GoldenError: the file cannot be read or has errors.
+    """
+    from core.golden.reader import read_golden
+
+    return tuple(q.question for q in read_golden(path).questions)[:EXAMPLES_SHOWN]
+
+
+#: The reply cache beside an output file: ``<output>.replies.jsonl``.
+CACHE_SUFFIX = ".replies.jsonl"
+
+
+def draft_to_file(
+    documents: Sequence[Any],
+    output: str | os.PathLike[str],
+    *,
+    writer: Any,
+    embedding_model: Any,
+    critic: Any = None,
+    options: DraftOptions | None = None,
+    cache_path: str | os.PathLike[str] | None = None,
+) -> DraftSummary:
+    """Run :func:`draft_questions` and append each row to ``output`` as it is accepted.
+
+    A file that exists is never overwritten: it is continued only when every row in it comes
+    from the same run (same corpus, options and models: ``metadata.draft_run``), which is how a
+    stopped run resumes; the rows it holds are regenerated from the reply cache and not written
+    twice.
+
+    Args:
+        documents: the corpus (``LoadedDocument`` objects).
+        output: the golden file to write.
+        writer, embedding_model, critic, options: as for :func:`draft_questions`.
+        cache_path: the reply cache (default ``<output>.replies.jsonl``).
+
+    Returns:
+        The :class:`DraftSummary`.
+
+    Raises:
+        ConfigError: ``output`` exists and is not a stopped run of the same settings, or is a folder.
+        DraftStopped: a model refused or stopped answering (the rows before are in ``output``).
+    """
+    target = Path(output)
+    if target.is_dir():
+        raise ConfigError(f"{target} is a folder: give a file name to write")
+    options = options or DraftOptions()
+    critic = critic or writer
+    key = run_key(sorted(documents, key=lambda d: d.document_id), options, writer.model_id, critic.model_id)
+    done: set[str] = set()
+    if target.exists():
+        for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            row = parse_json_reply(line)
+            run = ((row or {}).get("metadata") or {}).get("draft_run") if isinstance(row, dict) else None
+            if run != key:
+                raise ConfigError(f"{target} exists already and line {number} is not from a stopped draft run with "
+                                  "these documents, options and models: it is never overwritten; choose another name")
+            done.add(str(row.get("id")))
+    cache = ReplyCache(cache_path or target.with_name(target.name + CACHE_SUFFIX))
+    target.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(row: dict[str, Any]) -> None:
+        if row["id"] in done:
+            return
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    return draft_questions(documents, writer=writer, critic=critic, embedding_model=embedding_model, cache=cache,
+                           options=options, on_row=write)

@@ -1,0 +1,198 @@
+"""Documents seen as the units a golden file labels: pages of paged documents, whole documents
+otherwise, each with the text, the heading above it and the page number as printed.
+
+Templates (:mod:`core.golden.template`), suggested labels (:mod:`core.golden.suggest`), drafted
+questions (:mod:`core.golden.draft`) and the stale-evidence check (:mod:`core.golden.stale`)
+read documents through :func:`document_units`.
+
+Rules:
+
+- A PDF gives one :class:`Unit` per page (``page`` 1-based), with every page, empty or not;
+  any other document gives one unit for the whole document (``page`` None).
+- Headings: docling's title and section-header items; in a PDF (whose text items carry no
+  labels) a paragraph of at most :data:`HEADING_MAX_WORDS` words that starts with a capital
+  letter or a digit and does not end in sentence punctuation. A unit's ``heading`` is the
+  last heading at or before its first paragraph (possibly from an earlier page).
+- The printed page number is read from the first or last paragraph of a page when it is only
+  a page number: ``7``, ``Page 7``, ``7 of 104``, ``- 7 -`` or a roman numeral (``iv``).
+- A unit is near empty (a cover, a divider, a blank page) when its text has fewer than
+  :data:`MIN_UNIT_WORDS` words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+#: A page or document with fewer words than this is near empty (covers, dividers, blank pages).
+MIN_UNIT_WORDS = 25
+#: A PDF paragraph of at most this many words may be a heading (see the module's rules).
+HEADING_MAX_WORDS = 10
+#: Characters of a unit's start shown in hints.
+START_CHARS = 160
+
+_PRINTED_PAGE = re.compile(
+    r"^\W{0,3}(?:page\s+)?(?P<n>[0-9]{1,4}|[ivxlcdm]{1,7})(?:\s*(?:of|/)\s*[0-9]{1,4})?\W{0,3}$", re.IGNORECASE
+)
+_SENTENCE_END = (".", ",", ";", ":", "!", "?")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One page of a paged document, or one whole document.
+
+    Attributes:
+        document_id: the document's id (its path relative to the corpus folder).
+        page: 1-based page number, or None for a whole document.
+        paragraphs: the unit's text items, in reading order (headings included).
+        heading: the heading the unit's start sits under, or None.
+        printed_page: the page number as printed on the page, or None when none is found.
+    """
+
+    document_id: str
+    page: int | None
+    paragraphs: tuple[str, ...]
+    heading: str | None = None
+    printed_page: str | None = None
+
+    @property
+    def target(self) -> str:
+        """The unit as an ``expected`` value: ``doc`` or ``doc#page=N``."""
+        return self.document_id if self.page is None else f"{self.document_id}#page={self.page}"
+
+    @property
+    def text(self) -> str:
+        """The paragraphs joined by newlines."""
+        return "\n".join(self.paragraphs)
+
+    @property
+    def n_words(self) -> int:
+        """Words in the unit's text (whitespace-separated)."""
+        return sum(len(p.split()) for p in self.paragraphs)
+
+    @property
+    def near_empty(self) -> bool:
+        """True when the unit has fewer than :data:`MIN_UNIT_WORDS` words."""
+        return self.n_words < MIN_UNIT_WORDS
+
+    def start(self, n_chars: int = START_CHARS) -> str:
+        """The first ``n_chars`` characters of the text, whitespace collapsed, cut at a word
+        boundary with ``...`` when longer."""
+        text = " ".join(self.text.split())
+        if len(text) <= n_chars:
+            return text
+        cut = text[:n_chars].rsplit(" ", 1)[0]
+        return f"{cut or text[:n_chars]}..."
+
+
+def looks_like_heading(paragraph: str) -> bool:
+    """True when a PDF paragraph looks like a heading (see the module's rules)."""
+    text = paragraph.strip()
+    words = text.split()
+    if not words or len(words) > HEADING_MAX_WORDS or text.endswith(_SENTENCE_END):
+        return False
+    if _PRINTED_PAGE.match(text):
+        return False
+    return text[0].isupper() or text[0].isdigit()
+
+
+def printed_page_number(paragraphs: tuple[str, ...] | list[str]) -> str | None:
+    """The page number printed on a page: its first or last paragraph when that is only a page
+    number (``7``, ``Page 7``, ``7 of 104``, ``- 7 -``, ``iv``), else None."""
+    for paragraph in (paragraphs[-1:] + paragraphs[:1]) if paragraphs else ():
+        match = _PRINTED_PAGE.match(paragraph.strip())
+        if match:
+            return match.group("n")
+    return None
+
+
+def _items(doc: Any) -> list[tuple[str, int | None, bool]]:
+    """``(text, page_no, is_heading)`` for every text item of a ``DoclingDocument``."""
+    from docling_core.types.doc import DocItemLabel, TableItem, TextItem
+
+    labelled = {DocItemLabel.TITLE, DocItemLabel.SECTION_HEADER}
+    out: list[tuple[str, int | None, bool]] = []
+    for item, _ in doc.iterate_items():
+        page = item.prov[0].page_no if getattr(item, "prov", None) else None
+        if isinstance(item, TextItem):
+            text = item.text.strip()
+            if text:
+                out.append((text, page, item.label in labelled))
+        elif isinstance(item, TableItem):
+            cells = " | ".join(c.text.strip() for c in item.data.table_cells if c.text.strip())
+            if cells:
+                out.append((cells, page, False))
+    return out
+
+
+def document_units(document: Any) -> list[Unit]:
+    """Split a loaded document into units: one per page of a PDF, else one.
+
+    Args:
+        document: a ``core.documents.LoadedDocument``.
+
+    Returns:
+        The units in page order; a PDF gives exactly ``n_pages`` units (blank pages too).
+    """
+    items = _items(document.document)
+    paged = document.n_pages > 0
+    if not paged:
+        heading = None
+        for text, _, is_heading in items:
+            if is_heading:
+                heading = text
+                break
+        return [Unit(document.document_id, None, tuple(t for t, _, _ in items), heading)]
+    by_page: dict[int, list[str]] = {p: [] for p in range(1, document.n_pages + 1)}
+    heading_at_start: dict[int, str | None] = {}
+    heading: str | None = None
+    for text, page, is_heading in items:
+        page = page or 1
+        if page not in heading_at_start:
+            if is_heading or looks_like_heading(text):
+                heading = text
+            heading_at_start[page] = heading
+        elif is_heading or looks_like_heading(text):
+            heading = text
+        by_page.setdefault(page, []).append(text)
+    units = []
+    for page in sorted(by_page):
+        paragraphs = tuple(by_page[page])
+        units.append(Unit(document.document_id, page, paragraphs, heading_at_start.get(page, heading),
+                          printed_page_number(paragraphs)))
+    return units
+
+
+def corpus_units(documents: Iterable[Any], *, by: str = "page") -> list[Unit]:
+    """Every unit of a corpus, at the grain ``by``.
+
+    Args:
+        documents: ``LoadedDocument`` objects (their order is kept; sort them for stable output).
+        by: ``"page"`` (one unit per PDF page, one per other document) or ``"doc"`` (one unit per
+            document: a PDF's pages joined, its heading the first page's).
+
+    Returns:
+        The units, documents in the given order, pages in order.
+
+    Raises:
+        ConfigError: ``by`` is neither ``"page"`` nor ``"doc"``.
+    """
+    from core.errors import ConfigError
+
+    if by not in GRAINS:
+        raise ConfigError(f"by must be one of {', '.join(GRAINS)}, got {by!r}")
+    out: list[Unit] = []
+    for document in documents:
+        units = document_units(document)
+        if by == "doc" and document.n_pages > 0:
+            paragraphs = tuple(p for u in units for p in u.paragraphs)
+            heading = next((u.heading for u in units if u.heading), None)
+            out.append(Unit(document.document_id, None, paragraphs, heading))
+        else:
+            out.extend(units)
+    return out
+
+
+#: The grains templates and suggestions work at.
+GRAINS: tuple[str, ...] = ("doc", "page")

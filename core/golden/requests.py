@@ -1,0 +1,158 @@
+"""Template and suggestion requests over addresses: what ``POST /api/golden/template`` and
+``POST /api/golden/suggest`` do, kept out of the Functions app.
+
+Request bodies (JSON objects)::
+
+    {"documents": "https://<account>.blob.core.windows.net/docs/hr",   # or s3://bucket/prefix
+     "golden": "https://<account>.blob.core.windows.net/golden/hr/golden.jsonl",
+     "by": "page",    # optional: "page" (default) or "doc"
+     "n": 50,         # template only: rows (1..1000, default 50)
+     "seed": 0,       # template only: >= 0 (default 0)
+     "top": 1}        # suggest only: ids per question (1..20, default 1)
+
+Addresses follow the rules of experiment requests
+(:func:`core.optimization.stored.parse_experiment_request` with ``remote_only``): ``s3://`` or
+the app's own Blob storage, no query string or user info. For a template, ``golden`` names the
+golden file to be (it need not exist); for a suggestion, the golden file to read. The result is
+written beside it, as ``<stem>.template.jsonl`` or ``<stem>.suggested.jsonl``, and never over a
+file that exists.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import tempfile
+from typing import Any
+
+from core.errors import ConfigError
+
+#: The request kinds and the suffix of the file each writes beside the golden file.
+OUTPUT_SUFFIXES = {"template": ".template.jsonl", "suggest": ".suggested.jsonl"}
+#: Most template rows a request may ask for.
+MAX_TEMPLATE_ROWS = 1000
+#: Most ids per question a suggestion request may ask for.
+MAX_TOP = 20
+_FIELDS = {"template": ("documents", "golden", "by", "n", "seed"), "suggest": ("documents", "golden", "by", "top")}
+
+
+class OutputExistsError(ConfigError):
+    """The file a request would write exists already (it is never overwritten).
+
+    Attributes:
+        address: the file's address.
+    """
+
+    def __init__(self, message: str, address: str) -> None:
+        super().__init__(message)
+        self.address = address
+
+
+def _integer(body: dict[str, Any], name: str, default: int, low: int, high: int, errors: list[str]) -> int:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        errors.append(f"{name!r} must be an integer from {low} to {high}, got {value!r}"[:300])
+        return default
+    return value
+
+
+def parse_golden_request(body: Any, kind: str, *, blob_endpoint: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """Validate a template or suggestion request.
+
+    Args:
+        body: the parsed JSON.
+        kind: ``"template"`` or ``"suggest"``.
+        blob_endpoint: the app's Blob endpoint (None refuses every http(s) address).
+
+    Returns:
+        ``(request, errors)``: the request with defaults filled in and ``output`` (the address
+        to write), or None and every problem found.
+    """
+    from core.golden.passages import GRAINS
+    from core.golden.suggest import DEFAULT_TOP
+    from core.golden.template import DEFAULT_TEMPLATE_ROWS
+    from core.optimization.stored import parse_experiment_request
+
+    if not isinstance(body, dict):
+        return None, ["the body must be a JSON object"]
+    fields = _FIELDS[kind]
+    errors = [f"unknown field {k!r} (known: {', '.join(fields)})" for k in body if k not in fields]
+    _, address_errors = parse_experiment_request({k: body.get(k) for k in ("golden", "documents")},
+                                                 remote_only=True, blob_endpoint=blob_endpoint)
+    errors += address_errors
+    by = body.get("by", "page")
+    if by not in GRAINS:
+        errors.append(f"'by' must be one of {', '.join(GRAINS)}, got {by!r}"[:300])
+    request: dict[str, Any] = {"documents": str(body.get("documents") or "").strip(),
+                               "golden": str(body.get("golden") or "").strip(), "by": by}
+    if kind == "template":
+        request["n"] = _integer(body, "n", DEFAULT_TEMPLATE_ROWS, 1, MAX_TEMPLATE_ROWS, errors)
+        request["seed"] = _integer(body, "seed", 0, 0, 2**32 - 1, errors)
+    else:
+        request["top"] = _integer(body, "top", DEFAULT_TOP, 1, MAX_TOP, errors)
+    golden = request["golden"]
+    if not errors and (golden.endswith("/") or not posixpath.basename(golden)):
+        errors.append("'golden' must name a file, not a folder")
+    if errors:
+        return None, errors
+    request["output"] = output_address(golden, kind)
+    return request, []
+
+
+def output_address(golden: str, kind: str) -> str:
+    """The address of the file written beside ``golden``: ``<stem>.template.jsonl`` or
+    ``<stem>.suggested.jsonl`` (the stem is the name without ``.jsonl``)."""
+    folder, name = golden.rsplit("/", 1)
+    stem = name[: -len(".jsonl")] if name.lower().endswith(".jsonl") else name
+    return f"{folder}/{stem}{OUTPUT_SUFFIXES[kind]}"
+
+
+def run_golden_request(request: dict[str, Any], kind: str, settings: Any) -> dict[str, Any]:
+    """Build the template or the suggestions of a request and write them beside the golden file.
+
+    Args:
+        request: from :func:`parse_golden_request`.
+        kind: ``"template"`` or ``"suggest"``.
+        settings: the app's ``core.settings.Settings``.
+
+    Returns:
+        ``{"address": the file written, "rows": rows written, ...counts}``.
+
+    Raises:
+        OutputExistsError: the output exists already (nothing is written).
+        GoldenError: the golden file cannot be read or has errors (suggest).
+        DocumentError / StoreError / IndexingError: the documents cannot be read or indexed.
+    """
+    from core.documents import load_documents
+    from core.golden.template import rows_to_jsonl
+
+    output = request["output"]
+    folder, name = output.rsplit("/", 1)
+    files = settings.files(folder)
+    if files.exists(name):
+        raise OutputExistsError(f"{output} exists already: it is never overwritten", output)
+    with tempfile.TemporaryDirectory(prefix="ragtune-golden-") as tmp:
+        loaded = load_documents(request["documents"], cache_dir=tmp, **settings.storage_access(request["documents"]))
+        if kind == "template":
+            from core.golden.template import template_rows
+
+            rows = template_rows(loaded.documents, by=request["by"], n=request["n"], seed=request["seed"])
+            answer: dict[str, Any] = {"rows": len(rows), "templates": len(rows)}
+        else:
+            from core.golden.reader import read_bytes
+            from core.golden.suggest import build_index, suggest_labels
+            from core.models import CachedEmbeddingModel, EmbeddingCache
+
+            data = read_bytes(request["golden"], **settings.storage_access(request["golden"]))
+            model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(f"{tmp}/embeddings.sqlite"))
+            with build_index(loaded.documents, model, settings.vector_store_config(tmp)) as index:
+                result = suggest_labels(request["golden"], loaded.documents, index=index, top=request["top"],
+                                        by=request["by"], data=data)
+            rows = result.rows
+            answer = {"rows": len(rows), "suggested": result.n_suggested, "kept": result.n_kept,
+                      "without_reference": result.n_without_reference, "format": result.format,
+                      "summary": result.summary()}
+    if files.exists(name):
+        raise OutputExistsError(f"{output} exists already: it is never overwritten", output)
+    files.write_bytes(name, rows_to_jsonl(rows))
+    return {"address": output, **answer,
+            "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped]}

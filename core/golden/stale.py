@@ -1,0 +1,147 @@
+"""Golden labels the documents no longer support: stale evidence and pages past the end.
+
+- Stale evidence: a usable evidence quote (at least
+  :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words) that no piece of its expected sources
+  holds by :func:`core.metrics.retrieval.evidence_matches` (the evidence grain's own rule). The
+  pieces are the chunks of the expected documents in ``evaluate``, the pages (whole documents
+  without pages) in ``check --docs``. A question with page labels is checked against those
+  pages of its documents, one without against its whole documents. Quotes of questions whose
+  expected documents are all missing are not checked (that is reported already).
+- Expected pages past a document's page count, pages of documents without pages, and questions
+  none of whose documents loaded: :func:`core.evaluation.retrieval.corpus_warnings`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any, Iterable, Mapping, Sequence
+
+#: Characters of a quote shown in a stale-evidence warning.
+QUOTE_SHOWN_CHARS = 80
+
+Pieces = Mapping[str, Sequence[tuple[str, Sequence[int]]]]
+
+
+def pieces_from_chunks(chunks: Iterable[Any]) -> dict[str, list[tuple[str, list[int]]]]:
+    """Document id -> ``(text, pages)`` of each of its chunks, in order."""
+    out: dict[str, list[tuple[str, list[int]]]] = defaultdict(list)
+    for chunk in chunks:
+        out[chunk.document_id].append((chunk.text, chunk.pages))
+    return dict(out)
+
+
+def pieces_from_documents(documents: Iterable[Any]) -> dict[str, list[tuple[str, list[int]]]]:
+    """Document id -> ``(text, [page])`` of each page (``(text, [])`` for a document without pages)."""
+    from core.golden.passages import document_units
+
+    out: dict[str, list[tuple[str, list[int]]]] = {}
+    for document in documents:
+        out[document.document_id] = [(u.text, [] if u.page is None else [u.page]) for u in document_units(document)]
+    return out
+
+
+def _shown(quote: str) -> str:
+    text = " ".join(quote.split())
+    if len(text) > QUOTE_SHOWN_CHARS:
+        text = text[:QUOTE_SHOWN_CHARS].rsplit(" ", 1)[0] + "..."
+    return json.dumps(text, ensure_ascii=False)
+
+
+def stale_evidence_warnings(questions: Iterable[Any], pieces: Pieces) -> list[Any]:
+    """Warnings for evidence quotes no piece of their expected sources holds.
+
+    Args:
+        questions: ``GoldenQuestion`` objects.
+        pieces: document id -> ``(text, pages)`` pieces (see :func:`pieces_from_chunks` and
+            :func:`pieces_from_documents`); documents not in it are missing from the corpus.
+
+    Returns:
+        ``Problem`` warnings with the question's line and field ``evidence[i]``:
+        ``stale evidence: quote "..." is not on report.pdf#page=4``.
+    """
+    from core.golden.types import MIN_EVIDENCE_WORDS, Problem
+    from core.metrics.retrieval import evidence_matches
+
+    out = []
+    for q in questions:
+        docs = [d for d in q.document_ids if d in pieces]
+        if not docs:
+            continue
+        pages = q.pages
+        if pages:
+            wanted = [(d, p) for d, p in pages if d in pieces]
+            texts = [t for d, p in wanted for t, ps in pieces[d] if p in ps]
+            where = " or ".join(f"{d}#page={p}" for d, p in wanted)
+        else:
+            texts = [t for d in docs for t, _ in pieces[d]]
+            where = " or ".join(docs)
+        if not where:
+            continue
+        for i, quote in enumerate(q.evidence):
+            if len(quote.split()) < MIN_EVIDENCE_WORDS:
+                continue
+            if not any(evidence_matches(quote, t) for t in texts):
+                out.append(Problem("warning", f"stale evidence: quote {_shown(quote)} is not on {where}",
+                                   line=q.line, field=f"evidence[{i}]"))
+    return out
+
+
+def corpus_problems(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = ()) -> list[Any]:
+    """Every warning about labels the loaded documents do not support (``check --docs``).
+
+    Args:
+        questions: the golden questions.
+        documents: the ``LoadedDocument`` objects that loaded.
+        skipped: the ``SkippedFile`` objects of files that did not load.
+
+    Returns:
+        ``Problem`` warnings: :func:`core.evaluation.retrieval.corpus_warnings` (pages past the
+        end, pages of documents without pages, documents that did not load), then stale
+        evidence against the documents' pages.
+    """
+    from core.evaluation.retrieval import corpus_warnings
+
+    return corpus_warnings(questions, documents, skipped) + stale_evidence_warnings(
+        questions, pieces_from_documents(documents))
+
+
+def needs_documents(questions: Iterable[Any]) -> bool:
+    """True when any question has usable evidence or a page label (so loading the documents can
+    find stale evidence or pages past the end)."""
+    return any(q.usable_evidence or q.pages for q in questions)
+
+
+def add_corpus_problems(check: Any, golden_path: Any, docs: Any, *, cache_dir: Any = None) -> int:
+    """Add the warnings of :func:`corpus_problems` to a ``GoldenCheck`` of a file that has no
+    errors, loading the documents only when a question has evidence or page labels.
+
+    Args:
+        check: the ``GoldenCheck`` of ``golden_path`` (changed in place: problems appended and
+            sorted by line).
+        golden_path: the golden file (read again; a local path or an address).
+        docs: the corpus folder (a local path or an address).
+        cache_dir: where a remote corpus is downloaded (default a temporary folder, removed).
+
+    Returns:
+        The number of warnings added.
+
+    Raises:
+        DocumentError: the folder cannot be read.
+    """
+    import tempfile
+
+    from core.documents import load_documents
+    from core.golden.reader import _check
+
+    if not check.ok:
+        return 0
+    _, found = _check(golden_path, None)
+    if not needs_documents(found.questions):
+        return 0
+    with tempfile.TemporaryDirectory(prefix="ragtune-check-") as tmp:
+        loaded = load_documents(docs, cache_dir=cache_dir or tmp)
+    problems = corpus_problems(found.questions, loaded.documents, loaded.skipped)
+    check.problems.extend(problems)
+    check.problems.sort(key=lambda p: (p.line is None, p.line or 0))
+    return len(problems)

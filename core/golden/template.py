@@ -1,0 +1,136 @@
+"""Golden-file templates: rows for a person to fill in, one sampled document or page each.
+
+``ragtune template --docs DIR [--by doc|page] [--n 50] [--seed 0] -o FILE`` writes rows such as::
+
+    {"id": "template-001", "question": "", "expected": ["handbook.pdf#page=12"],
+     "hint": "page 12 of handbook.pdf (printed 10), under \\"Leave\\": starts \\"Employees may take...\\""}
+
+A row with an empty question and a ``hint`` is a template: ``check`` counts it as waiting and
+``read_golden`` skips it, so a half-filled file evaluates on the rows that are filled in.
+
+Sampling: the units (pages of PDFs, whole other documents; whole documents with ``by="doc"``;
+see :mod:`core.golden.passages`) of the documents sorted by id, without the near-empty ones,
+are taken at an even step ``len(units) / n`` from a start in ``[0, step)`` that the seed picks,
+so the rows spread through the corpus. Every unit is taken when there are at most ``n``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from core.errors import ConfigError
+
+#: Rows a template holds by default.
+DEFAULT_TEMPLATE_ROWS = 50
+#: Id prefix of template rows (``template-001``).
+TEMPLATE_ID_PREFIX = "template-"
+
+
+def spread_indices(n_items: int, n: int, seed: int) -> list[int]:
+    """Indices of ``n`` items spread evenly through ``n_items``, from a start the seed picks.
+
+    With ``step = n_items / n`` the indices are ``floor(start + i * step)`` for ``i < n``, with
+    ``start`` drawn uniformly from ``[0, step)`` by ``random.Random(seed)``. All indices when
+    ``n >= n_items``.
+
+    Args:
+        n_items: how many items there are (>= 0).
+        n: how many to take (>= 1).
+        seed: the seed of the start.
+
+    Returns:
+        Distinct indices in increasing order.
+
+    Raises:
+        ConfigError: ``n`` is below 1.
+    """
+    if n < 1:
+        raise ConfigError(f"the number of rows must be at least 1, got {n}")
+    if n >= n_items:
+        return list(range(n_items))
+    step = n_items / n
+    start = random.Random(seed).random() * step
+    return [min(n_items - 1, math.floor(start + i * step)) for i in range(n)]
+
+
+def unit_hint(unit: Any) -> str:
+    """The hint of a template row: where the unit is, the heading above it, how it starts.
+
+    Example: ``page 12 of handbook.pdf (printed 10), under "Leave": starts "Employees may..."``.
+    """
+    where = unit.document_id if unit.page is None else f"page {unit.page} of {unit.document_id}"
+    if unit.printed_page is not None and unit.printed_page != str(unit.page):
+        where += f" (printed {unit.printed_page})"
+    parts = [where]
+    if unit.heading:
+        parts.append(f"under {json.dumps(unit.heading, ensure_ascii=False)}")
+    hint = ", ".join(parts)
+    start = unit.start()
+    if start:
+        hint += f": starts {json.dumps(start, ensure_ascii=False)}"
+    return hint + "; write a question this answers"
+
+
+def template_rows(documents: Iterable[Any], *, by: str = "page", n: int = DEFAULT_TEMPLATE_ROWS,
+                  seed: int = 0) -> list[dict[str, Any]]:
+    """Template rows for a corpus.
+
+    Args:
+        documents: ``core.documents.LoadedDocument`` objects (sorted by id here).
+        by: ``"page"`` (a PDF page per row, ``name.pdf#page=N``; other documents whole) or
+            ``"doc"`` (a document per row).
+        n: rows wanted (>= 1); fewer when the corpus has fewer units that are not near empty.
+        seed: picks the start of the even spread (see the module's docstring).
+
+    Returns:
+        Rows ``{"id", "question": "", "expected": [target], "hint"}``, in corpus order; the
+        same documents and seed give the same rows.
+
+    Raises:
+        ConfigError: a bad ``by`` or ``n``.
+    """
+    from core.golden.passages import corpus_units
+
+    ordered = sorted(documents, key=lambda d: d.document_id)
+    units = [u for u in corpus_units(ordered, by=by) if not u.near_empty]
+    picked = [units[i] for i in spread_indices(len(units), n, seed)]
+    width = max(3, len(str(len(picked))))
+    return [
+        {"id": f"{TEMPLATE_ID_PREFIX}{i:0{width}d}", "question": "", "expected": [u.target], "hint": unit_hint(u)}
+        for i, u in enumerate(picked, start=1)
+    ]
+
+
+def rows_to_jsonl(rows: Sequence[dict[str, Any]]) -> bytes:
+    """Golden rows as JSON Lines bytes (UTF-8, one object per line, a final newline)."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+def write_new_file(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to a file that must not exist yet (a file is never overwritten).
+
+    Args:
+        path: the file to create; its folder is created when missing.
+        data: the bytes.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ConfigError: the file exists already (nothing is written), or the path is a folder.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{target} is a folder: give a file name to write")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(target, "xb") as fh:
+            fh.write(data)
+    except FileExistsError:
+        raise ConfigError(f"{target} exists already: it is never overwritten; choose another name") from None
+    return target

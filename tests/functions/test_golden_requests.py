@@ -1,0 +1,110 @@
+"""``POST /api/golden/template`` and ``/api/golden/suggest`` over Azurite addresses, and the blob
+trigger on a file of drafts and templates only.
+
+Expected rows are read off the squad-mini documents and golden file uploaded (hand computation:
+three documents, one question each)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import azure.functions as func
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from tests.support.durable import RecordingClient, user_function
+
+DOCS = ("Normans_p00.txt", "Normans_p01.txt", "Computational_complexity_theory_p00.txt")
+
+
+@pytest.fixture
+def storage(azurite, blob_endpoint, new_container, clean_env, tmp_path, squad_dir):
+    """A container with three squad-mini documents under ``docs/`` and the settings to reach it."""
+    service = BlobServiceClient.from_connection_string(azurite)
+    container = new_container()
+    service.create_container(container)
+    for name in DOCS:
+        service.get_blob_client(container, f"docs/{name}").upload_blob((squad_dir / "docs" / name).read_bytes())
+    clean_env.setenv("RAGTUNE_STORAGE_CONNECTION", azurite)
+    clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path / "reports"))
+    clean_env.setenv("RAGTUNE_GOLDEN_CONTAINER", container)
+    return service, container, f"{blob_endpoint}/{container}"
+
+
+def post(app_functions, name, route, body):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    resp = app_functions[name].get_user_function()(func.HttpRequest("POST", f"/api/{route}", body=data))
+    return resp.status_code, json.loads(resp.get_body())
+
+
+def blob_rows(service, container, name):
+    text = service.get_blob_client(container, name).download_blob().readall().decode()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_template_is_written_beside_the_golden_file_once(storage, app_functions):
+    service, container, base = storage
+    body = {"documents": f"{base}/docs", "golden": f"{base}/hr/golden.jsonl", "by": "doc", "n": 10}
+    status, answer = post(app_functions, "golden_template_http", "golden/template", body)
+    assert status == 201, answer
+    assert answer["address"] == f"{base}/hr/golden.template.jsonl" and answer["rows"] == 3
+    rows = blob_rows(service, container, "hr/golden.template.jsonl")
+    assert sorted(r["expected"][0] for r in rows) == sorted(DOCS)
+    assert all(r["question"] == "" and r["hint"] for r in rows)
+    status, answer = post(app_functions, "golden_template_http", "golden/template", body)
+    assert status == 409 and "never overwritten" in answer["errors"][0]
+
+
+@pytest.mark.parametrize("body, wanted", [
+    ({"documents": "/etc", "golden": "/tmp/g.jsonl"}, "'golden'"),
+    ({"documents": "https://example.com/docs", "golden": "s3://b/g.jsonl"}, "'documents'"),
+    ({"documents": "s3://b/docs", "golden": "s3://b/g.jsonl", "top": 2}, "unknown field 'top'"),
+    ({"documents": "s3://b/docs", "golden": "s3://b/g.jsonl", "by": "chunk"}, "'by' must be one of doc, page"),
+    ({"documents": "s3://b/docs", "golden": "s3://b/g.jsonl", "n": 0}, "'n' must be an integer from 1 to 1000"),
+    ({"documents": "s3://b/docs", "golden": "s3://b/hr/"}, "must name a file"),
+    (b"not json", "not valid JSON"),
+])
+def test_bad_template_requests_say_what_is_wrong(storage, app_functions, body, wanted):
+    status, answer = post(app_functions, "golden_template_http", "golden/template", body)
+    assert status == 400 and any(wanted in e for e in answer["errors"]), answer
+
+
+@pytest.mark.slow
+def test_suggest_labels_the_golden_file_in_the_store(storage, app_functions, squad_dir):
+    service, container, base = storage
+    golden = [json.loads(line) for line in (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = []
+    for doc in DOCS:
+        row = next(r for r in golden if r["expected"] == [doc] and len(r["reference"].split()) >= 3)
+        rows.append({k: v for k, v in row.items() if k != "expected"})
+    rows.append({"id": "person", "question": "Who labelled this?", "expected": ["Normans_p00.txt"]})
+    service.get_blob_client(container, "hr/golden.jsonl").upload_blob("".join(json.dumps(r) + "\n" for r in rows))
+    body = {"documents": f"{base}/docs", "golden": f"{base}/hr/golden.jsonl", "by": "doc"}
+    status, answer = post(app_functions, "golden_suggest_http", "golden/suggest", body)
+    assert status == 201, answer
+    assert answer["address"] == f"{base}/hr/golden.suggested.jsonl"
+    assert (answer["suggested"], answer["kept"]) == (3, 1)
+    written = blob_rows(service, container, "hr/golden.suggested.jsonl")
+    assert [r["expected"] for r in written[:3]] == [[d] for d in DOCS]
+    assert all(r["draft"] is True for r in written[:3]) and written[3] == rows[3]
+    service.get_blob_client(container, "hr/bad.jsonl").upload_blob(b'{"question": "q", "expeted": ["a"]}\n')
+    status, answer = post(app_functions, "golden_suggest_http", "golden/suggest", {**body, "golden": f"{base}/hr/bad.jsonl"})
+    assert status == 422 and answer["errors"][0]["line"] == 1
+
+
+def test_blob_trigger_starts_nothing_for_drafts_and_templates_only(storage, app_functions, tmp_path):
+    service, container, _ = storage
+    service.get_blob_client(container, "hr/experiment.json").upload_blob(
+        json.dumps({"documents": "s3://documents/hr", "max_evals": 2}).encode())
+    data = (b'{"id": "d1", "question": "Who?", "expected": ["a.txt"], "draft": true}\n'
+            b'{"id": "t1", "question": "", "expected": ["a.txt"], "hint": "page 1 of a.txt"}\n')
+    blob = service.get_blob_client(container, "hr/golden.suggested.jsonl")
+    blob.upload_blob(data)
+    client = RecordingClient()
+    fn = user_function(app_functions, "check_golden_blob")
+    stream = func.blob.InputStream(data=data, name=f"{container}/hr/golden.suggested.jsonl", length=len(data))
+    asyncio.run(fn(stream, client))
+    stored = json.loads((tmp_path / "reports" / "golden_checks" / "hr/golden.suggested.jsonl.json").read_text())
+    assert client.started == [] and stored["experiment"] is None
+    assert stored["n_drafts"] == 1 and stored["n_templates"] == 1 and stored["n_ready"] == 0

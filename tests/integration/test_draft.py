@@ -1,0 +1,282 @@
+"""Drafted questions (``ragtune draft``) against a scripted OpenAI-compatible chat server over
+real HTTP (writer and critic), on squad-mini documents, with the real local embedding model.
+
+The scripted writer answers each passage with a question a person wrote for that document in
+squad-mini's golden file, and a quote checked by hand to be verbatim in it; each test then breaks
+one thing (a quote not on the page, a copied passage, duplicates, a refusal, a server that stops
+answering) and checks what the run makes of it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from core.cli import main
+from core.documents import load_documents
+from core.golden import check_golden
+from core.golden.draft import DraftOptions, DraftStopped, ReplyCache, draft_questions, draft_to_file
+from core.metrics.retrieval import normalize_text
+from core.models import LocalEmbeddingModel, OpenAIChatModel
+from tests.support.openai_app import ChatReply, OpenAITestApp, last_user_text
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+N_DOCS = 8
+
+
+@pytest.fixture(scope="module")
+def corpus(squad_dir, tmp_path_factory):
+    """8 squad-mini documents and, per document, a golden question with a verbatim quote."""
+    folder = tmp_path_factory.mktemp("docs")
+    golden = [json.loads(line) for line in (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
+    picked: dict[str, dict] = {}
+    for row in golden:
+        doc = row["expected"][0]
+        text = (squad_dir / "docs" / doc).read_text(encoding="utf-8")
+        quotes = [q for q in row.get("evidence", []) if len(q.split()) >= 3 and normalize_text(q) in normalize_text(text)]
+        if doc not in picked and quotes:
+            picked[doc] = {"question": row["question"], "reference": row["reference"], "evidence": quotes[:1],
+                           "first_sentence": text.split(". ")[0]}
+        if len(picked) == N_DOCS:
+            break
+    for doc in picked:
+        (folder / doc).write_bytes((squad_dir / "docs" / doc).read_bytes())
+    return load_documents(folder).documents, picked
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return LocalEmbeddingModel()
+
+
+def passage_doc(body: dict) -> str:
+    return re.search(r"\[P1\] from ([^:\n]+):", last_user_text(body)).group(1)
+
+
+def task(body: dict) -> str:
+    text = last_user_text(body)
+    if text.startswith("Turned down"):
+        return "rewrite"
+    return re.match(r"TASK: (\w+)", text).group(1) if text.startswith("TASK") else "?"
+
+
+def responder(picked, *, writer=None, passage_score=None):
+    """Critic: every passage 0.9 (or ``passage_score(doc)``), every grade 0.9; writer: the
+    document's golden question (or ``writer(doc, body)``)."""
+    def respond(body):
+        kind = task(body)
+        messages = body["messages"]
+        doc = re.search(r"\[P1\] from ([^:\n]+):", messages[1]["content"]).group(1)
+        if kind == "score":
+            return json.dumps({"score": passage_score(doc) if passage_score else 0.9, "reason": "ok"})
+        if kind == "grade":
+            return json.dumps({"question": 0.9, "answer": 0.8, "reason": "fine"})
+        if writer is not None:
+            return writer(doc, body)
+        item = picked[doc]
+        return json.dumps({k: item[k] for k in ("question", "reference", "evidence")})
+    return respond
+
+
+def chat(app):
+    return OpenAIChatModel("scripted", base_url=app.base_url, max_attempts=1, timeout_s=10)
+
+
+def rows_of(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_rows_carry_verbatim_quotes_their_pages_and_counts(corpus, embedder, tmp_path):
+    documents, picked = corpus
+    out = tmp_path / "drafts.jsonl"
+    with OpenAITestApp(responder(picked, passage_score=lambda d: 0.2 if d == sorted(picked)[0] else 0.9)) as app:
+        summary = draft_to_file(documents, out, writer=chat(app), embedding_model=embedder,
+                                options=DraftOptions(n=5, kinds=("factual",)))
+    rows = rows_of(out)
+    assert summary.written["factual"] == len(rows) == 5
+    assert summary.passed_over == {"weak passage": 1}
+    texts = {d.document_id: normalize_text(d.document.export_to_text()) for d in documents}
+    for i, row in enumerate(rows, start=1):
+        doc = row["expected"][0]
+        assert row["id"] == f"draft-{i:03d}" and row["draft"] is True and row["metadata"]["kind"] == "factual"
+        assert row["question"] == picked[doc]["question"] and row["evidence"] == picked[doc]["evidence"]
+        assert all(normalize_text(q) in texts[doc] for q in row["evidence"])
+        assert row["metadata"]["grades"] == {"question": 0.9, "answer": 0.8}
+        assert doc in row["hint"]
+    assert sorted(picked)[0] not in [r["expected"][0] for r in rows]
+    check = check_golden(out)
+    assert check.n_drafts == 5 and [p.message for p in check.errors][0].startswith("nothing ready")
+
+
+def test_quote_not_on_the_page_is_asked_again_then_set_aside(corpus, embedder, tmp_path):
+    documents, picked = corpus
+    bad_doc = sorted(picked)[3]  # 8 passages visited in strides of 3: the 1st, 4th, 7th, 2nd, ... document
+
+    def writer(doc, body):
+        item = dict(picked[doc])
+        turned_down = task(body) == "rewrite"
+        if doc == bad_doc or not turned_down:  # a quote not on the page; fixed when asked again, except bad_doc
+            item["evidence"] = ["a sentence the passage never holds"]
+        return json.dumps({k: item[k] for k in ("question", "reference", "evidence")})
+
+    with OpenAITestApp(responder(picked, writer=writer)) as app:
+        summary = draft_questions(documents, writer=chat(app), embedding_model=embedder,
+                                  cache=ReplyCache(tmp_path / "c.jsonl"), options=DraftOptions(n=3, kinds=("factual",), tries=2))
+        rewrites = [b for b in app.chat_requests if task(b) == "rewrite"]
+    assert summary.n_written == 3
+    assert "quote not on the page" in rewrites[0]["messages"][-1]["content"]
+    assert [a["passage"] for a in summary.set_aside] == [bad_doc]
+    assert summary.set_aside[0]["reason"].startswith("quote not on the page")
+    assert summary.passed_over == {"quote not on the page": 1}
+
+
+def test_copied_wording_and_duplicates_are_turned_down(corpus, embedder, tmp_path):
+    documents, picked = corpus
+    docs = sorted(picked)
+
+    def writer(doc, body):
+        item = dict(picked[doc])
+        if doc == docs[2]:
+            item["question"] = picked[doc]["first_sentence"] + "?"  # copies the passage
+        elif doc != docs[0]:
+            item["question"] = picked[docs[0]]["question"]  # the same question for every other passage
+        return json.dumps({k: item[k] for k in ("question", "reference", "evidence")})
+
+    with OpenAITestApp(responder(picked, writer=writer)) as app:
+        summary = draft_questions(documents, writer=chat(app), embedding_model=embedder,
+                                  cache=ReplyCache(tmp_path / "c.jsonl"),
+                                  options=DraftOptions(n=N_DOCS, kinds=("factual",), tries=1))
+    assert summary.n_written == 1
+    assert summary.passed_over["copies the passage"] == 1
+    assert summary.passed_over["too close to an earlier question"] == N_DOCS - 2
+    reasons = [a["reason"] for a in summary.set_aside]
+    assert any(r.startswith("too close to an earlier question: cosine 1.00") for r in reasons)
+
+
+def test_refusal_ends_the_run_keeping_the_rows_written(corpus, embedder, tmp_path):
+    documents, picked = corpus
+    seen: list[str] = []
+
+    def writer(doc, body):
+        seen.append(doc)
+        if len(seen) == 3:
+            return "I'm sorry, but I can't help with writing questions about this."
+        return json.dumps({k: picked[doc][k] for k in ("question", "reference", "evidence")})
+
+    out = tmp_path / "d.jsonl"
+    with OpenAITestApp(responder(picked, writer=writer)) as app:
+        with pytest.raises(DraftStopped, match="refused") as stopped:
+            draft_to_file(documents, out, writer=chat(app), embedding_model=embedder,
+                          options=DraftOptions(n=6, kinds=("factual",)))
+    assert stopped.value.summary.n_written == 2 and len(rows_of(out)) == 2
+
+
+def test_server_down_mid_run_resumes_from_the_cache_and_a_rerun_costs_nothing(corpus, embedder, tmp_path, capsys,
+                                                                              monkeypatch):
+    documents, picked = corpus
+    state = {"down_after": 7, "n": 0}
+    normal = responder(picked)
+
+    def respond(body):
+        state["n"] += 1
+        if state["down_after"] is not None and state["n"] > state["down_after"]:
+            return ChatReply(status=503)
+        return normal(body)
+
+    out = tmp_path / "drafts.jsonl"
+    options = DraftOptions(n=4, kinds=("factual",))
+    with OpenAITestApp(respond) as app:
+        with pytest.raises(DraftStopped, match="stopped answering"):
+            draft_to_file(documents, out, writer=chat(app), embedding_model=embedder, options=options)
+        first = rows_of(out)
+        assert len(first) == 2  # 3 requests per row (score, write, grade): 7 requests make 2 rows
+        asked_before = len(app.chat_requests)
+        state["down_after"] = None
+        summary = draft_to_file(documents, out, writer=chat(app), embedding_model=embedder, options=options)
+        assert summary.n_cached == 7 and len(app.chat_requests) - asked_before == summary.n_replies - 7
+        rows = rows_of(out)
+        assert rows[:2] == first and len(rows) == 4 and len({r["id"] for r in rows}) == 4
+        asked = len(app.chat_requests)
+        again = draft_to_file(documents, out, writer=chat(app), embedding_model=embedder, options=options)
+        assert len(app.chat_requests) == asked and again.n_cached == again.n_replies  # nothing asked
+        assert rows_of(out) == rows
+    with pytest.raises(Exception, match="never overwritten"):
+        draft_to_file(documents, out, writer=chat(app), embedding_model=embedder, options=DraftOptions(n=5))
+
+
+def test_cli_draft_with_kinds_and_a_stopped_server(corpus, squad_dir, tmp_path, capsys, monkeypatch):
+    documents, picked = corpus
+    folder = documents and tmp_path / "docs"
+    folder.mkdir()
+    for doc in picked:
+        (folder / doc).write_bytes((squad_dir / "docs" / doc).read_bytes())
+
+    def writer(doc, body):
+        item = dict(picked[doc])
+        if "does NOT answer" in body["messages"][1]["content"]:
+            return json.dumps({"question": f"Who funded the study of {doc.split('_p')[0].replace('_', ' ')} in 2030?",
+                               "reference": "", "evidence": []})
+        return json.dumps({k: item[k] for k in ("question", "reference", "evidence")})
+
+    with OpenAITestApp(responder(picked, writer=writer)) as app:
+        monkeypatch.setenv("RAGTUNE_CHAT_PROVIDER", "openai")
+        monkeypatch.setenv("RAGTUNE_CHAT_BASE_URL", app.base_url)
+        monkeypatch.setenv("RAGTUNE_CHAT_MODEL", "scripted")
+        monkeypatch.setenv("RAGTUNE_OUT_DIR", str(tmp_path / "work"))
+        out = tmp_path / "k.jsonl"
+        assert main(["draft", "--docs", str(folder), "--n", "2", "--kinds", "factual,unanswerable", "--examples",
+                     str(squad_dir / "golden.jsonl"), "-o", str(out)]) == 0
+        writes = [b["messages"][1]["content"] for b in app.chat_requests if task(b) == "write"]
+    first_example = json.loads((squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[0])["question"]
+    assert all(f"Questions in the style wanted:\n- {first_example}" in w for w in writes)
+    printed = capsys.readouterr().out
+    assert "wrote 2 draft questions (1 factual, 1 unanswerable)" in printed
+    kinds = [r["metadata"]["kind"] for r in rows_of(out)]
+    assert kinds == ["factual", "unanswerable"]
+    unanswerable = rows_of(out)[1]
+    assert "evidence" not in unanswerable and unanswerable["reference"] == "The documents do not answer this question."
+    # the server is gone: the run stops at once with a clear message and exit 1
+    assert main(["draft", "--docs", str(folder), "--n", "2", "-o", str(tmp_path / "gone.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert "stopped answering" in err and "run the same command again to resume" in err
+    assert main(["draft", "--docs", str(folder), "--kinds", "factual,nonsense", "-o", str(tmp_path / "x.jsonl")]) == 1
+    assert "kinds must be" in capsys.readouterr().err
+
+
+def test_multi_hop_uses_two_pages_of_one_pdf(northwind_dir, embedder, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "PerksPlus.pdf").write_bytes((northwind_dir / "docs" / "PerksPlus.pdf").read_bytes())
+    documents = load_documents(tmp_path / "docs").documents
+    pages = {}
+
+    def respond(body):
+        text = body["messages"][1]["content"]
+        blocks = dict(re.findall(r"\[(P\d)\] from ([^:\n]+):\n", text))
+        kind = task(body)
+        if kind == "score":
+            return json.dumps({"score": 0.9})
+        if kind == "grade":
+            return json.dumps({"question": 1, "answer": 1})
+        quotes = []
+        for label in ("P1", "P2"):
+            start = text.index(f"[{label}] from {blocks[label]}:\n") + len(f"[{label}] from {blocks[label]}:\n")
+            quotes.append(" ".join(text[start:].split()[:6]))
+            pages[label] = blocks[label]
+        return json.dumps({"question": "Which two perks does the program pair with fitness classes?",
+                           "reference": "Both, as the two pages say.", "evidence": quotes})
+
+    with OpenAITestApp(respond) as app:
+        summary = draft_questions(documents, writer=chat(app), embedding_model=embedder,
+                                  cache=ReplyCache(tmp_path / "c.jsonl"), options=DraftOptions(n=1, kinds=("multi-hop",)))
+        written = []
+        draft_questions(documents, writer=chat(app), embedding_model=embedder, cache=ReplyCache(tmp_path / "c.jsonl"),
+                        options=DraftOptions(n=1, kinds=("multi-hop",)), on_row=written.append)
+    assert summary.written == {"multi-hop": 1}
+    row = written[0]
+    assert row["expected"] == [pages["P1"], pages["P2"]]
+    p1, p2 = (int(p.split("#page=")[1]) for p in row["expected"])
+    assert p1 != p2 and abs(p1 - p2) == 1 and all(1 <= p <= 4 for p in (p1, p2))
+    assert row["hint"].startswith("the answer is on page ")
