@@ -26,6 +26,7 @@
 | ``RAGTUNE_STORAGE_CONNECTION__blobServiceUri`` / ``__queueServiceUri`` | identity-based connection instead (the Functions host's own convention): the account's Blob and Queue endpoints, reached with Microsoft Entra ID | unset |
 | ``RAGTUNE_STORAGE_CONNECTION__clientId`` | client id of the user-assigned managed identity for that connection | system identity / ``DefaultAzureCredential`` |
 | ``RAGTUNE_GOLDEN_CONTAINER`` | Blob container whose golden files are checked on upload | ``golden`` |
+| ``RAGTUNE_GOLDEN_MAX_BYTES`` | largest golden file, in bytes, that ``POST /api/golden/check`` and the golden blob trigger check (a larger one gets a failed check saying the limit) | ``20971520`` (20 MiB) |
 | ``RAGTUNE_GOLDEN_TRIGGER_SOURCE`` | how the golden blob trigger hears of uploads: ``EventGrid`` (Flex Consumption requires it) or ``LogsAndContainerScan`` (polling, for ``func start`` with Azurite); read when the app is indexed | ``EventGrid`` |
 | ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
 | ``RAGTUNE_ROUND_TIMEOUT_S`` | longest wait, in seconds, for one round of evaluations | ``1800`` |
@@ -41,6 +42,9 @@ from typing import Any, Mapping
 
 from core.errors import ConfigError
 
+
+#: Default of ``RAGTUNE_GOLDEN_MAX_BYTES``: the largest golden file checked by the Functions app.
+GOLDEN_MAX_BYTES = 20 * 1024 * 1024
 
 #: Values of ``RAGTUNE_GOLDEN_TRIGGER_SOURCE``.
 GOLDEN_TRIGGER_SOURCES = ("EventGrid", "LogsAndContainerScan")
@@ -92,6 +96,7 @@ class Settings:
     reports: str = ""
     storage_connection: str | None = None
     golden_container: str = "golden"
+    golden_max_bytes: int = GOLDEN_MAX_BYTES
     evaluations_queue: str = "evaluations"
     round_timeout_s: int = 1800
     storage_blob_uri: str | None = None
@@ -110,8 +115,8 @@ class Settings:
         """Read the settings from ``env`` (default ``os.environ``).
 
         Raises:
-            ConfigError: an unknown provider, a non-integer dimension count or a round timeout
-                that is not a positive integer (names the variable).
+            ConfigError: an unknown provider, a non-integer dimension count, or a round timeout
+                or golden size limit that is not a positive integer (names the variable).
         """
         env = os.environ if env is None else env
         provider = env.get("RAGTUNE_EMBEDDING_PROVIDER", "local").strip().lower() or "local"
@@ -142,6 +147,9 @@ class Settings:
         timeout_raw = (env.get("RAGTUNE_ROUND_TIMEOUT_S") or "").strip() or "1800"
         if not timeout_raw.isdigit() or int(timeout_raw) < 1:
             raise ConfigError(f"RAGTUNE_ROUND_TIMEOUT_S must be a positive integer (seconds), got {timeout_raw!r}")
+        golden_max_raw = (env.get("RAGTUNE_GOLDEN_MAX_BYTES") or "").strip() or str(GOLDEN_MAX_BYTES)
+        if not golden_max_raw.isdigit() or int(golden_max_raw) < 1:
+            raise ConfigError(f"RAGTUNE_GOLDEN_MAX_BYTES must be a positive integer (bytes), got {golden_max_raw!r}")
         out_dir = (env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out"
         base_url = env.get("RAGTUNE_EMBEDDING_BASE_URL") or (env.get("AZURE_OPENAI_ENDPOINT") if provider == "azure" else None)
         return cls(
@@ -169,6 +177,7 @@ class Settings:
             reports=(env.get("RAGTUNE_REPORTS") or "").strip() or out_dir,
             storage_connection=(env.get("RAGTUNE_STORAGE_CONNECTION") or env.get("AzureWebJobsStorage") or "").strip() or None,
             golden_container=(env.get("RAGTUNE_GOLDEN_CONTAINER") or "").strip() or "golden",
+            golden_max_bytes=int(golden_max_raw),
             evaluations_queue=(env.get("RAGTUNE_EVALUATIONS_QUEUE") or "").strip() or "evaluations",
             round_timeout_s=int(timeout_raw),
             storage_blob_uri=(env.get("RAGTUNE_STORAGE_CONNECTION__blobServiceUri") or "").strip() or None,
