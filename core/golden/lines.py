@@ -18,6 +18,7 @@ import json
 import re
 import sys
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any, Callable
 
 __all__ = ["FIELDS", "json_type", "nearest", "parse_line_object"]
@@ -42,9 +43,24 @@ def json_type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
+#: Words longer than this get no "did you mean" suggestion (comparing them costs too much).
+_NEAREST_MAX_CHARS = 256
+
+
 def nearest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate closest to ``word`` (difflib ratio at least 0.6), or None."""
-    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    """The candidate closest to ``word`` (difflib ratio at least 0.6), or None.
+
+    Words and candidates over 256 characters are not compared (no suggestion for them).
+    """
+    if len(word) > _NEAREST_MAX_CHARS:
+        return None
+    return _nearest_in(word, candidates if isinstance(candidates, tuple) else tuple(candidates))
+
+
+@lru_cache(maxsize=4096)
+def _nearest_in(word: str, candidates: tuple[str, ...]) -> str | None:
+    pool = [c for c in candidates if len(c) <= _NEAREST_MAX_CHARS]
+    match = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
     return match[0] if match else None
 
 

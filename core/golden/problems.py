@@ -226,13 +226,14 @@ class ProblemLog:
             if kind is None:
                 kind = self._kinds[key] = _Kind()
                 self._order.append(key)
-        size = len(json.dumps(problem.to_dict()))
-        if kind.count == 0 and kind.listed < limits.per_kind and self._bytes + size <= limits.listed_bytes:
-            kind.listed += 1
-            self._bytes += size
-            self.listed.append(problem)
-        else:
-            kind.omit(problem, limits)
+        if kind.count == 0 and kind.listed < limits.per_kind:
+            size = len(json.dumps(problem.to_dict()))
+            if self._bytes + size <= limits.listed_bytes:
+                kind.listed += 1
+                self._bytes += size
+                self.listed.append(problem)
+                return
+        kind.omit(problem, limits)
 
     def extend(self, problems: Iterable[Problem]) -> None:
         """:meth:`add` each problem, in order."""

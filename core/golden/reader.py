@@ -399,6 +399,39 @@ def _error_order(err: Any) -> tuple[int, list[int]]:
 
 
 _FIELD_RE = re.compile(r"^(?P<name>[^\[]*)(?:\[(?P<index>\d+)\])?")
+_NON_BLANK = re.compile(r"\S")
+_CANONICAL = {type(None): None, bool: False, int: 0, float: 0.5, str: "x"}
+
+
+def _canonical(value: Any, text: bool = False) -> Any:
+    """A stand-in with the same JSON type, and for strings the same blankness when ``text``."""
+    if isinstance(value, str):
+        return "x" if not text or _NON_BLANK.search(value) else ""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {}
+    return _CANONICAL.get(type(value), value)
+
+
+def _schema_errors(obj: dict[str, Any]) -> list[Any]:
+    """The schema's errors for a line, in field order, found on a canonical copy.
+
+    The schema looks at a value's type, whether ``question`` holds non-whitespace text, the
+    length and item types of ``expected`` and ``evidence``, and which keys are present (the
+    pattern of ``expected`` items is checked by ``_Row._targets`` and its schema error
+    ignored; unknown keys are reported apart). A copy with every other detail replaced
+    (:func:`_canonical`) gets the same errors, so lines of one shape are validated once.
+    """
+    canonical = {key: _canonical(value, key == "question") for key, value in obj.items() if key in FIELDS}
+    return _validate_shape(json.dumps(canonical))
+
+
+@lru_cache(maxsize=1024)
+def _validate_shape(canonical: str) -> list[Any]:
+    return sorted(_validator().iter_errors(json.loads(canonical)), key=_error_order)
 
 
 def _field_order(problem: Problem) -> tuple[int, int]:
@@ -455,6 +488,7 @@ def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | Non
         return check, found
 
     corpus = None if documents is None else {normalize_id(str(d)) for d in documents}
+    pool = tuple(sorted(corpus or ()))
     ids: dict[str, int] = {}
     questions: dict[str, int] = {}
     unknown = _UnknownFields(limits)
@@ -464,7 +498,7 @@ def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | Non
         if not line.strip():
             continue
         check.n_lines += 1
-        row = _Row(number)
+        row = _Row(number, pool)
         question = row.check(line, corpus, ids, questions)
         log.extend(sorted(row.problems, key=_field_order))
         for key in row.unknown:
@@ -588,8 +622,9 @@ def _is_json_array(text: str) -> bool:
 class _Row:
     """Checks one non-blank line and collects its problems."""
 
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, pool: tuple[str, ...] = ()) -> None:
         self.number = number
+        self.pool = pool  # the corpus's ids, sorted, for "did you mean"
         self.problems: list[Problem] = []
         self.errors = 0
         self.template = False
@@ -626,7 +661,7 @@ class _Row:
         self.template = "hint" in obj and (question is None or (isinstance(question, str) and not question.strip()))
         self.draft = obj.get("draft") is True
 
-        for err in sorted(_validator().iter_errors(obj), key=_error_order):
+        for err in _schema_errors(obj):
             self._schema_error(err, obj, unknown)
 
         targets = self._targets(obj.get("expected"), corpus)
@@ -664,7 +699,7 @@ class _Row:
             for name in err.validator_value:
                 if name in obj:
                     continue
-                typo = [u for u in unknown if nearest(u, [name]) == name]
+                typo = [u for u in unknown if nearest(u, (name,)) == name]
                 tail = f" (is '{typo[0]}' a typo?)" if typo else ""
                 if name == "question":
                     self.error(f"missing: every row needs a question (or a hint, to mark it a template){tail}", name)
@@ -706,7 +741,7 @@ class _Row:
                 continue
             doc = targets[-1].document_id
             if corpus is not None and doc not in corpus:
-                near = nearest(doc, corpus)
+                near = nearest(doc, self.pool)
                 tail = f"; did you mean '{near}'?" if near else ""
                 self.warning(f"document '{doc}' is not in the corpus{tail}", f"expected[{i}]")
         return tuple(targets) if ok else None

@@ -37,6 +37,21 @@ def test_check_errors_exit_1_with_lines(tmp_path, capsys):
     assert main(["check", str(tmp_path / "missing.jsonl")]) == 1
 
 
+def test_check_bounds_problems_unless_all(tmp_path, capsys):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(f'{{"question": "q{i}"}}\n' for i in range(150)), encoding="utf-8")
+    assert main(["check", str(golden)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    # verdict, lines 1-100, the file-level error, one line for lines 101-150, the hint
+    assert len(out) == 1 + 100 + 1 + 1 + 1
+    assert out[0].endswith("151 errors — cannot run")
+    assert out[-2].startswith(f"{golden}: error: more like this (50 in all), on lines 101-150: line 101: error:")
+    assert "--all" in out[-1]
+    assert main(["check", str(golden), "--all"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 + 150 + 1 and out[150].startswith(f"{golden}:150: error: field 'expected'")
+
+
 def _tiny_corpus(tmp_path):
     docs = tmp_path / "docs"
     (docs / "sub").mkdir(parents=True)
