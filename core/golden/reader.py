@@ -53,8 +53,8 @@ from core.golden.types import (
     GoldenSet,
     Problem,
     Target,
-    normalize_id,
 )
+from core.documents.base import normalize_id
 
 logger = logging.getLogger(__name__)
 

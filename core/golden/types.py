@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from core.documents.base import normalize_id
 
 _PAGE_RE = re.compile(r"^(?P<doc>.+)#page=(?P<page>[^#]*)$", re.IGNORECASE)
 _ANCHOR_RE = re.compile(r"#(?P<name>[A-Za-z][A-Za-z_-]*)=[^#/]*$")
 
-
-def normalize_id(document_id: str) -> str:
-    """Return a document id in Unicode normal form C, the form both sides of a match use.
-
-    A file name saved decomposed (NFD, as some file systems and archives write it) and the same
-    name typed composed (NFC) in a golden file are one id.
-
-    References:
-        Unicode Standard Annex #15, Unicode Normalization Forms: https://unicode.org/reports/tr15/
-    """
-    return document_id if document_id.isascii() else unicodedata.normalize("NFC", document_id)
 
 #: Evidence quotes with fewer words than this are not used for matching (too ambiguous).
 MIN_EVIDENCE_WORDS = 3

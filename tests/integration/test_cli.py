@@ -93,6 +93,35 @@ def test_evaluate_then_report(tmp_path, capsys):
     assert main(["report", "nope", "--out", str(out)]) == 1
 
 
+def test_evaluate_with_hostile_file_names(tmp_path, capsys):
+    """A name that is not UTF-8 is skipped and listed; a decomposed name matches the golden file's
+    composed one; a symbolic link looping back to the folder is listed, not followed."""
+    import os
+    import unicodedata
+
+    docs, golden = _tiny_corpus(tmp_path)
+    with open(os.fsencode(docs) + b"/bad-name-\xff.txt", "wb") as fh:
+        fh.write(b"Glaciers are slow rivers of ice that carve valleys.")
+    nfd = unicodedata.normalize("NFD", "Résumé.txt")
+    (docs / nfd).write_text("The cellist practised scales for three hours every morning.", encoding="utf-8")
+    (docs / "sub" / "back").symlink_to(docs, target_is_directory=True)
+    row = {"id": "cv", "question": "How long did the cellist practise scales?",
+           "expected": [unicodedata.normalize("NFC", "Résumé.txt")]}
+    with golden.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    assert main(["check", str(golden), "--docs", str(docs)]) == 0
+    assert "not in the corpus" not in capsys.readouterr().out
+    assert main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["corpus"]["n_documents"] == 4
+    skipped = {s["document_id"]: s["reason"] for s in report["corpus"]["skipped"]}
+    assert skipped["bad-name-\\xff.txt"].startswith("file name is not valid UTF-8")
+    assert skipped["sub/back/"].startswith("symbolic link to a folder already searched")
+    doc = report["setups"][0]["metrics"]["doc"]
+    assert doc["n_scored"] == 4 and doc["means"]["mrr"] == 1.0
+
+
 def test_evaluate_stops_on_golden_errors(tmp_path, capsys):
     docs, _ = _tiny_corpus(tmp_path)
     bad = tmp_path / "bad.jsonl"
