@@ -12,8 +12,8 @@ unitxt metrics (no model; ``unitxt`` is imported on first use, see :func:`unitxt
   *precision* of the answer against each retrieved passage, the best passage counting:
   ``max_c |tokens(answer) ∩ tokens(c)| / |tokens(answer)|`` (multiset intersection). Tokens
   come from SQuAD's normalisation: lower-case, punctuation removed, the articles ``a``, ``an``,
-  ``the`` removed, split on whitespace. With no passage at all the answer is supported by
-  nothing: 0.
+  ``the`` removed, split on whitespace. With no passage at all (or only blank ones) the answer
+  is supported by nothing: 0.
 - ``unitxt.answer_correctness`` = ``metrics.rag.external_rag.answer_correctness``:
   token-overlap *recall* of the reference answer in the answer,
   ``|tokens(answer) ∩ tokens(reference)| / |tokens(reference)|``. Unscorable without a
@@ -30,6 +30,8 @@ replies with a score; see :func:`parse_score`):
 - ``judge.correctness``, ``judge.completeness``, ``judge.faithfulness``, ``judge.helpfulness``:
   Amazon Bedrock's RAG-evaluation metrics, 0 to 1 (correctness and completeness use the
   reference answer when there is one; faithfulness judges the answer against the passages).
+  With no passage retrieved (or only blank ones) ``judge.faithfulness`` is 0, as unitxt's,
+  and the judge is not asked; prompts of other metrics say "(no passages were retrieved)".
 
 Aggregates: the mean over scored questions, and a 95 % bootstrap confidence interval
 (``ci_low``, ``ci_high``): unitxt's own (BCa, 1,000 resamples) for unitxt metrics, a seeded
@@ -360,6 +362,15 @@ class AnswerEvaluator(Protocol):
         ...
 
 
+def _passages(item: AnswerItem) -> tuple[Context, ...]:
+    """The item's passages that hold text (blank ones support nothing and are never shown)."""
+    return tuple(c for c in item.contexts if c.text and c.text.strip())
+
+
+#: ``judge.faithfulness`` of an answer with no passage: nothing supports it.
+_NO_PASSAGE_FAITHFULNESS = QuestionScore(0.0)
+
+
 def _no_answer(item: AnswerItem) -> QuestionScore | None:
     if item.answer is None or item.error is not None:
         return QuestionScore(None, "failed", f"no answer: {item.error or 'no answer record'}")
@@ -422,7 +433,7 @@ def _unitxt_row(item: AnswerItem, metric: str) -> tuple[dict[str, Any] | None, Q
         return None, failed
     if metric == "faithfulness":
         # No passage supports nothing: unitxt needs one reference, and an empty one gives 0.
-        contexts = [c.text for c in item.contexts] or [""]
+        contexts = [c.text for c in _passages(item)] or [""]
         return {"question": item.question, "answer": item.answer, "contexts": contexts}, None
     return {"question": item.question, "answer": item.answer, "ground_truths": [item.reference]}, None
 
@@ -529,7 +540,8 @@ def judge_messages(metric: JudgeMetric, item: AnswerItem) -> list[dict[str, str]
 
     The user message holds the metric's instructions, then the parts the metric uses, each
     under a heading: ``CONVERSATION SO FAR`` (earlier turns, when any), ``QUESTION``,
-    ``PASSAGES`` (numbered ``[1]``, ``[2]``, ...), ``REFERENCE ANSWER``, ``ANSWER``.
+    ``PASSAGES`` (numbered ``[1]``, ``[2]``, ...; blank passages left out, and
+    ``(no passages were retrieved)`` when none is left), ``REFERENCE ANSWER``, ``ANSWER``.
     """
     parts = [metric.instructions, ""]
     uses = set(metric.uses)
@@ -540,7 +552,7 @@ def judge_messages(metric: JudgeMetric, item: AnswerItem) -> list[dict[str, str]
     parts += ["[QUESTION]", item.question, ""]
     show_passages = "passages" in uses or ("reference_or_passages" in uses and not has_reference)
     if show_passages:
-        passages = "\n".join(f"[{i}] {c.text}" for i, c in enumerate(item.contexts, start=1))
+        passages = "\n".join(f"[{i}] {c.text}" for i, c in enumerate(_passages(item), start=1))
         parts += ["[PASSAGES]", passages or "(no passages were retrieved)", ""]
     if "reference_or_passages" in uses and has_reference:
         parts += ["[REFERENCE ANSWER]", item.reference or "", ""]
@@ -641,6 +653,8 @@ class JudgeEvaluator:
                 failed = _no_answer(item)
                 if failed is not None:
                     results[metric][i] = failed
+                elif metric == "faithfulness" and not _passages(item):
+                    results[metric][i] = _NO_PASSAGE_FAITHFULNESS
                 else:
                     jobs.append((metric, i))
 
