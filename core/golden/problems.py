@@ -82,7 +82,8 @@ class OmittedProblems:
     Attributes:
         severity: ``"error"`` or ``"warning"``.
         count: how many were left out (at least 1).
-        example: the first one left out, as ``Problem.format()`` without a path (shortened).
+        example: the first one left out, as ``field 'x': message`` (shortened); its line is the
+            first of ``ranges``.
         ranges: the lines they are on, as ``(first, last)`` pairs in order, at most
             :attr:`CheckLimits.max_ranges` of them.
         more_lines: lines beyond ``ranges`` (counted, not kept).
@@ -103,8 +104,7 @@ class OmittedProblems:
         """Return ``"path: error: 9,900 more like this, on lines 101-10000: <example>"``."""
         head = f"{path}: " if path else ""
         where = f", on lines {self.lines}" if self.ranges else ""
-        word = "more like this" if self.count == 1 else f"more like this ({self.count:,} in all)"
-        return f"{head}{self.severity}: {word}{where}: {self.example}"
+        return f"{head}{self.severity}: {self.count:,} more like this{where}: {self.example}"
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{severity, count, lines, example}`` (``lines`` as :attr:`lines`)."""
@@ -170,7 +170,7 @@ class _Kind:
 
     def omit(self, problem: Problem, limits: CheckLimits) -> None:
         if not self.count:
-            self.example = problem.format()
+            self.example = f"field '{problem.field}': {problem.message}" if problem.field else problem.message
         self.count += 1
         line = problem.line
         if line is None:

@@ -129,7 +129,7 @@ def test_golden_check_over_http_is_bounded(_function, clean_env):
     assert resp.status_code == 422 and len(resp.get_body()) < 1_000_000
     assert answer["n_errors"] == 30001 and len(answer["errors"]) == 101
     assert answer["omitted"] == [{"severity": "error", "count": 29900, "lines": "101-30000",
-                                  "example": "line 101: error: field 'expected': missing: give at least one document "
+                                  "example": "field 'expected': missing: give at least one document "
                                              "id, or one page as 'name.pdf#page=N'"}]
     clean_env.setenv("RAGTUNE_GOLDEN_MAX_BYTES", "1000")
     resp = _function("check_golden_http")(func.HttpRequest("POST", "/api/golden/check", body=body))

@@ -45,7 +45,7 @@ def test_check_bounds_problems_unless_all(tmp_path, capsys):
     # verdict, lines 1-100, the file-level error, one line for lines 101-150, the hint
     assert len(out) == 1 + 100 + 1 + 1 + 1
     assert out[0].endswith("151 errors — cannot run")
-    assert out[-2].startswith(f"{golden}: error: more like this (50 in all), on lines 101-150: line 101: error:")
+    assert out[-2].startswith(f"{golden}: error: 50 more like this, on lines 101-150: field 'expected': missing")
     assert "--all" in out[-1]
     assert main(["check", str(golden), "--all"]) == 1
     out = capsys.readouterr().out.splitlines()

@@ -99,7 +99,7 @@ def test_problems_are_capped_per_kind_with_the_rest_counted_as_line_ranges(tmp_p
     assert check.n_errors == 250 + 30 + 1 and not check.ok
     text = format_check(check)
     assert text.splitlines()[0].endswith("281 errors — cannot run")
-    assert "error: more like this (150 in all), on lines 101-250: line 101: error: field 'expected': missing" in text
+    assert "error: 150 more like this, on lines 101-250: field 'expected': missing" in text
     every = check_golden(check.path, limits=CheckLimits.unbounded())
     assert len(every.errors) == 281 and every.omitted == []
 
@@ -141,7 +141,7 @@ def test_read_golden_error_message_is_bounded(tmp_path):
     message = str(info.value)
     assert message.splitlines()[0].endswith("5001 errors — cannot run")
     assert len(message.splitlines()) == 1 + 100 + 1 + 1  # head, 100 listed, the file-level one, one omitted kind
-    assert "more like this (4,900 in all), on lines 101-5000" in message
+    assert "4,900 more like this, on lines 101-5000" in message
 
 
 # --- hostile but parseable lines ---------------------------------------------------------------
