@@ -21,7 +21,6 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from core.golden.checks import CHECKS_PREFIX as GOLDEN_CHECKS_PREFIX
 from core.settings import golden_trigger_source
 
 logger = logging.getLogger(__name__)
@@ -113,7 +112,7 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     key = check_key(name)
     settings.report_store().files.write_bytes(key, json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
     log = logger.info if result["ok"] else logger.warning
-    log("%s checked: %d errors; stored as %s", name, len(result["errors"]), key)
+    log("%s checked: %d errors; stored as %s", name, result.get("n_errors", len(result["errors"])), key)
 
 
 def _check_spec(data: bytes, settings: Any) -> dict:

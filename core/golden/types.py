@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from core.documents.base import normalize_id
+
+if TYPE_CHECKING:
+    from core.golden.problems import OmittedProblems
 
 _PAGE_RE = re.compile(r"^(?P<doc>.+)#page=(?P<page>[^#]*)$", re.IGNORECASE)
 _ANCHOR_RE = re.compile(r"#(?P<name>[A-Za-z][A-Za-z_-]*)=[^#/]*$")
@@ -179,7 +182,7 @@ class GoldenCheck:
     n_templates: int = 0
     n_drafts: int = 0
     format: str = "ragtune"
-    omitted: list[Any] = field(default_factory=list)
+    omitted: list["OmittedProblems"] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
