@@ -64,8 +64,9 @@ class SkippedFile:
     """A file the loader did not load.
 
     Attributes:
-        document_id: the file's path relative to the corpus folder, ``/`` separators (a hidden
-            folder that was not searched ends with ``/``).
+        document_id: the file's path relative to the corpus folder, ``/`` separators (a folder
+            that was not searched, hidden, a second link to a folder or a broken link, ends with
+            ``/``; bytes of a name that are not UTF-8 are written ``\\xNN``).
         reason: why, in words (for example ``"empty file (0 bytes)"``).
     """
 
