@@ -28,11 +28,12 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``ragtune check GOLDEN [--docs DIR] [--json]``: 0 when the file can be run, 1 when not.
+    """``ragtune check GOLDEN [--docs DIR] [--json] [--all]``: 0 when the file can be run, 1 when not.
 
     GOLDEN and DIR may be local paths or addresses (``s3://...``, Blob URLs; see
-    ``core.inputs``); a remote folder is listed, not downloaded."""
-    from core.golden import check_golden, format_check
+    ``core.inputs``); a remote folder is listed, not downloaded. The problems shown are bounded
+    (the first 100 of each kind, then a count and the lines of the rest) unless ``--all``."""
+    from core.golden import DEFAULT_LIMITS, CheckLimits, check_golden, format_check
     from core.inputs import is_remote, shown_address
 
     documents = None
@@ -50,7 +51,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"ragtune check: --docs {docs} is not a folder", file=sys.stderr)
                 return 1
             documents = list_document_ids(docs)
-    check = check_golden(args.golden, documents=documents)
+    check = check_golden(args.golden, documents=documents,
+                         limits=CheckLimits.unbounded() if args.all else DEFAULT_LIMITS)
     if args.docs:  # stale evidence and pages past the end need the documents themselves
         from core.golden.stale import add_corpus_problems
 
@@ -59,6 +61,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         _print_json(check.to_dict())
     else:
         print(format_check(check))
+        if check.omitted:
+            print(f"(some problems shown as counts with their lines; ragtune check --all {args.golden} lists every one)")
     return 0 if check.ok else 1
 
 
@@ -651,6 +655,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", help="corpus folder (a path, s3://bucket/prefix or a Blob URL): warn about expected "
                                   "documents it does not hold")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--all", action="store_true", help="list every problem in full (by default the first 100 of "
+                                                      "each kind, then their count and lines)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("evaluate", help="evaluate every search setup on documents and a golden file")

@@ -29,6 +29,7 @@
 | ``RAGTUNE_STORAGE_CONNECTION__blobServiceUri`` / ``__queueServiceUri`` | identity-based connection instead (the Functions host's own convention): the account's Blob and Queue endpoints, reached with Microsoft Entra ID | unset |
 | ``RAGTUNE_STORAGE_CONNECTION__clientId`` | client id of the user-assigned managed identity for that connection | system identity / ``DefaultAzureCredential`` |
 | ``RAGTUNE_GOLDEN_CONTAINER`` | Blob container whose golden files are checked on upload | ``golden`` |
+| ``RAGTUNE_GOLDEN_MAX_BYTES`` | largest golden file, in bytes, that ``POST /api/golden/check`` and the golden blob trigger check (a larger one gets a failed check saying the limit) | ``20971520`` (20 MiB) |
 | ``RAGTUNE_GOLDEN_TRIGGER_SOURCE`` | how the golden blob trigger hears of uploads: ``EventGrid`` (Flex Consumption requires it) or ``LogsAndContainerScan`` (polling, for ``func start`` with Azurite); read when the app is indexed | ``EventGrid`` |
 | ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
 | ``RAGTUNE_EVALUATION_TIMEOUT_S`` | time budget of one evaluation, in seconds (below the function timeout of ``host.json``); a round of evaluations waits at most ``EVALUATION_DELIVERIES * (this + EVALUATION_VISIBILITY_S)`` | ``1500`` |
@@ -56,6 +57,8 @@ DEFAULT_EVALUATION_TIMEOUT_S = 1500
 DEFAULT_PARALLEL_EVALUATIONS = 8
 #: Most evaluations per round (each is a queue message and an event in the round's history).
 MAX_PARALLEL_EVALUATIONS = 64
+#: Default of ``RAGTUNE_GOLDEN_MAX_BYTES``: the largest golden file checked by the Functions app.
+GOLDEN_MAX_BYTES = 20 * 1024 * 1024
 
 #: Values of ``RAGTUNE_GOLDEN_TRIGGER_SOURCE``.
 GOLDEN_TRIGGER_SOURCES = ("EventGrid", "LogsAndContainerScan")
@@ -107,6 +110,7 @@ class Settings:
     reports: str = ""
     storage_connection: str | None = None
     golden_container: str = "golden"
+    golden_max_bytes: int = GOLDEN_MAX_BYTES
     evaluations_queue: str = "evaluations"
     evaluation_timeout_s: int = DEFAULT_EVALUATION_TIMEOUT_S
     parallel_evaluations: int = DEFAULT_PARALLEL_EVALUATIONS
@@ -139,8 +143,8 @@ class Settings:
 
         Raises:
             ConfigError: an unknown provider, a non-integer dimension count, an evaluation
-                timeout that is not a positive integer or a number of parallel evaluations out
-                of range (names the variable).
+                timeout or golden size limit that is not a positive integer, or a number of
+                parallel evaluations out of range (names the variable).
         """
         env = os.environ if env is None else env
         provider = env.get("RAGTUNE_EMBEDDING_PROVIDER", "local").strip().lower() or "local"
@@ -175,6 +179,9 @@ class Settings:
         if not parallel_raw.isdigit() or not 1 <= int(parallel_raw) <= MAX_PARALLEL_EVALUATIONS:
             raise ConfigError(f"RAGTUNE_PARALLEL_EVALUATIONS must be an integer from 1 to {MAX_PARALLEL_EVALUATIONS}, "
                               f"got {parallel_raw!r}")
+        golden_max_raw = (env.get("RAGTUNE_GOLDEN_MAX_BYTES") or "").strip() or str(GOLDEN_MAX_BYTES)
+        if not golden_max_raw.isdigit() or int(golden_max_raw) < 1:
+            raise ConfigError(f"RAGTUNE_GOLDEN_MAX_BYTES must be a positive integer (bytes), got {golden_max_raw!r}")
         out_dir = (env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out"
         from core.models.rerank import RERANK_PROVIDERS
 
@@ -207,6 +214,7 @@ class Settings:
             reports=(env.get("RAGTUNE_REPORTS") or "").strip() or out_dir,
             storage_connection=(env.get("RAGTUNE_STORAGE_CONNECTION") or env.get("AzureWebJobsStorage") or "").strip() or None,
             golden_container=(env.get("RAGTUNE_GOLDEN_CONTAINER") or "").strip() or "golden",
+            golden_max_bytes=int(golden_max_raw),
             evaluations_queue=(env.get("RAGTUNE_EVALUATIONS_QUEUE") or "").strip() or "evaluations",
             evaluation_timeout_s=int(timeout_raw),
             parallel_evaluations=int(parallel_raw),

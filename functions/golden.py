@@ -1,14 +1,16 @@
 """Golden file checks: over HTTP, and on every upload to the golden Blob container.
 
 - ``POST /api/golden/check``: the body is the golden JSONL itself; the answer is the check
-  result as JSON (status 200 when the file can be run, 422 when it has errors), every problem
-  with its line number.
+  result as JSON (status 200 when the file can be run, 422 when it has errors), its problems
+  with their line numbers, bounded (``core.golden.problems``: the first 100 of each kind, then
+  their count and lines), so the answer stays under 1 MB whatever the body.
 - Blob trigger on ``%RAGTUNE_GOLDEN_CONTAINER%/{name}`` (connection
   ``RAGTUNE_STORAGE_CONNECTION``; Event Grid source as the Flex Consumption plan requires, or
   the polling source with ``RAGTUNE_GOLDEN_TRIGGER_SOURCE=LogsAndContainerScan`` for local runs):
-  checks the uploaded file and writes the result to the report store as
-  ``golden_checks/<blob name>.json``; a valid file with an ``experiment.json`` beside it starts
-  that experiment (once per blob name and content). A file whose rows are all drafts or
+  checks the uploaded file (at most ``RAGTUNE_GOLDEN_MAX_BYTES``) and writes the result to the
+  report store as ``golden_checks/<blob name>.json`` (``core.golden.checks.check_key``); a valid
+  file with an ``experiment.json`` beside it starts that experiment (once per blob name and
+  content). A file whose rows are all drafts or
   template rows has nothing ready to score, so it never starts one.
 - ``POST /api/golden/template`` and ``POST /api/golden/suggest``: a JSON body of addresses
   (``core.golden.requests``, the same address rules as experiment requests); the template or the
@@ -29,14 +31,10 @@ from functions.shared import GOLDEN_CHECKS_PREFIX
 
 logger = logging.getLogger(__name__)
 
-
 bp = df.Blueprint()
 
 #: The experiment specification a golden file may have beside it (same folder).
 EXPERIMENT_SPEC = "experiment.json"
-
-#: Largest golden file accepted in a request body, in bytes.
-MAX_BODY_BYTES = 20 * 1024 * 1024
 
 
 @bp.route(route="golden/check", methods=["POST"])
@@ -44,13 +42,16 @@ def check_golden_http(req: func.HttpRequest) -> func.HttpResponse:
     """Check the golden JSONL in the body; returns ``GoldenCheck.to_dict()`` as JSON.
 
     Status: 200 when the file can be run, 422 when it has errors, 413 when the body is larger
-    than :data:`MAX_BODY_BYTES`, 400 for a ``name`` parameter that is not a file name.
+    than ``RAGTUNE_GOLDEN_MAX_BYTES``, 400 for a ``name`` parameter that is not a file name.
     """
+    from core.settings import Settings
+
+    max_bytes = Settings.from_env().golden_max_bytes
     body = req.get_body()
-    if len(body) > MAX_BODY_BYTES:
+    if len(body) > max_bytes:
         return func.HttpResponse(
-            json.dumps({"error": f"golden file larger than {MAX_BODY_BYTES} bytes"}), status_code=413,
-            mimetype="application/json",
+            json.dumps({"error": f"golden file larger than {max_bytes} bytes (RAGTUNE_GOLDEN_MAX_BYTES)"}),
+            status_code=413, mimetype="application/json",
         )
     name = req.params.get("name") or "golden.jsonl"
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
@@ -59,7 +60,9 @@ def check_golden_http(req: func.HttpRequest) -> func.HttpResponse:
             json.dumps({"error": "name must be a file name (1-200 characters, no control characters)"}),
             status_code=400, mimetype="application/json",
         )
-    result = _check_bytes(body, name)
+    from core.golden.checks import check_upload
+
+    result = check_upload(body, name, max_bytes=max_bytes)
     return func.HttpResponse(json.dumps(result), status_code=200 if result["ok"] else 422, mimetype="application/json")
 
 
@@ -117,16 +120,6 @@ def golden_suggest_http(req: func.HttpRequest) -> func.HttpResponse:
     return _golden_request(req, "suggest")
 
 
-def _check_bytes(data: bytes, name: str) -> dict:
-    """Check ``data`` as a golden file named ``name``; returns ``GoldenCheck.to_dict()`` with
-    ``path`` = ``name`` (nothing is written to disk)."""
-    from core.golden import check_golden
-
-    result = check_golden(name, data=data).to_dict()
-    result["path"] = name
-    return result
-
-
 def blob_name(full_name: str | None) -> str:
     """The blob's name inside its container: the host gives ``<container>/<name>``."""
     text = (full_name or "").replace("\\", "/").lstrip("/")
@@ -144,35 +137,42 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     experiment it describes.
 
     The stored JSON is ``GoldenCheck.to_dict()`` (``ok``, ``errors`` and ``warnings`` with their
-    line numbers, ``sha256``, counts) plus ``blob`` (the blob's name) and ``experiment``: None
+    line numbers, bounded, ``sha256``, counts) plus ``blob`` (the blob's name) and ``experiment``: None
     without a specification, else ``{"spec", "instance_id", "started", "reason"}`` or
     ``{"spec", "errors"}`` for an invalid specification. The instance id comes from the blob
     name and the file's sha256 (``core.optimization.stored.golden_instance_id``): a repeated
     event or an unchanged save starts nothing new. An upload of ``experiment.json`` itself is
     checked as a specification (stored the same way) and starts nothing. A file with errors is
-    a result, not a failure.
+    a result, not a failure; so is a file over ``RAGTUNE_GOLDEN_MAX_BYTES`` (not read past the
+    limit) or one whose check fails: each gets a failed check, replacing any earlier one.
 
     Raises:
         ConfigError: the settings or the report store address are invalid.
         StoreError: the blob name is not a valid key, or the result cannot be written (the
             host retries the trigger).
     """
+    from core.golden.checks import check_key, check_upload
     from core.settings import Settings
 
     name = blob_name(blob.name)
     settings = Settings.from_env()
-    data = blob.read()
+    limit = settings.golden_max_bytes
+    size = getattr(blob, "length", None)
+    data = b"" if size is not None and size > limit else blob.read(limit + 1)
     if posixpath.basename(name) == EXPERIMENT_SPEC:
-        result = {"blob": name, "kind": "experiment_spec", **_check_spec(data, settings)}
+        too_large = len(data) > limit or (size is not None and size > limit)
+        spec = ({"errors": [f"{EXPERIMENT_SPEC} is larger than {limit:,} bytes (RAGTUNE_GOLDEN_MAX_BYTES)"],
+                 "request": None} if too_large else _check_spec(data, settings))
+        result = {"blob": name, "kind": "experiment_spec", **spec}
         result["ok"] = not result["errors"]
     else:
-        result = _check_bytes(data, name)
+        result = check_upload(data, name, max_bytes=limit, size=size)
         result["blob"] = name
         result["experiment"] = await _start_experiment(name, result, settings, client) if result["ok"] else None
-    key = f"{GOLDEN_CHECKS_PREFIX}/{name}.json"
+    key = check_key(name)
     settings.report_store().files.write_bytes(key, json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
     log = logger.info if result["ok"] else logger.warning
-    log("%s checked: %d errors; stored as %s", name, len(result["errors"]), key)
+    log("%s checked: %d errors; stored as %s", name, result.get("n_errors", len(result["errors"])), key)
 
 
 def _check_spec(data: bytes, settings: Any) -> dict:

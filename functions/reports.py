@@ -123,7 +123,7 @@ def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
     (its blob name, folders included: ``/api/golden-checks/hr/golden.jsonl``); 400 for a name
     with a ``.`` or ``..`` segment, a leading or trailing ``/`` or control characters, 404 when
     none is stored."""
-    from functions.shared import GOLDEN_CHECKS_PREFIX
+    from core.golden.checks import check_key
 
     name = req.route_params.get("name")
     if not valid_blob_name(name):
@@ -131,7 +131,7 @@ def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
                      "no control characters", 400)
 
     def read(store: Any) -> func.HttpResponse:
-        key = f"{GOLDEN_CHECKS_PREFIX}/{name}.json"
+        key = check_key(name)
         if not store.files.exists(key):
             return error(f"no check of golden file {name!r} is stored", 404)
         return json_response(json.loads(store.files.read_bytes(key)))

@@ -1,13 +1,18 @@
 // Azure resources for the ragtune Functions app (deployed with `azd up`, see the README's
 // "Deploying to Azure"):
 //
-// - a Flex Consumption Function App (Python 3.11) running as a user-assigned managed identity;
+// - a Flex Consumption Function App (Python 3.11) running as a user-assigned managed identity,
+//   with a second identity used only to read its deployment package;
 // - one storage account, reached only with Microsoft Entra ID (no shared keys): the Functions
 //   host and the Durable Functions task hub (AzureWebJobsStorage), the golden, documents and
 //   reports containers, the deployment package container, and the evaluations queues;
+// - a Key Vault holding the API keys, tokens and PostgreSQL password given as parameters; the
+//   app settings are Key Vault references (none is needed for Azure OpenAI: without a key the
+//   app authenticates with its identity, see core/models/azure.py);
 // - Log Analytics and Application Insights (local authentication off: the app publishes
 //   telemetry as its identity);
-// - role assignments for the identity (and, optionally, for the person deploying);
+// - role assignments for the identities, each scoped to the containers, queues and tables it
+//   uses (and, optionally, for the person deploying);
 // - an Event Grid system topic on the storage account and, once the code is deployed, the
 //   subscription that delivers BlobCreated events of the golden container to the blob trigger.
 targetScope = 'resourceGroup'
@@ -40,6 +45,13 @@ param maximumInstanceCount int = 40
 @description('Memory of each instance, in MB.')
 @allowed([512, 2048, 4096])
 param instanceMemoryMB int = 4096
+
+@description('Public network access of the storage account, the Key Vault and the Function App. Disabled: they refuse traffic from the internet; reaching them then needs private endpoints and VNet integration, which this template does not create (and Event Grid cannot deliver to a private app).')
+@allowed(['Enabled', 'Disabled'])
+param publicNetworkAccess string = 'Enabled'
+
+@description('Name of an Azure OpenAI (Azure AI services) account in this resource group: the app identity gets Cognitive Services OpenAI User on it, so no API key is needed. Empty: none.')
+param azureOpenAiAccountName string = ''
 
 // Settings of the app (core/settings.py documents each one). Empty means "the default".
 @description('RAGTUNE_EMBEDDING_PROVIDER: openai or azure (the deployment installs no local model).')
@@ -105,6 +117,8 @@ param judgeApiKey string = ''
 param evaluationTimeoutS string = '1500'
 @description('RAGTUNE_PARALLEL_EVALUATIONS: evaluations enqueued per round of the experiment orchestrator.')
 param parallelEvaluations string = '8'
+@description('RAGTUNE_GOLDEN_MAX_BYTES: largest golden file checked, in bytes; empty: 20 MiB.')
+param goldenMaxBytes string = ''
 
 var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var tags = { 'azd-env-name': environmentName }
@@ -116,19 +130,43 @@ var deploymentContainerName = 'app-package-${take(resourceToken, 7)}'
 var evaluationsQueueName = 'evaluations'
 // The blob-triggered function that checks golden files (functions/golden.py).
 var goldenFunctionName = 'check_golden_blob'
+// The Durable Functions task hub (host.json extensions.durableTask.hubName) and what the Azure
+// Storage provider keeps in the account: containers, queues (4 control-queue partitions, the
+// default partitionCount) and tables. Declared here so that each role is scoped to them.
+var hubName = 'ragtune'
+var hostContainerNames = ['azure-webjobs-hosts', 'azure-webjobs-secrets', '${hubName}-leases', '${hubName}-largemessages', '${hubName}-applease']
+var hostQueueNames = ['${hubName}-control-00', '${hubName}-control-01', '${hubName}-control-02', '${hubName}-control-03', '${hubName}-workitems', 'webjobs-blobtrigger-poison']
+var hostTableNames = ['${hubName}History', '${hubName}Instances', '${hubName}Partitions']
+// What the app does with each container: documents are only read.
+var appContainerRoles = [
+  { name: goldenContainerName, role: 'storageBlobDataContributor' } // read uploads, write drafts beside them
+  { name: documentsContainerName, role: 'storageBlobDataReader' }
+  { name: reportsContainerName, role: 'storageBlobDataContributor' }
+]
+var runtimeContainers = concat(appContainerRoles, map(hostContainerNames, name => { name: name, role: 'storageBlobDataContributor' }))
+var queueNames = concat([evaluationsQueueName, '${evaluationsQueueName}-poison'], hostQueueNames)
 
 // Built-in role definitions.
 var roles = {
-  storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
   storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
+  storageBlobDataReader: '2a2b9908-6ea1-4ae2-8e65-a410df84e7d1'
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
   storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
+  keyVaultSecretsUser: '4633458b-17de-408a-b874-0445c86b69e6'
+  cognitiveServicesOpenAIUser: '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd'
 }
 
 // Identity ----------------------------------------------------------------------------------
 resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
   name: 'id-ragtune-${resourceToken}'
+  location: location
+  tags: tags
+}
+
+// Reads the deployment package and nothing else: the running code (as `identity`) cannot change it.
+resource deployIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: 'id-ragtune-deploy-${resourceToken}'
   location: location
   tags: tags
 }
@@ -146,8 +184,8 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     allowBlobPublicAccess: false
     allowSharedKeyAccess: false // every client (host, app, deployment) uses Entra ID
     dnsEndpointType: 'Standard'
-    publicNetworkAccess: 'Enabled'
-    networkAcls: { defaultAction: 'Allow', bypass: 'AzureServices' }
+    publicNetworkAccess: publicNetworkAccess
+    networkAcls: { defaultAction: publicNetworkAccess == 'Enabled' ? 'Allow' : 'Deny', bypass: 'AzureServices' }
   }
 }
 
@@ -157,12 +195,18 @@ resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01'
 }
 
 resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = [
-  for container in [goldenContainerName, documentsContainerName, reportsContainerName, deploymentContainerName]: {
+  for container in runtimeContainers: {
     parent: blobService
-    name: container
+    name: container.name
     properties: { publicAccess: 'None' }
   }
 ]
+
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: deploymentContainerName
+  properties: { publicAccess: 'None' }
+}
 
 resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = {
   parent: storage
@@ -170,29 +214,138 @@ resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-0
 }
 
 resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
-  for queue in [evaluationsQueueName, '${evaluationsQueueName}-poison']: {
+  for queue in queueNames: {
     parent: queueService
     name: queue
   }
 ]
 
-// The app's identity on the storage account: Blob Data Owner (host, blob trigger, reports,
-// deployment package), Queue Data Contributor (queue trigger and output, Durable control and
-// work-item queues; it includes the Message Processor and Message Sender permissions), Table
-// Data Contributor (Durable history and instance tables).
-var storageRoles = [roles.storageBlobDataOwner, roles.storageQueueDataContributor, roles.storageTableDataContributor]
+resource tableService 'Microsoft.Storage/storageAccounts/tableServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
 
-resource appStorageRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
-  for roleId in storageRoles: {
-    name: guid(storage.id, identity.id, roleId)
-    scope: storage
+resource tables 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' = [
+  for table in hostTableNames: {
+    parent: tableService
+    name: table
+  }
+]
+
+// The app's identity, scoped to what it uses and never to the whole account: on each container
+// the role in runtimeContainers (the host's and the task hub's containers, golden and reports:
+// Blob Data Contributor; documents: Blob Data Reader; the deployment package: nothing); Queue
+// Data Contributor on each queue (queue trigger and output, Durable control and work-item
+// queues); Table Data Contributor on the task hub's tables.
+resource appContainerRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for (container, i) in runtimeContainers: {
+    name: guid(containers[i].id, identity.id, roles[container.role])
+    scope: containers[i]
     properties: {
       principalId: identity.properties.principalId
       principalType: 'ServicePrincipal'
-      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleId)
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles[container.role])
     }
   }
 ]
+
+resource appQueueRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for (queue, i) in queueNames: {
+    name: guid(queues[i].id, identity.id, roles.storageQueueDataContributor)
+    scope: queues[i]
+    properties: {
+      principalId: identity.properties.principalId
+      principalType: 'ServicePrincipal'
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageQueueDataContributor)
+    }
+  }
+]
+
+resource appTableRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for (table, i) in hostTableNames: {
+    name: guid(tables[i].id, identity.id, roles.storageTableDataContributor)
+    scope: tables[i]
+    properties: {
+      principalId: identity.properties.principalId
+      principalType: 'ServicePrincipal'
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageTableDataContributor)
+    }
+  }
+]
+
+// The deployment identity: the package container only (the platform writes and reads the package).
+resource deployPackageRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(deploymentContainer.id, deployIdentity.id, roles.storageBlobDataContributor)
+  scope: deploymentContainer
+  properties: {
+    principalId: deployIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataContributor)
+  }
+}
+
+// Secrets -----------------------------------------------------------------------------------
+// Each secret parameter given is stored in the vault; its app setting is a Key Vault reference
+// the platform resolves with the app's identity (keyVaultReferenceIdentity), empty otherwise.
+resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
+  name: 'kv-ragtune-${take(resourceToken, 13)}'
+  location: location
+  tags: tags
+  properties: {
+    tenantId: subscription().tenantId
+    sku: { family: 'A', name: 'standard' }
+    enableRbacAuthorization: true
+    enableSoftDelete: true
+    softDeleteRetentionInDays: 7
+    publicNetworkAccess: publicNetworkAccess
+    networkAcls: { defaultAction: publicNetworkAccess == 'Enabled' ? 'Allow' : 'Deny', bypass: 'AzureServices' }
+  }
+}
+
+var secretValues = [
+  { name: 'embedding-api-key', value: embeddingApiKey }
+  { name: 'chat-api-key', value: chatApiKey }
+  { name: 'judge-api-key', value: judgeApiKey }
+  { name: 'milvus-token', value: milvusToken }
+  { name: 'pg-dsn', value: pgDsn }
+  { name: 'pg-password', value: pgPassword }
+]
+
+resource secrets 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = [
+  for secret in secretValues: if (!empty(secret.value)) {
+    parent: vault
+    name: secret.name
+    properties: { value: secret.value }
+  }
+]
+
+// '@Microsoft.KeyVault(SecretUri=<vault>secrets/<name>/)': the latest version of the secret.
+var kvRef = '@Microsoft.KeyVault(SecretUri=${vault.properties.vaultUri}secrets/'
+
+resource vaultRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(vault.id, identity.id, roles.keyVaultSecretsUser)
+  scope: vault
+  properties: {
+    principalId: identity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.keyVaultSecretsUser)
+  }
+}
+
+// Azure OpenAI with the app's identity (no key) ----------------------------------------------
+resource openAi 'Microsoft.CognitiveServices/accounts@2023-05-01' existing = {
+  name: empty(azureOpenAiAccountName) ? 'none' : azureOpenAiAccountName
+}
+
+resource openAiRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(azureOpenAiAccountName)) {
+  name: guid(openAi.id, identity.id, roles.cognitiveServicesOpenAIUser)
+  scope: openAi
+  properties: {
+    principalId: identity.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.cognitiveServicesOpenAIUser)
+  }
+}
 
 // The person deploying: upload golden files and documents, read reports, look at the queues.
 var userStorageRoleIds = empty(principalId) ? [] : [roles.storageBlobDataContributor, roles.storageQueueDataContributor]
@@ -262,11 +415,13 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
   kind: 'functionapp,linux'
   identity: {
     type: 'UserAssigned'
-    userAssignedIdentities: { '${identity.id}': {} }
+    userAssignedIdentities: { '${identity.id}': {}, '${deployIdentity.id}': {} }
   }
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
+    publicNetworkAccess: publicNetworkAccess
+    keyVaultReferenceIdentity: identity.id
     functionAppConfig: {
       deployment: {
         storage: {
@@ -274,7 +429,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
           value: '${blobEndpoint}${deploymentContainerName}'
           authentication: {
             type: 'UserAssignedIdentity'
-            userAssignedIdentityResourceId: identity.id
+            userAssignedIdentityResourceId: deployIdentity.id
           }
         }
       }
@@ -309,41 +464,42 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'RAGTUNE_EVALUATIONS_QUEUE', value: evaluationsQueueName }
         { name: 'RAGTUNE_EVALUATION_TIMEOUT_S', value: evaluationTimeoutS }
         { name: 'RAGTUNE_PARALLEL_EVALUATIONS', value: parallelEvaluations }
+        { name: 'RAGTUNE_GOLDEN_MAX_BYTES', value: goldenMaxBytes }
         { name: 'RAGTUNE_REPORTS', value: '${blobEndpoint}${reportsContainerName}' }
         { name: 'RAGTUNE_OUT_DIR', value: '/tmp/ragtune-out' } // the writable local disk on Flex Consumption
         // Models.
         { name: 'RAGTUNE_EMBEDDING_PROVIDER', value: embeddingProvider }
         { name: 'RAGTUNE_EMBEDDING_MODEL', value: embeddingModel }
         { name: 'RAGTUNE_EMBEDDING_BASE_URL', value: embeddingBaseUrl }
-        { name: 'RAGTUNE_EMBEDDING_API_KEY', value: embeddingApiKey }
+        { name: 'RAGTUNE_EMBEDDING_API_KEY', value: empty(embeddingApiKey) ? '' : '${kvRef}embedding-api-key/)' }
         { name: 'RAGTUNE_EMBEDDING_DIMENSIONS', value: embeddingDimensions }
         { name: 'RAGTUNE_EMBEDDING_API_VERSION', value: embeddingApiVersion }
         { name: 'RAGTUNE_CHAT_PROVIDER', value: chatProvider }
         { name: 'RAGTUNE_CHAT_MODEL', value: chatModel }
         { name: 'RAGTUNE_CHAT_BASE_URL', value: chatBaseUrl }
-        { name: 'RAGTUNE_CHAT_API_KEY', value: chatApiKey }
+        { name: 'RAGTUNE_CHAT_API_KEY', value: empty(chatApiKey) ? '' : '${kvRef}chat-api-key/)' }
         { name: 'RAGTUNE_CHAT_API_VERSION', value: chatApiVersion }
         { name: 'RAGTUNE_JUDGE_MODEL', value: judgeModel }
         { name: 'RAGTUNE_JUDGE_BASE_URL', value: judgeBaseUrl }
-        { name: 'RAGTUNE_JUDGE_API_KEY', value: judgeApiKey }
+        { name: 'RAGTUNE_JUDGE_API_KEY', value: empty(judgeApiKey) ? '' : '${kvRef}judge-api-key/)' }
         // Vector store.
         { name: 'RAGTUNE_VECTOR_STORE', value: vectorStore }
         { name: 'RAGTUNE_MILVUS_URI', value: milvusUri }
-        { name: 'RAGTUNE_MILVUS_TOKEN', value: milvusToken }
+        { name: 'RAGTUNE_MILVUS_TOKEN', value: empty(milvusToken) ? '' : '${kvRef}milvus-token/)' }
         { name: 'RAGTUNE_MILVUS_DB', value: milvusDb }
         { name: 'RAGTUNE_MILVUS_LITE_PATH', value: milvusLitePath }
-        { name: 'RAGTUNE_PG_DSN', value: pgDsn }
+        { name: 'RAGTUNE_PG_DSN', value: empty(pgDsn) ? '' : '${kvRef}pg-dsn/)' }
         { name: 'RAGTUNE_PG_HOST', value: pgHost }
         { name: 'RAGTUNE_PG_PORT', value: pgPort }
         { name: 'RAGTUNE_PG_USER', value: pgUser }
-        { name: 'RAGTUNE_PG_PASSWORD', value: pgPassword }
+        { name: 'RAGTUNE_PG_PASSWORD', value: empty(pgPassword) ? '' : '${kvRef}pg-password/)' }
         { name: 'RAGTUNE_PG_DB', value: pgDb }
         { name: 'RAGTUNE_PG_SCHEMA', value: pgSchema }
       ]
     }
   }
-  // The host reaches storage as the identity from its first start.
-  dependsOn: [appStorageRoles, appInsightsRole, containers, queues]
+  // The host reaches storage, and the platform the secrets, as the identity from its first start.
+  dependsOn: [appContainerRoles, appQueueRoles, appTableRoles, deployPackageRole, appInsightsRole, vaultRole, secrets]
 }
 
 // Event Grid --------------------------------------------------------------------------------
@@ -395,6 +551,7 @@ output AZURE_FUNCTION_APP_NAME string = app.name
 output AZURE_FUNCTION_APP_URL string = 'https://${app.properties.defaultHostName}'
 output AZURE_STORAGE_ACCOUNT_NAME string = storage.name
 output AZURE_STORAGE_BLOB_ENDPOINT string = blobEndpoint
+output AZURE_KEY_VAULT_NAME string = vault.name
 output RAGTUNE_GOLDEN_CONTAINER string = goldenContainerName
 output RAGTUNE_DOCUMENTS_CONTAINER string = documentsContainerName
 output RAGTUNE_REPORTS string = '${blobEndpoint}${reportsContainerName}'

@@ -5,7 +5,7 @@
 corpus by its ids and file contents.
 """
 
-from core.documents.base import LoadedDocument
+from core.documents.base import LoadedDocument, normalize_id
 from core.documents.loader import (
     SUPPORTED_EXTENSIONS,
     LoadResult,
@@ -23,4 +23,5 @@ __all__ = [
     "corpus_fingerprint",
     "list_document_ids",
     "load_documents",
+    "normalize_id",
 ]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Callable
 
-from core.documents.base import LoadedDocument
+from core.documents.base import LoadedDocument, normalize_id
 from core.errors import DocumentError
 
 logger = logging.getLogger(__name__)
@@ -64,8 +64,9 @@ class SkippedFile:
     """A file the loader did not load.
 
     Attributes:
-        document_id: the file's path relative to the corpus folder, ``/`` separators (a hidden
-            folder that was not searched ends with ``/``).
+        document_id: the file's path relative to the corpus folder, ``/`` separators (a folder
+            that was not searched, hidden, a second link to a folder or a broken link, ends with
+            ``/``; bytes of a name that are not UTF-8 are written ``\\xNN``).
         reason: why, in words (for example ``"empty file (0 bytes)"``).
     """
 
@@ -95,27 +96,85 @@ def _is_hidden(name: str) -> bool:
     return name.startswith(".") or name.startswith("~$")
 
 
+def _undecodable(name: str) -> bool:
+    """Whether a name from the file system holds bytes that are not UTF-8 (``surrogateescape``)."""
+    return not name.isascii() and any("\udc80" <= c <= "\udcff" for c in name)
+
+
+def _shown_name(name: str) -> str:
+    """A name with its non-UTF-8 bytes written as ``\\xNN``, so it can be printed and stored."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
-    """Walk ``root`` (not following folder symlinks); return candidate files and hidden ones."""
+    """Walk ``root``; return candidate files ``(document id, path)`` and the entries skipped.
+
+    Symbolic links to folders are followed once: a folder reached a second time (a loop, or two
+    links to one folder) is skipped and listed. Real folders are searched before links in each
+    folder. Names that are not UTF-8, broken links and names that become another one's when
+    NFC-normalised are skipped and listed; hidden ones too.
+    """
     files: list[tuple[str, Path]] = []
-    hidden: list[SkippedFile] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    skipped: list[SkippedFile] = []
+    seen_ids: dict[str, str] = {}  # NFC id -> the name it was found under
+    try:
+        st = root.stat()
+        searched = {(st.st_dev, st.st_ino): "."}
+    except OSError:
+        searched = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         rel = Path(dirpath).relative_to(root).as_posix()
-        prefix = "" if rel == "." else rel + "/"
-        for d in sorted(dirnames):
+        prefix = "" if rel == "." else normalize_id(rel) + "/"
+        keep = []
+        for d in sorted(dirnames, key=lambda d: (os.path.islink(os.path.join(dirpath, d)), d)):
+            shown = f"{prefix}{_shown_name(d)}/"
             if _is_hidden(d):
-                hidden.append(SkippedFile(f"{prefix}{d}/", "hidden folder (not searched)"))
-        dirnames[:] = sorted(d for d in dirnames if not _is_hidden(d))
+                skipped.append(SkippedFile(shown, "hidden folder (not searched)"))
+                continue
+            if _undecodable(d):
+                skipped.append(SkippedFile(shown, "folder name is not valid UTF-8 (not searched): rename it"))
+                continue
+            full = os.path.join(dirpath, d)
+            try:
+                st = os.stat(full)
+            except OSError:
+                skipped.append(SkippedFile(shown, "broken symbolic link (its target does not exist)"))
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in searched:
+                first = searched[key]
+                where = "the documents folder itself" if first == "." else f"'{first}'"
+                skipped.append(SkippedFile(shown, f"symbolic link to a folder already searched, {where}: "
+                                                  "not searched again"))
+                continue
+            searched[key] = f"{prefix}{d}/"
+            if os.path.islink(full):
+                logger.info("following the symbolic link %s to %s", shown, os.path.realpath(full))
+            keep.append(d)
+        dirnames[:] = sorted(keep)
         for name in sorted(filenames):
-            doc_id = prefix + name
+            shown = prefix + _shown_name(name)
             if _is_hidden(name):
-                hidden.append(SkippedFile(doc_id, "hidden file"))
+                skipped.append(SkippedFile(shown, "hidden file"))
+                continue
+            if _undecodable(name):
+                skipped.append(SkippedFile(shown, "file name is not valid UTF-8 (shown here with \\x escapes for "
+                                                  "the bytes that are not): rename it to read it"))
                 continue
             path = Path(dirpath) / name
-            if path.is_file():
-                files.append((doc_id, path))
+            if not path.is_file():
+                if path.is_symlink() and not path.exists():
+                    skipped.append(SkippedFile(shown, "broken symbolic link (its target does not exist)"))
+                continue
+            doc_id = normalize_id(prefix + name)
+            if doc_id in seen_ids:
+                skipped.append(SkippedFile(shown, f"same name as '{seen_ids[doc_id]}' once Unicode-normalised "
+                                                  "(NFC): rename one of them"))
+                continue
+            seen_ids[doc_id] = prefix + name
+            files.append((doc_id, path))
     files.sort()
-    return files, hidden
+    return files, skipped
 
 
 def list_document_ids(
@@ -146,7 +205,8 @@ def list_document_ids(
         keys = inputs.list_input_keys(
             folder, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url
         )
-        return [k for k in keys if _listed(k) and PurePath(k).suffix.lower() in SUPPORTED_EXTENSIONS]
+        ids = (normalize_id(k) for k in keys if _listed(k) and PurePath(k).suffix.lower() in SUPPORTED_EXTENSIONS)
+        return list(dict.fromkeys(ids))
     root = inputs.local_path(folder) or Path(folder)
     if not root.is_dir():
         return []
@@ -332,7 +392,12 @@ def load_documents(
     """Load every supported file under ``folder`` (recursively) as a ``DoclingDocument``.
 
     Hidden files and folders (name starting with ``.``, or ``~$`` for Office lock files) and
-    files with an unsupported extension are skipped. A file that cannot be read (permission,
+    files with an unsupported extension are skipped. Document ids are NFC-normalised (a name
+    saved decomposed matches the same name typed in a golden file); a second file whose name
+    normalises to an id already found is skipped. Files and folders whose names are not UTF-8
+    are skipped, listed under their name with ``\\xNN`` escapes. Symbolic links to folders are
+    followed once: a folder reached again (a loop, or a second link to it) is skipped and
+    listed, as are broken links. A file that cannot be read (permission,
     corrupt, encrypted, undecodable) or holds no text (empty, or a PDF without a text layer)
     is skipped too; each skip is logged as a warning, passed to ``on_skip`` and listed in
     :attr:`LoadResult.skipped`, and loading goes on.

@@ -56,7 +56,7 @@ def evaluate_answers(
         ConfigError: bad metric or template settings. Failed questions do not raise: they are
             recorded as failed with their error.
     """
-    from core.golden.bedrock import read_bedrock_answers
+    from core.golden.reader import read_bedrock_answers
     from core.metrics.answers import answer_report
     from core.rag import ExtractiveGenerator, SimpleRAG, generate_answers
 

@@ -4,11 +4,16 @@ A golden file is JSON Lines, one question per line (see ``golden.schema.json``).
 :func:`check_golden` (every problem, with its line), read one with :func:`read_golden`.
 """
 
+from core.golden.problems import DEFAULT_LIMITS, MAX_CHECK_BYTES, CheckLimits, OmittedProblems
 from core.golden.reader import FIELDS, check_golden, format_check, load_schema, read_bytes, read_golden
 from core.golden.types import MIN_EVIDENCE_WORDS, GoldenCheck, GoldenQuestion, GoldenSet, Problem, Target
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "FIELDS",
+    "MAX_CHECK_BYTES",
+    "CheckLimits",
+    "OmittedProblems",
     "MIN_EVIDENCE_WORDS",
     "GoldenCheck",
     "GoldenQuestion",

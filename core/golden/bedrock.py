@@ -30,9 +30,10 @@ Reading rules:
   count such questions as not scorable; answer metrics score them.
 - In a BYOI file every turn needs an ``output`` with non-empty ``text``; passages are
   optional, ``name`` (when given) is read as the passage's document id.
-  :func:`read_bedrock_answers` returns the answers for scoring without generating.
-- Problems are reported like the native format's: every one, with its line and a field path
-  such as ``conversationTurns[1].prompt.content[0].text``.
+  :func:`core.golden.reader.read_bedrock_answers` returns the answers for scoring without
+  generating.
+- Problems are reported like the native format's, with their line and a field path such as
+  ``conversationTurns[1].prompt.content[0].text``, and bounded the same way.
 
 References:
     Amazon Bedrock, "Creating a prompt dataset for retrieve-and-generate RAG evaluation jobs":
@@ -44,11 +45,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from os import PathLike
 from typing import Any
 
-from core.errors import GoldenError
 from core.text import plural
+from core.golden.lines import FIELDS, json_type, nearest, parse_line_object
+from core.golden.problems import ProblemLog
 from core.golden.types import GoldenCheck, GoldenQuestion, Problem
 
 #: Format name of a Bedrock prompt dataset.
@@ -103,12 +104,6 @@ def looks_like_bedrock(text: str) -> bool:
     return False
 
 
-def _helpers() -> Any:
-    from core.golden import reader
-
-    return reader
-
-
 class _State:
     """What the lines of one file share: the file's mode, seen questions, counts."""
 
@@ -136,19 +131,17 @@ class _Record:
         self.problems.append(Problem("warning", message, self.number, field))
 
     def unknown_keys(self, obj: dict[str, Any], known: tuple[str, ...], where: str) -> None:
-        reader = _helpers()
         for key in obj:
             if key in known:
                 continue
-            near = reader._nearest(key, known)
+            near = nearest(key, known)
             tail = f"; did you mean '{near}'?" if near else f"; known keys: {', '.join(known)}"
             self.error(f"unknown key{tail}", f"{where}.{key}" if where else key)
 
     def text_blocks(self, value: Any, field: str) -> str | None:
         """Join the ``text`` of a ``[{"text": ...}, ...]`` list, or report why not."""
-        reader = _helpers()
         if not isinstance(value, list):
-            self.error(f"must be an array of {{\"text\": ...}} blocks, got {reader._json_type(value)}", field)
+            self.error(f"must be an array of {{\"text\": ...}} blocks, got {json_type(value)}", field)
             return None
         if not value:
             self.error("is empty: give at least one {\"text\": ...} block", field)
@@ -158,7 +151,7 @@ class _Record:
         for i, block in enumerate(value):
             where = f"{field}[{i}]"
             if not isinstance(block, dict):
-                self.error(f"must be an object {{\"text\": ...}}, got {reader._json_type(block)}", where)
+                self.error(f"must be an object {{\"text\": ...}}, got {json_type(block)}", where)
                 ok = False
                 continue
             self.unknown_keys(block, ("text",), where)
@@ -167,7 +160,7 @@ class _Record:
                 self.error("missing 'text'", where)
                 ok = False
             elif not isinstance(text, str):
-                self.error(f"must be a string, got {reader._json_type(text)}", f"{where}.text")
+                self.error(f"must be a string, got {json_type(text)}", f"{where}.text")
                 ok = False
             else:
                 texts.append(text)
@@ -180,19 +173,18 @@ class _Record:
         return joined
 
     def check(self, line: str) -> tuple[list[GoldenQuestion], list[BedrockOutput]]:
-        reader = _helpers()
-        obj = reader.parse_line_object(line, self.error, "one conversation")
+        obj = parse_line_object(line, self.error, "one conversation")
         if obj is None:
             return [], []
         if "conversationTurns" not in obj:
-            native = [k for k in obj if k in reader.FIELDS]
+            native = [k for k in obj if k in FIELDS]
             hint = (" (this line looks like the ragtune golden format; a file holds one format)"
                     if native else "")
             self.error(f"missing: a Bedrock record holds 'conversationTurns'{hint}", "conversationTurns")
         self.unknown_keys(obj, RECORD_KEYS, "")
         turns = obj.get("conversationTurns")
         if "conversationTurns" in obj and not isinstance(turns, list):
-            self.error(f"must be an array of turns, got {reader._json_type(turns)}", "conversationTurns")
+            self.error(f"must be an array of turns, got {json_type(turns)}", "conversationTurns")
             return [], []
         if not isinstance(turns, list):
             return [], []
@@ -225,10 +217,9 @@ class _Record:
         return questions, outputs
 
     def _turn(self, turn: Any, t: int) -> tuple[str | None, str | None, dict[str, Any] | None]:
-        reader = _helpers()
         where = f"conversationTurns[{t}]"
         if not isinstance(turn, dict):
-            self.error(f"must be an object with 'prompt', got {reader._json_type(turn)}", where)
+            self.error(f"must be an object with 'prompt', got {json_type(turn)}", where)
             return None, None, None
         self.unknown_keys(turn, TURN_KEYS, where)
 
@@ -236,7 +227,7 @@ class _Record:
         if "prompt" not in turn:
             self.error("missing: every turn needs a prompt {\"content\": [{\"text\": ...}]}", f"{where}.prompt")
         elif not isinstance(turn["prompt"], dict):
-            self.error(f"must be an object {{\"content\": [...]}}, got {reader._json_type(turn['prompt'])}", f"{where}.prompt")
+            self.error(f"must be an object {{\"content\": [...]}}, got {json_type(turn['prompt'])}", f"{where}.prompt")
         else:
             self.unknown_keys(turn["prompt"], ("content",), f"{where}.prompt")
             if "content" not in turn["prompt"]:
@@ -249,13 +240,12 @@ class _Record:
         return prompt, reference, output
 
     def _reference(self, refs: Any, given: bool, where: str) -> str | None:
-        reader = _helpers()
         field = f"{where}.referenceResponses"
         if not given:
             self.state.n_without_reference += 1
             return None
         if not isinstance(refs, list):
-            self.error(f"must be an array of {{\"content\": [...]}}, got {reader._json_type(refs)}", field)
+            self.error(f"must be an array of {{\"content\": [...]}}, got {json_type(refs)}", field)
             return None
         if not refs:
             self.state.n_without_reference += 1
@@ -263,7 +253,7 @@ class _Record:
         texts = []
         for i, ref in enumerate(refs):
             if not isinstance(ref, dict):
-                self.error(f"must be an object {{\"content\": [...]}}, got {reader._json_type(ref)}", f"{field}[{i}]")
+                self.error(f"must be an object {{\"content\": [...]}}, got {json_type(ref)}", f"{field}[{i}]")
                 continue
             self.unknown_keys(ref, ("content",), f"{field}[{i}]")
             if "content" not in ref:
@@ -275,7 +265,6 @@ class _Record:
         return texts[0] if texts else None
 
     def _output(self, turn: dict[str, Any], where: str) -> dict[str, Any] | None:
-        reader = _helpers()
         has = "output" in turn
         state = self.state
         if state.byoi is None:
@@ -297,14 +286,14 @@ class _Record:
         out = turn["output"]
         field = f"{where}.output"
         if not isinstance(out, dict):
-            self.error(f"must be an object with 'text', got {reader._json_type(out)}", field)
+            self.error(f"must be an object with 'text', got {json_type(out)}", field)
             return None
         self.unknown_keys(out, OUTPUT_KEYS, field)
         text = out.get("text")
         if "text" not in out:
             self.error("missing 'text' (the answer)", field)
         elif not isinstance(text, str):
-            self.error(f"must be a string, got {reader._json_type(text)}", f"{field}.text")
+            self.error(f"must be a string, got {json_type(text)}", f"{field}.text")
         elif not text.strip():
             self.error("is empty: the answer must hold text", f"{field}.text")
         passages = self._passages(out.get("retrievedPassages"), "retrievedPassages" in out, f"{field}.retrievedPassages")
@@ -312,46 +301,45 @@ class _Record:
         for key, name in (("modelIdentifier", "model_identifier"), ("knowledgeBaseIdentifier", "knowledge_base_identifier")):
             value = out.get(key)
             if value is not None and not isinstance(value, str):
-                self.error(f"must be a string, got {reader._json_type(value)}", f"{field}.{key}")
+                self.error(f"must be a string, got {json_type(value)}", f"{field}.{key}")
             ids[name] = value if isinstance(value, str) else None
         if not isinstance(text, str) or not text.strip() or passages is None:
             return None
         return {"text": text, "passages": passages, **ids}
 
     def _passages(self, value: Any, given: bool, field: str) -> tuple[tuple[str, str | None], ...] | None:
-        reader = _helpers()
         if not given:
             return ()
         if not isinstance(value, dict):
-            self.error(f"must be an object {{\"retrievalResults\": [...]}}, got {reader._json_type(value)}", field)
+            self.error(f"must be an object {{\"retrievalResults\": [...]}}, got {json_type(value)}", field)
             return None
         self.unknown_keys(value, ("retrievalResults",), field)
         results = value.get("retrievalResults", [])
         if not isinstance(results, list):
-            self.error(f"must be an array, got {reader._json_type(results)}", f"{field}.retrievalResults")
+            self.error(f"must be an array, got {json_type(results)}", f"{field}.retrievalResults")
             return None
         out = []
         ok = True
         for i, item in enumerate(results):
             where = f"{field}.retrievalResults[{i}]"
             if not isinstance(item, dict):
-                self.error(f"must be an object {{\"content\": {{\"text\": ...}}}}, got {reader._json_type(item)}", where)
+                self.error(f"must be an object {{\"content\": {{\"text\": ...}}}}, got {json_type(item)}", where)
                 ok = False
                 continue
             self.unknown_keys(item, PASSAGE_KEYS, where)
             content = item.get("content")
             text = content.get("text") if isinstance(content, dict) else None
             if not isinstance(content, dict):
-                self.error(f"must be an object {{\"text\": ...}}, got {reader._json_type(content)}", f"{where}.content")
+                self.error(f"must be an object {{\"text\": ...}}, got {json_type(content)}", f"{where}.content")
                 ok = False
             elif not isinstance(text, str):
-                self.error(f"must be a string, got {reader._json_type(text)}", f"{where}.content.text")
+                self.error(f"must be a string, got {json_type(text)}", f"{where}.content.text")
                 ok = False
             else:
                 self.unknown_keys(content, ("text",), f"{where}.content")
             name = item.get("name")
             if name is not None and not isinstance(name, str):
-                self.error(f"must be a string, got {reader._json_type(name)}", f"{where}.name")
+                self.error(f"must be a string, got {json_type(name)}", f"{where}.name")
                 ok = False
             if ok and isinstance(text, str):
                 out.append((text, name or None))
@@ -369,20 +357,25 @@ class _Record:
                      "conversationTurns[0].prompt")
 
 
-def check_bedrock_text(text: str, check: GoldenCheck) -> tuple[list[GoldenQuestion], dict[str, BedrockOutput]]:
+def check_bedrock_text(
+    text: str, check: GoldenCheck, log: ProblemLog | None = None
+) -> tuple[list[GoldenQuestion], dict[str, BedrockOutput]]:
     """Check the decoded text of a Bedrock file; fill ``check`` and return what is ready.
 
-    Sets ``check.format``, ``check.n_lines`` and ``check.n_ready`` and appends every problem
-    (with line numbers and field paths) to ``check.problems``, unsorted.
+    Sets ``check.format``, ``check.n_lines`` and ``check.n_ready`` and adds every problem
+    (with line numbers and field paths) to ``log``, in line order, or appends it to
+    ``check.problems`` (unsorted) without one.
 
     Args:
         text: the file's text (UTF-8 decoded, without a byte order mark).
         check: the check being filled.
+        log: where the problems go, bounded as its limits say.
 
     Returns:
         ``(questions, outputs)``: the questions of the lines without errors, in file order,
         and question id -> :class:`BedrockOutput` for bring-your-own-inference files.
     """
+    add = check.problems.append if log is None else log.add
     state = _State()
     questions: list[GoldenQuestion] = []
     outputs: dict[str, BedrockOutput] = {}
@@ -394,7 +387,8 @@ def check_bedrock_text(text: str, check: GoldenCheck) -> tuple[list[GoldenQuesti
         check.n_lines += 1
         record = _Record(number, state)
         found, outs = record.check(line)
-        check.problems.extend(record.problems)
+        for problem in record.problems:
+            add(problem)
         if record.errors:
             n_with_errors += 1
             continue
@@ -403,62 +397,22 @@ def check_bedrock_text(text: str, check: GoldenCheck) -> tuple[list[GoldenQuesti
     check.format = BYOI_FORMAT if state.byoi else BEDROCK_FORMAT
     check.n_ready = len(questions)
     if not questions:
-        check.problems.append(Problem(
+        add(Problem(
             "error",
             f"nothing ready to score: none of the {plural(check.n_lines, 'row')} is ready "
             f"({n_with_errors} with errors)",
         ))
         return questions, outputs
-    check.problems.append(Problem(
+    add(Problem(
         "warning",
         f"Amazon Bedrock prompt dataset: it names no expected documents, so retrieval metrics cannot score "
         f"its {plural(len(questions), 'question')}; answer metrics can",
     ))
     missing = sum(1 for q in questions if q.reference is None)
     if missing:
-        check.problems.append(Problem(
+        add(Problem(
             "warning",
             f"{plural(missing, 'turn')} without referenceResponses: answer correctness cannot score "
             f"{'it' if missing == 1 else 'them'}",
         ))
     return questions, outputs
-
-
-def read_bedrock_answers(path: str | PathLike[str]) -> list[Any]:
-    """Read the answers and passages of a bring-your-own-inference Bedrock file, for scoring
-    without generating.
-
-    Args:
-        path: the file (a local path or an address, as for ``read_golden``).
-
-    Returns:
-        One ``core.rag.AnswerRecord`` per question of ``read_golden(path)``, in the same
-        order, with ``generator_id`` ``"external:<modelIdentifier>"`` (``"external"`` when the
-        file names none) and contexts ``Context(text, document_id=name)``.
-
-    Raises:
-        GoldenError: the file has errors, or it carries no outputs (it is not a
-            bring-your-own-inference file).
-    """
-    from core.rag.records import AnswerRecord, Context
-
-    reader = _helpers()
-    check, found = reader._check(path, None)
-    shown = check.path
-    if check.errors:
-        errors = check.errors
-        head = f"{shown}: {plural(len(errors), 'error')} — cannot run"
-        raise GoldenError("\n".join([head, *(p.format(shown) for p in errors)]), errors)
-    if check.format != BYOI_FORMAT:
-        problem = Problem("error", "no turn carries an 'output': this is not a bring-your-own-inference file")
-        raise GoldenError(problem.format(shown), [problem])
-    records = []
-    for q in found.questions:
-        out = found.outputs[q.id]
-        generator = f"external:{out.model_identifier}" if out.model_identifier else "external"
-        records.append(AnswerRecord(
-            question_id=q.id, question=q.question, answer=out.text,
-            contexts=tuple(Context(text=t, document_id=name) for t, name in out.passages),
-            generator_id=generator,
-        ))
-    return records

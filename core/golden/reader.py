@@ -30,7 +30,6 @@ References:
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import logging
@@ -39,11 +38,14 @@ from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from os import PathLike
-from typing import Any, Callable
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from core.errors import GoldenError
+from core.golden import bedrock
+from core.golden.lines import FIELDS, json_type, nearest, parse_line_object
+from core.golden.problems import DEFAULT_LIMITS, CheckLimits, ProblemLog, format_ranges
 from core.text import plural
 from core.golden.types import (
     MIN_EVIDENCE_WORDS,
@@ -53,25 +55,30 @@ from core.golden.types import (
     Problem,
     Target,
 )
+from core.documents.base import normalize_id
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FIELDS", "check_golden", "format_check", "load_schema", "read_bytes", "read_golden"]
-
-#: The fields a golden line may hold, in schema order.
-FIELDS: tuple[str, ...] = ("id", "question", "expected", "reference", "evidence", "hint", "draft", "metadata")
+__all__ = [
+    "FIELDS",
+    "check_golden",
+    "format_check",
+    "load_schema",
+    "parse_line_object",
+    "read_bedrock_answers",
+    "read_bytes",
+    "read_golden",
+]
 
 _SCHEMA_FILE = "golden.schema.json"
 _BOM = b"\xef\xbb\xbf"
-_JSON_TYPES = {
-    type(None): "null",
-    bool: "boolean",
-    int: "integer",
-    float: "number",
-    str: "string",
-    list: "array",
-    dict: "object",
-}
+#: An unknown field on at least this many lines is reported once, with its count and lines.
+MIN_LINES_TO_GROUP_UNKNOWN = 3
+#: Lines named in a grouped unknown-field error of a bounded check.
+_GROUPED_LINES_SHOWN = 5
+#: Distinct unknown field names tracked for grouping in a bounded check; further ones are
+#: reported per line.
+_MAX_UNKNOWN_NAMES = 1000
 _TYPE_WORDS = {
     "string": "a string",
     "integer": "an integer",
@@ -185,14 +192,20 @@ def check_golden(
     credential: Any = None,
     endpoint_url: str | None = None,
     data: bytes | None = None,
+    limits: CheckLimits = DEFAULT_LIMITS,
 ) -> GoldenCheck:
-    """Check a golden file and report every problem, each with its 1-based line number.
+    """Check a golden file and report its problems, each with its 1-based line number.
 
     The whole file is checked in one pass; nothing stops at the first problem and nothing is
-    raised for a bad file.
+    raised for a bad file, however hostile (see :mod:`core.golden.lines`). With the default
+    ``limits`` the result is bounded: the first 100 problems of each kind are listed and the
+    rest counted with their lines (``GoldenCheck.omitted``), so its JSON stays under
+    :data:`~core.golden.problems.MAX_CHECK_BYTES` for any input.
 
     Errors (the file cannot be run): a line that is not JSON (with the column of the JSON error),
-    a line that is not an object, an unknown field (with the nearest known field), a missing or
+    a line that is not an object, an unknown field (with the nearest known field; a field
+    unknown on :data:`MIN_LINES_TO_GROUP_UNKNOWN` or more lines is one error naming its count
+    and first lines, suggesting ``metadata``), a missing or
     empty ``question`` or ``expected`` (except in template rows), a field of the wrong type, a page
     that is not a positive integer (``x.pdf#page=0``), a duplicate ``id`` or question (naming both
     lines), a field given twice on one line, no row ready to score; and, as one file-level problem,
@@ -215,14 +228,16 @@ def check_golden(
             :func:`read_bytes`; defaults from ``core.settings.Settings``).
         data: the file's bytes when they were read already (``GoldenSet.raw``): nothing is
             read then, and ``path`` only names the file in problems.
+        limits: how many problems are kept (:class:`~core.golden.problems.CheckLimits`;
+            ``CheckLimits.unbounded()`` keeps every one in full).
 
     Returns:
         A :class:`GoldenCheck`: problems sorted by line (file-level problems last), counts of
         non-blank lines, ready questions, templates and drafts, and the file's sha256 (None when
         it could not be read; the same for a remote file as for a local copy of it).
     """
-    check, _ = _check(path, documents, data=data, connection_string=connection_string, credential=credential,
-                      endpoint_url=endpoint_url)
+    check, _ = _check(path, documents, data=data, limits=limits, connection_string=connection_string,
+                      credential=credential, endpoint_url=endpoint_url)
     return check
 
 
@@ -250,18 +265,16 @@ def read_golden(
         ``GoldenSet.path`` is the path as given, a remote address without its query string.
 
     Raises:
-        GoldenError: the file cannot be read or has errors. The message lists every error as
-            ``path:line: error: field 'x': message``; ``.problems`` holds the error problems.
+        GoldenError: the file cannot be read or has errors. The message lists the errors as
+            ``path:line: error: field 'x': message``, bounded as :func:`check_golden` bounds
+            them (the first of each kind, then a count and the lines of the rest);
+            ``.problems`` holds the listed error problems.
     """
     check, found = _check(path, documents, connection_string=connection_string, credential=credential,
                           endpoint_url=endpoint_url)
-    shown = check.path
-    if check.errors:
-        errors = check.errors
-        head = f"{shown}: {plural(len(errors), 'error')} — cannot run"
-        raise GoldenError("\n".join([head, *(p.format(shown) for p in errors)]), errors)
+    _raise_errors(check)
     return GoldenSet(
-        path=shown,
+        path=check.path,
         sha256=check.sha256 or "",
         questions=found.questions,
         n_templates=check.n_templates,
@@ -272,13 +285,61 @@ def read_golden(
     )
 
 
+def read_bedrock_answers(path: PathLikeStr) -> list[Any]:
+    """Read the answers and passages of a bring-your-own-inference Bedrock file, for scoring
+    without generating.
+
+    Args:
+        path: the file (a local path or an address, as for :func:`read_golden`).
+
+    Returns:
+        One ``core.rag.AnswerRecord`` per question of ``read_golden(path)``, in the same
+        order, with ``generator_id`` ``"external:<modelIdentifier>"`` (``"external"`` when the
+        file names none) and contexts ``Context(text, document_id=name)``.
+
+    Raises:
+        GoldenError: the file has errors, or it carries no outputs (it is not a
+            bring-your-own-inference file).
+    """
+    from core.rag.records import AnswerRecord, Context
+
+    check, found = _check(path, None)
+    _raise_errors(check)
+    if check.format != bedrock.BYOI_FORMAT:
+        problem = Problem("error", "no turn carries an 'output': this is not a bring-your-own-inference file")
+        raise GoldenError(problem.format(check.path), [problem])
+    records = []
+    for q in found.questions:
+        out = found.outputs[q.id]
+        generator = f"external:{out.model_identifier}" if out.model_identifier else "external"
+        records.append(AnswerRecord(
+            question_id=q.id, question=q.question, answer=out.text,
+            contexts=tuple(Context(text=t, document_id=name) for t, name in out.passages),
+            generator_id=generator,
+        ))
+    return records
+
+
+def _raise_errors(check: GoldenCheck) -> None:
+    """Raise GoldenError listing the check's errors (bounded as the check is), if it has any."""
+    if check.ok:
+        return
+    shown = check.path
+    errors = check.errors
+    head = f"{shown}: {plural(check.n_errors, 'error')} — cannot run"
+    omitted = [o.format(shown) for o in check.omitted if o.severity == "error"]
+    raise GoldenError("\n".join([head, *(p.format(shown) for p in errors), *omitted]), errors)
+
+
 def format_check(check: GoldenCheck) -> str:
     """Return a check's result as a person reads it in a terminal.
 
     The first line is a verdict, for example ``golden.jsonl: OK — 49 questions ready to score``
     or ``golden.jsonl: 3 errors, 1 warning — cannot run``, followed by template and draft counts
-    when there are any. Then every problem, one per line, sorted by line (file-level problems
-    last), as ``path:line: error: field 'expected': ...``.
+    when there are any. Then the listed problems, one per line, sorted by line (file-level
+    problems last), as ``path:line: error: field 'expected': ...``; then, for a bounded check,
+    one line per kind of problem left out, with its count and lines
+    (``path: error: more like this (9,900 in all), on lines 101-10000: ...``).
 
     Args:
         check: the result of :func:`check_golden`.
@@ -286,7 +347,7 @@ def format_check(check: GoldenCheck) -> str:
     Returns:
         The text, lines separated by ``\\n``, without a trailing newline.
     """
-    n_err, n_warn = len(check.errors), len(check.warnings)
+    n_err, n_warn = check.n_errors, check.n_warnings
     if n_err:
         counts = plural(n_err, "error") + (f", {plural(n_warn, 'warning')}" if n_warn else "")
         verdict = f"{check.path}: {counts} — cannot run"
@@ -300,7 +361,8 @@ def format_check(check: GoldenCheck) -> str:
     if check.format != "ragtune":
         verdict += f" [{_FORMAT_NAMES.get(check.format, check.format)}]"
     ordered = sorted(check.problems, key=_line_key)
-    return "\n".join([verdict, *(p.format(check.path) for p in ordered)])
+    omitted = [o.format(check.path) for o in check.omitted]
+    return "\n".join([verdict, *(p.format(check.path) for p in ordered), *omitted])
 
 
 # --- internals ---------------------------------------------------------------------------------
@@ -331,15 +393,6 @@ def _line_key(problem: Problem) -> tuple[bool, int]:
     return (problem.line is None, problem.line or 0)
 
 
-def _json_type(value: Any) -> str:
-    return _JSON_TYPES.get(type(value), type(value).__name__)
-
-
-def _nearest(word: str, candidates: Iterable[str]) -> str | None:
-    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return match[0] if match else None
-
-
 def _error_order(err: Any) -> tuple[int, list[int]]:
     path = list(err.absolute_path)
     first = FIELDS.index(path[0]) if path and path[0] in FIELDS else -1
@@ -347,6 +400,39 @@ def _error_order(err: Any) -> tuple[int, list[int]]:
 
 
 _FIELD_RE = re.compile(r"^(?P<name>[^\[]*)(?:\[(?P<index>\d+)\])?")
+_NON_BLANK = re.compile(r"\S")
+_CANONICAL = {type(None): None, bool: False, int: 0, float: 0.5, str: "x"}
+
+
+def _canonical(value: Any, text: bool = False) -> Any:
+    """A stand-in with the same JSON type, and for strings the same blankness when ``text``."""
+    if isinstance(value, str):
+        return "x" if not text or _NON_BLANK.search(value) else ""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {}
+    return _CANONICAL.get(type(value), value)
+
+
+def _schema_errors(obj: dict[str, Any]) -> list[Any]:
+    """The schema's errors for a line, in field order, found on a canonical copy.
+
+    The schema looks at a value's type, whether ``question`` holds non-whitespace text, the
+    length and item types of ``expected`` and ``evidence``, and which keys are present (the
+    pattern of ``expected`` items is checked by ``_Row._targets`` and its schema error
+    ignored; unknown keys are reported apart). A copy with every other detail replaced
+    (:func:`_canonical`) gets the same errors, so lines of one shape are validated once.
+    """
+    canonical = {key: _canonical(value, key == "question") for key, value in obj.items() if key in FIELDS}
+    return _validate_shape(json.dumps(canonical))
+
+
+@lru_cache(maxsize=1024)
+def _validate_shape(canonical: str) -> list[Any]:
+    return sorted(_validator().iter_errors(json.loads(canonical)), key=_error_order)
 
 
 def _field_order(problem: Problem) -> tuple[int, int]:
@@ -367,7 +453,7 @@ def _field_name(path: Iterable[Any]) -> str | None:
 
 
 def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | None = None,
-           **access: Any) -> tuple[GoldenCheck, _Found]:
+           limits: CheckLimits = DEFAULT_LIMITS, **access: Any) -> tuple[GoldenCheck, _Found]:
     from core.inputs import shown_address
 
     shown = shown_address(path)
@@ -396,25 +482,28 @@ def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | Non
         )
         return check, found
 
-    from core.golden import bedrock
-
+    log = ProblemLog(limits)
     if bedrock.looks_like_bedrock(text):
-        found.questions, found.outputs = bedrock.check_bedrock_text(text, check)
-        check.problems.sort(key=_line_key)
+        found.questions, found.outputs = bedrock.check_bedrock_text(text, check, log)
+        _finish(check, log)
         return check, found
 
-    corpus = None if documents is None else {str(d) for d in documents}
+    corpus = None if documents is None else {normalize_id(str(d)) for d in documents}
+    pool = tuple(sorted(corpus or ()))
     ids: dict[str, int] = {}
     questions: dict[str, int] = {}
+    unknown = _UnknownFields(limits)
     n_with_errors = 0
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.removesuffix("\r")
         if not line.strip():
             continue
         check.n_lines += 1
-        row = _Row(number)
+        row = _Row(number, pool)
         question = row.check(line, corpus, ids, questions)
-        check.problems.extend(sorted(row.problems, key=_field_order))
+        log.extend(sorted(row.problems, key=_field_order))
+        for key in row.unknown:
+            unknown.add(key, number, log)
         if row.errors:
             n_with_errors += 1
         elif row.template:
@@ -423,6 +512,7 @@ def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | Non
             check.n_drafts += 1
         elif question is not None:
             found.questions.append(question)
+    unknown.flush(log)
     check.n_ready = len(found.questions)
     if check.n_ready == 0:
         parts = [f"{n_with_errors} with errors"] if n_with_errors else []
@@ -430,15 +520,75 @@ def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | Non
             parts.append(plural(check.n_templates, "template"))
         if check.n_drafts:
             parts.append(plural(check.n_drafts, "draft"))
-        check.problems.append(
+        log.add(
             Problem(
                 "error",
                 f"nothing ready to score: none of the {plural(check.n_lines, 'row')} is ready ({', '.join(parts)})",
             )
         )
-    check.problems.sort(key=_line_key)
-    logger.debug("checked %s: %d ready, %d errors, %d warnings", shown, check.n_ready, len(check.errors), len(check.warnings))
+    _finish(check, log)
+    logger.debug("checked %s: %d ready, %d errors, %d warnings", shown, check.n_ready, check.n_errors,
+                 check.n_warnings)
     return check, found
+
+
+def _finish(check: GoldenCheck, log: ProblemLog) -> None:
+    """Move the log's problems into ``check``: by line, then by field within a line."""
+    check.problems = sorted(log.listed, key=lambda p: (*_line_key(p), _field_order(p)))
+    check.omitted = log.omitted()
+
+
+class _UnknownFields:
+    """Unknown top-level fields, gathered so that one repeated on many lines is one error."""
+
+    def __init__(self, limits: CheckLimits) -> None:
+        self.limits = limits
+        self.names: dict[str, list[Any]] = {}  # name -> [count, lines kept]
+
+    def add(self, name: str, line: int, log: ProblemLog) -> None:
+        entry = self.names.get(name)
+        if entry is None:
+            if self.limits.bounded and len(self.names) >= _MAX_UNKNOWN_NAMES:
+                log.add(_unknown_problem(name, line))
+                return
+            entry = self.names[name] = [0, []]
+        entry[0] += 1
+        if not self.limits.bounded or len(entry[1]) < max(_GROUPED_LINES_SHOWN, MIN_LINES_TO_GROUP_UNKNOWN):
+            entry[1].append(line)
+
+    def flush(self, log: ProblemLog) -> None:
+        problems = []
+        for name, (count, lines) in self.names.items():
+            if count < MIN_LINES_TO_GROUP_UNKNOWN:
+                problems.extend(_unknown_problem(name, line) for line in lines)
+                continue
+            if self.limits.bounded:
+                shown = ", ".join(str(n) for n in lines[:_GROUPED_LINES_SHOWN]) + (", ..." if count > _GROUPED_LINES_SHOWN else "")
+            else:
+                shown = format_ranges(_ranges(lines))
+            near = nearest(name, FIELDS)
+            advice = (f"did you mean '{near}'? Else put it under \"metadata\"" if near
+                      else 'put it under "metadata"')
+            problems.append(Problem("error", f"is unknown on {count:,} lines ({shown}): {advice}", lines[0], name))
+        problems.sort(key=lambda p: p.line or 0)
+        log.extend(problems)
+        self.names.clear()
+
+
+def _unknown_problem(name: str, line: int) -> Problem:
+    near = nearest(name, FIELDS)
+    tail = f"; did you mean '{near}'?" if near else f"; known fields: {', '.join(FIELDS)}"
+    return Problem("error", f"unknown field{tail}", line, name)
+
+
+def _ranges(lines: list[int]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for n in lines:
+        if out and n <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], n)
+        else:
+            out.append([n, n])
+    return [(a, b) for a, b in out]
 
 
 def _decode(data: bytes, check: GoldenCheck) -> str | None:
@@ -470,53 +620,17 @@ def _is_json_array(text: str) -> bool:
         return False
 
 
-def parse_line_object(
-    line: str, error: Callable[..., None], holds: str
-) -> dict[str, Any] | None:
-    """Parse one JSON Lines line that must hold a JSON object.
-
-    Invalid JSON (with its column), JSON nested too deeply to read, a value that is not an
-    object, and keys given more than once on the line (JSON would silently keep the last) are reported through
-    ``error(message, field=None)``; ``holds`` says what a line holds ("one object").
-
-    Returns:
-        The object, or None when the line is not valid JSON or not an object.
-    """
-    repeated: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in items:
-            if key in out:
-                repeated.append(key)
-            out[key] = value
-        return out
-
-    try:
-        obj = json.loads(line, object_pairs_hook=pairs)
-    except json.JSONDecodeError as exc:
-        error(f"not valid JSON: {exc.msg} at column {exc.colno}")
-        return None
-    except RecursionError:
-        error("not readable: JSON nested too deeply (more than Python's recursion limit)")
-        return None
-    if not isinstance(obj, dict):
-        error(f"not a JSON object (got {_json_type(obj)}); each line holds {holds}")
-        return None
-    for key in dict.fromkeys(repeated):
-        error("given more than once on this line (the last value would win)", key)
-    return obj
-
-
 class _Row:
     """Checks one non-blank line and collects its problems."""
 
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, pool: tuple[str, ...] = ()) -> None:
         self.number = number
+        self.pool = pool  # the corpus's ids, sorted, for "did you mean"
         self.problems: list[Problem] = []
         self.errors = 0
         self.template = False
         self.draft = False
+        self.unknown: list[str] = []
         self._seen: set[tuple[str | None, str]] = set()
 
     def error(self, message: str, field: str | None = None) -> None:
@@ -541,16 +655,14 @@ class _Row:
             return None
 
         unknown = [key for key in obj if key not in FIELDS]
-        for key in unknown:
-            near = _nearest(key, FIELDS)
-            tail = f"; did you mean '{near}'?" if near else f"; known fields: {', '.join(FIELDS)}"
-            self.error(f"unknown field{tail}", key)
+        self.unknown = unknown  # reported by _UnknownFields, grouped when repeated on many lines
+        self.errors += len(unknown)
 
         question = obj.get("question")
         self.template = "hint" in obj and (question is None or (isinstance(question, str) and not question.strip()))
         self.draft = obj.get("draft") is True
 
-        for err in sorted(_validator().iter_errors(obj), key=_error_order):
+        for err in _schema_errors(obj):
             self._schema_error(err, obj, unknown)
 
         targets = self._targets(obj.get("expected"), corpus)
@@ -589,7 +701,7 @@ class _Row:
             for name in err.validator_value:
                 if name in obj:
                     continue
-                typo = [u for u in unknown if _nearest(u, [name]) == name]
+                typo = [u for u in unknown if nearest(u, (name,)) == name]
                 tail = f" (is '{typo[0]}' a typo?)" if typo else ""
                 if name == "question":
                     self.error(f"missing: every row needs a question (or a hint, to mark it a template){tail}", name)
@@ -604,7 +716,7 @@ class _Row:
             words = " or ".join(_TYPE_WORDS.get(w, w) for w in wanted)
             if not path:
                 return  # the line is an object here; cannot happen
-            self.error(f"must be {words}, got {_json_type(err.instance)}", field)
+            self.error(f"must be {words}, got {json_type(err.instance)}", field)
             return
         if kind == "pattern" and field == "question":
             self.error("is empty: write the question (or add a hint to mark the row a template)", field)
@@ -631,7 +743,7 @@ class _Row:
                 continue
             doc = targets[-1].document_id
             if corpus is not None and doc not in corpus:
-                near = _nearest(doc, corpus)
+                near = nearest(doc, self.pool)
                 tail = f"; did you mean '{near}'?" if near else ""
                 self.warning(f"document '{doc}' is not in the corpus{tail}", f"expected[{i}]")
         return tuple(targets) if ok else None

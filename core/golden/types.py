@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-_PAGE_RE = re.compile(r"^(?P<doc>.+)#page=(?P<page>[^#]*)$")
+from core.documents.base import normalize_id
+
+if TYPE_CHECKING:
+    from core.golden.problems import OmittedProblems
+
+_PAGE_RE = re.compile(r"^(?P<doc>.+)#page=(?P<page>[^#]*)$", re.IGNORECASE)
+_ANCHOR_RE = re.compile(r"#(?P<name>[A-Za-z][A-Za-z_-]*)=[^#/]*$")
+
 
 #: Evidence quotes with fewer words than this are not used for matching (too ambiguous).
 MIN_EVIDENCE_WORDS = 3
@@ -28,13 +35,23 @@ class Target:
     def parse(cls, value: str) -> "Target":
         """Parse ``"name.pdf"`` or ``"name.pdf#page=N"`` (N a positive integer).
 
+        The anchor is case-insensitive (``#PAGE=2`` is page 2); the id is NFC-normalised
+        (:func:`normalize_id`).
+
         Raises:
-            ValueError: the page part is not a positive integer, or the id is empty.
+            ValueError: the page part is not a positive integer, the id is empty, or it ends
+                with another anchor (``name.pdf#section=2``), which would silently become part
+                of the document's name.
         """
+        value = normalize_id(value)
         match = _PAGE_RE.match(value)
         if match is None:
             if not value.strip():
                 raise ValueError("document id is empty")
+            anchor = _ANCHOR_RE.search(value)
+            if anchor is not None:
+                raise ValueError(f"unknown anchor '#{anchor.group('name')}=' in {value!r}: "
+                                 "the only anchor read is '#page=N'")
             return cls(value)
         doc, page = match.group("doc"), match.group("page")
         if not re.fullmatch(r"[0-9]+", page) or int(page) < 1:
@@ -148,7 +165,8 @@ class GoldenCheck:
     Attributes:
         path: the file checked, as given (a remote address without its query string).
         sha256: hex sha256 of the file's bytes, or None when it could not be read.
-        problems: every problem found, in line order (file-level problems last).
+        problems: the problems listed, in line order (file-level problems last): every one, or
+            the first of each kind when the check was bounded.
         n_lines: non-blank lines read.
         n_ready: questions ready to score.
         n_templates: template rows (empty question with a hint).
@@ -156,6 +174,9 @@ class GoldenCheck:
         format: the file's format: ``"ragtune"`` (the native golden format), ``"bedrock"``
             (an Amazon Bedrock RAG-evaluation prompt dataset) or ``"bedrock-byoi"`` (the same
             with bring-your-own-inference answers and passages).
+        omitted: the problems counted but not listed, one
+            :class:`~core.golden.problems.OmittedProblems` per kind (empty when every problem is
+            listed; see :class:`~core.golden.problems.CheckLimits`).
     """
 
     path: str
@@ -166,24 +187,37 @@ class GoldenCheck:
     n_templates: int = 0
     n_drafts: int = 0
     format: str = "ragtune"
+    omitted: list["OmittedProblems"] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
-        """The problems with severity ``"error"``."""
+        """The listed problems with severity ``"error"``."""
         return [p for p in self.problems if p.severity == "error"]
 
     @property
     def warnings(self) -> list[Problem]:
-        """The problems with severity ``"warning"``."""
+        """The listed problems with severity ``"warning"``."""
         return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def n_errors(self) -> int:
+        """Errors found, listed or omitted."""
+        return len(self.errors) + sum(o.count for o in self.omitted if o.severity == "error")
+
+    @property
+    def n_warnings(self) -> int:
+        """Warnings found, listed or omitted."""
+        return len(self.warnings) + sum(o.count for o in self.omitted if o.severity == "warning")
 
     @property
     def ok(self) -> bool:
         """True when the file has no errors (it can be run)."""
-        return not self.errors
+        return self.n_errors == 0
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable summary with every problem."""
+        """Return a JSON-serialisable summary: the listed problems, the total counts and the
+        problems left out per kind (``omitted``: ``[{severity, count, lines, example}]``, empty
+        when every problem is listed)."""
         return {
             "path": self.path,
             "sha256": self.sha256,
@@ -193,8 +227,11 @@ class GoldenCheck:
             "n_templates": self.n_templates,
             "n_drafts": self.n_drafts,
             "format": self.format,
+            "n_errors": self.n_errors,
+            "n_warnings": self.n_warnings,
             "errors": [p.to_dict() for p in self.errors],
             "warnings": [p.to_dict() for p in self.warnings],
+            "omitted": [o.to_dict() for o in self.omitted],
         }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Literal, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, runtime_checkable
 from urllib.parse import urlparse
 
 from core.errors import ConfigError, GenerationError
@@ -118,7 +118,10 @@ class OpenAIChatModel:
         temperature: default sampling temperature in [0, 2], or None to leave it to the
             endpoint (reasoning models accept only their default).
         azure_api_version: set it (with ``base_url`` = the Azure endpoint) to use
-            ``openai.AzureOpenAI``; ``model`` is then the deployment name.
+            ``openai.AzureOpenAI``; ``model`` is then the deployment name. Without ``api_key``
+            it authenticates with Microsoft Entra ID tokens (see :mod:`core.models.azure`).
+        azure_ad_token_provider: for Azure OpenAI without a key, where tokens come from
+            (default ``DefaultAzureCredential``'s, see :func:`core.models.azure.token_provider`).
         token_limit_field: the request field that carries the token limit:
             ``"max_completion_tokens"`` (OpenAI, Azure OpenAI, vLLM) or ``"max_tokens"`` (older
             OpenAI-compatible servers).
@@ -145,6 +148,7 @@ class OpenAIChatModel:
         temperature: float | None = 0.1,
         azure_api_version: str | None = None,
         token_limit_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens",
+        azure_ad_token_provider: Callable[[], str] | None = None,
     ) -> None:
         if not model or not isinstance(model, str):
             raise ConfigError("chat model name must be a non-empty string")
@@ -162,6 +166,7 @@ class OpenAIChatModel:
         self.model = model
         self.base_url = base_url
         self._api_key = api_key
+        self._ad_token_provider = azure_ad_token_provider
         self.timeout_s = float(timeout_s)
         self.max_attempts = int(max_attempts)
         self.retry_wait_s = float(retry_wait_s)
@@ -184,9 +189,11 @@ class OpenAIChatModel:
                 import openai
 
                 if self.azure_api_version:
-                    self._client = openai.AzureOpenAI(
-                        azure_endpoint=self.base_url, api_key=self._api_key or "not-needed",
-                        api_version=self.azure_api_version, timeout=self.timeout_s, max_retries=0,
+                    from core.models.azure import azure_openai_client
+
+                    self._client = azure_openai_client(
+                        endpoint=self.base_url, api_key=self._api_key, api_version=self.azure_api_version,
+                        timeout_s=self.timeout_s, ad_token_provider=self._ad_token_provider,
                     )
                 else:
                     self._client = openai.OpenAI(

@@ -10,7 +10,7 @@ import hashlib
 import logging
 import os
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 from urllib.parse import urlparse
 
 import numpy as np
@@ -211,7 +211,11 @@ class OpenAIEmbeddingModel:
         batch_size: texts per request, 1 to 1024.
         timeout_s: per-request timeout in seconds.
         max_attempts: attempts per batch, including the first.
-        azure_api_version: set it (with ``base_url`` = the Azure endpoint) to use ``AzureOpenAI``.
+        azure_api_version: set it (with ``base_url`` = the Azure endpoint) to use ``AzureOpenAI``;
+            without ``api_key`` it authenticates with Microsoft Entra ID tokens (see
+            :mod:`core.models.azure`).
+        azure_ad_token_provider: for Azure OpenAI without a key, where tokens come from
+            (default ``DefaultAzureCredential``'s, see :func:`core.models.azure.token_provider`).
         retry_wait_s: first backoff wait in seconds; it doubles per attempt (plus up to the same
             again of jitter), capped at 20 s.
 
@@ -234,12 +238,14 @@ class OpenAIEmbeddingModel:
         max_attempts: int = 6,
         azure_api_version: str | None = None,
         retry_wait_s: float = 0.5,
+        azure_ad_token_provider: Callable[[], str] | None = None,
     ) -> None:
         if not 1 <= batch_size <= 1024:
             raise ConfigError(f"embedding batch_size must be between 1 and 1024, got {batch_size}")
         self.model = model
         self.base_url = base_url
         self._api_key = api_key
+        self._ad_token_provider = azure_ad_token_provider
         self._dimension = embedding_dimension or dimensions
         self._dimensions = dimensions
         self._max_input_tokens = max_input_tokens
@@ -258,9 +264,11 @@ class OpenAIEmbeddingModel:
             import openai
 
             if self.azure_api_version:
-                self._client = openai.AzureOpenAI(
-                    azure_endpoint=self.base_url, api_key=self._api_key, api_version=self.azure_api_version,
-                    timeout=self.timeout_s, max_retries=0,
+                from core.models.azure import azure_openai_client
+
+                self._client = azure_openai_client(
+                    endpoint=self.base_url, api_key=self._api_key, api_version=self.azure_api_version,
+                    timeout_s=self.timeout_s, ad_token_provider=self._ad_token_provider,
                 )
             else:
                 self._client = openai.OpenAI(

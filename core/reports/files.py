@@ -52,7 +52,7 @@ def is_safe_id(value: Any) -> bool:
     """Whether ``value`` can name a run or an experiment in a store key, a URL route and a
     Durable instance id: a string of 1-200 ``[A-Za-z0-9_.-]``, not made only of dots (no path
     traversal)."""
-    return isinstance(value, str) and bool(_SAFE_ID.match(value)) and set(value) != {"."}
+    return isinstance(value, str) and bool(_SAFE_ID.fullmatch(value)) and set(value) != {"."}
 
 
 def _clean_key(key: str) -> str:

@@ -123,6 +123,21 @@ def test_golden_check_over_http(northwind_dir, _function):
     assert any(e["line"] == 1 and "expeted" in e["message"] for e in body["errors"])
 
 
+def test_golden_check_over_http_is_bounded(_function, clean_env):
+    # 30,000 lines, each without "expected": 30,001 errors (with "nothing ready"), 100 listed.
+    body = b"".join(b'{"question": "Question %d?"}\n' % i for i in range(30000))
+    resp = _function("check_golden_http")(func.HttpRequest("POST", "/api/golden/check", body=body))
+    answer = json.loads(resp.get_body())
+    assert resp.status_code == 422 and len(resp.get_body()) < 1_000_000
+    assert answer["n_errors"] == 30001 and len(answer["errors"]) == 101
+    assert answer["omitted"] == [{"severity": "error", "count": 29900, "lines": "101-30000",
+                                  "example": "field 'expected': missing: give at least one document "
+                                             "id, or one page as 'name.pdf#page=N'"}]
+    clean_env.setenv("RAGTUNE_GOLDEN_MAX_BYTES", "1000")
+    resp = _function("check_golden_http")(func.HttpRequest("POST", "/api/golden/check", body=body))
+    assert resp.status_code == 413 and "RAGTUNE_GOLDEN_MAX_BYTES" in json.loads(resp.get_body())["error"]
+
+
 def test_core_never_imports_functions_or_azure_functions():
     offenders = []
     for path in (ROOT / "core").rglob("*.py"):

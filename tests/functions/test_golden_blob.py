@@ -181,3 +181,44 @@ def test_odd_blob_names_give_readable_golden_addresses(azurite, blob_endpoint, n
         assert "?" not in stored["golden"] and "#" not in stored["golden"]
         golden = read_golden(stored["golden"], connection_string=azurite)
         assert golden.sha256 == hashlib.sha256(VALID).hexdigest(), name
+
+
+def _stored_by_key(tmp_path, name):
+    from core.golden.checks import check_key
+
+    return json.loads((tmp_path / "reports" / check_key(name)).read_text())
+
+
+def test_a_reupload_that_cannot_run_replaces_the_ok_check(azurite, blob_endpoint, new_container, clean_env, tmp_path,
+                                                          app_functions):
+    service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
+    clean_env.setenv("RAGTUNE_GOLDEN_MAX_BYTES", "1000")
+    check = _check(app_functions)
+    check(_uploaded_stream(service, container, "g.jsonl", VALID))
+    assert _stored_check(tmp_path, "g.jsonl")["ok"] is True
+    # A lone surrogate and a 5,000-digit integer: line errors, and the check is stored.
+    hostile = b'{"question": "\\ud800", "expected": ["a.md"]}\n{"id": ' + b"9" * 5000 + b"}\n"
+    clean_env.setenv("RAGTUNE_GOLDEN_MAX_BYTES", "10000")
+    check(_uploaded_stream(service, container, "g.jsonl", hostile))
+    stored = _stored_check(tmp_path, "g.jsonl")
+    assert stored["ok"] is False and [e["line"] for e in stored["errors"]] == [1, 2, None]
+    check(_uploaded_stream(service, container, "g.jsonl", VALID))
+    assert _stored_check(tmp_path, "g.jsonl")["ok"] is True
+    # Over RAGTUNE_GOLDEN_MAX_BYTES: a failed check naming the limit, not the old one.
+    clean_env.setenv("RAGTUNE_GOLDEN_MAX_BYTES", "40")
+    check(_uploaded_stream(service, container, "g.jsonl", VALID))  # 66 bytes
+    stored = _stored_check(tmp_path, "g.jsonl")
+    assert stored["ok"] is False and stored["experiment"] is None
+    assert stored["errors"][0]["message"].startswith(f"the file is {len(VALID)} bytes, more than the 40 bytes")
+
+
+def test_blob_names_a_folder_would_merge_each_get_their_check(azurite, blob_endpoint, new_container, clean_env,
+                                                              tmp_path, app_functions):
+    service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
+    check = _check(app_functions)
+    names = {"a/y.jsonl": VALID, "a//y.jsonl": INVALID, "a/./y.jsonl": b"not json\n", "l/" + "n" * 1000: VALID}
+    for name, data in names.items():
+        check(func.blob.InputStream(data=data, name=f"{container}/{name}", length=len(data)))
+    for name, data in names.items():
+        stored = _stored_by_key(tmp_path, name)
+        assert stored["blob"] == name and stored["sha256"] == hashlib.sha256(data).hexdigest()

@@ -7,12 +7,14 @@ import json
 import azure.functions as func
 import pytest
 
+from core.golden.checks import check_key
 from core.reports import report_store
 from core.reports.store import REPORT_SCHEMA_VERSION
 
 GOLDEN = b'{"question": "q", "expected": ["a.md"]}\n'
 SHA = "ab" * 32
 OLD, NEW = "20260101T000000Z-aaaaaa", "20260102T000000Z-bbbbbb"
+CHECKED_NAMES = ("hr/golden.jsonl", "my golden ü.jsonl", "a//b.jsonl", "a/b.jsonl", "d/" + "x" * 1000 + ".jsonl")
 
 
 @pytest.fixture(params=["local", "azurite"])
@@ -33,8 +35,8 @@ def store(request, clean_env, tmp_path):
                                 "golden": {"sha256": SHA if run_id == NEW else "cd" * 32}})
     store.save_golden(SHA, GOLDEN)
     store.files.write_bytes("golden_checks/g.jsonl.json", json.dumps({"ok": True, "errors": []}).encode())
-    for name in ("hr/golden.jsonl", "my golden ü.jsonl", "a//b.jsonl"):
-        store.files.write_bytes(f"golden_checks/{name}.json", json.dumps({"ok": False, "blob": name}).encode())
+    for name in CHECKED_NAMES:
+        store.files.write_bytes(check_key(name), json.dumps({"ok": False, "blob": name}).encode())
     return store
 
 
@@ -96,7 +98,9 @@ def test_golden_checks(store, app_functions):
     resp = _get(app_functions, "get_golden_check", "/api/golden-checks/other.jsonl", {"name": "other.jsonl"})
     assert resp.status_code == 404
     # Blob names with folders, spaces and non-ASCII letters, as the blob trigger stores them.
-    for name in ("hr/golden.jsonl", "my golden ü.jsonl", "a//b.jsonl"):
+    # "a//b.jsonl" and "a/b.jsonl" are one path in a folder store: each must still get its own check
+    # (the body names the blob); a 1,006-character name is more than a file system's 255 bytes.
+    for name in CHECKED_NAMES:
         resp = _get(app_functions, "get_golden_check", f"/api/golden-checks/{name}", {"name": name})
         assert resp.status_code == 200 and _body(resp) == {"ok": False, "blob": name}
     assert _get(app_functions, "get_golden_check", "/api/x", {"name": "hr/other.jsonl"}).status_code == 404

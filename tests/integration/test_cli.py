@@ -37,6 +37,21 @@ def test_check_errors_exit_1_with_lines(tmp_path, capsys):
     assert main(["check", str(tmp_path / "missing.jsonl")]) == 1
 
 
+def test_check_bounds_problems_unless_all(tmp_path, capsys):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(f'{{"question": "q{i}"}}\n' for i in range(150)), encoding="utf-8")
+    assert main(["check", str(golden)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    # verdict, lines 1-100, the file-level error, one line for lines 101-150, the hint
+    assert len(out) == 1 + 100 + 1 + 1 + 1
+    assert out[0].endswith("151 errors — cannot run")
+    assert out[-2].startswith(f"{golden}: error: 50 more like this, on lines 101-150: field 'expected': missing")
+    assert "--all" in out[-1]
+    assert main(["check", str(golden), "--all"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 + 150 + 1 and out[150].startswith(f"{golden}:150: error: field 'expected'")
+
+
 def _tiny_corpus(tmp_path):
     docs = tmp_path / "docs"
     (docs / "sub").mkdir(parents=True)
@@ -82,6 +97,35 @@ def test_evaluate_then_report(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "finds_the_most" in text and "recall@5" in text and "dense+rerank" in text and "found@10" in text
     assert main(["report", "nope", "--out", str(out)]) == 1
+
+
+def test_evaluate_with_hostile_file_names(tmp_path, capsys):
+    """A name that is not UTF-8 is skipped and listed; a decomposed name matches the golden file's
+    composed one; a symbolic link looping back to the folder is listed, not followed."""
+    import os
+    import unicodedata
+
+    docs, golden = _tiny_corpus(tmp_path)
+    with open(os.fsencode(docs) + b"/bad-name-\xff.txt", "wb") as fh:
+        fh.write(b"Glaciers are slow rivers of ice that carve valleys.")
+    nfd = unicodedata.normalize("NFD", "Résumé.txt")
+    (docs / nfd).write_text("The cellist practised scales for three hours every morning.", encoding="utf-8")
+    (docs / "sub" / "back").symlink_to(docs, target_is_directory=True)
+    row = {"id": "cv", "question": "How long did the cellist practise scales?",
+           "expected": [unicodedata.normalize("NFC", "Résumé.txt")]}
+    with golden.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    assert main(["check", str(golden), "--docs", str(docs)]) == 0
+    assert "not in the corpus" not in capsys.readouterr().out
+    assert main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["corpus"]["n_documents"] == 4
+    skipped = {s["document_id"]: s["reason"] for s in report["corpus"]["skipped"]}
+    assert skipped["bad-name-\\xff.txt"].startswith("file name is not valid UTF-8")
+    assert skipped["sub/back/"].startswith("symbolic link to a folder already searched")
+    doc = report["setups"][0]["metrics"]["doc"]
+    assert doc["n_scored"] == 4 and doc["means"]["mrr"] == 1.0
 
 
 def test_evaluate_stops_on_golden_errors(tmp_path, capsys):

@@ -169,7 +169,8 @@ class OpenAITestApp:
             except ValueError:
                 body = None
             entry = {"path": request.url.path, "query": dict(request.query_params), "body": body,
-                     "received_at": time.monotonic()}
+                     "received_at": time.monotonic(), "authorization": request.headers.get("authorization"),
+                     "api_key": request.headers.get("api-key")}
             with self._lock:
                 self.requests.append(entry)
             return body if isinstance(body, dict) else {}

@@ -55,15 +55,27 @@ def test_parameters_default_to_the_bicep_defaults():
             assert default.strip("'") == m.group(2), name
 
 
-def test_secret_settings_come_from_secure_parameters():
+def test_secret_settings_are_key_vault_references_to_secure_parameters():
+    """Each secret setting is empty or a Key Vault reference to a secret holding a @secure()
+    parameter; no secret value is an app setting."""
     params = _params()
     secret = re.compile(r"(API_KEY|TOKEN|PASSWORD|_DSN)$")
     settings = _app_settings()
     secrets = {name: value for name, value in settings.items() if secret.search(name)}
     assert secrets, "no secret settings found: the parse is broken"
+    stored = dict(re.findall(r"\{ name: '([a-z-]+)', value: (\w+) \}", BICEP))  # vault secret -> parameter
+    assert len(stored) == len(secrets) == 6
     for name, value in secrets.items():
-        assert value in params and params[value]["secure"], f"{name} = {value} is not a @secure() parameter"
-        assert params[value]["default"] == "''", f"{value} must default to empty"
+        m = re.fullmatch(r"empty\((\w+)\) \? '' : '\$\{kvRef\}([a-z-]+)/\)'", value)
+        assert m, f"{name} = {value} is not a Key Vault reference"
+        param, secret_name = m.groups()
+        assert params[param]["secure"] and params[param]["default"] == "''", param
+        assert stored[secret_name] == param, f"{name}: secret {secret_name} does not hold {param}"
+    assert "var kvRef = '@Microsoft.KeyVault(SecretUri=${vault.properties.vaultUri}secrets/'" in BICEP
+    assert "for secret in secretValues: if (!empty(secret.value)) {" in BICEP
+    assert "keyVaultReferenceIdentity: identity.id" in BICEP
+    assert "enableRbacAuthorization: true" in BICEP
+    assert not re.search(r"^output .*(Key|Token|Password|Dsn)\b", BICEP, re.M | re.I)
 
 
 def test_no_account_keys_and_no_settings_flex_consumption_rejects():
@@ -81,24 +93,75 @@ def test_no_account_keys_and_no_settings_flex_consumption_rejects():
         assert name not in settings
 
 
+def _resource_blocks() -> dict[str, str]:
+    """``symbolic name -> text`` of each top-level resource declaration."""
+    starts = [(m.group(1), m.start()) for m in re.finditer(r"^resource (\w+) ", BICEP, re.M)]
+    ends = [s for _, s in starts[1:]] + [len(BICEP)]
+    return {name: BICEP[start:end] for (name, start), end in zip(starts, ends)}
+
+
 def test_storage_resources_and_roles():
-    for container in ("goldenContainerName", "documentsContainerName", "reportsContainerName",
-                      "deploymentContainerName"):
-        assert container in re.search(r"for container in \[([^\]]+)\]", BICEP).group(1)
-    assert "for queue in [evaluationsQueueName, '${evaluationsQueueName}-poison']" in BICEP
+    assert "for container in runtimeContainers: {" in BICEP
+    assert "name: deploymentContainerName" in _resource_blocks()["deploymentContainer"]
+    assert "var queueNames = concat([evaluationsQueueName, '${evaluationsQueueName}-poison'], hostQueueNames)" in BICEP
     roles = dict(re.findall(r"^  (\w+): '([0-9a-f-]{36})'$", BICEP, re.M))
     # Built-in role ids (Azure's built-in roles reference).
     assert roles == {
-        "storageBlobDataOwner": "b7e6dc6d-f1e8-4753-8033-0f276bb0955b",
         "storageBlobDataContributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
+        "storageBlobDataReader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
         "storageQueueDataContributor": "974c5e8b-45b9-4653-ba55-5f855dd0fb88",
         "storageTableDataContributor": "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3",
         "monitoringMetricsPublisher": "3913510d-42f4-4e42-8a64-420c390055eb",
+        "keyVaultSecretsUser": "4633458b-17de-408a-b874-0445c86b69e6",
+        "cognitiveServicesOpenAIUser": "5e0bd9bd-7b93-4f28-af87-19fc36ad61bd",
     }
-    assert ("var storageRoles = [roles.storageBlobDataOwner, roles.storageQueueDataContributor, "
-            "roles.storageTableDataContributor]") in BICEP
     assert "roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', " \
            "roles.monitoringMetricsPublisher)" in BICEP
+
+
+def test_the_app_identity_is_scoped_to_what_it_uses():
+    """No role of the app's identity covers the whole storage account (so not the deployment
+    package); each is scoped to one container, queue or table; documents are read-only."""
+    blocks = _resource_blocks()
+    assignments = {n: b for n, b in blocks.items() if "Microsoft.Authorization/roleAssignments" in b.split("\n")[0]}
+    app_roles = {n: b for n, b in assignments.items() if "principalId: identity.properties.principalId" in b}
+    assert set(app_roles) == {"appContainerRoles", "appQueueRoles", "appTableRoles", "appInsightsRole", "vaultRole",
+                              "openAiRole"}
+    for name, block in app_roles.items():
+        assert "scope: storage\n" not in block, name
+    assert "scope: containers[i]" in app_roles["appContainerRoles"]
+    assert "scope: queues[i]" in app_roles["appQueueRoles"] and "scope: tables[i]" in app_roles["appTableRoles"]
+    assert "{ name: documentsContainerName, role: 'storageBlobDataReader' }" in BICEP
+    assert "Owner" not in BICEP
+    # The task hub's name agrees with host.json: its containers, queues and tables are the ones granted.
+    host = json.loads((ROOT / "host.json").read_text(encoding="utf-8"))
+    assert f"var hubName = '{host['extensions']['durableTask']['hubName']}'" in BICEP
+    # The deployment package: the deployment identity only, on its container only.
+    deploy = blocks["deployPackageRole"]
+    assert "scope: deploymentContainer\n" in deploy and "deployIdentity.properties.principalId" in deploy
+    assert "deploymentContainer" not in app_roles["appContainerRoles"]
+    assert "for container in runtimeContainers" in blocks["containers"]
+    assert "deploymentContainerName" not in re.search(r"var runtimeContainers = [^\n]+", BICEP).group(0)
+
+
+def test_azure_openai_needs_no_key_with_the_identity():
+    params = _params()
+    assert params["azureOpenAiAccountName"]["default"] == "''"
+    role = _resource_blocks()["openAiRole"]
+    assert role.startswith("resource openAiRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = "
+                           "if (!empty(azureOpenAiAccountName)) {")
+    assert "roles.cognitiveServicesOpenAIUser" in role and "scope: openAi\n" in role
+    assert _app_settings()["AZURE_CLIENT_ID"] == "identity.properties.clientId"  # DefaultAzureCredential's identity
+
+
+def test_public_network_access_is_a_parameter():
+    assert _params()["publicNetworkAccess"] == {"type": "string", "default": "'Enabled'", "secure": False}
+    blocks = _resource_blocks()
+    for name in ("storage", "vault", "app"):
+        assert "publicNetworkAccess: publicNetworkAccess" in blocks[name], name
+    for name in ("storage", "vault"):
+        assert "defaultAction: publicNetworkAccess == 'Enabled' ? 'Allow' : 'Deny'" in blocks[name], name
+    assert "publicNetworkAccess: 'Enabled'" not in BICEP
 
 
 def test_flex_consumption_app_uses_the_identity_for_its_deployment_storage():
@@ -106,7 +169,7 @@ def test_flex_consumption_app_uses_the_identity_for_its_deployment_storage():
     assert "runtime: { name: 'python', version: '3.11' }" in BICEP
     deployment = re.search(r"deployment: \{.*?\n      \}", BICEP, re.S).group(0)
     assert "type: 'UserAssignedIdentity'" in deployment
-    assert "userAssignedIdentityResourceId: identity.id" in deployment
+    assert "userAssignedIdentityResourceId: deployIdentity.id" in deployment
     assert "tags: union(tags, { 'azd-service-name': 'api' })" in BICEP
 
 

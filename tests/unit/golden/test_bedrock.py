@@ -10,7 +10,7 @@ import pytest
 
 from core.errors import GoldenError
 from core.golden import check_golden, format_check, read_golden
-from core.golden.bedrock import read_bedrock_answers
+from core.golden.reader import read_bedrock_answers
 
 SAMPLE = Path(__file__).resolve().parents[3] / "examples" / "data" / "bedrock-sample"
 

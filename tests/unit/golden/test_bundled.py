@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.golden import Target, check_golden, format_check, read_golden
+from core.golden import CheckLimits, Target, check_golden, format_check, read_golden
 
 
 def _docs(folder: Path) -> list[str]:
@@ -45,7 +45,8 @@ def golden_ids_unique(questions) -> bool:
 
 
 def test_squad_unanswerable_one_error_per_line(squad_dir):
-    check = check_golden(squad_dir / "unanswerable.jsonl")
+    # Every one of the 333 lines lacks "expected" (counted by hand: 333 lines, none has it).
+    check = check_golden(squad_dir / "unanswerable.jsonl", limits=CheckLimits.unbounded())
     line_errors = [p for p in check.errors if p.line is not None]
     assert len(line_errors) == 333
     assert [p.line for p in line_errors] == list(range(1, 334))
@@ -56,3 +57,14 @@ def test_squad_unanswerable_one_error_per_line(squad_dir):
     assert [p.message for p in check.errors if p.line is None] == [
         "nothing ready to score: none of the 333 rows is ready (333 with errors)"
     ]
+
+
+def test_squad_unanswerable_bounded_lists_the_first_100_and_counts_the_rest(squad_dir):
+    check = check_golden(squad_dir / "unanswerable.jsonl")
+    line_errors = [p for p in check.errors if p.line is not None]
+    assert [p.line for p in line_errors] == list(range(1, 101))
+    assert check.n_errors == 334  # 333 lines + the file-level "nothing ready"
+    [rest] = check.omitted
+    assert (rest.severity, rest.count, rest.lines) == ("error", 233, "101-333")
+    assert rest.example.startswith("field 'expected': missing")
+    assert not check.ok

@@ -292,11 +292,12 @@ def test_judge_means_leave_out_invalid_and_failed(judged):
     assert correctness.mean == pytest.approx(0.65) and (correctness.n_scored, correctness.n_invalid) == (2, 1)
     completeness = report.metric("judge.completeness")  # 1, empty reply, 0
     assert completeness.mean == pytest.approx(0.5) and completeness.n_invalid == 1
-    faithfulness = report.metric("judge.faithfulness")
-    assert (faithfulness.mean, faithfulness.ci_low, faithfulness.ci_high) == pytest.approx((0.9, 0.9, 0.9))
+    faithfulness = report.metric("judge.faithfulness")  # 0.9, 0.9, and 0 for q3: nothing was retrieved
+    assert faithfulness.mean == pytest.approx(0.6) and faithfulness.n_scored == 3
+    assert (faithfulness.ci_low, faithfulness.ci_high) == bootstrap_interval([0.9, 0.9, 0.0])
     helpfulness = report.metric("judge.helpfulness")  # the 400 is a failed judge call, q4 has no answer
     assert helpfulness.mean == pytest.approx(0.5) and (helpfulness.n_failed, helpfulness.n_invalid) == (2, 0)
-    assert report.overall_score == pytest.approx((0.875 + 0.65 + 0.5 + 0.9 + 0.5) / 5)
+    assert report.overall_score == pytest.approx((0.875 + 0.65 + 0.5 + 0.6 + 0.5) / 5)
 
 
 def test_judge_per_question_reasons(judged):
@@ -313,7 +314,8 @@ def test_judge_per_question_reasons(judged):
 
 def test_judge_requests(judged):
     report, requests = judged
-    assert len(requests) == 3 * 5  # no call for the question without an answer
+    # no call for the question without an answer, nor for q3's faithfulness (nothing retrieved)
+    assert len(requests) == 3 * 5 - 1
     assert all(r["temperature"] == 0.0 and r["model"] == "judge-model" for r in requests)
     assert report.evaluators["judge"]["model_id"].endswith("/judge-model")
     assert report.timings["judge_s"] > 0
@@ -328,11 +330,34 @@ def test_a_dead_judge_stops_being_called_after_consecutive_failures():
         judge = OpenAIChatModel("judge-model", base_url=app.base_url, max_attempts=1, retry_wait_s=0.0)
         evaluator = JudgeEvaluator(judge, max_workers=1, max_consecutive_failures=4)
         items = _items(JUDGE_QUESTIONS[:3], JUDGE_ANSWERS[:3])
-        scores = evaluator.evaluate(items, ["correctness", "faithfulness"])
+        scores = evaluator.evaluate(items, ["correctness", "completeness"])
         assert len(app.chat_requests) == 4
-    statuses = [s for m in ("correctness", "faithfulness") for s in scores[m].per_question]
+    statuses = [s for m in ("correctness", "completeness") for s in scores[m].per_question]
     assert [s.status for s in statuses] == ["failed"] * 6
     assert all("judge call failed" in s.reason for s in statuses[:4])
     assert all(s.reason.startswith(f"skipped: judge {judge.model_id} failed 4 times in a row") for s in statuses[4:])
     with pytest.raises(ConfigError, match="max_consecutive_failures"):
         JudgeEvaluator(judge, max_consecutive_failures=0)
+
+
+def test_faithfulness_without_passages_is_zero_and_the_judge_is_not_shown_empty_ones():
+    """A judge that replies "1" to everything: only the answer with a real passage may get 1."""
+    from core.metrics.answers import JudgeEvaluator
+
+    items = [
+        AnswerItem("none", "Who wrote Hamlet?", (), None, (), "Shakespeare.", None, ()),
+        AnswerItem("blank", "Who wrote Macbeth?", (), None, (), "Shakespeare.", None,
+                   (Context(text=""), Context(text="  \n"))),
+        AnswerItem("real", "Who wrote Othello?", (), None, (), "Shakespeare.", None,
+                   (Context(text="Othello is a tragedy by William Shakespeare."),)),
+    ]
+    with OpenAITestApp(lambda body: "1") as app:
+        judge = JudgeEvaluator(OpenAIChatModel("judge-model", base_url=app.base_url, max_attempts=1))
+        scores = judge.evaluate(items, ["faithfulness", "correctness"])
+        prompts = [last_user_text(r) for r in app.chat_requests]
+    assert [s.score for s in scores["faithfulness"].per_question] == [0.0, 0.0, 1.0]
+    faithfulness_prompts = [p for p in prompts if p.startswith(JUDGE_METRICS["faithfulness"].instructions)]
+    assert len(faithfulness_prompts) == 1 and "[1] Othello is a tragedy" in faithfulness_prompts[0]
+    # correctness without a reference judges against the passages: the blank ones are not shown as "[1] "
+    blank = next(p for p in prompts if "Who wrote Macbeth?" in p)
+    assert "[PASSAGES]\n(no passages were retrieved)\n" in blank and "[1]" not in blank

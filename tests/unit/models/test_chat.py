@@ -115,6 +115,41 @@ def test_azure_openai_uses_the_deployment_route(app):
     assert chat.model_id.startswith("azure:127.0.0.1:")
 
 
+class _TokenCredential:
+    """An ``azure.core.credentials.TokenCredential`` handing out numbered tokens, as a managed
+    identity would (no Entra ID endpoint is reachable here)."""
+
+    def __init__(self) -> None:
+        self.scopes: list[tuple[str, ...]] = []
+
+    def get_token(self, *scopes, **kwargs):
+        import time
+
+        from azure.core.credentials import AccessToken
+
+        self.scopes.append(scopes)
+        return AccessToken(f"token-{len(self.scopes)}", int(time.time()) + 3600)
+
+
+def test_azure_openai_without_a_key_sends_an_entra_id_token(app):
+    from core.models.azure import AZURE_OPENAI_SCOPE, token_provider
+
+    app.reply("from azure", "again")
+    credential = _TokenCredential()
+    chat = OpenAIChatModel("my-deployment", base_url=app.endpoint, azure_api_version="2024-10-21",
+                           azure_ad_token_provider=token_provider(credential))
+    assert chat.chat(USER) == "from azure" and chat.chat(USER) == "again"
+    # one token, fetched for the Cognitive Services scope, reused while it is valid; no key sent
+    assert credential.scopes == [(AZURE_OPENAI_SCOPE,)] and AZURE_OPENAI_SCOPE == "https://cognitiveservices.azure.com/.default"
+    assert [(r["authorization"], r["api_key"]) for r in app.requests] == [("Bearer token-1", None)] * 2
+
+
+def test_azure_openai_with_a_key_sends_the_key(app):
+    app.reply("keyed")
+    OpenAIChatModel("d", base_url=app.endpoint, api_key="secret-k", azure_api_version="2024-10-21").chat(USER)
+    assert (app.requests[0]["api_key"], app.requests[0]["authorization"]) == ("secret-k", None)
+
+
 @pytest.mark.parametrize(
     "messages",
     [[], [{"role": "robot", "content": "x"}], [{"role": "user", "content": 3}], ["hello"], "hello"],

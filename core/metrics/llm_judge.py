@@ -1,0 +1,347 @@
+"""Answer metrics from an LLM judge: the metrics' prompts, reading the judge's replies, the evaluator.
+
+References:
+    Amazon Bedrock RAG evaluation metrics:
+    https://docs.aws.amazon.com/bedrock/latest/userguide/knowledge-base-evaluation-metrics.html ;
+    Zheng et al. (2023), "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena".
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from core.errors import ConfigError
+from core.metrics.answer_scores import (
+    AnswerItem,
+    MetricScores,
+    QuestionScore,
+    excerpt,
+    missing_answer,
+    passages_of,
+)
+
+logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class JudgeMetric:
+    """How one judge metric asks and what scale it expects.
+
+    Attributes:
+        name: the short name (``"correctness"``).
+        low: lowest score on the judge's scale.
+        high: highest score on the judge's scale.
+        integer: True when only whole numbers are valid (a 1-5 rating).
+        instructions: what the judge is asked, including the scale's anchors.
+        uses: the parts of a question shown to the judge, from ``history``, ``question``,
+            ``passages``, ``reference``, ``reference_or_passages``, ``answer``.
+    """
+
+    name: str
+    low: float
+    high: float
+    integer: bool
+    instructions: str
+    uses: tuple[str, ...]
+
+    def normalise(self, value: float) -> float:
+        """Map a score on the judge's scale to [0, 1]: ``(value - low) / (high - low)``."""
+        return (value - self.low) / (self.high - self.low)
+
+
+JUDGE_SYSTEM_MESSAGE = (
+    "You are a strict and impartial evaluator of answers produced by a question-answering system "
+    "that retrieves passages from documents. You follow the scoring instructions exactly and reply "
+    "with the score only: no words, no explanation."
+)
+
+_ZERO_ONE_REPLY = (
+    "Use any value between 0 and 1 for cases in between. Reply with one number between 0 and 1 "
+    "(for example 0.75) and nothing else."
+)
+
+JUDGE_METRICS: dict[str, JudgeMetric] = {
+    "answer_relevance": JudgeMetric(
+        "answer_relevance", 1, 5, True,
+        "Rate how relevant the ANSWER is to the QUESTION: does it address what was asked? Judge relevance "
+        "only, not whether the answer is true.\n"
+        "5 - addresses the question directly and stays on topic throughout.\n"
+        "4 - addresses the question, with a little content that was not asked for.\n"
+        "3 - partly addresses the question, or is vague.\n"
+        "2 - barely addresses the question; mostly about something else.\n"
+        "1 - does not address the question, or only says that it cannot answer.\n"
+        "Reply with one whole number from 1 to 5 and nothing else.",
+        ("history", "question", "answer"),
+    ),
+    "correctness": JudgeMetric(
+        "correctness", 0, 1, False,
+        "Judge whether the ANSWER to the QUESTION is correct. When a REFERENCE ANSWER is given, it is the "
+        "ground truth: the answer is correct when it states the same facts (wording may differ). Without "
+        "one, judge against the PASSAGES and well-established facts.\n"
+        "1 - fully correct: every claim that answers the question is right.\n"
+        "0.5 - partly correct: some of it is right, some is wrong.\n"
+        "0 - incorrect: it contradicts the ground truth, or gives no answer.\n" + _ZERO_ONE_REPLY,
+        ("history", "question", "reference_or_passages", "answer"),
+    ),
+    "completeness": JudgeMetric(
+        "completeness", 0, 1, False,
+        "Judge how completely the ANSWER resolves every part of the QUESTION. When a REFERENCE ANSWER is "
+        "given, the answer is complete when it contains all the information of the reference that the "
+        "question asks for. Without one, judge against the PASSAGES. Do not penalise extra detail here.\n"
+        "1 - every part of the question is answered.\n"
+        "0.5 - about half of what was asked is answered.\n"
+        "0 - none of it is answered.\n" + _ZERO_ONE_REPLY,
+        ("history", "question", "reference_or_passages", "answer"),
+    ),
+    "faithfulness": JudgeMetric(
+        "faithfulness", 0, 1, False,
+        "Judge whether the ANSWER is faithful to the PASSAGES: is every claim in it stated in, or directly "
+        "implied by, the passages? Do not use outside knowledge: a true claim that the passages do not "
+        "support is unfaithful. An answer that only says the passages do not contain the answer makes no "
+        "claim and is faithful. With no passages, any factual claim is unfaithful.\n"
+        "1 - every claim is supported by the passages.\n"
+        "0.5 - about half of the claims are supported.\n"
+        "0 - no claim is supported, or the answer contradicts the passages.\n" + _ZERO_ONE_REPLY,
+        ("question", "passages", "answer"),
+    ),
+    "helpfulness": JudgeMetric(
+        "helpfulness", 0, 1, False,
+        "Judge how helpful the ANSWER is to the person who asked the QUESTION (in the conversation, when one "
+        "is shown): does it meet their need, follow what they asked for, and read clearly and concisely, "
+        "without being evasive, padded or off topic?\n"
+        "1 - exactly what the person needed.\n"
+        "0.5 - somewhat helpful, with clear shortcomings.\n"
+        "0 - not helpful at all.\n" + _ZERO_ONE_REPLY,
+        ("history", "question", "answer"),
+    ),
+}
+
+
+# ------------------------------------------------------------------------------------ reply parsing
+
+
+@dataclass(frozen=True)
+class ParsedScore:
+    """A judge reply read as a score.
+
+    Attributes:
+        value: the score on the judge's scale, or None when the reply is invalid.
+        reason: why the reply is invalid, else None.
+    """
+
+    value: float | None
+    reason: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        """True when the reply held a score on the scale."""
+        return self.value is not None
+
+
+_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
+_SCORE_LINE = re.compile(
+    rf"^(?:(?:final\s+)?(?:score|rating)\s*(?:[:=]|is)?\s*)?(?P<num>{_NUMBER})"
+    rf"\s*(?:/\s*(?P<den>{_NUMBER})|out\s+of\s+(?P<den2>{_NUMBER}))?\s*\.?$",
+    re.IGNORECASE,
+)
+_MARKUP = str.maketrans("", "", "*`")
+
+
+def parse_score(reply: str | None, low: float, high: float, *, integer: bool = False) -> ParsedScore:
+    """Read a judge's reply as a score on the scale ``[low, high]``, strictly.
+
+    Valid replies are a number alone (``"0.8"``, ``".5"``, ``"1."``), optionally labelled
+    (``"Score: 1.0"``, ``"Rating = 4"``, ``"score is 3"``), optionally out of the scale's top
+    (``"4/5"``, ``"4 out of 5"``), with an optional final period; markdown ``*`` and backticks
+    are ignored. When the reply has several lines, only the last non-empty line is read, so a
+    judge may reason first and end with the score on a line of its own.
+
+    Invalid (the reason says which): an empty reply; a last line that is not a score in that
+    form (text with no score, two numbers, a percentage); a number outside ``[low, high]``; a
+    different denominator; a fraction when ``integer`` is set.
+
+    Args:
+        reply: the judge's reply (None counts as empty).
+        low: lowest valid score.
+        high: highest valid score.
+        integer: accept whole numbers only (``4`` and ``4.0``, not ``3.5``).
+
+    Returns:
+        A :class:`ParsedScore`.
+    """
+    if reply is None or not reply.strip():
+        return ParsedScore(None, "empty reply")
+    lines = [line.translate(_MARKUP).strip() for line in reply.strip().splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ParsedScore(None, f"no score in the reply {excerpt(reply)!r}")
+    match = _SCORE_LINE.match(lines[-1])
+    if match is None:
+        where = "the reply" if len(lines) == 1 else "the last line of the reply"
+        return ParsedScore(None, f"no score in {where} {excerpt(lines[-1])!r} (expected a number alone, such as '0.8')")
+    value = float(match.group("num"))
+    den = match.group("den") or match.group("den2")
+    if den is not None and float(den) != float(high):
+        return ParsedScore(None, f"score {match.group('num')}/{den} is not on the scale {low:g} to {high:g}")
+    if not math.isfinite(value) or not low <= value <= high:
+        return ParsedScore(None, f"score {match.group('num')} is outside the scale {low:g} to {high:g}")
+    if integer and not value.is_integer():
+        return ParsedScore(None, f"score {match.group('num')} is not a whole number from {low:g} to {high:g}")
+    return ParsedScore(value)
+
+
+#: ``judge.faithfulness`` of an answer with no passage: nothing supports it.
+_NO_PASSAGE_FAITHFULNESS = QuestionScore(0.0)
+
+
+def judge_messages(metric: JudgeMetric, item: AnswerItem) -> list[dict[str, str]]:
+    """Return the messages that ask the judge for ``metric`` on ``item``.
+
+    The user message holds the metric's instructions, then the parts the metric uses, each
+    under a heading: ``CONVERSATION SO FAR`` (earlier turns, when any), ``QUESTION``,
+    ``PASSAGES`` (numbered ``[1]``, ``[2]``, ...; blank passages left out, and
+    ``(no passages were retrieved)`` when none is left), ``REFERENCE ANSWER``, ``ANSWER``.
+    """
+    parts = [metric.instructions, ""]
+    uses = set(metric.uses)
+    has_reference = bool(item.reference and item.reference.strip())
+    if "history" in uses and item.history:
+        turns = "\n".join(f"{role}: {content}" for role, content in item.history)
+        parts += ["[CONVERSATION SO FAR]", turns, ""]
+    parts += ["[QUESTION]", item.question, ""]
+    show_passages = "passages" in uses or ("reference_or_passages" in uses and not has_reference)
+    if show_passages:
+        passages = "\n".join(f"[{i}] {c.text}" for i, c in enumerate(passages_of(item), start=1))
+        parts += ["[PASSAGES]", passages or "(no passages were retrieved)", ""]
+    if "reference_or_passages" in uses and has_reference:
+        parts += ["[REFERENCE ANSWER]", item.reference or "", ""]
+    parts += ["[ANSWER]", item.answer or "", "", "Score:"]
+    return [{"role": "system", "content": JUDGE_SYSTEM_MESSAGE}, {"role": "user", "content": "\n".join(parts)}]
+
+
+class JudgeEvaluator:
+    """An LLM judge: one chat call per question and metric, replies read by :func:`parse_score`.
+
+    Calls run in a bounded thread pool. A call that fails (after the chat model's retries)
+    marks that question *failed* for that metric; a reply without a valid score marks it
+    *invalid*, with the reason. Neither is averaged in.
+
+    Args:
+        judge: the judge :class:`~core.models.chat.ChatModel` (any OpenAI-compatible endpoint).
+        max_workers: judge calls at once (>= 1).
+        temperature: sampling temperature for judge calls (0 for repeatable judgements);
+            None keeps the judge model's setting.
+        max_completion_tokens: reply limit for judge calls; None keeps the judge model's
+            setting (reasoning models need room to think).
+
+    Raises:
+        ConfigError: ``max_workers`` below 1.
+
+    References:
+        Amazon Bedrock RAG evaluation metrics:
+        https://docs.aws.amazon.com/bedrock/latest/userguide/knowledge-base-evaluation-metrics.html ;
+        Zheng et al. (2023), "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena".
+    """
+
+    name = "judge"
+
+    def __init__(
+        self,
+        judge: Any,
+        *,
+        max_workers: int = 4,
+        temperature: float | None = 0.0,
+        max_completion_tokens: int | None = None,
+        max_consecutive_failures: int | None = 5,
+    ) -> None:
+        if int(max_workers) < 1:
+            raise ConfigError(f"max_workers must be at least 1, got {max_workers}")
+        if max_consecutive_failures is not None and int(max_consecutive_failures) < 1:
+            raise ConfigError(f"max_consecutive_failures must be at least 1, got {max_consecutive_failures}")
+        self.max_consecutive_failures = max_consecutive_failures
+        self.judge = judge
+        self.max_workers = int(max_workers)
+        self.temperature = temperature
+        self.max_completion_tokens = max_completion_tokens
+        self.last_run_s: float = 0.0
+
+    @property
+    def model_id(self) -> str:
+        """The judge model's id."""
+        return str(getattr(self.judge, "model_id", type(self.judge).__name__))
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """``answer_relevance``, ``correctness``, ``completeness``, ``faithfulness``, ``helpfulness``."""
+        return tuple(JUDGE_METRICS)
+
+    def score_one(self, metric: JudgeMetric, item: AnswerItem) -> QuestionScore:
+        """Ask the judge for one metric on one answered item and read its reply (a failed call
+        is a ``failed`` score with the error; it is never raised)."""
+        from core.models.chat import EmptyReplyError
+
+        try:
+            reply = self.judge.chat(
+                judge_messages(metric, item),
+                max_completion_tokens=self.max_completion_tokens, temperature=self.temperature,
+            )
+        except EmptyReplyError:
+            reply = ""  # the judge answered with nothing: an invalid reply, not a failed call
+        except Exception as exc:  # GenerationError after retries, or a judge of the caller's own
+            return QuestionScore(None, "failed", f"judge call failed: {type(exc).__name__}: {excerpt(str(exc), 200)}")
+        parsed = parse_score(reply, metric.low, metric.high, integer=metric.integer)
+        if not parsed.valid:
+            return QuestionScore(None, "invalid", parsed.reason)
+        value = float(parsed.value)  # type: ignore[arg-type]
+        return QuestionScore(metric.normalise(value), raw=value if metric.integer else None)
+
+    def evaluate(self, items: Sequence[AnswerItem], metrics: Sequence[str]) -> dict[str, MetricScores]:
+        """Score ``items`` with each of ``metrics`` (short names).
+
+        Raises:
+            ConfigError: an unknown metric.
+        """
+        for metric in metrics:
+            if metric not in JUDGE_METRICS:
+                raise ConfigError(f"unknown judge metric {metric!r}; known: {', '.join(JUDGE_METRICS)}")
+        started = time.perf_counter()
+        results: dict[str, list[QuestionScore | None]] = {m: [None] * len(items) for m in metrics}
+        jobs = []
+        for metric in metrics:
+            for i, item in enumerate(items):
+                failed = missing_answer(item)
+                if failed is not None:
+                    results[metric][i] = failed
+                elif metric == "faithfulness" and not passages_of(item):
+                    results[metric][i] = _NO_PASSAGE_FAITHFULNESS
+                else:
+                    jobs.append((metric, i))
+
+        from core.models.breaker import CircuitBreaker
+
+        breaker = CircuitBreaker(self.max_consecutive_failures, f"judge {self.model_id}")
+
+        def run(job: tuple[str, int]) -> tuple[str, int, QuestionScore]:
+            metric, i = job
+            reason = breaker.blocked()
+            if reason is not None:
+                return metric, i, QuestionScore(None, "failed", reason)
+            score = self.score_one(JUDGE_METRICS[metric], items[i])
+            breaker.record(score.status != "failed", score.reason or "")
+            return metric, i, score
+
+        if jobs:
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs)), thread_name_prefix="ragtune-judge") as pool:
+                for metric, i, score in pool.map(run, jobs):
+                    results[metric][i] = score
+        self.last_run_s = time.perf_counter() - started
+        if breaker.skipped:
+            logger.warning("%s: %d judge calls skipped after %d failures in a row", breaker.what, breaker.skipped,
+                           self.max_consecutive_failures)
+        return {m: MetricScores([s for s in scores if s is not None]) for m, scores in results.items()}
+

@@ -1,0 +1,190 @@
+"""Answer metrics through unitxt's lexical RAG metrics (no model).
+
+``unitxt`` is imported on first use (see :func:`unitxt_import_s`); the formulas are in
+:mod:`core.metrics.answers`.
+
+References:
+    unitxt RAG metrics (``metrics.rag.external_rag.*``, ``unitxt.eval_utils.evaluate``):
+    https://www.unitxt.ai/en/latest/docs/rag_support.html and https://github.com/IBM/unitxt
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+import warnings
+from typing import Any, Sequence
+
+from core.errors import ConfigError
+from core.metrics.answer_scores import (
+    AnswerItem,
+    MetricScores,
+    QuestionScore,
+    excerpt,
+    missing_answer,
+    passages_of,
+)
+
+logger = logging.getLogger(__name__)
+
+#: unitxt metrics: short name -> unitxt catalog name.
+UNITXT_METRICS: dict[str, str] = {
+    "faithfulness": "metrics.rag.external_rag.faithfulness",
+    "answer_correctness": "metrics.rag.external_rag.answer_correctness",
+    "context_correctness": "metrics.rag.external_rag.context_correctness",
+}
+
+_UNITXT_IMPORT_S: float | None = None
+_UNITXT_LOCK = threading.Lock()
+
+
+def _unitxt_evaluate() -> Any:
+    """Import ``unitxt.eval_utils.evaluate`` (timed on the first import)."""
+    global _UNITXT_IMPORT_S
+    with _UNITXT_LOCK:
+        started = time.perf_counter()
+        try:
+            from unitxt.eval_utils import evaluate
+        except ImportError as exc:
+            raise ConfigError("unitxt metrics need the unitxt package: pip install unitxt") from exc
+        if _UNITXT_IMPORT_S is None:
+            _UNITXT_IMPORT_S = time.perf_counter() - started
+            logger.info("imported unitxt in %.2f s", _UNITXT_IMPORT_S)
+        return evaluate
+
+
+def unitxt_import_s() -> float | None:
+    """Seconds the first import of unitxt took in this process, or None before it."""
+    return _UNITXT_IMPORT_S
+
+
+def unitxt_version() -> str | None:
+    """The installed unitxt version, or None when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("unitxt")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _unitxt_row(item: AnswerItem, metric: str) -> tuple[dict[str, Any] | None, QuestionScore | None]:
+    """The unitxt input row of one item for one metric, or the reason it gets none."""
+    if metric == "context_correctness":
+        if not item.expected_documents:
+            return None, QuestionScore(None, "unscorable", "no expected documents")
+        failed = missing_answer(item)
+        if failed is not None:
+            return None, failed
+        return {
+            "question": item.question,
+            "context_ids": [c.document_id or "" for c in item.contexts],
+            "ground_truths_context_ids": list(item.expected_documents),
+        }, None
+    if metric == "answer_correctness" and not (item.reference and item.reference.strip()):
+        return None, QuestionScore(None, "unscorable", "no reference answer")
+    failed = missing_answer(item)
+    if failed is not None:
+        return None, failed
+    if metric == "faithfulness":
+        # No passage supports nothing: unitxt needs one reference, and an empty one gives 0.
+        contexts = [c.text for c in passages_of(item)] or [""]
+        return {"question": item.question, "answer": item.answer, "contexts": contexts}, None
+    return {"question": item.question, "answer": item.answer, "ground_truths": [item.reference]}, None
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+class UnitxtEvaluator:
+    """The unitxt RAG metrics ``faithfulness``, ``answer_correctness``, ``context_correctness``.
+
+    Each metric runs through ``unitxt.eval_utils.evaluate(df, metric_names=[...],
+    compute_conf_intervals=...)`` on the questions it applies to (see the module docstring
+    for the formulas and what is unscorable). unitxt is imported on first use.
+
+    Args:
+        compute_conf_intervals: ask unitxt for its bootstrap interval (BCa, 1,000 resamples).
+
+    References:
+        unitxt ``metrics.rag.external_rag``: https://www.unitxt.ai/en/latest/docs/rag_support.html
+    """
+
+    name = "unitxt"
+
+    def __init__(self, *, compute_conf_intervals: bool = True) -> None:
+        self.compute_conf_intervals = compute_conf_intervals
+        self.last_run_s: float = 0.0
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """``faithfulness``, ``answer_correctness``, ``context_correctness``."""
+        return tuple(UNITXT_METRICS)
+
+    def evaluate(self, items: Sequence[AnswerItem], metrics: Sequence[str]) -> dict[str, MetricScores]:
+        """Score ``items`` with each of ``metrics`` (short names).
+
+        Raises:
+            ConfigError: an unknown metric, or unitxt is not installed.
+        """
+        for metric in metrics:
+            if metric not in UNITXT_METRICS:
+                raise ConfigError(f"unknown unitxt metric {metric!r}; known: {', '.join(UNITXT_METRICS)}")
+        _unitxt_evaluate()  # imported before timing: its import time is reported apart
+        started = time.perf_counter()
+        out = {metric: self._one(items, metric) for metric in metrics}
+        self.last_run_s = time.perf_counter() - started
+        return out
+
+    def _one(self, items: Sequence[AnswerItem], metric: str) -> MetricScores:
+        scores: list[QuestionScore | None] = []
+        rows: list[dict[str, Any]] = []
+        positions: list[int] = []
+        for i, item in enumerate(items):
+            row, skipped = _unitxt_row(item, metric)
+            scores.append(skipped)
+            if row is not None:
+                rows.append(row)
+                positions.append(i)
+        if not rows:
+            return MetricScores([s for s in scores if s is not None])
+        catalog = UNITXT_METRICS[metric]
+        evaluate = _unitxt_evaluate()
+        try:
+            import pandas as pd
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                results, global_scores = evaluate(
+                    pd.DataFrame(rows), metric_names=[catalog], compute_conf_intervals=self.compute_conf_intervals
+                )
+        except Exception as exc:  # unitxt raises many types; one metric failing must not stop the report
+            logger.warning("unitxt %s failed: %s: %s", metric, type(exc).__name__, exc)
+            reason = f"unitxt failed: {type(exc).__name__}: {excerpt(str(exc), 200)}"
+            for i in positions:
+                scores[i] = QuestionScore(None, "failed", reason)
+            return MetricScores([s for s in scores if s is not None])
+        for j, i in enumerate(positions):
+            value = _finite(results[catalog].iloc[j])
+            scores[i] = (
+                QuestionScore(value) if value is not None
+                else QuestionScore(None, "failed", "unitxt returned no score for this question")
+            )
+        interval = None
+        if catalog in global_scores:
+            column = global_scores[catalog]
+            low, high = _finite(column.get("score_ci_low")), _finite(column.get("score_ci_high"))
+            if low is not None and high is not None:
+                interval = (low, high)
+        return MetricScores(
+            [s for s in scores if s is not None], interval,
+            "unitxt bootstrap (BCa, 1000 resamples)" if interval is not None else None,
+        )
+

@@ -1,0 +1,60 @@
+"""Azure OpenAI clients, with a key or with Microsoft Entra ID tokens.
+
+Without a key, requests carry a bearer token for the Cognitive Services scope from
+``azure.identity.DefaultAzureCredential`` (the app's managed identity when ``AZURE_CLIENT_ID``
+names it, a developer's ``az login`` locally), so a deployment needs no API key at all; the
+identity needs the *Cognitive Services OpenAI User* role on the Azure OpenAI resource.
+
+References:
+    Azure OpenAI, "How to configure Azure OpenAI with Microsoft Entra ID authentication":
+    https://learn.microsoft.com/azure/ai-services/openai/how-to/managed-identity ;
+    ``azure.identity.get_bearer_token_provider``:
+    https://learn.microsoft.com/python/api/azure-identity/azure.identity#azure-identity-get-bearer-token-provider
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["AZURE_OPENAI_SCOPE", "azure_openai_client", "token_provider"]
+
+#: The Entra ID scope of Azure OpenAI (and every Azure AI services resource).
+AZURE_OPENAI_SCOPE = "https://cognitiveservices.azure.com/.default"
+
+
+def token_provider(credential: Any = None) -> Callable[[], str]:
+    """Return a function giving a bearer token for :data:`AZURE_OPENAI_SCOPE`, refreshed as needed.
+
+    Args:
+        credential: an ``azure.core.credentials.TokenCredential``; default
+            ``DefaultAzureCredential()``.
+    """
+    from azure.identity import DefaultAzureCredential, get_bearer_token_provider
+
+    return get_bearer_token_provider(credential or DefaultAzureCredential(), AZURE_OPENAI_SCOPE)
+
+
+def azure_openai_client(
+    *,
+    endpoint: str | None,
+    api_key: str | None,
+    api_version: str,
+    timeout_s: float,
+    ad_token_provider: Callable[[], str] | None = None,
+) -> Any:
+    """Return an ``openai.AzureOpenAI`` client with the client's own retries off.
+
+    Args:
+        endpoint: the resource endpoint, ``https://<resource>.openai.azure.com``.
+        api_key: the key; None or empty authenticates with Entra ID tokens instead.
+        api_version: the Azure OpenAI API version.
+        timeout_s: per-request timeout in seconds.
+        ad_token_provider: where tokens come from without a key (default :func:`token_provider`).
+    """
+    import openai
+
+    auth: dict[str, Any] = (
+        {"api_key": api_key} if api_key else {"azure_ad_token_provider": ad_token_provider or token_provider()}
+    )
+    return openai.AzureOpenAI(azure_endpoint=endpoint, api_version=api_version, timeout=timeout_s, max_retries=0,
+                              **auth)

@@ -1,0 +1,86 @@
+"""File names the loader meets in real folders: bytes that are not UTF-8, decomposed Unicode,
+symbolic links to folders (loops included) and broken links. Expected ids and reasons are read
+off the folders each test builds (hand computation)."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from core.documents import list_document_ids, load_documents
+
+TEXT = "Employees may carry over five days of leave into the next year."
+
+
+def _txt(path: Path, text: str = TEXT) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _reasons(result) -> dict[str, str]:
+    return {s.document_id: s.reason for s in result.skipped}
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_the_reason(tmp_path):
+    _txt(tmp_path / "good.txt")
+    fd = os.open(os.fsencode(tmp_path) + b"/bad-name-\xff.txt", os.O_WRONLY | os.O_CREAT)
+    os.write(fd, TEXT.encode())
+    os.close(fd)
+    os.mkdir(os.fsencode(tmp_path) + b"/dir-\xfe")
+    result = load_documents(tmp_path)
+    assert [d.document_id for d in result.documents] == ["good.txt"]
+    reasons = _reasons(result)
+    assert reasons["bad-name-\\xff.txt"].startswith("file name is not valid UTF-8")
+    assert reasons["dir-\\xfe/"] == "folder name is not valid UTF-8 (not searched): rename it"
+    for item in result.skipped:
+        item.document_id.encode("utf-8")  # printable and storable
+    assert list_document_ids(tmp_path) == ["good.txt"]  # what check --docs lists: the same corpus
+
+
+def test_decomposed_file_names_get_composed_ids(tmp_path):
+    nfd = unicodedata.normalize("NFD", "Résumé.txt")
+    nfc = unicodedata.normalize("NFC", "Résumé.txt")
+    _txt(tmp_path / "hr" / nfd)
+    result = load_documents(tmp_path)
+    assert [d.document_id for d in result.documents] == [f"hr/{nfc}"]
+    assert list_document_ids(tmp_path) == [f"hr/{nfc}"]
+
+
+def test_two_names_that_normalise_alike_keep_the_first(tmp_path):
+    nfd = unicodedata.normalize("NFD", "Café.txt")
+    nfc = unicodedata.normalize("NFC", "Café.txt")
+    _txt(tmp_path / nfc, "The café opens at eight in the morning.")
+    _txt(tmp_path / nfd, "The café closes at six in the evening.")
+    if len(os.listdir(tmp_path)) == 1:
+        pytest.skip("this file system normalises names itself")
+    result = load_documents(tmp_path)
+    assert [d.document_id for d in result.documents] == [nfc]
+    # names are read in code point order: "e" (U+0065) + U+0301 sorts before "é" (U+00E9), so the
+    # decomposed name is read and the composed one skipped
+    [skip] = result.skipped
+    assert skip.document_id == nfc and f"'{nfd}'" in skip.reason
+    assert skip.reason.startswith("same name as '") and skip.reason.endswith("once Unicode-normalised (NFC): "
+                                                                             "rename one of them")
+
+
+def test_symlinked_folders_are_followed_once(tmp_path):
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    _txt(docs / "real" / "a.txt")
+    _txt(outside / "b.txt", "Travel is booked through the portal two weeks ahead.")
+    (docs / "ext").symlink_to(outside, target_is_directory=True)
+    (docs / "alias").symlink_to(docs / "real", target_is_directory=True)
+    (docs / "real" / "loop").symlink_to(docs, target_is_directory=True)
+    (docs / "gone").symlink_to(tmp_path / "nowhere", target_is_directory=True)
+    (docs / "dead.txt").symlink_to(tmp_path / "nowhere.txt")
+    result = load_documents(docs)
+    assert [d.document_id for d in result.documents] == ["ext/b.txt", "real/a.txt"]
+    assert _reasons(result) == {
+        "alias/": "symbolic link to a folder already searched, 'real/': not searched again",
+        "real/loop/": "symbolic link to a folder already searched, the documents folder itself: not searched again",
+        "gone": "broken symbolic link (its target does not exist)",  # os.walk cannot tell it was a folder
+        "dead.txt": "broken symbolic link (its target does not exist)",
+    }
+    assert list_document_ids(docs) == ["ext/b.txt", "real/a.txt"]
