@@ -11,12 +11,13 @@ Run ids sort by time: ``YYYYmmddTHHMMSSZ-<6 hex digits>``.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from datetime import datetime, timezone
 from typing import Any
 
 from core.errors import StoreError
-from core.reports.files import Files
+from core.reports.files import Files, open_files
 
 #: Version of the retrieval report's JSON layout; the major part changes on incompatible changes.
 REPORT_SCHEMA_VERSION = "1.0"
@@ -97,3 +98,20 @@ class ReportStore:
     def _where(self, key: str) -> str:
         root = getattr(self.files, "root", None)
         return f"{root}/{key}" if root is not None else key
+
+
+def report_store(where: "str | os.PathLike[str] | Files", **kw: Any) -> ReportStore:
+    """Return a :class:`ReportStore` over ``where``.
+
+    Args:
+        where: a :class:`~core.reports.files.Files` store, or an address for
+            :func:`~core.reports.files.open_files`.
+        **kw: passed to :func:`~core.reports.files.open_files` (``connection_string``,
+            ``endpoint_url``, ``region``, ``credential``).
+
+    Raises:
+        ConfigError: as :func:`~core.reports.files.open_files`.
+    """
+    if not isinstance(where, (str, os.PathLike)) and isinstance(where, Files):
+        return ReportStore(where)
+    return ReportStore(open_files(where, **kw))
