@@ -42,10 +42,35 @@ class ReportStore:
         self.files = files
 
     def save_run(self, run_id: str, report: dict[str, Any]) -> str:
-        """Write ``report`` as ``retrieval/runs/<run_id>/report.json`` (atomically); returns the key."""
+        """Write ``report`` as ``retrieval/runs/<run_id>/report.json`` (atomically), then its
+        summary (:func:`core.reports.summary.run_summary`) beside it; returns the report's key."""
+        from core.reports.summary import run_summary
+
         key = f"{RUNS_PREFIX}/{run_id}/report.json"
         self.files.write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+        summary = run_summary({**report, "run_id": report.get("run_id") or run_id})
+        self.files.write_bytes(f"{RUNS_PREFIX}/{run_id}/summary.json",
+                               json.dumps(summary, ensure_ascii=False, allow_nan=False).encode("utf-8"))
         return key
+
+    def load_summary(self, run_id: str) -> dict[str, Any]:
+        """The run's summary: ``summary.json`` when it is there and current, else built from
+        the report (runs stored before summaries existed).
+
+        Raises:
+            StoreError: as :meth:`load_run` when the summary must be built.
+        """
+        from core.reports.summary import SUMMARY_VERSION, run_summary
+
+        key = f"{RUNS_PREFIX}/{run_id}/summary.json"
+        try:
+            summary = json.loads(self.files.read_bytes(key))
+            if isinstance(summary, dict) and summary.get("summary_version") == SUMMARY_VERSION:
+                return summary
+        except (StoreError, UnicodeDecodeError, json.JSONDecodeError):
+            pass
+        report = self.load_run(run_id)
+        return run_summary({**report, "run_id": report.get("run_id") or run_id})
 
     def save_golden(self, sha256: str, raw: bytes) -> str:
         """Keep the golden file once per content hash; returns its key (written only when new)."""
