@@ -49,3 +49,7 @@ class EvaluationError(RagtuneError):
 
 class StoreError(RagtuneError):
     """A vector store or report store failed (connection, missing object, bad name)."""
+
+
+class NotStoredError(StoreError):
+    """Nothing is stored under the id asked for (a run, an experiment, a report)."""

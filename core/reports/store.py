@@ -16,7 +16,7 @@ import secrets
 from datetime import datetime, timezone
 from typing import Any
 
-from core.errors import StoreError
+from core.errors import NotStoredError, StoreError
 from core.reports.files import Files, open_files
 
 #: Version of the retrieval report's JSON layout; the major part changes on incompatible changes.
@@ -95,18 +95,19 @@ class ReportStore:
         """Return a stored report; ``"latest"`` is the newest.
 
         Raises:
-            StoreError: no run is stored, no run has that id (the message lists recent ids), the
+            NotStoredError: no run is stored, or no run has that id (the message lists recent ids).
+            StoreError: the
                 file is not valid JSON, or its major schema version is not
                 :data:`REPORT_SCHEMA_VERSION`'s.
         """
         ids = self.run_ids()
         if run_id == "latest":
             if not ids:
-                raise StoreError(f"no retrieval run is stored in {self._where(RUNS_PREFIX)} yet: run 'ragtune evaluate' first")
+                raise NotStoredError(f"no retrieval run is stored in {self._where(RUNS_PREFIX)} yet: run 'ragtune evaluate' first")
             run_id = ids[0]
         elif run_id not in ids:
             recent = ", ".join(ids[:5]) or "none"
-            raise StoreError(f"no run {run_id!r}; recent runs: {recent}")
+            raise NotStoredError(f"no run {run_id!r}; recent runs: {recent}")
         key = f"{RUNS_PREFIX}/{run_id}/report.json"
         try:
             report = json.loads(self.files.read_bytes(key))

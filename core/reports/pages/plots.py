@@ -17,7 +17,7 @@ CURVE_MAX_K = 10
 
 def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
     layout = {
-        "title": {"text": title, "font": {"size": 14}},
+        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
         "xaxis": {"title": {"text": x}, "automargin": True},
         "yaxis": {"title": {"text": y}, "automargin": True},
         "margin": {"l": 50, "r": 16, "t": 40, "b": 44},
@@ -73,11 +73,17 @@ def quality_vs_time(points: list[dict[str, Any]], metric: str) -> dict[str, Any]
         "type": "scatter", "mode": "markers+text", "name": "setups",
         "x": [p["median_ms"] for p in points], "y": [p["value"] for p in points],
         "text": [p["name"] + (f" ({p['label']})" if p["label"] else "") for p in points],
-        "textposition": "top center", "marker": {"size": 11},
+        "textposition": "top center", "marker": {"size": 11}, "cliponaxis": False,
         "hovertemplate": "%{text}<br>median %{x:.2f} ms<br>" + metric + " %{y:.3f}<extra></extra>",
     }]
-    return {"data": data, "layout": _layout(f"{metric} against the time a user waits", "median search time (ms)",
-                                            metric, showlegend=False)}
+    xs = [p["median_ms"] for p in points]
+    ys = [p["value"] for p in points]
+    pad_x = (max(xs) - min(xs)) * 0.25 or max(abs(xs[0]) * 0.25, 1.0)
+    pad_y = (max(ys) - min(ys)) * 0.25 or 0.05
+    return {"data": data, "layout": _layout(
+        f"{metric} against the time a user waits", "median search time (ms)", metric, showlegend=False,
+        xaxis={"title": {"text": "median search time (ms)"}, "range": [min(xs) - pad_x, max(xs) + pad_x], "automargin": True},
+        yaxis={"title": {"text": metric}, "range": [min(ys) - pad_y, max(ys) + pad_y], "automargin": True})}
 
 
 def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = False) -> dict[str, Any]:
@@ -97,7 +103,7 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
         xs.append(t["x"])
         ys.append(t["score"])
         best.append(running)
-    axis = "round" if by_round else "evaluation"
+    axis = "round" if by_round else "evaluation (#)"
     data = [
         {"type": "scatter", "mode": "markers", "name": "score", "x": xs, "y": ys,
          "text": [t["label"] for t in trials if t["score"] is not None],

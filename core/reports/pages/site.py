@@ -1,7 +1,8 @@
 """Pages read from a report store: what each page needs, loaded through the store, rendered.
 
-Every function that takes a store raises :class:`~core.errors.StoreError` when the thing
-asked for is not stored (the message says what is), so a server answers 404 with it.
+Every function that takes a store raises :class:`~core.errors.NotStoredError` when the
+thing asked for is not stored (the message says what is), so a server answers 404 with it,
+and :class:`~core.errors.StoreError` when the store cannot be read.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from core.errors import StoreError
+from core.errors import NotStoredError, StoreError
 from core.metrics.paired import ALPHA, paired_outcomes
 from core.reports.files import is_safe_id
 from core.reports.pages import plots
@@ -134,12 +135,12 @@ def load_experiment(files: Any, experiment_id: str) -> tuple[dict[str, Any], boo
     from core.optimization.stored import StoredExperiment
 
     if not is_safe_id(experiment_id):
-        raise StoreError(f"no experiment {experiment_id!r}")
+        raise NotStoredError(f"no experiment {experiment_id!r}")
     experiment = StoredExperiment(files, experiment_id)
     running = not files.exists(f"{EXPERIMENTS_PREFIX}/{experiment_id}/report.json")
     report = experiment.current_report()
     if report is None:
-        raise StoreError(f"no experiment {experiment_id!r}")
+        raise NotStoredError(f"no experiment {experiment_id!r}")
     return report, running
 
 
@@ -157,10 +158,10 @@ def chunking_page(files: Any, kind: str, report_id: str, links: Links | None = N
     """
     prefix = {"runs": CHUNKING_PREFIXES["chunking run"], "sweeps": CHUNKING_PREFIXES["sweep"]}.get(kind)
     if prefix is None or not is_safe_id(report_id):
-        raise StoreError(f"no chunking {kind} {report_id!r}")
+        raise NotStoredError(f"no chunking {kind} {report_id!r}")
     key = f"{prefix}/{report_id}/report.json"
     if not files.exists(key):
-        raise StoreError(f"no chunking {kind[:-1]} {report_id!r}")
+        raise NotStoredError(f"no chunking {kind[:-1]} {report_id!r}")
     try:
         report = json.loads(files.read_bytes(key))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

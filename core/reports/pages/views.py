@@ -22,6 +22,15 @@ def _ranked_metric(grain_block: dict[str, Any]) -> str:
     return "success@10" if "success@10" in means else next(iter(means), "mrr")
 
 
+def chunking_text(chunking: Any) -> str:
+    """A report's chunking parameters as one line: ``recursive, chunk_size 256, chunk_overlap 32``."""
+    if not isinstance(chunking, dict):
+        return "" if chunking is None else str(chunking)
+    rest = [f"{k} {v}" for k, v in chunking.items()
+            if k not in ("method", "separators", "version") and v is not None and not isinstance(v, (dict, list))]
+    return ", ".join([str(chunking.get("method") or "?")] + rest)
+
+
 def run_view(report: dict[str, Any]) -> dict[str, Any]:
     """The context of an evaluate run's page (see ``run.html.j2``)."""
     evaluation = report.get("evaluation") or {}
@@ -93,6 +102,7 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
         "golden": report.get("golden") or {},
         "corpus": report.get("corpus") or {},
         "indexing": report.get("indexing") or {},
+        "chunking": chunking_text((report.get("indexing") or {}).get("chunking")),
         "columns": [metric_label(m) for m in columns],
         "grains": grains,
         "picks": [{"name": p, "setup": picks.get(p), "rule": (picks.get("rules") or {}).get(p)} for p in PICKS],
@@ -156,6 +166,13 @@ def answers_view(answers: Any) -> dict[str, Any] | None:
             "overall_metrics": answers.get("overall_metrics") or []}
 
 
+def _value_order(value: Any) -> tuple[int, float, str]:
+    """Numbers first in numeric order, then text, then None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (2, 0.0, "") if value is None else (1, 0.0, str(value))
+
+
 def _trial_label(row: dict[str, Any]) -> str:
     p = row.get("parameters") or {}
     bits = [str(p.get(k)) for k in ("chunking_method", "chunk_size", "number_of_chunks", "search_mode") if p.get(k) is not None]
@@ -173,7 +190,7 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
                          "search_mode", "ranker_strategy", "ranker_alpha", "foundation_model", "vector_store")
              if p in parameters]
     ok = [r for r in by_trial if r.get("score") is not None]
-    trials = [{"x": (r.get("trial") or 0) + 1, "score": r.get("score"), "label": _trial_label(r),
+    trials = [{"x": r.get("trial") or 0, "score": r.get("score"), "label": _trial_label(r),
                "parameters": r.get("parameters") or {}} for r in by_trial]
     figures = []
     if ok:
@@ -189,10 +206,11 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
                                                 [r.get("duration_s") for r in by_trial])))
     effects = []
     for name in varying:
-        groups: dict[str, list[float]] = {}
+        groups: dict[Any, list[float]] = {}
         for r in ok:
-            groups.setdefault(str((r.get("parameters") or {}).get(name)), []).append(r["score"])
-        ordered = [{"value": v, "scores": s, "mean": sum(s) / len(s)} for v, s in sorted(groups.items())]
+            groups.setdefault((r.get("parameters") or {}).get(name), []).append(r["score"])
+        ordered = [{"value": str(v), "scores": s, "mean": sum(s) / len(s)}
+                   for v, s in sorted(groups.items(), key=lambda item: _value_order(item[0]))]
         effects.append((f"effect-{name}", plots.parameter_effect(name, ordered, objective)))
     return {"report": report, "experiment_id": report.get("experiment_id") or "", "objective": objective,
             "running": running, "leaderboard": board, "shown": shown, "figures": figures, "effects": effects,
