@@ -19,9 +19,9 @@ from core.errors import ConfigError
 #: from any other origin, no plugins, no frames. Served as a header and repeated in a
 #: ``<meta>`` element so a page saved to disk keeps it.
 PAGE_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
-            "font-src data:; connect-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-#: The headers every page is served with.
-PAGE_HEADERS = {"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
+            "font-src data:; connect-src 'none'; base-uri 'none'; form-action 'self'")
+#: The headers every page is served with (``frame-ancestors`` only works as a header).
+PAGE_HEADERS = {"Content-Security-Policy": PAGE_CSP + "; frame-ancestors 'none'", "X-Content-Type-Options": "nosniff",
                 "Referrer-Policy": "no-referrer"}
 PAGE_MEDIA_TYPE = "text/html; charset=utf-8"
 

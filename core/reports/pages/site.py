@@ -132,16 +132,48 @@ def load_experiment(files: Any, experiment_id: str) -> tuple[dict[str, Any], boo
     Raises:
         StoreError: no experiment has that id.
     """
-    from core.optimization.stored import StoredExperiment
-
     if not is_safe_id(experiment_id):
         raise NotStoredError(f"no experiment {experiment_id!r}")
-    experiment = StoredExperiment(files, experiment_id)
-    running = not files.exists(f"{EXPERIMENTS_PREFIX}/{experiment_id}/report.json")
-    report = experiment.current_report()
-    if report is None:
+    prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
+    if files.exists(f"{prefix}/report.json"):
+        return _read_json(files, f"{prefix}/report.json"), False
+    if files.exists(f"{prefix}/request.json"):  # an experiment of the Functions app, still running
+        from core.optimization.stored import StoredExperiment
+
+        report = StoredExperiment(files, experiment_id).current_report()
+        if report is not None:
+            return report, True
+    if not files.exists(f"{prefix}/study.json"):
         raise NotStoredError(f"no experiment {experiment_id!r}")
-    return report, running
+    return _local_report_so_far(files, experiment_id), True
+
+
+def _read_json(files: Any, key: str) -> Any:
+    try:
+        return json.loads(files.read_bytes(key))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(f"{key} is not valid JSON: {exc}") from exc
+
+
+def _local_report_so_far(files: Any, experiment_id: str) -> dict[str, Any]:
+    """The report so far of an experiment ``ragtune optimize`` is running (or stopped): its
+    study, stored results and progress."""
+    from core.optimization.runner import report_fields
+    from core.optimization.study import Study
+
+    prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
+    study = Study.from_json(files.read_bytes(f"{prefix}/study.json"))
+    results = {}
+    for key in files.list(f"{prefix}/results"):
+        if key.endswith(".json"):
+            results[key.rsplit("/", 1)[1][:-5]] = _read_json(files, key)
+    report = report_fields(experiment_id, study, results)
+    if files.exists(f"{prefix}/progress.json"):
+        progress = _read_json(files, f"{prefix}/progress.json")
+        if isinstance(progress, dict):
+            report["timings_s"] = progress.get("timings_s") or {}
+    report["status"] = "running"
+    return report
 
 
 def experiment_page(files: Any, experiment_id: str, links: Links | None = None) -> str:
