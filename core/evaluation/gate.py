@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from core.errors import ConfigError
 from core.metrics.paired import ALPHA, paired_outcomes
 from core.reports.tables import PICKS, metric_key, metric_label
+from core.text import plural
 
 #: The exit code of ``ragtune evaluate`` when the gate fails.
 EXIT_GATE = 4
@@ -184,7 +185,7 @@ def missing_documents_reason(expected: Iterable[str], document_ids: Iterable[str
     example = ", ".join(repr(w) for w in wanted[:3])
     holds = ", ".join(repr(h) for h in held[:3]) if held else "no document"
     more = f" (and {len(held) - 3} more)" if len(held) > 3 else ""
-    return (f"none of the {len(wanted)} documents the golden file expects is in {docs} (it expects {example}"
+    return (f"the golden file expects {plural(len(wanted), 'document')} and none is in {docs} (it expects {example}"
             f"{'...' if len(wanted) > 3 else ''}; the folder holds {holds}{more}): every score would be 0; "
             "check --docs and the ids in 'expected' (paths relative to the documents folder)")
 

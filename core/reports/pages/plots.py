@@ -186,7 +186,8 @@ def history_lines(series: dict[str, dict[str, list[Any]]], metric: str) -> dict[
             for name, s in series.items()]
     return {"data": data, "layout": _layout(f"{metric} per run", "run start (UTC)", metric,
                                             xaxis={"title": {"text": "run start (UTC)"}, "type": "date",
-                                                   "automargin": True})}
+                                                   "automargin": True},
+                                            yaxis={"title": {"text": metric}, "range": [0, 1.02], "automargin": True})}
 
 
 def compare_bars(setups: list[str], first: list[float | None], second: list[float | None],
