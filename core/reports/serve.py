@@ -34,7 +34,7 @@ from core.reports.pages import (
     index_page,
     run_page,
 )
-from core.reports.pages.render import render
+from core.reports.pages.site import error_page
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +50,7 @@ def _page(html: str, status: int = 200) -> Any:
 
 
 def _error(status: int, message: str, links: Links) -> Any:
-    heading = {400: "Bad request", 404: "Not found"}.get(status, "The report store could not be read")
-    return _page(render("error.html.j2", status=status, heading=heading, message=message,
-                        links={"index": links.index}), status)
+    return _page(error_page(status, message, links), status)
 
 
 def create_app(store: Any, where: str = "") -> Any:

@@ -56,9 +56,21 @@ class Links:
         return template.format(**{k: quote(str(v), safe="") for k, v in values.items()}) if template else ""
 
 
+#: The links of the pages the Functions app serves (it has no index page, chunking page or
+#: compare page of its own).
+FUNCTION_LINKS = Links(index="", run="/api/runs/{id}/page", experiment="/api/experiments/{id}/page", chunking="",
+                       history="/api/history/page?golden={golden}", compare="")
+
+
+def error_page(status: int, message: str, links: Links | None = None) -> str:
+    """A short page for an error answer: what went wrong, never a trace."""
+    heading = {400: "Bad request", 404: "Not found"}.get(status, "The report store could not be read")
+    return render("error.html.j2", status=status, heading=heading, message=message, links=_links(links))
+
+
 def _links(links: Links | None, **extra: str) -> dict[str, str] | None:
-    if links is None:
-        return None
+    if links is None or not links.index:
+        return {k: v for k, v in extra.items()} or None
     return {"index": links.index, **{k: v for k, v in extra.items()}}
 
 
