@@ -96,7 +96,7 @@ def log_report(report: dict[str, Any], *, tracking_uri: str = DEFAULT_TRACKING_U
         experiment_name: the MLflow experiment (default ``ragtune <golden file path>``).
 
     Returns:
-        The MLflow run ids: the parent first, then one per configuration.
+        The MLflow run ids: the parent first, then one per configuration (in the order logged).
 
     Raises:
         ConfigError: MLflow is not installed, or the report is of another kind.
@@ -119,7 +119,8 @@ def log_report(report: dict[str, Any], *, tracking_uri: str = DEFAULT_TRACKING_U
         done = client.search_runs([experiment_id], filter_string=f"tags.`{REPORT_TAG}` = '{report_id}'")
         if done:
             parent = done[0].info.run_id
-            children = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")
+            children = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'",
+                                          order_by=["attributes.start_time ASC"])
             return [parent] + [c.info.run_id for c in children]
         parent = client.create_run(experiment_id, run_name=report_id, tags={REPORT_TAG: report_id})
         ids = [parent.info.run_id]
