@@ -70,10 +70,12 @@ def answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
 
 def _load_run(store: Any, run_id: str) -> dict | None:
     """The run's report, or None when no run has that id (``latest``: when none is stored)."""
-    ids = store.run_ids()
-    if (run_id == "latest" and not ids) or (run_id != "latest" and run_id not in ids):
+    from core.errors import NotStoredError
+
+    try:
+        return store.load_run(run_id)
+    except NotStoredError:
         return None
-    return store.load_run(run_id)
 
 
 def _int_param(req: func.HttpRequest, name: str, default: int, low: int, high: int) -> int | str:

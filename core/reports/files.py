@@ -109,17 +109,39 @@ class LocalFiles:
 
     def exists(self, key: str) -> bool:
         """True when the file exists."""
-        return self._path(key).is_file()
+        return os.path.isfile(os.path.join(self.root, _clean_key(key)))
+
+    def folders(self, prefix: str = "") -> list[str]:
+        """Names of the folders directly under ``prefix``, sorted (one directory read: a fast
+        path :class:`~core.reports.store.ReportStore` uses for run ids when a store has it)."""
+        clean = _clean_key(prefix) if prefix.strip("/") else ""
+        try:
+            with os.scandir(self.root / clean if clean else self.root) as entries:
+                return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            return []
 
     def list(self, prefix: str = "") -> list[str]:
         """Keys under ``prefix``, sorted; temporary files of unfinished writes are not listed."""
-        base = self.root / _clean_key(prefix) if prefix.strip("/") else self.root
+        clean = _clean_key(prefix) if prefix.strip("/") else ""
+        base = self.root / clean if clean else self.root
         if not base.is_dir():
             return []
-        keys = []
-        for path in base.rglob("*"):
-            if path.is_file() and not (path.name.startswith(".") and path.name.endswith(".tmp")):
-                keys.append(path.relative_to(self.root).as_posix())
+        keys: list[str] = []
+        # one scandir per folder (the entry types come with it, no stat per file); folders that
+        # are symbolic links are not followed, so a link loop cannot make the listing endless
+        pending = [(str(base), clean + "/" if clean else "")]
+        while pending:
+            folder, head = pending.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, head + entry.name + "/"))
+                elif entry.is_file() and not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+                    keys.append(head + entry.name)
         return sorted(keys)
 
 

@@ -1,5 +1,5 @@
 """A retrieval report's summary: the few numbers the history page and the index of runs
-need, kept beside the report (``retrieval/runs/<id>/summary.json``) so neither reads whole
+need, kept apart from the report (``retrieval/summaries/<id>.json``) so neither reads whole
 reports."""
 
 from __future__ import annotations

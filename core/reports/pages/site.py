@@ -15,7 +15,7 @@ from urllib.parse import quote
 from core.errors import NotStoredError, StoreError
 from core.metrics.paired import ALPHA, paired_outcomes
 from core.reports.files import is_safe_id
-from core.reports.pages import plots
+import core.reports.pages.plots as plots
 from core.reports.pages.render import render
 from core.reports.pages.views import experiment_view, run_view
 from core.reports.tables import metric_label, report_kind

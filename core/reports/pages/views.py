@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.reports.pages import plots
+import core.reports.pages.plots as plots
 from core.reports.tables import PICKS, interval, metric_label, metric_names, picks_of, top_text
 
 #: Columns of a setups table, when the report holds them (report names).

@@ -115,7 +115,7 @@ def test_pages_from_a_local_store(tmp_path):
     second["started_at"] = "2026-01-02T00:00:00+00:00"
     store.save_run(first["run_id"], first)
     store.save_run(second["run_id"], second)
-    assert json.loads((tmp_path / "retrieval/runs/20260101T000000Z-aaaaaa/summary.json").read_text())["run_id"] == first["run_id"]
+    assert json.loads((tmp_path / "retrieval/summaries/20260101T000000Z-aaaaaa.json").read_text())["run_id"] == first["run_id"]
     index = index_page(store)
     assert index.index("20260102T000000Z-bbbbbb") < index.index("20260101T000000Z-aaaaaa")  # newest first
     assert 'href="/history?golden=' + "ab" * 32 + '"' in index
