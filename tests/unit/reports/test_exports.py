@@ -7,7 +7,7 @@ import io
 import pytest
 
 from core.errors import ConfigError
-from core.reports.exports import to_csv, to_dataframe
+from core.reports import to_csv, to_dataframe
 from core.reports.tables import question_rows, setup_rows
 from tests.support.reports import experiment_report, retrieval_report, with_answers
 
