@@ -150,7 +150,7 @@ def format_report(report: dict[str, Any]) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``ragtune evaluate --docs DIR --golden FILE``: evaluate every search setup, write the report."""
     from core.evaluation import EvaluateOptions, evaluate_retrieval
-    from core.evaluation.gate import EXIT_GATE, latest_baseline, parse_thresholds, run_gate
+    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, parse_thresholds, run_gate
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
     from core.settings import Settings
@@ -188,6 +188,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 print("gate: no earlier run on this golden file to compare with", file=sys.stderr)
         elif args.baseline:
             baseline = store.load_run(args.baseline)
+            check_baseline(baseline, golden.sha256)
         report = evaluate_retrieval(
             args.docs, args.golden, out_dir=out, embedding_model=model,
             vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
@@ -227,7 +228,7 @@ def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
 
     target = address or settings.out_dir
     if not is_remote(target):
-        return Path(target), LocalFiles(target), str(target)
+        return Path(target), LocalFiles(target), str(Path(target))
     work = settings.out_dir if not is_remote(settings.out_dir) else DEFAULT_OUT
     return Path(work), settings.files(target), shown_address(target).rstrip("/")
 

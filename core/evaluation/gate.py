@@ -138,6 +138,17 @@ class BaselineFinding:
     message: str
 
 
+def check_baseline(baseline: dict[str, Any], golden_sha256: str) -> None:
+    """Refuse, before any work, a baseline run on another golden file.
+
+    Raises:
+        ConfigError: the baseline's golden sha256 is not ``golden_sha256``.
+    """
+    if (baseline.get("golden") or {}).get("sha256") != golden_sha256:
+        raise ConfigError(f"--baseline {baseline.get('run_id') or ''} was run on another golden file; the paired "
+                          "test needs the same questions (use --baseline latest for the newest run on this one)")
+
+
 def compare_with_baseline(report: dict[str, Any], baseline: dict[str, Any], setup: str,
                           alpha: float = ALPHA) -> BaselineFinding:
     """Whether ``setup`` finds significantly fewer questions than in ``baseline``.

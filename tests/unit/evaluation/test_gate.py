@@ -7,6 +7,7 @@ from scipy.stats import binomtest
 
 from core.errors import ConfigError
 from core.evaluation.gate import (
+    check_baseline,
     compare_with_baseline,
     check_thresholds,
     chosen_setup,
@@ -77,6 +78,9 @@ def test_baseline_on_another_golden_file_is_refused():
     other = retrieval_report(sha256="cd" * 32)
     with pytest.raises(ConfigError, match="another golden file"):
         compare_with_baseline(retrieval_report(), other, "A")
+    with pytest.raises(ConfigError, match="another golden file"):
+        check_baseline(other, "ab" * 32)
+    check_baseline(retrieval_report(), "ab" * 32)  # the same file passes
 
 
 def test_run_gate_passes_and_fails_on_thresholds():
