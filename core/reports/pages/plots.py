@@ -138,8 +138,10 @@ def scores_by_parameter(trials: list[dict[str, Any]], parameters: list[str], obj
                for name, start, end in groups]
     extra: dict[str, Any] = {}
     if len(buttons) > 1:
-        extra["updatemenus"] = [{"buttons": buttons, "direction": "down", "x": 1, "xanchor": "right", "y": 1.18}]
-    return {"data": data, "layout": _layout(f"{objective} of every evaluation, coloured by parameter",
+        extra["updatemenus"] = [{"buttons": buttons, "direction": "down", "x": 1, "xanchor": "right", "y": 1.02,
+                                 "yanchor": "bottom", "pad": {"t": 0, "b": 4}}]
+        extra["margin"] = {"l": 50, "r": 16, "t": 70, "b": 44}
+    return {"data": data, "layout": _layout(f"{objective} by evaluation, coloured by parameter",
                                             "evaluation", objective, **extra)}
 
 
@@ -162,6 +164,26 @@ def parameter_effect(name: str, groups: list[dict[str, Any]], objective: str) ->
          "y": [g["mean"] for g in groups], "marker": {"size": 12, "symbol": "diamond"}},
     ]
     return {"data": data, "layout": _layout(f"{name}: per-value means", name, objective,
+                                            xaxis={"title": {"text": name}, "type": "category", "automargin": True})}
+
+
+def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) -> dict[str, Any]:
+    """One parameter's GAM partial dependence: the effect per value with its 95 % band.
+
+    Args:
+        name: the parameter.
+        points: ``{value, effect, low, high}`` per value, in display order.
+        objective: the objective's name.
+    """
+    data = [{"type": "scatter", "mode": "markers+lines", "name": "partial dependence",
+             "x": [p["value"] for p in points], "y": [p["effect"] for p in points],
+             "error_y": {"type": "data", "symmetric": False,
+                         "array": [p["high"] - p["effect"] for p in points],
+                         "arrayminus": [p["effect"] - p["low"] for p in points]},
+             "marker": {"size": 10},
+             "hovertemplate": name + "=%{x}<br>effect %{y:.3f}<extra></extra>"}]
+    return {"data": data, "layout": _layout(f"{name}: GAM partial dependence (95% band)", name,
+                                            f"effect on {objective}", showlegend=False,
                                             xaxis={"title": {"text": name}, "type": "category", "automargin": True})}
 
 

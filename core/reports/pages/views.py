@@ -173,6 +173,15 @@ def _value_order(value: Any) -> tuple[int, float, str]:
     return (2, 0.0, "") if value is None else (1, 0.0, str(value))
 
 
+def _best_row(board: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``{key, score}`` of the best-scored leaderboard row, for a report that does not say."""
+    scored = [r for r in board if isinstance(r.get("score"), (int, float))]
+    if not scored:
+        return None
+    top = max(scored, key=lambda r: r["score"])
+    return {"key": top.get("key"), "score": top["score"]}
+
+
 def _trial_label(row: dict[str, Any]) -> str:
     p = row.get("parameters") or {}
     bits = [str(p.get(k)) for k in ("chunking_method", "chunk_size", "number_of_chunks", "search_mode") if p.get(k) is not None]
@@ -204,8 +213,13 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
                                                                varying, objective)))
         figures.append(("cost", plots.cost_bars([_trial_label(r) for r in by_trial],
                                                 [r.get("duration_s") for r in by_trial])))
+    from core.reports.pages.effects import gam_effects
+
     effects = []
-    for name in varying:
+    fitted = gam_effects(ok, varying, _value_order) if ok else None
+    for name in (varying if fitted else []):
+        effects.append((f"effect-{name}", plots.partial_dependence(name, fitted[name], objective)))
+    for name in ([] if fitted else varying):
         groups: dict[Any, list[float]] = {}
         for r in ok:
             groups.setdefault((r.get("parameters") or {}).get(name), []).append(r["score"])
@@ -214,7 +228,8 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
         effects.append((f"effect-{name}", plots.parameter_effect(name, ordered, objective)))
     return {"report": report, "experiment_id": report.get("experiment_id") or "", "objective": objective,
             "running": running, "leaderboard": board, "shown": shown, "figures": figures, "effects": effects,
+            "effects_model": "gam" if fitted else "means",
             "golden": report.get("golden") or {}, "corpus": report.get("corpus") or {},
             "optimizer": report.get("optimizer") or {}, "counts": report.get("counts") or {},
-            "best": report.get("best"), "timings": report.get("timings_s") or {},
+            "best": report.get("best") or _best_row(board), "timings": report.get("timings_s") or {},
             "n_failed": sum(1 for r in board if r.get("status") == "failed")}
