@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 the input has errors (a golden file that cannot be run, a missing
 report); 2 bad command-line usage (argparse's own); 3 ``optimize`` finished but every
-evaluation failed (the report is written and lists each error); 130 interrupted.
+evaluation failed (the report is written and lists each error); 4 ``evaluate``'s gate failed
+(``--fail-under``, ``--baseline``); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -183,12 +184,14 @@ def format_report(report: dict[str, Any]) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``ragtune evaluate --docs DIR --golden FILE``: evaluate every search setup, write the report."""
     from core.evaluation import EvaluateOptions, evaluate_retrieval
+    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, parse_thresholds, run_gate
     from core.golden import read_golden
-    from core.reports import LocalFiles, ReportStore, new_run_id
+    from core.reports import ReportStore, new_run_id
     from core.settings import Settings
 
     settings = Settings.from_env()
-    out = Path(args.out or settings.out_dir)
+    out, files, where = _output(args.out, settings)
+    thresholds = parse_thresholds(args.fail_under or [])
     if args.chunking == "hierarchical" and (args.chunk_size is not None or args.chunk_overlap is not None):
         print("ragtune evaluate: hierarchical chunking makes one chunk per document element and takes no "
               "--chunk-size or --chunk-overlap", file=sys.stderr)
@@ -214,6 +217,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     models = evaluation_models(settings, args.embedding_model)
     try:
         golden = read_golden(args.golden)  # read once: the report and the stored copy share these bytes
+        _check_expected_documents(golden, args.docs)
+        store = ReportStore(files)
+        baseline = None
+        if args.baseline == "latest":
+            baseline = latest_baseline(store, golden.sha256)
+            if baseline is None:
+                print("gate: no earlier run on this golden file to compare with", file=sys.stderr)
+        elif args.baseline:
+            baseline = store.load_run(args.baseline)
+            check_baseline(baseline, golden.sha256)
         report = evaluate_retrieval(
             args.docs, args.golden, out_dir=out, embedding_models=models, reranker=settings.reranker(),
             vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
@@ -225,12 +238,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                          "errors": [p.to_dict() for p in exc.problems]})
         print(f"ragtune evaluate: {exc}", file=sys.stderr)
         return 1
-    store = ReportStore(LocalFiles(out))
     run_id = new_run_id()
     report["run_id"] = run_id
     report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
     key = store.save_run(run_id, report)
-    report["location"] = str(out / key)
+    report["location"] = f"{where}/{key}"
     if args.json:
         _print_json(report)
     else:
@@ -240,6 +252,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
             print(format_slices(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    if thresholds or baseline is not None:
+        lines, failed = run_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline)
+        for line in lines:
+            print(f"gate: {line}", file=sys.stderr)
+        if failed:
+            return EXIT_GATE
     return 0
 
 
@@ -265,6 +283,38 @@ def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
     return out
 
 
+def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
+    """``(working folder, report store Files, where as shown)`` for ``--out``: a folder is
+    both; an ``s3://`` or Blob address holds the reports while caches and Milvus Lite stay in
+    the local ``$RAGTUNE_OUT_DIR`` (or ``ragtune-out``)."""
+    from core.inputs import is_remote, shown_address
+    from core.reports import LocalFiles
+
+    target = address or settings.out_dir
+    if not is_remote(target):
+        return Path(target), LocalFiles(target), str(Path(target))
+    work = settings.out_dir if not is_remote(settings.out_dir) else DEFAULT_OUT
+    return Path(work), settings.files(target), shown_address(target).rstrip("/")
+
+
+def _check_expected_documents(golden: Any, docs: str) -> None:
+    """Stop before any work when none of the golden file's expected documents is in ``docs``.
+
+    Raises:
+        ConfigError: with the reason (``core.evaluation.gate.missing_documents_reason``).
+    """
+    from core.documents import list_document_ids
+    from core.evaluation.gate import missing_documents_reason
+    from core.inputs import shown_address
+
+    expected = {t.document_id for q in golden.questions for t in q.expected}
+    if not expected:
+        return
+    reason = missing_documents_reason(expected, list_document_ids(docs), shown_address(docs))
+    if reason:
+        raise ConfigError(reason)
+
+
 def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -> None:
     """Print the golden file's warnings to stderr, at most ``most`` of them."""
     if not warnings:
@@ -279,24 +329,28 @@ def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``ragtune report [RUN|latest|EXPERIMENT] [--out DIR] [--json]``: print a stored report
-    (``latest``: the newest evaluate run, or the newest finished experiment when no run is
-    stored).
+    """``ragtune report [RUN|latest|EXPERIMENT] [--out DIR|ADDRESS] [--json] [--html FILE]
+    [--csv FILE [--per-question]] [--mlflow [URI]]``: print a stored report (``latest``: the
+    newest evaluate run, or the newest finished experiment when no run is stored), or write
+    it as a page, a CSV file or MLflow runs.
 
     Raises:
         StoreError: nothing stored under that id (the message lists recent runs and
-            experiments), or an experiment that stopped before writing its report.
+            experiments), or an experiment that stopped before writing its report (a page
+            of it is still written with ``--html``).
     """
     from core.errors import StoreError
-    from core.reports import LocalFiles, ReportStore
+    from core.reports import ReportStore
     from core.settings import Settings
 
-    out = Path(args.out or Settings.from_env().out_dir)
-    files = LocalFiles(out)
+    settings = Settings.from_env()
+    _, files, where = _output(args.out, settings)
     experiment_key = f"experiments/{args.run}/report.json"
     if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
         experiment = json.loads(files.read_bytes(experiment_key))
-        experiment["location"] = str(out / experiment_key)
+        experiment["location"] = f"{where}/{experiment_key}"
+        if _write_exports(args, experiment):
+            return 0
         if args.json:
             _print_json(experiment)
         else:
@@ -306,6 +360,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     experiments = sorted({k.split("/")[1] for k in files.list("experiments") if k.endswith("/study.json")},
                          reverse=True)  # experiment ids sort by time
     if args.run in experiments:
+        if args.html:
+            from core.reports.pages.site import load_experiment
+
+            report, running = load_experiment(files, args.run)
+            _write_exports(args, dict(report, status="running" if running else report.get("status")))
+            return 0
         raise StoreError(f"experiment {args.run} has no report yet (it stopped before its end): continue it with "
                          f"'ragtune optimize --resume {args.run}' and the same --docs and --golden")
     if args.run == "latest" and not store.run_ids():
@@ -319,11 +379,56 @@ def cmd_report(args: argparse.Namespace) -> int:
         if experiments:
             raise StoreError(f"{exc}; experiments: {', '.join(experiments[:5])}") from None
         raise
-    report["location"] = str(out / "retrieval" / "runs" / report.get("run_id", args.run) / "report.json")
+    report["location"] = f"{where}/retrieval/runs/{report.get('run_id', args.run)}/report.json"
+    if _write_exports(args, report):
+        return 0
     if args.json:
         _print_json(report)
     else:
         print(format_report(report))
+    return 0
+
+
+def _write_exports(args: argparse.Namespace, report: dict[str, Any]) -> bool:
+    """Write what ``--html``, ``--csv`` and ``--mlflow`` ask for (saying each on stderr);
+    False when none was asked for."""
+    from core.reports.files import write_atomic
+
+    if args.per_question and not args.csv:
+        raise ConfigError("--per-question shapes the --csv export; give --csv FILE too")
+    wrote = False
+    if args.html:
+        from core.reports.pages import render_report
+
+        write_atomic(Path(args.html), render_report(report).encode("utf-8"))
+        print(f"wrote page {args.html}", file=sys.stderr)
+        wrote = True
+    if args.csv:
+        from core.reports.exports import to_csv
+
+        write_atomic(Path(args.csv), to_csv(report, per_question=args.per_question).encode("utf-8"))
+        print(f"wrote {args.csv}", file=sys.stderr)
+        wrote = True
+    if args.mlflow is not None:
+        from core.reports.mlflow_export import DEFAULT_TRACKING_URI, log_report
+
+        uri = args.mlflow or DEFAULT_TRACKING_URI
+        run_ids = log_report(report, tracking_uri=uri)
+        print(f"logged {plural(len(run_ids), 'MLflow run')} to {uri}", file=sys.stderr)
+        wrote = True
+    return wrote
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``ragtune serve [--out DIR|ADDRESS] [--host H] [--port N]``: serve the pages of every
+    report in a store until interrupted."""
+    from core.reports import ReportStore
+    from core.reports.serve import serve
+    from core.settings import Settings
+
+    _, files, where = _output(args.out, Settings.from_env())
+    print(f"serving the reports in {where} on http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
+    serve(ReportStore(files), where=where, host=args.host, port=args.port)
     return 0
 
 
@@ -644,6 +749,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``ragtune`` command."""
     from core.chunking import MODEL_FREE_METHODS
+    from core.reports import serve as serve_defaults
 
     parser = argparse.ArgumentParser(prog="ragtune", description="Evaluate and optimize RAG setups with evidence.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
@@ -685,6 +791,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", action="append", metavar="metadata.KEY",
                    help="also report every setup's metrics per value of this metadata key, with counts (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--fail-under", action="append", metavar="METRIC=V",
+                   help="exit 4 when the chosen setup's METRIC (found@k, recall@k, precision@k, ndcg@k, mrr; at the "
+                        "rank grain) is under V, e.g. --fail-under found@5=0.8 (repeatable)")
+    p.add_argument("--setup", default="finds_the_most",
+                   help="the setup the gate checks: a pick (finds_the_most, best_for_balance, best_for_time) or a "
+                        "setup name (default finds_the_most)")
+    p.add_argument("--baseline", metavar="RUN|latest",
+                   help="exit 4 when the chosen setup finds significantly fewer questions than in this stored run "
+                        "on the same golden file (exact McNemar test, alpha 0.05); latest: the newest such run")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("optimize", help="search the space of RAG configurations (random phase, then a GAM surrogate)")
@@ -759,8 +874,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="print a stored retrieval report or experiment report")
     p.add_argument("run", nargs="?", default="latest",
                    help="an evaluate run id, 'latest' (default: the newest evaluate run, else the newest experiment), or an optimize experiment id")
-    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--out", help=f"report store: a folder, s3://bucket/prefix or a Blob URL (default $RAGTUNE_OUT_DIR "
+                                 f"or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--html", metavar="FILE", help="write the report as a self-contained HTML page")
+    p.add_argument("--csv", metavar="FILE", help="write one row per setup and grain (per configuration for an "
+                                                 "experiment) as CSV")
+    p.add_argument("--per-question", action="store_true", help="with --csv: one row per question and setup")
+    p.add_argument("--mlflow", nargs="?", const="", default=None, metavar="TRACKING_URI",
+                   help="log the report to MLflow: one run per evaluated configuration (default a local ./mlruns store)")
     p.set_defaults(func=cmd_report)
 
     from core.golden.draft import KINDS, DraftOptions
@@ -801,6 +923,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True,
                    help="the golden file to write (never overwritten; a stopped run of the same settings resumes)")
     p.set_defaults(func=cmd_draft)
+
+    p = sub.add_parser("serve", help="serve the pages of every report in a store (127.0.0.1 by default)")
+    p.add_argument("--out", help=f"report store: a folder, s3://bucket/prefix or a Blob URL (default $RAGTUNE_OUT_DIR "
+                                 f"or {DEFAULT_OUT})")
+    p.add_argument("--host", default=serve_defaults.DEFAULT_HOST,
+                   help=f"address to listen on (default {serve_defaults.DEFAULT_HOST}: this machine only)")
+    p.add_argument("--port", type=int, default=serve_defaults.DEFAULT_PORT,
+                   help=f"TCP port (default {serve_defaults.DEFAULT_PORT})")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -73,3 +73,7 @@ def is_transient(exc: BaseException) -> bool:
     return False
 class RerankError(RagtuneError):
     """A reranker failed (a local model, or a rerank endpoint that is down or answers badly)."""
+
+
+class NotStoredError(StoreError):
+    """Nothing is stored under the id asked for (a run, an experiment, a report)."""

@@ -7,8 +7,12 @@
 | ``GET /api/runs/{run_id}`` | that run's report |
 | ``GET /api/runs/{run_id}/golden`` | the golden file the run used (JSONL, ``application/x-ndjson``) |
 | ``GET /api/golden-checks/{name}`` | the stored check of the uploaded golden file ``name`` (folders included) |
+| ``GET /api/runs/{run_id}/page`` | the run's page (HTML) |
+| ``GET /api/experiments/{experiment_id}/page`` | the experiment's page, finished or running (HTML) |
+| ``GET /api/history/page?golden=SHA256_OR_PATH`` | every run on one golden file over time (HTML) |
 
-Every answer is JSON (except the golden file itself). Status 400 for an id or name with
+Every answer is JSON except the golden file itself and the pages (``text/html;
+charset=utf-8``, with ``core.reports.pages.PAGE_CSP``: only inline resources). Status 400 for an id or name with
 characters outside ``[A-Za-z0-9_.-]`` (or made only of dots) and for a bad ``limit`` /
 ``offset``; 404 when nothing is stored under it; 500 with a one-line message when the store
 cannot be reached or read. Stack traces are logged, never returned.
@@ -32,10 +36,12 @@ MAX_LIMIT = 500
 
 def _load_run(store: Any, run_id: str) -> dict | None:
     """The run's report, or None when no run has that id (``latest``: when none is stored)."""
-    ids = store.run_ids()
-    if (run_id == "latest" and not ids) or (run_id != "latest" and run_id not in ids):
+    from core.errors import NotStoredError
+
+    try:
+        return store.load_run(run_id)
+    except NotStoredError:
         return None
-    return store.load_run(run_id)
 
 
 def _int_param(req: func.HttpRequest, name: str, default: int, low: int, high: int) -> int | str:
@@ -137,3 +143,67 @@ def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
         return json_response(json.loads(store.files.read_bytes(key)))
 
     return answer(read)
+
+
+def page_response(build: Callable[[], str]) -> func.HttpResponse:
+    """``build()``'s page as ``text/html; charset=utf-8`` with the pages' CSP; a missing id is
+    404, a store that cannot be read 500, each as a short page (the trace goes to the log)."""
+    from core.errors import ConfigError, NotStoredError, StoreError
+    from core.reports.pages import PAGE_HEADERS, PAGE_MEDIA_TYPE
+    from core.reports.pages.site import error_page
+
+    def page(html: str, status: int) -> func.HttpResponse:
+        return func.HttpResponse(html, status_code=status, mimetype="text/html", charset="utf-8",
+                                 headers={**PAGE_HEADERS, "Content-Type": PAGE_MEDIA_TYPE})
+
+    try:
+        return page(build(), 200)
+    except NotStoredError as exc:
+        return page(error_page(404, str(exc)), 404)
+    except (ConfigError, StoreError) as exc:
+        logger.error("page failed: %s", exc)
+        return page(error_page(500, f"the report store could not be read: {exc}"), 500)
+    except Exception:  # never a stack trace in an answer
+        logger.exception("unexpected error rendering a page")
+        return page(error_page(500, "internal error rendering the page"), 500)
+
+
+@bp.route(route="runs/{run_id}/page", methods=["GET"])
+def run_page(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/runs/{run_id}/page``: the run's page (``latest``: the newest); 400 for a bad
+    id, 404 for an unknown one."""
+    from core.reports.pages import run_page as build
+    from core.reports.pages.site import FUNCTION_LINKS
+    from core.settings import Settings
+
+    run_id = req.route_params.get("run_id")
+    if not valid_id(run_id):
+        return error("run id may only hold letters, digits, '_', '.' and '-'", 400)
+    return page_response(lambda: build(Settings.from_env().report_store(), run_id, FUNCTION_LINKS))
+
+
+@bp.route(route="experiments/{experiment_id}/page", methods=["GET"])
+def experiment_page(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/experiments/{experiment_id}/page``: the experiment's page, finished or running."""
+    from core.reports.pages import experiment_page as build
+    from core.reports.pages.site import FUNCTION_LINKS
+    from core.settings import Settings
+
+    experiment_id = req.route_params.get("experiment_id")
+    if not valid_id(experiment_id):
+        return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
+    return page_response(lambda: build(Settings.from_env().report_store().files, experiment_id, FUNCTION_LINKS))
+
+
+@bp.route(route="history/page", methods=["GET"])
+def history_page(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/history/page?golden=SHA256_OR_PATH``: every run on one golden file over time;
+    400 without ``golden`` or with one over 1,024 characters or with control characters."""
+    from core.reports.pages import history_page as build
+    from core.reports.pages.site import FUNCTION_LINKS
+    from core.settings import Settings
+
+    golden = (req.params.get("golden") or "").strip()
+    if not golden or len(golden) > 1024 or any(ord(c) < 32 or ord(c) == 127 for c in golden):
+        return error("give the golden file as ?golden=<sha256 or path> (at most 1,024 characters)", 400)
+    return page_response(lambda: build(Settings.from_env().report_store(), golden, FUNCTION_LINKS))

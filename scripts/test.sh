@@ -9,6 +9,18 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/services/postgres.sh install
 
+# Headless Chromium for the page tests: Debian's own package (named chromium on Debian 12 and
+# 13), driven by Playwright through its executable path; nothing downloads a browser build.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ -f /etc/debian_version ] && [ "$(id -u)" = 0 ]; then
+    echo "installing chromium (Debian $(cat /etc/debian_version)) for the page tests" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
+  else
+    echo "scripts/test.sh: the page tests need chromium: install Debian's chromium package as root" >&2
+  fi
+fi
+
 stop_services() {
   bash scripts/services/milvus.sh stop || true
   bash scripts/services/postgres.sh stop || true

@@ -1,48 +1,83 @@
-"""Paired exact tests on per-question outcomes of two systems.
+"""Exact paired test for two systems scored on the same questions (found / not found).
 
 References:
-    Q. McNemar, "Note on the sampling error of the difference between correlated proportions
-    or percentages", Psychometrika 12 (1947); the exact (binomial) form as in
-    ``statsmodels.stats.contingency_tables.mcnemar(exact=True)``.
+    McNemar, Q. (1947). Note on the sampling error of the difference between correlated
+    proportions or percentages. Psychometrika 12(2), 153-157. The exact (binomial) form:
+    under the null the ``b + c`` discordant pairs split as Binomial(b + c, 1/2); the
+    two-sided p-value is ``min(1, 2 * P[X <= min(b, c)])`` (as
+    ``scipy.stats.binomtest(b, b + c, 0.5)`` computes it for this symmetric case).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import comb
 
-from core.errors import ConfigError
+from core.errors import EvaluationError
 
-#: Significance level of the paired tests.
+#: Significance level of the paired tests in reports and the CI gate.
 ALPHA = 0.05
 
 
 def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar test on the discordant pairs of two systems.
-
-    ``b``: questions only the first system got right; ``c``: only the second. Under the null
-    hypothesis (the systems are equally good) ``b ~ Binomial(b + c, 1/2)``; the p-value is
-    ``min(1, 2 * P[X <= min(b, c)])``, the two-sided binomial p-value of a symmetric
-    distribution.
+    """Two-sided exact McNemar p-value for ``b`` and ``c`` discordant pairs.
 
     Args:
-        b: count >= 0.
-        c: count >= 0.
+        b: questions only the first system got right.
+        c: questions only the second system got right.
 
     Returns:
-        The p-value in (0, 1]; 1.0 when ``b + c == 0`` (nothing tells the systems apart).
+        The p-value in [0, 1]; 1.0 when there is no discordant pair (``b == c == 0``).
 
     Raises:
-        ConfigError: a count that is not a non-negative integer.
+        EvaluationError: ``b`` or ``c`` is negative or not an integer.
 
     References:
-        See the module docstring; equals ``scipy.stats.binomtest(b, b + c, 0.5).pvalue``.
+        McNemar (1947); see the module docstring.
     """
-    for name, v in (("b", b), ("c", c)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ConfigError(f"{name} must be a count (an integer >= 0), got {v!r}")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (b, c)):
+        raise EvaluationError(f"mcnemar_exact needs two non-negative integers, got b={b!r}, c={c!r}")
     n = b + c
     if n == 0:
         return 1.0
-    k = min(b, c)
-    tail = sum(comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2.0 * tail)
+    low = min(b, c)
+    tail = sum(comb(n, i) for i in range(low + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """Two systems on the same questions.
+
+    Attributes:
+        n: questions both were scored on.
+        only_first: ids of questions only the first got right (``b``).
+        only_second: ids of questions only the second got right (``c``).
+        p_value: :func:`mcnemar_exact` of ``b`` and ``c``.
+    """
+
+    n: int
+    only_first: tuple[str, ...]
+    only_second: tuple[str, ...]
+    p_value: float
+
+    @property
+    def significant(self) -> bool:
+        """Whether ``p_value < ALPHA``."""
+        return self.p_value < ALPHA
+
+
+def paired_outcomes(first: dict[str, bool], second: dict[str, bool]) -> PairedResult:
+    """Compare two systems' right/wrong outcomes on the questions both were scored on.
+
+    Args:
+        first: question id -> whether the first system got it right.
+        second: the same for the second system; ids missing from either side are left out.
+
+    Returns:
+        A :class:`PairedResult` (ids sorted).
+    """
+    common = sorted(set(first) & set(second))
+    b = tuple(q for q in common if first[q] and not second[q])
+    c = tuple(q for q in common if second[q] and not first[q])
+    return PairedResult(len(common), b, c, mcnemar_exact(len(b), len(c)))

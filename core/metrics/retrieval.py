@@ -528,19 +528,16 @@ def mcnemar_exact(found_a: Sequence[bool], found_b: Sequence[bool]) -> dict[str,
 
     References:
         McNemar (1947), Psychometrika 12(2); the exact (binomial) form: Fagerland, Lydersen &
-        Laake (2013), BMC Medical Research Methodology 13:91. Computed with
-        ``scipy.stats.binomtest``.
+        Laake (2013), BMC Medical Research Methodology 13:91. The p-value is
+        ``core.metrics.paired.mcnemar_exact``.
     """
     if len(found_a) != len(found_b):
         raise EvaluationError(f"paired test on {len(found_a)} and {len(found_b)} questions: give the same questions")
     only_a = sum(1 for a, b in zip(found_a, found_b) if a and not b)
     only_b = sum(1 for a, b in zip(found_a, found_b) if b and not a)
-    if only_a + only_b == 0:
-        return {"only_a": 0, "only_b": 0, "p_value": 1.0}
-    from scipy.stats import binomtest
+    from core.metrics.paired import mcnemar_exact as p_value
 
-    p = binomtest(min(only_a, only_b), only_a + only_b, 0.5, alternative="two-sided").pvalue
-    return {"only_a": only_a, "only_b": only_b, "p_value": float(min(1.0, p))}
+    return {"only_a": only_a, "only_b": only_b, "p_value": p_value(only_a, only_b)}
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,11 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 from core.errors import ConfigError, StoreError
-
-if TYPE_CHECKING:
-    from core.reports.store import ReportStore
+from core.reports.keys import clean_key as _clean_key
 
 
 @runtime_checkable
@@ -53,13 +51,6 @@ def is_safe_id(value: Any) -> bool:
     Durable instance id: a string of 1-200 ``[A-Za-z0-9_.-]``, not made only of dots (no path
     traversal)."""
     return isinstance(value, str) and bool(_SAFE_ID.fullmatch(value)) and set(value) != {"."}
-
-
-def _clean_key(key: str) -> str:
-    parts = [p for p in key.replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or any(p == ".." for p in parts):
-        raise StoreError(f"invalid key {key!r}: use a relative path without '..'")
-    return "/".join(parts)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -118,28 +109,40 @@ class LocalFiles:
 
     def exists(self, key: str) -> bool:
         """True when the file exists."""
-        return self._path(key).is_file()
+        return os.path.isfile(os.path.join(self.root, _clean_key(key)))
+
+    def folders(self, prefix: str = "") -> list[str]:
+        """Names of the folders directly under ``prefix``, sorted (one directory read: a fast
+        path :class:`~core.reports.store.ReportStore` uses for run ids when a store has it)."""
+        clean = _clean_key(prefix) if prefix.strip("/") else ""
+        try:
+            with os.scandir(self.root / clean if clean else self.root) as entries:
+                return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            return []
 
     def list(self, prefix: str = "") -> list[str]:
         """Keys under ``prefix``, sorted; temporary files of unfinished writes are not listed."""
-        base = self.root / _clean_key(prefix) if prefix.strip("/") else self.root
+        clean = _clean_key(prefix) if prefix.strip("/") else ""
+        base = self.root / clean if clean else self.root
         if not base.is_dir():
             return []
-        keys = []
-        for path in base.rglob("*"):
-            if path.is_file() and not (path.name.startswith(".") and path.name.endswith(".tmp")):
-                keys.append(path.relative_to(self.root).as_posix())
+        keys: list[str] = []
+        # one scandir per folder (the entry types come with it, no stat per file); folders that
+        # are symbolic links are not followed, so a link loop cannot make the listing endless
+        pending = [(str(base), clean + "/" if clean else "")]
+        while pending:
+            folder, head = pending.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, head + entry.name + "/"))
+                elif entry.is_file() and not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+                    keys.append(head + entry.name)
         return sorted(keys)
-
-
-def _clean_prefix(prefix: str) -> str:
-    """``prefix`` as a clean key (``""`` for the root). Raises ConfigError for ``..``."""
-    if not prefix.strip("/").strip():
-        return ""
-    try:
-        return _clean_key(prefix)
-    except StoreError as exc:
-        raise ConfigError(f"invalid store prefix {prefix!r}: use a relative path without '..'") from exc
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -277,21 +280,3 @@ def _open_blob(text: str, parts: Any, *, connection_string: str | None, credenti
             raise ConfigError(f"give either a credential or a SAS query string, not both: {_shown(text)!r}")
         account_url += "?" + parts.query
     return BlobFiles(container, prefix, account_url=account_url, credential=credential)
-
-
-def report_store(where: "str | os.PathLike[str] | Files", **kw: Any) -> "ReportStore":
-    """Return a :class:`~core.reports.store.ReportStore` over ``where``.
-
-    Args:
-        where: a :class:`Files` store, or an address for :func:`open_files`.
-        **kw: passed to :func:`open_files` (``connection_string``, ``endpoint_url``,
-            ``region``, ``credential``).
-
-    Raises:
-        ConfigError: as :func:`open_files`.
-    """
-    from core.reports.store import ReportStore
-
-    if not isinstance(where, (str, os.PathLike)) and isinstance(where, Files):
-        return ReportStore(where)
-    return ReportStore(open_files(where, **kw))

@@ -18,7 +18,7 @@ import logging
 from typing import Any
 
 from core.errors import ConfigError, StoreError
-from core.reports.files import _clean_key, _clean_prefix
+from core.reports.keys import clean_key as _clean_key, clean_prefix as _clean_prefix
 
 logger = logging.getLogger(__name__)
 

@@ -3,6 +3,7 @@
 Layout under a :class:`~core.reports.files.Files` root::
 
     retrieval/runs/<run id>/report.json     one retrieval evaluation
+    retrieval/summaries/<run id>.json       its summary, for the history page and the index
     golden_dataset/<sha256>.jsonl           each golden file once, by content hash
 
 Run ids sort by time: ``YYYYmmddTHHMMSSZ-<6 hex digits>``.
@@ -11,16 +12,20 @@ Run ids sort by time: ``YYYYmmddTHHMMSSZ-<6 hex digits>``.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from datetime import datetime, timezone
 from typing import Any
 
-from core.errors import StoreError
-from core.reports.files import Files
+from core.errors import NotStoredError, StoreError
+from core.reports.files import Files, is_safe_id, open_files
 
 #: Version of the retrieval report's JSON layout; the major part changes on incompatible changes.
 REPORT_SCHEMA_VERSION = "1.0"
 RUNS_PREFIX = "retrieval/runs"
+#: One small summary per run (:func:`core.reports.summary.run_summary`), apart from the runs so
+#: listing the runs lists one key per run.
+SUMMARIES_PREFIX = "retrieval/summaries"
 GOLDEN_PREFIX = "golden_dataset"
 
 
@@ -41,10 +46,36 @@ class ReportStore:
         self.files = files
 
     def save_run(self, run_id: str, report: dict[str, Any]) -> str:
-        """Write ``report`` as ``retrieval/runs/<run_id>/report.json`` (atomically); returns the key."""
+        """Write ``report`` as ``retrieval/runs/<run_id>/report.json`` (atomically), then its
+        summary (:func:`core.reports.summary.run_summary`) as
+        ``retrieval/summaries/<run_id>.json``; returns the report's key."""
+        from core.reports.summary import run_summary
+
         key = f"{RUNS_PREFIX}/{run_id}/report.json"
         self.files.write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+        summary = run_summary({**report, "run_id": report.get("run_id") or run_id})
+        self.files.write_bytes(f"{SUMMARIES_PREFIX}/{run_id}.json",
+                               json.dumps(summary, ensure_ascii=False, allow_nan=False).encode("utf-8"))
         return key
+
+    def load_summary(self, run_id: str) -> dict[str, Any]:
+        """The run's summary: ``retrieval/summaries/<run id>.json`` when it is there and
+        current, else built from the report (runs stored before summaries existed).
+
+        Raises:
+            StoreError: as :meth:`load_run` when the summary must be built.
+        """
+        from core.reports.summary import SUMMARY_VERSION, run_summary
+
+        key = f"{SUMMARIES_PREFIX}/{run_id}.json"
+        try:
+            summary = json.loads(self.files.read_bytes(key))
+            if isinstance(summary, dict) and summary.get("summary_version") == SUMMARY_VERSION:
+                return summary
+        except (StoreError, UnicodeDecodeError, json.JSONDecodeError):
+            pass
+        report = self.load_run(run_id)
+        return run_summary({**report, "run_id": report.get("run_id") or run_id})
 
     def save_golden(self, sha256: str, raw: bytes) -> str:
         """Keep the golden file once per content hash; returns its key (written only when new)."""
@@ -54,12 +85,31 @@ class ReportStore:
         return key
 
     def run_ids(self) -> list[str]:
-        """Every stored run id, newest first."""
+        """Every stored run id, newest first.
+
+        A store that can list the folders directly under a prefix (``folders``, as
+        :class:`~core.reports.files.LocalFiles` does) is read with one listing of the runs'
+        folder and one existence check per run instead of a listing of every file.
+        """
+        folders = getattr(self.files, "folders", None)
+        if callable(folders):
+            return [name for name in reversed(folders(RUNS_PREFIX))
+                    if self.files.exists(f"{RUNS_PREFIX}/{name}/report.json")]
         ids = {
             key.split("/")[2] for key in self.files.list(RUNS_PREFIX)
             if key.endswith("/report.json") and key.count("/") == 3
         }
         return sorted(ids, reverse=True)
+
+    def latest_run_id(self) -> str | None:
+        """The newest stored run id, or None; with a ``folders`` listing (local folders) only
+        the newest folders are checked."""
+        folders = getattr(self.files, "folders", None)
+        if not callable(folders):
+            ids = self.run_ids()
+            return ids[0] if ids else None
+        return next((name for name in reversed(folders(RUNS_PREFIX))
+                     if self.files.exists(f"{RUNS_PREFIX}/{name}/report.json")), None)
 
     def history(self, limit: int = 20, offset: int = 0) -> list[str]:
         """Run ids newest first, ``limit`` of them after skipping ``offset``."""
@@ -69,18 +119,18 @@ class ReportStore:
         """Return a stored report; ``"latest"`` is the newest.
 
         Raises:
-            StoreError: no run is stored, no run has that id (the message lists recent ids), the
-                file is not valid JSON, or its major schema version is not
+            NotStoredError: no run is stored, or no run has that id (the message lists recent ids).
+            StoreError: the file is not valid JSON, or its major schema version is not
                 :data:`REPORT_SCHEMA_VERSION`'s.
         """
-        ids = self.run_ids()
         if run_id == "latest":
-            if not ids:
-                raise StoreError(f"no retrieval run is stored in {self._where(RUNS_PREFIX)} yet: run 'ragtune evaluate' first")
-            run_id = ids[0]
-        elif run_id not in ids:
-            recent = ", ".join(ids[:5]) or "none"
-            raise StoreError(f"no run {run_id!r}; recent runs: {recent}")
+            newest = self.latest_run_id()
+            if newest is None:
+                raise NotStoredError(f"no retrieval run is stored in {self._where(RUNS_PREFIX)} yet: run 'ragtune evaluate' first")
+            run_id = newest
+        elif not is_safe_id(run_id) or not self.files.exists(f"{RUNS_PREFIX}/{run_id}/report.json"):
+            recent = ", ".join(self.run_ids()[:5]) or "none"
+            raise NotStoredError(f"no run {run_id!r}; recent runs: {recent}")
         key = f"{RUNS_PREFIX}/{run_id}/report.json"
         try:
             report = json.loads(self.files.read_bytes(key))
@@ -97,3 +147,20 @@ class ReportStore:
     def _where(self, key: str) -> str:
         root = getattr(self.files, "root", None)
         return f"{root}/{key}" if root is not None else key
+
+
+def report_store(where: "str | os.PathLike[str] | Files", **kw: Any) -> ReportStore:
+    """Return a :class:`ReportStore` over ``where``.
+
+    Args:
+        where: a :class:`~core.reports.files.Files` store, or an address for
+            :func:`~core.reports.files.open_files`.
+        **kw: passed to :func:`~core.reports.files.open_files` (``connection_string``,
+            ``endpoint_url``, ``region``, ``credential``).
+
+    Raises:
+        ConfigError: as :func:`~core.reports.files.open_files`.
+    """
+    if not isinstance(where, (str, os.PathLike)) and isinstance(where, Files):
+        return ReportStore(where)
+    return ReportStore(open_files(where, **kw))

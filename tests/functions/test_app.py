@@ -12,7 +12,8 @@ import azure.functions as func
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("torch", "sentence_transformers", "pymilvus", "milvus_lite", "docling", "unitxt", "pygam", "transformers")
+HEAVY = ("torch", "sentence_transformers", "pymilvus", "milvus_lite", "docling", "unitxt", "pygam", "transformers",
+         "jinja2", "plotly", "pandas", "starlette", "uvicorn", "mlflow")
 
 
 def test_app_imports_without_heavy_modules():
@@ -48,6 +49,9 @@ EXPECTED_INDEX = {
     "evaluation_poisoned": ("queueTrigger", "%RAGTUNE_EVALUATIONS_QUEUE%-poison", None),
     "get_experiment": ("httpTrigger", "experiments/{experiment_id}", "function"),
     "get_experiment_status": ("httpTrigger", "experiments/{experiment_id}/status", "function"),
+    "run_page": ("httpTrigger", "runs/{run_id}/page", "function"),
+    "experiment_page": ("httpTrigger", "experiments/{experiment_id}/page", "function"),
+    "history_page": ("httpTrigger", "history/page", "function"),
 }
 
 

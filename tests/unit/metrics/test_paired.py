@@ -1,32 +1,36 @@
-"""The exact McNemar test, against scipy.stats.binomtest and a hand computation."""
-
-from __future__ import annotations
+"""The exact McNemar test, against scipy.stats.binomtest and hand computations."""
 
 import pytest
+from scipy.stats import binomtest
 
-from core.errors import ConfigError
-from core.metrics.paired import mcnemar_exact
-
-
-def test_by_hand():
-    # b=0, c=5: 2 * (1/2)^5 = 0.0625
-    assert mcnemar_exact(0, 5) == pytest.approx(0.0625)
-    # b=1, c=6: 2 * (1 + 7) / 2^7 = 0.125
-    assert mcnemar_exact(1, 6) == pytest.approx(0.125)
-    assert mcnemar_exact(0, 0) == 1.0
-    assert mcnemar_exact(4, 4) == 1.0  # capped at 1
+from core.errors import EvaluationError
+from core.metrics.paired import mcnemar_exact, paired_outcomes
 
 
-@pytest.mark.parametrize("b,c", [(b, c) for b in range(0, 26, 3) for c in range(0, 31, 4)] + [(120, 80), (3, 200)])
+@pytest.mark.parametrize("b,c", [(0, 1), (1, 0), (3, 0), (5, 1), (10, 3), (7, 7), (0, 12), (40, 25), (100, 130)])
 def test_matches_scipy_binomtest(b, c):
-    from scipy.stats import binomtest
-
-    expected = 1.0 if b + c == 0 else binomtest(b, b + c, 0.5).pvalue
-    assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9, abs=1e-15)
-    assert mcnemar_exact(b, c) == mcnemar_exact(c, b)
+    assert mcnemar_exact(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-12)
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, True, "3"])
-def test_rejects_non_counts(bad):
-    with pytest.raises(ConfigError, match="must be a count"):
-        mcnemar_exact(bad, 2)
+def test_hand_values():
+    # b=0, c=5: 2 * (1/2)^5 = 0.0625 (by hand); b=0, c=6: 2/64 = 0.03125
+    assert mcnemar_exact(0, 5) == pytest.approx(0.0625)
+    assert mcnemar_exact(0, 6) == pytest.approx(0.03125)
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(2, 2) == 1.0  # symmetric: the doubled tail is capped at 1
+
+
+@pytest.mark.parametrize("b,c", [(-1, 2), (1.5, 2), (True, 1), ("3", 1)])
+def test_rejects_bad_counts(b, c):
+    with pytest.raises(EvaluationError):
+        mcnemar_exact(b, c)
+
+
+def test_paired_outcomes_counts_only_common_questions():
+    first = {"a": True, "b": True, "c": False, "d": True, "only-first": True}
+    second = {"a": True, "b": False, "c": True, "d": False, "only-second": False}
+    result = paired_outcomes(first, second)
+    assert result.n == 4
+    assert result.only_first == ("b", "d") and result.only_second == ("c",)
+    assert result.p_value == pytest.approx(binomtest(2, 3, 0.5).pvalue)
+    assert not result.significant

@@ -1,0 +1,230 @@
+"""The figures of the pages, as plotly.js figure specifications (``{"data": [...], "layout": {...}}``).
+
+Figures are plain JSON-ready dicts, drawn in the browser by the inlined plotly.js; nothing
+here imports the plotly Python package.
+
+References:
+    plotly.js figure reference, https://plotly.com/javascript/reference/
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+#: Largest cut-off a found@k curve is drawn to.
+CURVE_MAX_K = 10
+
+
+def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
+    layout = {
+        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
+        "xaxis": {"title": {"text": x}, "automargin": True},
+        "yaxis": {"title": {"text": y}, "automargin": True},
+        "margin": {"l": 50, "r": 16, "t": 40, "b": 44},
+        "legend": {"orientation": "h", "y": -0.25},
+        "hovermode": "closest",
+        "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff",
+    }
+    layout.update(extra)
+    return layout
+
+
+def found_curve_points(ranks: Iterable[int | None], n_scored: int, max_k: int = CURVE_MAX_K) -> list[float | None]:
+    """found@k for k = 1..``max_k`` from the rank of each scored question's first relevant
+    chunk (None: not in the top k of the search).
+
+    Args:
+        ranks: one 1-based rank (or None) per scored question.
+        n_scored: the questions scored at this grain (the denominator).
+        max_k: the largest cut-off.
+
+    Returns:
+        ``max_k`` fractions in [0, 1]; all None when nothing is scored.
+    """
+    values = [r for r in ranks if isinstance(r, int) and not isinstance(r, bool)]
+    if not n_scored:
+        return [None] * max_k
+    return [sum(1 for r in values if r <= k) / n_scored for k in range(1, max_k + 1)]
+
+
+def found_curves(curves: dict[str, tuple[list[int], list[float | None]]], title: str) -> dict[str, Any]:
+    """One line per setup: found@k against k.
+
+    Args:
+        curves: setup name -> (cut-offs, found@k at each).
+        title: the figure's title.
+    """
+    data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": ks, "y": ys,
+             "hovertemplate": f"{name}<br>found@%{{x}} = %{{y:.3f}}<extra></extra>"}
+            for name, (ks, ys) in curves.items()]
+    return {"data": data, "layout": _layout(title, "k (chunks returned)", "found@k", yaxis={
+        "title": {"text": "found@k"}, "range": [0, 1.02], "automargin": True}, xaxis={
+        "title": {"text": "k (chunks returned)"}, "dtick": 1, "automargin": True})}
+
+
+def quality_vs_time(points: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+    """One point per setup: ``metric`` against the median search time, picks labelled.
+
+    Args:
+        points: ``{name, median_ms, value, label}`` per setup (``label``: the picks naming it).
+        metric: the y axis' metric label.
+    """
+    data = [{
+        "type": "scatter", "mode": "markers+text", "name": "setups",
+        "x": [p["median_ms"] for p in points], "y": [p["value"] for p in points],
+        "text": [p["name"] + (f" ({p['label']})" if p["label"] else "") for p in points],
+        "textposition": "top center", "marker": {"size": 11}, "cliponaxis": False,
+        "hovertemplate": "%{text}<br>median %{x:.2f} ms<br>" + metric + " %{y:.3f}<extra></extra>",
+    }]
+    xs = [p["median_ms"] for p in points]
+    ys = [p["value"] for p in points]
+    pad_x = (max(xs) - min(xs)) * 0.25 or max(abs(xs[0]) * 0.25, 1.0)
+    pad_y = (max(ys) - min(ys)) * 0.25 or 0.05
+    return {"data": data, "layout": _layout(
+        f"{metric} against the time a user waits", "median search time (ms)", metric, showlegend=False,
+        xaxis={"title": {"text": "median search time (ms)"}, "range": [min(xs) - pad_x, max(xs) + pad_x], "automargin": True},
+        yaxis={"title": {"text": metric}, "range": [min(ys) - pad_y, max(ys) + pad_y], "automargin": True})}
+
+
+def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = False) -> dict[str, Any]:
+    """Each evaluation's score and the best score so far, against the evaluation number (or
+    the round, when evaluations ran in parallel).
+
+    Args:
+        trials: ``{x, score, label}`` in the order evaluated (``score`` None for a failed one).
+        objective: the objective's name.
+        by_round: whether ``x`` is a round number.
+    """
+    xs, ys, best, running = [], [], [], None
+    for t in trials:
+        if t["score"] is None:
+            continue
+        running = t["score"] if running is None else max(running, t["score"])
+        xs.append(t["x"])
+        ys.append(t["score"])
+        best.append(running)
+    axis = "round" if by_round else "evaluation (#)"
+    data = [
+        {"type": "scatter", "mode": "markers", "name": "score", "x": xs, "y": ys,
+         "text": [t["label"] for t in trials if t["score"] is not None],
+         "hovertemplate": "%{text}<br>" + objective + " %{y:.3f}<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "name": "best so far", "x": xs, "y": best, "line": {"shape": "hv"}},
+    ]
+    return {"data": data, "layout": _layout(f"best {objective} so far, by {axis}", axis, objective)}
+
+
+def scores_by_parameter(trials: list[dict[str, Any]], parameters: list[str], objective: str) -> dict[str, Any]:
+    """Each evaluation's score against its number, coloured by one parameter's value; a menu
+    switches the parameter.
+
+    Args:
+        trials: ``{x, score, parameters}`` per successful evaluation.
+        parameters: the parameters that vary, in menu order (the first is shown).
+        objective: the objective's name.
+    """
+    data, groups = [], []
+    for i, name in enumerate(parameters):
+        values = sorted({str(t["parameters"].get(name)) for t in trials})
+        start = len(data)
+        for value in values:
+            chosen = [t for t in trials if str(t["parameters"].get(name)) == value]
+            data.append({"type": "scatter", "mode": "markers", "name": f"{name}={value}",
+                         "x": [t["x"] for t in chosen], "y": [t["score"] for t in chosen],
+                         "marker": {"size": 10}, "visible": i == 0,
+                         "hovertemplate": f"{name}={value}<br>evaluation %{{x}}<br>{objective} %{{y:.3f}}<extra></extra>"})
+        groups.append((name, start, len(data)))
+    buttons = [{"label": name, "method": "update",
+                "args": [{"visible": [start <= j < end for j in range(len(data))]}]}
+               for name, start, end in groups]
+    extra: dict[str, Any] = {}
+    if len(buttons) > 1:
+        extra["updatemenus"] = [{"buttons": buttons, "direction": "down", "x": 1, "xanchor": "right", "y": 1.02,
+                                 "yanchor": "bottom", "pad": {"t": 0, "b": 4}}]
+        extra["margin"] = {"l": 50, "r": 16, "t": 70, "b": 44}
+    return {"data": data, "layout": _layout(f"{objective} by evaluation, coloured by parameter",
+                                            "evaluation", objective, **extra)}
+
+
+def parameter_effect(name: str, groups: list[dict[str, Any]], objective: str) -> dict[str, Any]:
+    """One parameter's effect: each evaluation's score per value, and the per-value mean.
+
+    Args:
+        name: the parameter.
+        groups: ``{value, scores, mean}`` per value, in display order.
+        objective: the objective's name.
+    """
+    xs, ys = [], []
+    for g in groups:
+        xs += [g["value"]] * len(g["scores"])
+        ys += g["scores"]
+    data = [
+        {"type": "scatter", "mode": "markers", "name": "evaluations", "x": xs, "y": ys, "opacity": 0.6,
+         "marker": {"size": 8}},
+        {"type": "scatter", "mode": "markers+lines", "name": "mean per value", "x": [g["value"] for g in groups],
+         "y": [g["mean"] for g in groups], "marker": {"size": 12, "symbol": "diamond"}},
+    ]
+    return {"data": data, "layout": _layout(f"{name}: per-value means", name, objective,
+                                            xaxis={"title": {"text": name}, "type": "category", "automargin": True})}
+
+
+def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) -> dict[str, Any]:
+    """One parameter's GAM partial dependence: the effect per value with its 95 % band.
+
+    Args:
+        name: the parameter.
+        points: ``{value, effect, low, high}`` per value, in display order.
+        objective: the objective's name.
+    """
+    data = [{"type": "scatter", "mode": "markers+lines", "name": "partial dependence",
+             "x": [p["value"] for p in points], "y": [p["effect"] for p in points],
+             "error_y": {"type": "data", "symmetric": False,
+                         "array": [p["high"] - p["effect"] for p in points],
+                         "arrayminus": [p["effect"] - p["low"] for p in points]},
+             "marker": {"size": 10},
+             "hovertemplate": name + "=%{x}<br>effect %{y:.3f}<extra></extra>"}]
+    return {"data": data, "layout": _layout(f"{name}: GAM partial dependence (95% band)", name,
+                                            f"effect on {objective}", showlegend=False,
+                                            xaxis={"title": {"text": name}, "type": "category", "automargin": True})}
+
+
+def cost_bars(labels: list[str], seconds: list[float | None]) -> dict[str, Any]:
+    """Seconds per configuration, one bar each."""
+    data = [{"type": "bar", "name": "seconds", "x": labels, "y": seconds,
+             "hovertemplate": "%{x}<br>%{y:.1f} s<extra></extra>"}]
+    return {"data": data, "layout": _layout("cost per configuration", "configuration", "seconds",
+                                            xaxis={"type": "category", "automargin": True}, showlegend=False)}
+
+
+def history_lines(series: dict[str, dict[str, list[Any]]], metric: str) -> dict[str, Any]:
+    """One line per setup: ``metric`` of each run over time.
+
+    Args:
+        series: setup name -> ``{x: [ISO times], y: [values], text: [hover lines]}``.
+        metric: the metric's label.
+    """
+    data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": s["x"], "y": s["y"], "text": s["text"],
+             "hovertemplate": "%{text}<br>" + metric + " %{y:.3f}<extra>" + name + "</extra>",
+             "line": {"shape": "hv"}, "marker": {"size": 5}}
+            for name, s in series.items()]
+    return {"data": data, "layout": _layout(f"{metric} per run", "run start (UTC)", metric,
+                                            xaxis={"title": {"text": "run start (UTC)"}, "type": "date",
+                                                   "automargin": True},
+                                            yaxis={"title": {"text": metric}, "range": [0, 1.02], "automargin": True})}
+
+
+def compare_bars(setups: list[str], first: list[float | None], second: list[float | None],
+                 names: tuple[str, str], metric: str) -> dict[str, Any]:
+    """``metric`` per setup in two runs, side by side."""
+    data = [{"type": "bar", "name": names[0], "x": setups, "y": first},
+            {"type": "bar", "name": names[1], "x": setups, "y": second}]
+    return {"data": data, "layout": _layout(f"{metric} per setup", "setup", metric, barmode="group",
+                                            xaxis={"type": "category", "automargin": True})}
+
+
+def technique_bars(labels: list[str], values: list[float | None], tied: list[bool], metric: str) -> dict[str, Any]:
+    """``metric`` of each chunking technique at its best; ties with the best drawn apart."""
+    colours = ["#d99a00" if t else "#2b59c3" for t in tied]
+    data = [{"type": "bar", "name": metric, "x": labels, "y": values, "marker": {"color": colours},
+             "hovertemplate": "%{x}<br>" + metric + " %{y:.3f}<extra></extra>"}]
+    return {"data": data, "layout": _layout(f"{metric} per technique at its best", "technique", metric,
+                                            xaxis={"type": "category", "automargin": True}, showlegend=False)}

@@ -1,0 +1,387 @@
+"""Pages read from a report store: what each page needs, loaded through the store, rendered.
+
+Every function that takes a store raises :class:`~core.errors.NotStoredError` when the
+thing asked for is not stored (the message says what is), so a server answers 404 with it,
+and :class:`~core.errors.StoreError` when the store cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from core.errors import NotStoredError, StoreError
+from core.metrics.paired import ALPHA, paired_outcomes
+from core.reports.files import is_safe_id
+import core.reports.pages.plots as plots
+from core.reports.pages.render import render
+from core.reports.pages.views import experiment_view, run_view
+from core.reports.tables import metric_label, report_kind
+
+#: Where chunking comparisons and sweeps keep their reports, when a store has them.
+CHUNKING_PREFIXES = {"chunking run": "chunking/runs", "sweep": "chunking/sweeps"}
+EXPERIMENTS_PREFIX = "experiments"
+#: Most runs the index lists and the history page draws (newest first); the rest are counted.
+MOST_RUNS = 5000
+#: The metrics the history page draws, at each run's rank grain.
+HISTORY_METRICS = ("success@10", "success@1", "mrr")
+
+
+@dataclass(frozen=True)
+class Links:
+    """The URLs a page links to (``{id}`` and ``{golden}`` are filled in); an empty template
+    leaves that link out.
+
+    Attributes:
+        index: the index of runs.
+        run: one evaluate run's page.
+        experiment: one experiment's page.
+        chunking: one chunking run's or sweep's page (``{kind}`` is ``runs`` or ``sweeps``).
+        history: the history page of one golden file.
+        compare: the compare page (takes ``?a=RUN&b=RUN``).
+    """
+
+    index: str = "/"
+    run: str = "/runs/{id}"
+    experiment: str = "/experiments/{id}"
+    chunking: str = "/chunking/{kind}/{id}"
+    history: str = "/history?golden={golden}"
+    compare: str = "/compare"
+
+    def url(self, name: str, **values: str) -> str:
+        """The URL ``name`` with ``values`` filled in (URL-encoded), or ``""``."""
+        template = getattr(self, name)
+        return template.format(**{k: quote(str(v), safe="") for k, v in values.items()}) if template else ""
+
+
+#: The links of the pages the Functions app serves (it has no index page, chunking page or
+#: compare page of its own).
+FUNCTION_LINKS = Links(index="", run="/api/runs/{id}/page", experiment="/api/experiments/{id}/page", chunking="",
+                       history="/api/history/page?golden={golden}", compare="")
+
+
+def error_page(status: int, message: str, links: Links | None = None) -> str:
+    """A short page for an error answer: what went wrong, never a trace."""
+    heading = {400: "Bad request", 404: "Not found"}.get(status, "The report store could not be read")
+    return render("error.html.j2", status=status, heading=heading, message=message, links=_links(links))
+
+
+def _links(links: Links | None, **extra: str) -> dict[str, str] | None:
+    if links is None or not links.index:
+        return {k: v for k, v in extra.items()} or None
+    return {"index": links.index, **{k: v for k, v in extra.items()}}
+
+
+def render_run(report: dict[str, Any], links: Links | None = None) -> str:
+    """The page of an evaluate run's report (``links`` None: a standalone file without
+    navigation)."""
+    sha = (report.get("golden") or {}).get("sha256")
+    context = run_view(report)
+    context["links"] = _links(links, history=links.url("history", golden=sha) if links and sha else "")
+    return render("run.html.j2", **context)
+
+
+def render_experiment(report: dict[str, Any], running: bool = False, links: Links | None = None) -> str:
+    """The page of an experiment report; ``running``: the experiment has not finished."""
+    return render("experiment.html.j2", links=_links(links), **experiment_view(report, running))
+
+
+def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: Links | None = None) -> str:
+    """The page of a chunking run or a sweep: found per technique at its best, ties marked.
+
+    The report is read loosely: its first list of objects is the techniques (each with a
+    ``name``/``technique``/``method``, a found-like score, ``tied_with_best`` when given).
+    """
+    rows = []
+    listing = next((v for v in report.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)), [])
+    columns: list[str] = []
+    for item in listing:
+        for key, value in item.items():
+            if key not in columns and (value is None or isinstance(value, (str, int, float, bool))):
+                columns.append(key)
+    metric = next((c for c in columns if c.startswith(("found", "success", "recall", "mrr", "score"))), None)
+    for item in listing:
+        label = str(item.get("name") or item.get("technique") or item.get("method") or item.get("chunking_method") or "?")
+        rows.append({"label": label, "cells": [item.get(c) for c in columns], "value": item.get(metric) if metric else None,
+                     "tied": bool(item.get("tied_with_best"))})
+    figure = None
+    if metric and any(isinstance(r["value"], (int, float)) for r in rows):
+        figure = plots.technique_bars([r["label"] for r in rows], [r["value"] for r in rows],
+                                      [r["tied"] for r in rows], metric_label(metric))
+    scalars = {k: v for k, v in report.items() if v is None or isinstance(v, (str, int, float, bool))}
+    return render("chunking.html.j2", links=_links(links), kind=kind, report=report, rows=rows, columns=columns,
+                  figure=figure, scalars=scalars, title=str(report.get("run_id") or report.get("id") or kind))
+
+
+def render_report(report: dict[str, Any], links: Links | None = None) -> str:
+    """The page of any stored report, by its kind.
+
+    Raises:
+        ConfigError: not a report this version knows.
+    """
+    kind = report_kind(report)
+    if kind == "experiment":
+        return render_experiment(report, running=report.get("status") == "running", links=links)
+    if kind == "chunking":
+        return render_chunking(report, links=links)
+    return render_run(report, links)
+
+
+# Pages read from a store ------------------------------------------------------------------
+
+def run_page(store: Any, run_id: str, links: Links | None = None) -> str:
+    """The page of a stored evaluate run (``latest``: the newest). Raises StoreError as
+    ``ReportStore.load_run``."""
+    return render_run(store.load_run(run_id), links)
+
+
+def load_experiment(files: Any, experiment_id: str) -> tuple[dict[str, Any], bool]:
+    """``(report, running)``: the experiment's final report, or the report so far while it
+    runs.
+
+    Raises:
+        StoreError: no experiment has that id.
+    """
+    if not is_safe_id(experiment_id):
+        raise NotStoredError(f"no experiment {experiment_id!r}")
+    prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
+    if files.exists(f"{prefix}/report.json"):
+        return _read_json(files, f"{prefix}/report.json"), False
+    if files.exists(f"{prefix}/request.json"):  # an experiment of the Functions app, still running
+        from core.optimization.stored import StoredExperiment
+
+        report = StoredExperiment(files, experiment_id).current_report()
+        if report is not None:
+            return report, True
+    if not files.exists(f"{prefix}/study.json"):
+        raise NotStoredError(f"no experiment {experiment_id!r}")
+    return _local_report_so_far(files, experiment_id), True
+
+
+def _read_json(files: Any, key: str) -> Any:
+    try:
+        return json.loads(files.read_bytes(key))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(f"{key} is not valid JSON: {exc}") from exc
+
+
+def _local_report_so_far(files: Any, experiment_id: str) -> dict[str, Any]:
+    """The report so far of an experiment ``ragtune optimize`` is running (or stopped): its
+    study, stored results and progress."""
+    from core.optimization.runner import report_fields
+    from core.optimization.study import Study
+
+    prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
+    study = Study.from_json(files.read_bytes(f"{prefix}/study.json"))
+    results = {}
+    for key in files.list(f"{prefix}/results"):
+        if key.endswith(".json"):
+            results[key.rsplit("/", 1)[1][:-5]] = _read_json(files, key)
+    report = report_fields(experiment_id, study, results)
+    if files.exists(f"{prefix}/progress.json"):
+        progress = _read_json(files, f"{prefix}/progress.json")
+        if isinstance(progress, dict):
+            report["timings_s"] = progress.get("timings_s") or {}
+    report["status"] = "running"
+    return report
+
+
+def experiment_page(files: Any, experiment_id: str, links: Links | None = None) -> str:
+    """The page of a stored experiment, finished or running. Raises StoreError when unknown."""
+    report, running = load_experiment(files, experiment_id)
+    return render_experiment(report, running, links)
+
+
+def chunking_page(files: Any, kind: str, report_id: str, links: Links | None = None) -> str:
+    """The page of a stored chunking run (``kind`` ``runs``) or sweep (``sweeps``).
+
+    Raises:
+        StoreError: nothing stored under that id, or not valid JSON.
+    """
+    prefix = {"runs": CHUNKING_PREFIXES["chunking run"], "sweeps": CHUNKING_PREFIXES["sweep"]}.get(kind)
+    if prefix is None or not is_safe_id(report_id):
+        raise NotStoredError(f"no chunking {kind} {report_id!r}")
+    key = f"{prefix}/{report_id}/report.json"
+    if not files.exists(key):
+        raise NotStoredError(f"no chunking {kind[:-1]} {report_id!r}")
+    try:
+        report = json.loads(files.read_bytes(key))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(f"{key} is not valid JSON: {exc}") from exc
+    if not isinstance(report, dict):
+        raise StoreError(f"{key} is not a report (a JSON object)")
+    return render_chunking(report, "sweep" if kind == "sweeps" else "chunking run", links)
+
+
+def _summaries(store: Any, most: int = MOST_RUNS) -> tuple[list[dict[str, Any]], int]:
+    ids = store.run_ids()
+    out = []
+    for run_id in ids[:most]:
+        try:
+            out.append(store.load_summary(run_id))
+        except StoreError as exc:
+            out.append({"run_id": run_id, "error": str(exc), "golden": {}, "setups": []})
+    return out, len(ids)
+
+
+def history_entries(store: Any, golden: str) -> list[dict[str, Any]]:
+    """Summaries of every run on one golden file (by its sha256, or by its path), oldest first."""
+    summaries, _ = _summaries(store)
+    chosen = [s for s in summaries if golden and golden in ((s.get("golden") or {}).get("sha256"),
+                                                            (s.get("golden") or {}).get("path"))]
+    return sorted(chosen, key=lambda s: (s.get("started_at") or "", s.get("run_id") or ""))
+
+
+def _indexing_text(summary: dict[str, Any]) -> str:
+    ix = summary.get("indexing") or {}
+    chunking = ix.get("chunking")
+    if isinstance(chunking, dict):
+        chunking = " ".join(str(v) for v in (chunking.get("method"), chunking.get("chunk_size"), chunking.get("chunk_overlap"))
+                            if v is not None)
+    return f"{chunking or '-'} · {ix.get('embedding_model') or '-'} · {ix.get('vector_store') or '-'}"
+
+
+def render_history(entries: list[dict[str, Any]], golden: str, links: Links | None = None) -> str:
+    """The history page: for one golden file, every run's numbers per setup as lines over
+    time, and a table of the runs with changes of indexing marked.
+
+    Args:
+        entries: run summaries (:func:`core.reports.summary.run_summary`), oldest first.
+        golden: the golden file's sha256 or path, as asked.
+    """
+    figures = []
+    for metric in HISTORY_METRICS:
+        series: dict[str, dict[str, list[Any]]] = {}
+        for e in entries:
+            grain = e.get("rank_grain")
+            for s in e.get("setups") or []:
+                value = (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get(metric)
+                if value is None:
+                    continue
+                line = series.setdefault(s.get("name"), {"x": [], "y": [], "text": []})
+                line["x"].append(e.get("started_at"))
+                line["y"].append(value)
+                line["text"].append(f"{e.get('run_id')}<br>{_indexing_text(e)}")
+        if series:
+            figures.append((metric, plots.history_lines(series, metric_label(metric))))
+    rows, previous = [], None
+    for e in entries:
+        text = _indexing_text(e)
+        grain = e.get("rank_grain")
+        best = None
+        for s in e.get("setups") or []:
+            if s.get("name") == e.get("finds_the_most"):
+                best = (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("success@10")
+        rows.append({"run_id": e.get("run_id"), "started_at": e.get("started_at"), "indexing": text,
+                     "changed": previous is not None and text != previous, "grain": grain,
+                     "finds_the_most": e.get("finds_the_most"), "found10": best,
+                     "url": links.url("run", id=e.get("run_id")) if links else ""})
+        previous = text
+    path = next(((e.get("golden") or {}).get("path") for e in reversed(entries)), None)
+    return render("history.html.j2", links=_links(links), golden=golden, path=path, figures=figures,
+                  rows=list(reversed(rows)), n_runs=len(entries))
+
+
+def history_page(store: Any, golden: str, links: Links | None = None) -> str:
+    """The history page of one golden file (sha256 or path) in a store; an empty history
+    says so."""
+    return render_history(history_entries(store, golden), golden, links)
+
+
+def compare_view(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Per setup both runs have: the questions only one run found (in the top k at each run's
+    rank grain), with the exact McNemar test."""
+    def found(report: dict[str, Any], name: str) -> dict[str, bool]:
+        out = {}
+        for q in report.get("questions") or []:
+            ranks = q.get("first_relevant_rank") or {}
+            if name in ranks:
+                out[str(q.get("id"))] = ranks[name] is not None
+        return out
+
+    texts = {str(q.get("id")): q.get("question") for r in (first, second) for q in r.get("questions") or []}
+    names_a = [s.get("name") for s in first.get("setups") or []]
+    names_b = {s.get("name") for s in second.get("setups") or []}
+    setups = []
+    for name in names_a:
+        if name not in names_b:
+            continue
+        result = paired_outcomes(found(first, name), found(second, name))
+        setups.append({"name": name, "n": result.n, "p_value": result.p_value, "significant": result.significant,
+                       "only_first": [(q, texts.get(q)) for q in result.only_first],
+                       "only_second": [(q, texts.get(q)) for q in result.only_second]})
+
+    def metric(report: dict[str, Any], name: str) -> float | None:
+        grain = (report.get("evaluation") or {}).get("rank_grain")
+        for s in report.get("setups") or []:
+            if s.get("name") == name:
+                return (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("success@10")
+        return None
+
+    names = [s["name"] for s in setups]
+    figure = plots.compare_bars(names, [metric(first, n) for n in names], [metric(second, n) for n in names],
+                                (str(first.get("run_id")), str(second.get("run_id"))), "found@10") if names else None
+    same_golden = (first.get("golden") or {}).get("sha256") == (second.get("golden") or {}).get("sha256")
+    grains = ((first.get("evaluation") or {}).get("rank_grain"), (second.get("evaluation") or {}).get("rank_grain"))
+    return {"first": first, "second": second, "setups": setups, "figure": figure, "alpha": ALPHA,
+            "same_golden": same_golden, "grains": grains}
+
+
+def render_compare(first: dict[str, Any], second: dict[str, Any], links: Links | None = None) -> str:
+    """The page comparing two evaluate runs (see :func:`compare_view`)."""
+    return render("compare.html.j2", links=_links(links), **compare_view(first, second))
+
+
+def compare_page(store: Any, first: str, second: str, links: Links | None = None) -> str:
+    """The compare page of two stored runs. Raises StoreError as ``ReportStore.load_run``."""
+    return render_compare(store.load_run(first), store.load_run(second), links)
+
+
+def experiment_ids(files: Any) -> list[tuple[str, bool]]:
+    """``(experiment id, finished)`` for every stored experiment, newest first."""
+    ids: dict[str, bool] = {}
+    for key in files.list(EXPERIMENTS_PREFIX):
+        parts = key.split("/")
+        if len(parts) == 3 and parts[2] in ("study.json", "report.json"):
+            ids[parts[1]] = ids.get(parts[1], False) or parts[2] == "report.json"
+    return sorted(ids.items(), reverse=True)
+
+
+def chunking_ids(files: Any) -> list[tuple[str, str]]:
+    """``(kind, id)`` of every stored chunking run (``runs``) and sweep (``sweeps``), newest first."""
+    out = []
+    for kind, prefix in (("runs", CHUNKING_PREFIXES["chunking run"]), ("sweeps", CHUNKING_PREFIXES["sweep"])):
+        for key in files.list(prefix):
+            parts = key[len(prefix) + 1:].split("/")
+            if len(parts) == 2 and parts[1] == "report.json":
+                out.append((kind, parts[0]))
+    return sorted(out, key=lambda x: x[1], reverse=True)
+
+
+def index_page(store: Any, links: Links | None = None, where: str = "") -> str:
+    """The index of a report store: evaluate runs newest first (with their golden file's
+    history), experiments, chunking runs and sweeps, and a form to compare two runs."""
+    links = links or Links()
+    summaries, n_runs = _summaries(store)
+    runs = []
+    goldens: dict[str, dict[str, Any]] = {}
+    for s in summaries:
+        g = s.get("golden") or {}
+        grain = s.get("rank_grain")
+        best = next(((((x.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("success@10")
+                     for x in s.get("setups") or [] if x.get("name") == s.get("finds_the_most")), None)
+        runs.append({"run_id": s.get("run_id"), "started_at": s.get("started_at"), "golden": g.get("path"),
+                     "n_questions": g.get("n_questions"), "finds_the_most": s.get("finds_the_most"), "found10": best,
+                     "grain": grain, "error": s.get("error"), "url": links.url("run", id=s.get("run_id")),
+                     "history": links.url("history", golden=g["sha256"]) if g.get("sha256") else ""})
+        if g.get("sha256"):
+            entry = goldens.setdefault(g["sha256"], {"path": g.get("path"), "n": 0,
+                                                     "url": links.url("history", golden=g["sha256"])})
+            entry["n"] += 1
+    experiments = [{"id": e, "finished": done, "url": links.url("experiment", id=e)}
+                   for e, done in experiment_ids(store.files)]
+    chunking = [{"kind": k, "id": i, "url": links.url("chunking", kind=k, id=i)} for k, i in chunking_ids(store.files)]
+    return render("index.html.j2", links=_links(links), where=where, runs=runs, n_runs=n_runs, goldens=goldens,
+                  experiments=experiments, chunking=chunking, compare=links.compare)

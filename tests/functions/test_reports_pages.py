@@ -1,0 +1,79 @@
+"""The pages the Functions app serves, over a local-folder store and an Azurite (Blob) store:
+HTML with the CSP, the same id rules as the JSON routes, 404 for what is not stored."""
+
+from __future__ import annotations
+
+import json
+
+import azure.functions as func
+import pytest
+
+from core.reports import report_store
+from core.reports.pages import PAGE_CSP
+from tests.support.reports import experiment_report, retrieval_report
+
+RUN = "20260101T000000Z-aaaaaa"
+
+
+@pytest.fixture(params=["local", "azurite"])
+def store(request, clean_env, tmp_path):
+    if request.param == "local":
+        address = str(tmp_path / "reports")
+        clean_env.setenv("RAGTUNE_REPORTS", address)
+        store = report_store(address)
+    else:
+        azurite = request.getfixturevalue("azurite")
+        address = f"{request.getfixturevalue('blob_endpoint')}/{request.getfixturevalue('new_container')()}/r"
+        clean_env.setenv("RAGTUNE_REPORTS", address)
+        clean_env.setenv("RAGTUNE_STORAGE_CONNECTION", azurite)
+        store = report_store(address, connection_string=azurite)
+    report = retrieval_report(RUN)
+    report["questions"][0]["question"] = "<script>alert(1)</script>"
+    store.save_run(RUN, report)
+    store.files.write_bytes("experiments/e1/report.json", json.dumps(experiment_report("e1")).encode())
+    return store
+
+
+def _get(app_functions, name, route_params=None, params=None):
+    req = func.HttpRequest("GET", "/api/x", body=b"", route_params=route_params or {}, params=params or {})
+    return app_functions[name].get_user_function()(req)
+
+
+def _is_page(resp, status=200):
+    assert resp.status_code == status
+    assert resp.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert (resp.mimetype, resp.charset) == ("text/html", "utf-8")
+    assert resp.headers["Content-Security-Policy"].startswith(PAGE_CSP)
+    return resp.get_body().decode("utf-8")
+
+
+def test_run_page(store, app_functions):
+    html = _is_page(_get(app_functions, "run_page", {"run_id": RUN}))
+    assert f"Evaluate run {RUN}" in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert(1)" not in html
+    assert f'href="/api/history/page?golden={"ab" * 32}"' in html
+    assert f"Evaluate run {RUN}" in _is_page(_get(app_functions, "run_page", {"run_id": "latest"}))
+    assert "no run" in _is_page(_get(app_functions, "run_page", {"run_id": "20990101T000000Z-000000"}), 404)
+    bad = _get(app_functions, "run_page", {"run_id": "../x"})
+    assert bad.status_code == 400
+
+
+def test_experiment_page(store, app_functions):
+    assert "Experiment e1" in _is_page(_get(app_functions, "experiment_page", {"experiment_id": "e1"}))
+    _is_page(_get(app_functions, "experiment_page", {"experiment_id": "e2"}), 404)
+    assert _get(app_functions, "experiment_page", {"experiment_id": "a/b"}).status_code == 400
+
+
+def test_history_page(store, app_functions):
+    html = _is_page(_get(app_functions, "history_page", params={"golden": "ab" * 32}))
+    assert f'href="/api/runs/{RUN}/page"' in html
+    assert "No stored run" in _is_page(_get(app_functions, "history_page", params={"golden": "cd" * 32}))
+    assert _get(app_functions, "history_page").status_code == 400
+    assert _get(app_functions, "history_page", params={"golden": "a\nb"}).status_code == 400
+
+
+def test_the_page_routes_are_indexed_with_function_auth(app_functions):
+    for name, route in (("run_page", "runs/{run_id}/page"), ("experiment_page", "experiments/{experiment_id}/page"),
+                        ("history_page", "history/page")):
+        trigger = [b for b in app_functions[name].get_bindings() if b.type == "httpTrigger"][0]
+        assert trigger.route == route and str(trigger.auth_level).lower().endswith("function")

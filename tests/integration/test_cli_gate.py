@@ -1,0 +1,124 @@
+"""``ragtune evaluate``'s CI gate and remote report stores, end to end on squad-mini with the
+real local model and Milvus Lite: thresholds, a baseline with the exact paired test (p-values
+from scipy.stats.binomtest), a golden file whose documents are all missing, and ``--out
+s3://...`` on moto's server read back by ``report --html`` and ``report --csv``."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import uuid
+
+import pytest
+from scipy.stats import binomtest
+
+from core.cli import main
+from core.evaluation.gate import EXIT_GATE
+from core.reports import LocalFiles, ReportStore
+from tests.support.services import delete_bucket, service
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def golden(squad_dir, tmp_path_factory):
+    """15 squad questions; the last 8 expect a document that does not answer them
+    (``Packet_switching_p00.txt`` exists, so the run goes on and misses them)."""
+    rows = [json.loads(line) for line in (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:15]]
+    for row in rows[7:]:
+        row["expected"] = ["Packet_switching_p00.txt"]
+        row.pop("evidence", None)
+    path = tmp_path_factory.mktemp("g") / "golden.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _evaluate(docs, golden, out, *extra):
+    return main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--no-generate", *extra])
+
+
+def test_thresholds_and_baseline(squad_dir, golden, tmp_path, capsys):
+    docs = squad_dir / "docs"
+    assert _evaluate(docs, golden, tmp_path, "--fail-under", "found@10=0.1") == 0
+    assert "gate: passed:" in capsys.readouterr().err
+    store = ReportStore(LocalFiles(tmp_path))
+    first = store.load_run("latest")
+    chosen = first["picks"]["finds_the_most"]
+    grain = first["evaluation"]["rank_grain"]
+    found10 = next(s for s in first["setups"] if s["name"] == chosen)["metrics"][grain]["means"]["success@10"]
+    assert found10 < 0.9  # 8 of 15 questions expect a document that does not answer them
+
+    code = _evaluate(docs, golden, tmp_path, "--fail-under", "found@10=0.9", "--fail-under", "mrr=0.0")
+    err = capsys.readouterr().err
+    assert code == EXIT_GATE
+    assert f"gate: failed: {chosen} has found@10 {found10:.3f} at grain {grain}, under 0.9" in err
+
+    # a baseline that found every question, stored as an earlier run on the same golden file
+    baseline = copy.deepcopy(first)
+    baseline["run_id"] = "20000101T000000Z-ba5e11"
+    for q in baseline["questions"]:
+        q["first_relevant_rank"] = {name: 1 for name in q["first_relevant_rank"]}
+    store.save_run(baseline["run_id"], baseline)
+    code = _evaluate(docs, golden, tmp_path, "--baseline", baseline["run_id"])
+    err = capsys.readouterr().err
+    now = store.load_run("latest")
+    lost = sum(1 for q in now["questions"] if q["first_relevant_rank"][chosen] is None)
+    p = binomtest(lost, lost, 0.5).pvalue
+    assert lost >= 6 and p < 0.05  # so the gate must fail
+    assert code == EXIT_GATE
+    assert f"finds {lost} fewer of 15 questions than in {baseline['run_id']}" in err
+    assert f"p = {p:.4f}" in err and "significantly worse" in err
+
+    # latest: the newest run on this golden file, which finds the same questions
+    assert _evaluate(docs, golden, tmp_path, "--baseline", "latest") == 0
+    assert "finds as many of 15 questions" in capsys.readouterr().err
+
+
+def test_golden_whose_documents_are_all_missing_is_exit_1(squad_dir, tmp_path, capsys):
+    path = tmp_path / "golden.jsonl"
+    path.write_text(json.dumps({"question": "Where?", "expected": ["no-such-file.pdf"]}) + "\n", encoding="utf-8")
+    assert _evaluate(squad_dir / "docs", path, tmp_path / "out") == 1
+    err = capsys.readouterr().err
+    assert "the golden file expects 1 document and none is in" in err and "'no-such-file.pdf'" in err
+    assert not (tmp_path / "out" / "retrieval").exists()
+
+
+def test_unknown_baseline_and_bad_threshold_are_exit_1(squad_dir, golden, tmp_path, capsys):
+    assert _evaluate(squad_dir / "docs", golden, tmp_path, "--fail-under", "hits=1") == 1
+    assert "--fail-under 'hits=1'" in capsys.readouterr().err
+    assert _evaluate(squad_dir / "docs", golden, tmp_path, "--baseline", "20990101T000000Z-000000") == 1
+    assert "no run '20990101T000000Z-000000'" in capsys.readouterr().err
+
+
+@pytest.fixture
+def bucket(monkeypatch):
+    import boto3
+
+    endpoint = service("RAGTUNE_TEST_S3_ENDPOINT", "moto.sh")
+    for name, value in {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "us-east-1",
+                        "AWS_ENDPOINT_URL": endpoint}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    client = boto3.client("s3", endpoint_url=endpoint)
+    name = f"ragtune-{uuid.uuid4().hex[:16]}"
+    client.create_bucket(Bucket=name)
+    yield name, client
+    delete_bucket(client, name)
+
+
+def test_out_on_s3_then_report_reads_it(squad_dir, golden, tmp_path, bucket, monkeypatch, capsys):
+    name, client = bucket
+    monkeypatch.setenv("RAGTUNE_OUT_DIR", str(tmp_path / "work"))  # caches and Milvus Lite stay local
+    address = f"s3://{name}/reports"
+    assert _evaluate(squad_dir / "docs", golden, address) == 0
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=name)["Contents"]]
+    assert any(k.startswith("reports/retrieval/runs/") and k.endswith("/report.json") for k in keys)
+    assert any(k.startswith("reports/golden_dataset/") for k in keys)
+    assert (tmp_path / "work" / "milvus.db").exists()
+    assert f"report: {address}/retrieval/runs/" in capsys.readouterr().out
+    page, table = tmp_path / "page.html", tmp_path / "setups.csv"
+    assert main(["report", "latest", "--out", address, "--html", str(page), "--csv", str(table)]) == 0
+    assert "Evaluate run" in page.read_text(encoding="utf-8")
+    rows = list(csv.DictReader(table.open(encoding="utf-8")))
+    assert {r["setup"] for r in rows} >= {"vector"} and len(rows) % 3 == 0  # setups x 3 grains

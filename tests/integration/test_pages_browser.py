@@ -1,0 +1,206 @@
+"""Every page kind from real runs on squad-mini (the real local model, Milvus Lite, the
+extractive baseline), loaded in headless Chromium (Debian's package, driven by Playwright):
+no console error, every plot drawn with data, a screenshot that is not blank; a question
+holding ``<script>`` stays text; ``ragtune serve`` is started for real and fetched over HTTP.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from core.reports import LocalFiles, ReportStore
+from core.reports.pages import PAGE_CSP, experiment_page, history_page, run_page
+from tests.support.browser import check_page, launch
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+XSS = "<script>window.__pwned = 1</script> In what country is Normandy located?"
+
+
+@pytest.fixture(scope="module")
+def site(squad_dir, tmp_path_factory):
+    """A report store with two evaluate runs (with and without answers), a run with a failed
+    setup, a finished and a running experiment; and a second store with 1,000 runs."""
+    from core.cli import main
+    from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
+    from core.optimization.runner import ExperimentOptions, run_experiment
+
+    base = tmp_path_factory.mktemp("site")
+    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:20]
+    lines.append(json.dumps({"id": "xss-1", "question": XSS, "expected": ["Normans_p00.txt"], "reference": "France"}))
+    golden = base / "golden.jsonl"
+    golden.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = base / "out"
+    docs = str(squad_dir / "docs")
+    assert main(["evaluate", "--docs", docs, "--golden", str(golden), "--out", str(out), "--json"]) == 0
+    assert main(["evaluate", "--docs", docs, "--golden", str(golden), "--out", str(out), "--json",
+                 "--no-generate", "--chunk-size", "128"]) == 0
+    store = ReportStore(LocalFiles(out))
+    newest, oldest = store.run_ids()
+    answered = store.load_run(oldest)
+    failed = copy.deepcopy(answered)
+    failed["run_id"] = "20200101T000000Z-fa11ed"
+    broken = failed["setups"][-1]
+    broken["error"] = "search failed: the collection could not be loaded"
+    broken["metrics"] = {}
+    store.save_run(failed["run_id"], failed)
+
+    options = ExperimentOptions(max_evals=3, seed=1, n_random_nodes=2, show_progress=False,
+                                overrides={"chunk_size": (128,), "chunking_method": ("recursive",)})
+    experiment = run_experiment(squad_dir / "docs", golden, out_dir=out,
+                                embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()}, options=options)
+    running_id = experiment["experiment_id"] + "-running"
+    shutil.copytree(out / "experiments" / experiment["experiment_id"], out / "experiments" / running_id)
+    (out / "experiments" / running_id / "report.json").unlink()
+
+    many = base / "many"
+    many_store = ReportStore(LocalFiles(many))
+    slim = copy.deepcopy(answered)
+    slim.pop("answers", None)
+    for i in range(1000):
+        slim["run_id"] = f"2025{(i // 28) % 12 + 1:02d}{i % 28 + 1:02d}T{i % 24:02d}0000Z-{i:06x}"
+        slim["started_at"] = f"2025-{(i // 28) % 12 + 1:02d}-{i % 28 + 1:02d}T{i % 24:02d}:00:00+00:00"
+        many_store.save_run(slim["run_id"], slim)
+    return {"out": out, "store": store, "answered": oldest, "unanswered": newest, "failed": failed["run_id"],
+            "experiment": experiment["experiment_id"], "running": running_id, "many": many_store,
+            "sha": answered["golden"]["sha256"], "base": base}
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        context = launch(p, tmp_path_factory.mktemp("chromium-profile"))
+        yield context
+        context.close()
+
+
+def _assert_page_ok(result, min_plots):
+    assert result["errors"] == []
+    plots = result["plots"]
+    assert len(plots) >= min_plots
+    for plot in plots:
+        assert plot["rendered"] == "1", plot
+        assert plot["svgs"] >= 1 and plot["marks"] >= 1, plot
+    # a blank page has one colour; a page with tables and plots has many, and ink on a good share of it
+    assert result["colours"] > 50 and result["ink"] > 0.05, (result["colours"], result["ink"])
+
+
+def _file_page(tmp_path, name, html):
+    path = tmp_path / f"{name}.html"
+    path.write_text(html, encoding="utf-8")
+    return path.as_uri()
+
+
+@pytest.mark.parametrize("kind", ["answered", "unanswered", "failed"])
+def test_run_pages_render(site, browser, tmp_path, kind):
+    url = _file_page(tmp_path, kind, run_page(site["store"], site[kind]))
+    result = check_page(browser, url, tmp_path / f"{kind}.png")
+    _assert_page_ok(result, min_plots=2)  # found@k curves and quality against time at the ranked grain
+    page = result["page"]
+    text = page.inner_text("body")
+    if kind == "unanswered":
+        assert "No answers in this run" in text
+    if kind == "failed":
+        assert "search failed: the collection could not be loaded" in text
+    # the question holding a script tag is shown as text and never runs
+    assert page.evaluate("() => window.__pwned") is None
+    assert XSS in page.inner_text("#questions-table")
+
+
+def test_experiment_pages_render_finished_and_running(site, browser, tmp_path):
+    files = LocalFiles(site["out"])
+    done = check_page(browser, _file_page(tmp_path, "exp", experiment_page(files, site["experiment"])),
+                      tmp_path / "exp.png")
+    _assert_page_ok(done, min_plots=3)
+    assert done["page"].locator("#leaderboard tbody tr").count() == 3
+    running = check_page(browser, _file_page(tmp_path, "running", experiment_page(files, site["running"])),
+                         tmp_path / "running.png")
+    _assert_page_ok(running, min_plots=3)
+    assert "has not finished" in running["page"].inner_text("body")
+
+
+def test_history_page_of_1000_runs_renders(site, browser, tmp_path):
+    html = history_page(site["many"], site["sha"])
+    result = check_page(browser, _file_page(tmp_path, "history", html), tmp_path / "history.png")
+    _assert_page_ok(result, min_plots=3)  # found@10, found@1 and MRR over time
+    assert result["page"].locator("#history-runs tbody tr").count() == 1000
+    # one line per setup, one point per run on each
+    points = result["page"].evaluate(
+        "() => document.getElementById('history-success-10').data.map(t => t.x.length)")
+    assert points == [1000] * len(points) and len(points) == 3
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "core.cli", "serve", "--out", str(site["out"]), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url + "/", timeout=5).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"ragtune serve did not start: {proc.stdout.read().decode(errors='replace')}")
+            time.sleep(0.3)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_serve_answers_over_http_with_the_csp(site, server):
+    with urllib.request.urlopen(server + "/", timeout=30) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+        assert response.headers["Content-Security-Policy"].startswith(PAGE_CSP)
+        index = response.read().decode("utf-8")
+    runs = site["store"].run_ids()  # newest first
+    positions = [index.index(f'href="/runs/{r}"') for r in runs]
+    assert positions == sorted(positions)
+    assert f'href="/experiments/{site["running"]}"' in index
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(server + "/runs/20000101T000000Z-000000", timeout=30)
+    assert missing.value.code == 404
+    with pytest.raises(urllib.error.HTTPError) as bad:
+        urllib.request.urlopen(server + "/runs/..%2F..%2Fetc", timeout=30)
+    assert bad.value.code in (400, 404)
+    with urllib.request.urlopen(server + f"/runs/{site['answered']}/report.json", timeout=30) as response:
+        assert json.loads(response.read())["run_id"] == site["answered"]
+
+
+@pytest.mark.parametrize("path,plots", [
+    ("/", 0),
+    ("/runs/latest", 2),
+    ("/experiments/{experiment}", 3),
+    ("/history?golden={sha}", 3),
+    ("/compare?a={answered}&b={unanswered}", 1),
+])
+def test_served_pages_render_in_the_browser(site, server, browser, tmp_path, path, plots):
+    url = server + path.format(**{k: v for k, v in site.items() if isinstance(v, str)})
+    result = check_page(browser, url, tmp_path / "served.png")
+    if plots:
+        _assert_page_ok(result, min_plots=plots)
+    else:
+        assert result["errors"] == [] and result["colours"] > 20
+    assert result["headers"]["content-security-policy"].startswith(PAGE_CSP)

@@ -1,0 +1,98 @@
+"""The CI gate: thresholds, the baseline's exact paired test, and a golden file whose
+expected documents are all missing. Expected values are computed by hand on the reports of
+tests/support/reports.py, and the p-values by scipy.stats.binomtest."""
+
+import pytest
+from scipy.stats import binomtest
+
+from core.errors import ConfigError
+from core.evaluation.gate import (
+    check_baseline,
+    compare_with_baseline,
+    check_thresholds,
+    chosen_setup,
+    missing_documents_reason,
+    parse_thresholds,
+    run_gate,
+)
+from tests.support.reports import retrieval_report
+
+
+def test_parse_thresholds_maps_found_to_success():
+    got = parse_thresholds(["found@5=0.8", "MRR=0.6", "recall@10 = 1"])
+    assert [(t.metric, t.value, t.label) for t in got] == [("success@5", 0.8, "found@5"), ("mrr", 0.6, "mrr"),
+                                                          ("recall@10", 1.0, "recall@10")]
+
+
+@pytest.mark.parametrize("item,message", [("found@5", "METRIC=VALUE"), ("hits=0.5", "METRIC=VALUE"),
+                                          ("mrr=high", "not a number"), ("mrr=1.5", "from 0 to 1")])
+def test_parse_thresholds_names_the_bad_item(item, message):
+    with pytest.raises(ConfigError, match=message) as exc:
+        parse_thresholds([item])
+    assert repr(item) in str(exc.value)
+
+
+def test_chosen_setup_by_pick_or_name():
+    report = retrieval_report()
+    assert chosen_setup(report) == "A" and chosen_setup(report, "best_for_time") == "B"
+    assert chosen_setup(report, "B") == "B"
+    with pytest.raises(ConfigError, match="neither a pick"):
+        chosen_setup(report, "C")
+    report["picks"]["finds_the_most"] = None
+    report["picks"]["reason"] = "no setup found anything"
+    with pytest.raises(ConfigError, match="no setup found anything"):
+        chosen_setup(report)
+
+
+def test_thresholds_at_the_rank_grain():
+    report = retrieval_report()
+    # A: found@5 = 3/4 = 0.75 (by hand), MRR 0.4583
+    assert check_thresholds(report, "A", parse_thresholds(["found@5=0.75", "mrr=0.45"])) == []
+    failures = check_thresholds(report, "A", parse_thresholds(["found@5=0.8", "mrr=0.5"]))
+    assert failures == ["A has found@5 0.750 at grain doc, under 0.8", "A has mrr 0.458 at grain doc, under 0.5"]
+    with pytest.raises(ConfigError, match="no ndcg@10"):
+        check_thresholds(report, "A", parse_thresholds(["ndcg@10=0.5"]))
+
+
+def _ten(found_a: int) -> dict:
+    ranks = {f"q{i}": {"A": 1 if i < found_a else None, "B": 1} for i in range(10)}
+    return retrieval_report(ranks=ranks)
+
+
+def test_baseline_significantly_worse():
+    baseline, now = _ten(10), _ten(4)  # 6 questions lost, none gained
+    finding = compare_with_baseline(now, baseline, "A")
+    p = binomtest(6, 6, 0.5).pvalue  # 2 * 0.5**6 = 0.03125
+    assert finding.worse
+    assert f"p = {p:.4f}" in finding.message and "finds 6 fewer of 10 questions" in finding.message
+    lines, failed = run_gate(now, baseline=baseline)
+    assert failed and lines[0].startswith("failed: A finds 6 fewer")
+
+
+def test_baseline_fewer_but_not_significantly():
+    finding = compare_with_baseline(_ten(5), _ten(10), "A")  # 5 lost: p = 2 / 32 = 0.0625
+    assert not finding.worse and "p = 0.0625" in finding.message and "not significantly worse" in finding.message
+
+
+def test_baseline_on_another_golden_file_is_refused():
+    other = retrieval_report(sha256="cd" * 32)
+    with pytest.raises(ConfigError, match="another golden file"):
+        compare_with_baseline(retrieval_report(), other, "A")
+    with pytest.raises(ConfigError, match="another golden file"):
+        check_baseline(other, "ab" * 32)
+    check_baseline(retrieval_report(), "ab" * 32)  # the same file passes
+
+
+def test_run_gate_passes_and_fails_on_thresholds():
+    lines, failed = run_gate(retrieval_report(), thresholds=parse_thresholds(["found@3=0.7"]))
+    assert not failed and lines == ["passed: A meets found@3 >= 0.7"]
+    lines, failed = run_gate(retrieval_report(), setup="B", thresholds=parse_thresholds(["found@3=0.7"]))
+    assert failed and lines == ["failed: B has found@3 0.500 at grain doc, under 0.7"]
+
+
+def test_missing_documents_reason():
+    assert missing_documents_reason(["a.txt", "b.txt"], ["b.txt", "c.txt"], "docs") is None
+    assert missing_documents_reason([], ["c.txt"], "docs") is None  # Bedrock datasets expect no document
+    reason = missing_documents_reason(["a.txt"], ["x.txt", "y.txt", "z.txt", "w.txt"], "docs")
+    assert "the golden file expects 1 document and none is in docs" in reason
+    assert "'a.txt'" in reason and "(and 1 more)" in reason

@@ -1,0 +1,81 @@
+"""CSV and DataFrame exports, on small reports whose numbers are computed by hand
+(tests/support/reports.py)."""
+
+import csv
+import io
+
+import pytest
+
+from core.errors import ConfigError
+from core.reports import to_csv, to_dataframe
+from core.reports.tables import question_rows, setup_rows
+from tests.support.reports import experiment_report, retrieval_report, with_answers
+
+
+def test_setup_rows_one_per_setup_and_grain():
+    rows = setup_rows(retrieval_report())
+    assert [(r["setup"], r["grain"]) for r in rows] == [("A", "doc"), ("A", "page"), ("B", "doc"), ("B", "page")]
+    a_doc = rows[0]
+    assert a_doc["success@1"] == 0.25 and a_doc["success@3"] == 0.75  # by hand: q1 at 1; q1, q2, q4 within 3
+    assert a_doc["mrr"] == pytest.approx((1 + 1 / 3 + 1 / 2) / 4)
+    assert a_doc["ranked_by"] is True and a_doc["picks"] == "finds_the_most"
+    assert rows[2]["picks"] == "best_for_balance best_for_time"
+    assert rows[1]["n_scored"] == 0 and rows[1]["success@1"] is None
+
+
+def test_intervals_and_ties_when_the_report_has_them():
+    report = retrieval_report()
+    block = report["setups"][0]["metrics"]["doc"]
+    block["ci_low"], block["ci_high"] = {"mrr": 0.2}, {"mrr": 0.7}
+    report["setups"][0]["tied_with_best"] = True
+    row = setup_rows(report)[0]
+    assert (row["mrr_ci_low"], row["mrr_ci_high"], row["tied_with_best"]) == (0.2, 0.7, True)
+    assert "mrr_ci_low" not in setup_rows(retrieval_report())[0]  # an older report: no interval columns
+
+
+def test_csv_round_trips_through_the_csv_reader():
+    text = to_csv(retrieval_report())
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 4
+    assert rows[0]["setup"] == "A" and float(rows[0]["success@3"]) == 0.75
+    assert rows[1]["success@1"] == ""  # None is an empty field
+
+
+def test_per_question_rows_carry_answers_on_the_answering_setup():
+    rows = question_rows(with_answers(retrieval_report()))
+    assert len(rows) == 8  # 4 questions x 2 setups
+    q1a, q1b = rows[0], rows[1]
+    assert (q1a["setup"], q1a["first_relevant_rank"], q1a["found"]) == ("A", 1, True)
+    assert q1a["answer"] == "one" and q1a["unitxt.faithfulness"] == 1.0
+    assert "answer" not in q1b
+    q3 = [r for r in rows if r["question_id"] == "q3"]
+    assert [r["found"] for r in q3] == [False, False]
+
+
+def test_top_is_written_when_the_report_keeps_it():
+    report = retrieval_report()
+    report["questions"][2]["top"] = {"A": [{"document": "b.pdf", "page": 2, "chunk_id": "c1", "score": 0.91,
+                                            "relevant": False}], "B": []}
+    row = [r for r in question_rows(report) if r["question_id"] == "q3" and r["setup"] == "A"][0]
+    assert row["top"] == "b.pdf#page=2 (0.910)"
+
+
+def test_dataframe_has_the_same_values():
+    df = to_dataframe(retrieval_report())
+    assert list(df["setup"]) == ["A", "A", "B", "B"]
+    assert df.loc[2, "mrr"] == pytest.approx((1 / 2 + 1) / 4)  # B: q1 at 2, q4 at 1
+    per_q = to_dataframe(retrieval_report(), per_question=True)
+    assert per_q.shape[0] == 8 and int(per_q["found"].sum()) == 5  # A finds 3, B finds 2
+
+
+def test_experiment_rows_per_configuration():
+    df = to_dataframe(experiment_report())
+    assert list(df["trial"]) == [1, 0, 2] and list(df["chunk_size"]) == [256, 128, 512]
+    assert df.loc[2, "status"] == "failed"
+    with pytest.raises(ConfigError, match="per-question"):
+        to_csv(experiment_report(), per_question=True)
+
+
+def test_unknown_report_is_a_clear_error():
+    with pytest.raises(ConfigError, match="not a ragtune report"):
+        to_csv({"hello": 1})

@@ -1,0 +1,143 @@
+"""Page rendering without a browser: escaping, the CSP, the plots' data (checked against
+hand computations on tests/support/reports.py), newer and older report fields, and the pages
+read from a real local store. The browser checks are in tests/integration/test_pages_browser.py."""
+
+import json
+import re
+
+import pytest
+
+from core.errors import NotStoredError
+from core.reports import LocalFiles, ReportStore
+from core.reports.pages import (
+    PAGE_CSP,
+    Links,
+    compare_page,
+    experiment_page,
+    history_page,
+    index_page,
+    render_experiment,
+    render_run,
+    run_page,
+)
+from core.reports.pages.plots import found_curve_points
+from tests.support.reports import experiment_report, retrieval_report, with_answers
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def figures(html: str) -> dict[str, dict]:
+    """Every plot's figure, by its element id."""
+    found = re.findall(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', html, re.S)
+    return {key: json.loads(text) for key, text in found}
+
+
+def test_found_curve_points_by_hand():
+    # ranks 1, 3, None, 2 over 4 scored questions: found@1 1/4, found@2 2/4, found@3.. 3/4
+    assert found_curve_points([1, 3, None, 2], 4, max_k=4) == [0.25, 0.5, 0.75, 0.75]
+    assert found_curve_points([], 0, max_k=2) == [None, None]
+
+
+def test_run_page_plots_hold_the_report_numbers():
+    html = render_run(retrieval_report())
+    figs = figures(html)
+    curve = {t["name"]: t["y"] for t in figs["grain-doc-found"]["data"]}
+    assert curve["A"] == [0.25, 0.5] + [0.75] * 8  # A: q1 at 1, q4 at 2, q2 at 3
+    assert curve["B"] == [0.25] + [0.5] * 9  # B: q4 at 1, q1 at 2
+    time = figs["grain-doc-time"]["data"][0]
+    assert time["x"] == [5.0, 2.0] and time["y"] == [0.75, 0.5]  # median ms, found@10
+    assert time["text"] == ["A (finds_the_most)", "B (best_for_balance, best_for_time)"]
+    assert "grain-page-found" not in figs  # no page labels: no curve, a note instead
+    assert "[page] not scorable: no page labels" in html
+
+
+def test_page_is_self_contained_with_its_csp():
+    html = render_run(retrieval_report())
+    assert f'<meta http-equiv="Content-Security-Policy" content="{PAGE_CSP.replace(chr(39), "&#39;")}">' in html
+    from core.reports.pages.render import plotly_js
+
+    assert "plotly.js v" in plotly_js()[:200] and plotly_js() in html  # the bundle is inlined
+    ours = html.replace(plotly_js(), "")  # plotly.js names CDNs for features the pages never use
+    assert not re.search(r'<script[^>]+src=|<link[^>]+href=|https?://', ours)
+    assert "Plotly.newPlot" in ours
+
+
+def test_user_values_are_escaped_everywhere():
+    report = with_answers(retrieval_report())
+    report["questions"][0]["question"] = HOSTILE
+    report["questions"][0]["id"] = HOSTILE
+    report["answers"]["questions"][0]["answer"] = HOSTILE
+    report["golden"]["path"] = HOSTILE
+    report["setups"][0]["name"] = "</script><script>alert(2)</script>"
+    report["questions"][0]["first_relevant_rank"]["</script><script>alert(2)</script>"] = 1
+    html = render_run(report)
+    assert HOSTILE not in html and "<script>alert" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    # inside the plots' JSON the name is a string whose '<' cannot close the script element
+    assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(2)" in html
+    assert figures(html)["grain-doc-found"]["data"][0]["name"] == "</script><script>alert(2)</script>"
+
+
+def test_newer_fields_are_shown_and_older_reports_render():
+    report = with_answers(retrieval_report())
+    block = report["setups"][1]["metrics"]["doc"]
+    block["ci_low"], block["ci_high"] = {"success@1": 0.05}, {"success@1": 0.6}
+    report["setups"][1]["tied_with_best"] = True
+    report["questions"][2]["top"] = {"A": [{"document": "other.txt", "page": None, "chunk_id": "x", "score": 0.5,
+                                            "relevant": False}]}
+    html = render_run(report)
+    assert "tied with best" in html and '[0.050, 0.600]' in html
+    assert "other.txt (0.500)" in html and "came back instead" in html
+    assert "half supported" in html  # the judge's (or evaluator's) reason
+    bare = {k: v for k, v in retrieval_report().items() if k not in ("questions", "answers", "picks")}
+    html = render_run(bare)
+    assert "No answers in this run" in html and "Setups per grain" in html
+
+
+def test_experiment_page_plots_and_escaping():
+    report = experiment_report()
+    html = render_experiment(report, running=True)
+    assert "running" in html and "boom &lt;b&gt;" in html
+    figs = figures(html)
+    best = figs["fig-best"]["data"]
+    # trials in order: #0 0.5, #1 0.7 (#2 failed and is left out); best so far 0.5 then 0.7
+    assert best[0]["x"] == [0, 1] and best[0]["y"] == [0.5, 0.7] and best[1]["y"] == [0.5, 0.7]
+    effect = figs["effect-chunk_size"]["data"][1]
+    assert effect["x"] == ["128", "256"] and effect["y"] == [0.5, 0.7]  # numeric order, failed left out
+    assert figs["fig-cost"]["data"][0]["y"] == [10.0, 11.0, 12.0]
+
+
+def test_pages_from_a_local_store(tmp_path):
+    store = ReportStore(LocalFiles(tmp_path))
+    first = retrieval_report("20260101T000000Z-aaaaaa")
+    second = retrieval_report("20260102T000000Z-bbbbbb", ranks={
+        "q1": {"A": None, "B": 2}, "q2": {"A": 1, "B": None}, "q3": {"A": 1, "B": 1}, "q4": {"A": 2, "B": 1}})
+    second["started_at"] = "2026-01-02T00:00:00+00:00"
+    store.save_run(first["run_id"], first)
+    store.save_run(second["run_id"], second)
+    assert json.loads((tmp_path / "retrieval/summaries/20260101T000000Z-aaaaaa.json").read_text())["run_id"] == first["run_id"]
+    index = index_page(store)
+    assert index.index("20260102T000000Z-bbbbbb") < index.index("20260101T000000Z-aaaaaa")  # newest first
+    assert 'href="/history?golden=' + "ab" * 32 + '"' in index
+    assert "Compare two runs" in index
+    history = history_page(store, "ab" * 32)
+    lines = {t["name"]: t["y"] for t in figures(history)["history-success-10"]["data"]}
+    assert lines == {"A": [0.75, 0.75], "B": [0.5, 0.75]}
+    assert figures(history_page(store, "golden.jsonl")) == figures(history)  # by path too
+    assert "No stored run used this golden file" in history_page(store, "ef" * 32)
+    compare = compare_page(store, first["run_id"], second["run_id"])
+    # A: q1 only in the first run, q3 only in the second; B: q3 only in the second
+    assert "question q1?" in compare and "question q3?" in compare
+    assert run_page(store, "latest", Links()).count("20260102T000000Z-bbbbbb") >= 1
+    with pytest.raises(NotStoredError):
+        run_page(store, "20990101T000000Z-000000")
+
+
+def test_experiment_page_from_a_store(tmp_path):
+    files = LocalFiles(tmp_path)
+    files.write_bytes("experiments/e1/report.json", json.dumps(experiment_report("e1")).encode())
+    assert "Experiment e1" in experiment_page(files, "e1")
+    with pytest.raises(NotStoredError):
+        experiment_page(files, "e2")
+    with pytest.raises(NotStoredError):
+        experiment_page(files, "../e1")

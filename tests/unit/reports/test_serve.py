@@ -1,0 +1,53 @@
+"""The serve app's routes and answers, called in process (the real server is started in
+tests/integration/test_pages_browser.py)."""
+
+import json
+
+import pytest
+from starlette.testclient import TestClient
+
+from core.reports import LocalFiles, ReportStore
+from core.reports.pages import PAGE_CSP
+from core.reports.serve import create_app
+from tests.support.reports import experiment_report, retrieval_report
+
+
+@pytest.fixture
+def client(tmp_path):
+    store = ReportStore(LocalFiles(tmp_path))
+    store.save_run("20260101T000000Z-aaaaaa", retrieval_report("20260101T000000Z-aaaaaa"))
+    store.files.write_bytes("experiments/e1/report.json", json.dumps(experiment_report("e1")).encode())
+    store.files.write_bytes("chunking/runs/c1/report.json", json.dumps(
+        {"run_id": "c1", "techniques": [{"name": "recursive", "found@10": 0.8, "tied_with_best": True},
+                                        {"name": "fixed", "found@10": 0.6}]}).encode())
+    return TestClient(create_app(store, where=str(tmp_path)))
+
+
+@pytest.mark.parametrize("path", ["/", "/runs/latest", "/runs/20260101T000000Z-aaaaaa", "/experiments/e1",
+                                  "/chunking/runs/c1", "/history?golden=" + "ab" * 32,
+                                  "/compare?a=20260101T000000Z-aaaaaa&b=20260101T000000Z-aaaaaa"])
+def test_pages_answer_html_with_the_csp(client, path):
+    response = client.get(path)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert response.headers["content-security-policy"].startswith(PAGE_CSP)
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_chunking_page_marks_ties(client):
+    html = client.get("/chunking/runs/c1").text
+    assert "tied with best" in html and "recursive" in html
+
+
+@pytest.mark.parametrize("path,status", [
+    ("/runs/20990101T000000Z-000000", 404), ("/experiments/nope", 404), ("/chunking/runs/nope", 404),
+    ("/chunking/other/c1", 404), ("/runs/bad%20id", 400), ("/history", 400), ("/compare?a=x", 400),
+])
+def test_errors_are_short_pages(client, path, status):
+    response = client.get(path)
+    assert response.status_code == status
+    assert "Traceback" not in response.text and response.headers["content-security-policy"].startswith(PAGE_CSP)
+
+
+def test_report_json(client):
+    assert client.get("/runs/latest/report.json").json()["run_id"] == "20260101T000000Z-aaaaaa"
