@@ -20,13 +20,13 @@ cannot be reached or read. Stack traces are logged, never returned.
 
 import json
 import logging
-from typing import Any
+from typing import Any, Callable
 
 import azure.functions as func
 
-logger = logging.getLogger(__name__)
-
 from functions.shared import answer, error, json_response, valid_id  # noqa: F401 - shared with the other modules
+
+logger = logging.getLogger(__name__)
 
 bp = func.Blueprint()
 
