@@ -244,7 +244,8 @@ def reply_key(model_id: str, messages: Sequence[Mapping[str, str]], parameters: 
 class CachedChatModel:
     """A ``ChatModel`` whose replies are kept in the embedding cache's SQLite file, by
     :func:`reply_key` of (model, messages, parameters), so a rerun of the same configuration
-    makes no calls. Failed calls are not kept.
+    makes no calls; threads sending the same request at once make one call. Failed calls are
+    not kept.
 
     Counters (safe under threads): ``n_calls`` (requests sent to the model) and
     ``n_cache_hits`` (replies read from the cache). Other attributes (``usage``, ...) are the
@@ -262,6 +263,7 @@ class CachedChatModel:
         self.n_calls = 0
         self.n_cache_hits = 0
         self._lock = threading.Lock()
+        self._inflight: dict[str, threading.Event] = {}
         with cache._lock:
             cache._conn.execute(_REPLY_SCHEMA)
             cache._conn.commit()
@@ -282,19 +284,31 @@ class CachedChatModel:
             "temperature": temperature if temperature is not None else getattr(self.model, "temperature", None),
         }
         key = reply_key(self.model_id, messages, parameters)
-        with self.cache._lock:
-            row = self.cache._conn.execute("SELECT reply FROM replies WHERE request_sha256 = ?", [key]).fetchone()
-        if row is not None:
+        while True:
+            with self.cache._lock:
+                row = self.cache._conn.execute("SELECT reply FROM replies WHERE request_sha256 = ?", [key]).fetchone()
+            if row is not None:
+                with self._lock:
+                    self.n_cache_hits += 1
+                return str(row[0])
             with self._lock:
-                self.n_cache_hits += 1
-            return str(row[0])
-        reply = self.model.chat(messages, max_completion_tokens=max_completion_tokens, temperature=temperature)
-        with self.cache._lock:
-            self.cache._conn.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", [key, self.model_id, reply])
-            self.cache._conn.commit()
-        with self._lock:
-            self.n_calls += 1
-        return reply
+                waiting = self._inflight.get(key)
+                if waiting is None:  # this thread asks; others with the same request wait for it
+                    self._inflight[key] = threading.Event()
+            if waiting is None:
+                break
+            waiting.wait()  # then read the cache again (asked here when that call failed)
+        try:
+            reply = self.model.chat(messages, max_completion_tokens=max_completion_tokens, temperature=temperature)
+            with self.cache._lock:
+                self.cache._conn.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", [key, self.model_id, reply])
+                self.cache._conn.commit()
+            with self._lock:
+                self.n_calls += 1
+            return reply
+        finally:
+            with self._lock:
+                self._inflight.pop(key).set()
 
     def stats(self) -> dict[str, int]:
         """``{"chat_calls", "replies_from_cache"}``."""

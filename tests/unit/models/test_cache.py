@@ -88,3 +88,18 @@ def test_chat_replies_are_cached_by_model_messages_and_parameters(tmp_path):
                       sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert reply_key("echo", question, {"max_completion_tokens": 64, "temperature": 0.0}) == \
         hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_threads_asking_the_same_question_make_one_call(tmp_path):
+    class Slow(Echo):
+        def chat(self, messages, *, max_completion_tokens=None, temperature=None):
+            time.sleep(0.05)
+            return super().chat(messages)
+
+    model = Slow()
+    chat = CachedChatModel(model, EmbeddingCache(tmp_path / "cache.sqlite"))
+    question = [{"role": "user", "content": "same"}]
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(lambda _: chat.chat(question), range(8)))
+    assert model.calls == 1 and set(replies) == {"reply 1 to same"}
+    assert chat.stats() == {"chat_calls": 1, "replies_from_cache": 7}
