@@ -204,3 +204,19 @@ def test_served_pages_render_in_the_browser(site, server, browser, tmp_path, pat
     else:
         assert result["errors"] == [] and result["colours"] > 20
     assert result["headers"]["content-security-policy"].startswith(PAGE_CSP)
+
+
+def test_experiment_page_with_gam_effects_renders(browser, tmp_path):
+    import itertools
+
+    from core.reports.pages import render_experiment
+
+    board = []
+    for i, (rep, (size, k)) in enumerate(itertools.product(range(2), itertools.product((128, 256), (3, 5)))):
+        board.append({"rank": None, "trial": i, "key": str(i), "status": "complete",
+                      "score": 0.5 + 0.2 * (size == 256) + 0.1 * (k == 5) + 0.01 * rep, "ci_low": None, "ci_high": None,
+                      "parameters": {"chunk_size": size, "number_of_chunks": k}, "duration_s": 5.0 + i})
+    html = render_experiment({"objective": "mrr", "experiment_id": "gam", "leaderboard": board})
+    assert "GAM partial dependence" in html
+    result = check_page(browser, _file_page(tmp_path, "gam", html), tmp_path / "gam.png")
+    _assert_page_ok(result, min_plots=5)  # best so far, coloured scores, cost, two partial dependences
