@@ -138,12 +138,12 @@ var hostContainerNames = ['azure-webjobs-hosts', 'azure-webjobs-secrets', '${hub
 var hostQueueNames = ['${hubName}-control-00', '${hubName}-control-01', '${hubName}-control-02', '${hubName}-control-03', '${hubName}-workitems', 'webjobs-blobtrigger-poison']
 var hostTableNames = ['${hubName}History', '${hubName}Instances', '${hubName}Partitions']
 // What the app does with each container: documents are only read.
-var appContainerRoles = [
+var appContainers = [
   { name: goldenContainerName, role: 'storageBlobDataContributor' } // read uploads, write drafts beside them
   { name: documentsContainerName, role: 'storageBlobDataReader' }
   { name: reportsContainerName, role: 'storageBlobDataContributor' }
 ]
-var runtimeContainers = concat(appContainerRoles, map(hostContainerNames, name => { name: name, role: 'storageBlobDataContributor' }))
+var runtimeContainers = concat(appContainers, map(hostContainerNames, name => { name: name, role: 'storageBlobDataContributor' }))
 var queueNames = concat([evaluationsQueueName, '${evaluationsQueueName}-poison'], hostQueueNames)
 
 // Built-in role definitions.

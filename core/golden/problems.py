@@ -196,15 +196,20 @@ class ProblemLog:
 
     Args:
         limits: what to keep (default :data:`DEFAULT_LIMITS`).
+
+    Attributes:
+        listed: the problems kept, in the order added (messages and fields shortened and made
+            encodable, see :func:`safe_text`).
+        n_errors, n_warnings: every problem added, listed or not.
     """
 
     limits: CheckLimits = DEFAULT_LIMITS
-    listed: list[Problem] = field(default_factory=list)
-    n_errors: int = 0
-    n_warnings: int = 0
-    _kinds: dict[tuple[str, str, str], _Kind] = field(default_factory=dict)
-    _order: list[tuple[str, str, str]] = field(default_factory=list)
-    _bytes: int = 0
+    listed: list[Problem] = field(default_factory=list, init=False)
+    n_errors: int = field(default=0, init=False)
+    n_warnings: int = field(default=0, init=False)
+    _kinds: dict[tuple[str, str, str], _Kind] = field(default_factory=dict, init=False, repr=False)
+    _order: list[tuple[str, str, str]] = field(default_factory=list, init=False, repr=False)
+    _bytes: int = field(default=0, init=False, repr=False)
 
     def add(self, problem: Problem) -> None:
         """Count ``problem`` and list it, or count it with its kind's omitted ones."""

@@ -198,3 +198,10 @@ def test_azure_yaml_postdeploy_turns_on_the_event_subscription():
         assert "azd env set DEPLOY_EVENT_SUBSCRIPTION true" in script
         assert "azd provision --no-prompt" in script
     assert PARAMETERS["deployEventSubscription"]["value"] == "${DEPLOY_EVENT_SUBSCRIPTION=false}"
+
+
+def test_no_symbol_is_declared_twice():
+    """Parameters, variables and resources share one namespace in Bicep: a name used twice does
+    not compile."""
+    names = re.findall(r"^(?:param|var|resource) (\w+)", BICEP, re.M)
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)

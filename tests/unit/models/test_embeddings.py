@@ -108,3 +108,27 @@ def test_cache_keys_by_model(tmp_path):
 def test_text_sha256_is_utf8_sha256():
     # reference: sha256 of b"abc" (FIPS 180-2 test vector)
     assert text_sha256("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+def test_azure_openai_embeddings_without_a_key_send_an_entra_id_token(server):
+    """Azure route of the OpenAI test app, its vectors from the sha256 test server behind it."""
+    import time
+
+    from azure.core.credentials import AccessToken
+
+    from core.models.azure import token_provider
+    from tests.support.openai_app import OpenAITestApp
+
+    class Credential:  # an azure.core TokenCredential, as a managed identity would be
+        def get_token(self, *scopes, **kwargs):
+            return AccessToken("embed-token", int(time.time()) + 3600)
+
+    upstream = OpenAIEmbeddingModel("m", base_url=server.base_url, embedding_dimension=8)
+    with OpenAITestApp(embedding_model=upstream) as app:
+        model = OpenAIEmbeddingModel("emb-deployment", base_url=app.endpoint, azure_api_version="2024-10-21",
+                                     embedding_dimension=8, azure_ad_token_provider=token_provider(Credential()))
+        vectors = model.embed_documents(["alpha"])
+        request = app.requests[0]
+    assert request["path"] == "/openai/deployments/emb-deployment/embeddings"
+    assert (request["authorization"], request["api_key"]) == ("Bearer embed-token", None)
+    np.testing.assert_allclose(vectors[0], expected_vector("alpha", 8), rtol=1e-5)
