@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from core.chunking import CHUNKING_METHODS, Chunk, Chunker, get_chunker, make_chunk_id
+from core.chunking import CHAT_METHODS, CHUNKING_METHODS, Chunk, Chunker, get_chunker, make_chunk_id
 from tests.unit.chunking.conftest import paged_document, sectioned_document
 
 PAGES = [
@@ -25,9 +25,24 @@ PAGES = [
 ]
 
 
+class _Scripted:
+    """A chat model for the chat-based methods (``CHAT_METHODS``): topic starts at sentences 1
+    and 3, and a fixed contextual note. The methods' calls to a real endpoint are tested in
+    ``test_techniques.py`` over the OpenAI-compatible test server."""
+
+    model_id = "scripted"
+
+    def chat(self, messages, *, max_completion_tokens=None, temperature=None):
+        return "1, 3" if "numbered sentences" in messages[-1]["content"] else "From the policy."
+
+
+def _build(method: str) -> Chunker:
+    return get_chunker(method, 32, 4, chat_model=_Scripted() if method in CHAT_METHODS else None)
+
+
 @pytest.fixture(params=CHUNKING_METHODS)
 def chunker(request) -> Chunker:
-    return get_chunker(request.param, 32, 4)
+    return _build(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +58,7 @@ def test_is_a_chunker_with_a_name_and_json_params(chunker):
     assert isinstance(chunker, Chunker) and chunker.name in CHUNKING_METHODS
     params = chunker.params()
     assert json.loads(json.dumps(params)) == params
-    assert params == get_chunker(chunker.name, 32, 4).params()  # same settings, same parameters
+    assert params == _build(chunker.name).params()  # same settings, same parameters
 
 
 def test_chunks_carry_ids_sequence_numbers_and_pages(chunker, documents):
@@ -75,5 +90,5 @@ def test_no_text_is_dropped(chunker, documents):
 
 
 def test_the_same_documents_give_the_same_chunks(chunker, documents):
-    assert chunker.chunk(documents) == get_chunker(chunker.name, 32, 4).chunk(documents)
+    assert chunker.chunk(documents) == _build(chunker.name).chunk(documents)
     assert chunker.chunk([]) == []

@@ -34,6 +34,13 @@ class FakeSettings:
     def embedding_model(self):
         return FakeEmbedding()
 
+    def embedding_models(self):
+        model = FakeEmbedding()
+        return {model.model_id: model}
+
+    def reranker(self):
+        return None
+
     def chat_model(self):
         return None
 
