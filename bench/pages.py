@@ -44,7 +44,7 @@ def make_report(rng: random.Random, run_id: str, started: str, n_questions: int,
     setups = []
     for s in SETUPS:
         r = ranks_by_setup[s]
-        means = {f"success@{k}": sum(1 for x in r if x is not None and x <= k) / len(r) for k in (1, 3, 5, 10)}
+        means = {f"found@{k}": sum(1 for x in r if x is not None and x <= k) / len(r) for k in (1, 3, 5, 10)}
         means.update({f"recall@{k}": v for k, v in list(means.items())})
         means["mrr"] = sum(1 / x for x in r if x is not None) / len(r)
         setups.append({"name": s, "setup": {"search_mode": "vector" if s == "vector" else "hybrid"},

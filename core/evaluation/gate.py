@@ -30,7 +30,7 @@ class Threshold:
     """``metric >= value`` for the chosen setup at the run's rank grain.
 
     Attributes:
-        metric: the report's name (``success@5`` for ``found@5``).
+        metric: the report's name (``found@5``; ``success@5`` is read as ``found@5``).
         value: the lowest passing value, in [0, 1].
     """
 

@@ -29,7 +29,7 @@ _BAD = re.compile(r"[^A-Za-z0-9_\-. /]")
 
 
 def metric_name(name: str) -> str:
-    """A report metric as an MLflow metric name: ``success@5`` -> ``found_at_5``."""
+    """A report metric as an MLflow metric name: ``found@5`` -> ``found_at_5``."""
     return _BAD.sub("_", metric_label(name).replace("@", "_at_"))
 
 

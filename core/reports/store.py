@@ -71,7 +71,9 @@ class ReportStore:
         try:
             summary = json.loads(self.files.read_bytes(key))
             if isinstance(summary, dict) and summary.get("summary_version") == SUMMARY_VERSION:
-                return summary
+                from core.reports.tables import upgrade_metric_names
+
+                return upgrade_metric_names(summary)
         except (StoreError, UnicodeDecodeError, json.JSONDecodeError):
             pass
         report = self.load_run(run_id)
@@ -142,7 +144,9 @@ class ReportStore:
                 f"{self._where(key)} has report schema version {version or 'none'}; "
                 f"this ragtune reads version {REPORT_SCHEMA_VERSION}"
             )
-        return report
+        from core.reports.tables import upgrade_metric_names
+
+        return upgrade_metric_names(report)
 
     def _where(self, key: str) -> str:
         root = getattr(self.files, "root", None)

@@ -38,25 +38,36 @@ def report_kind(report: Any) -> str:
 
 
 def metric_label(name: str) -> str:
-    """The user's word for a metric: ``success@k`` is shown as ``found@k`` (hit rate)."""
+    """The user's word for a metric: ``found@k`` (success@k, the hit rate); ``success@k`` of
+    reports written before the rename is shown as ``found@k`` too."""
     return "found@" + name.split("@", 1)[1] if name.startswith("success@") else name
 
 
 def metric_key(label: str) -> str:
-    """The report's key for a metric a person names: ``found@5`` -> ``success@5``; other names unchanged."""
-    label = label.strip().lower()
-    return "success@" + label.split("@", 1)[1] if label.startswith("found@") else label
+    """The report's key for a metric a person names: lower-cased, ``success@5`` -> ``found@5``;
+    other names unchanged."""
+    return metric_label(label.strip().lower())
+
+
+def upgrade_metric_names(value: Any) -> Any:
+    """``value`` with every mapping key ``success@k`` renamed ``found@k``, at any depth: reports
+    written before the rename read like current ones. Other values are returned as they are."""
+    if isinstance(value, dict):
+        return {metric_label(k) if isinstance(k, str) else k: upgrade_metric_names(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [upgrade_metric_names(v) for v in value]
+    return value
 
 
 def metric_names(report: dict[str, Any]) -> list[str]:
-    """The retrieval metrics a report holds, in a stable order: found@k (``success@k``),
+    """The retrieval metrics a report holds, in a stable order: found@k (success@k),
     recall@k, precision@k, nDCG@k for each cut-off, then MRR."""
     ks = (report.get("evaluation") or {}).get("ks") or []
     present: set[str] = set()
     for setup in report.get("setups") or []:
         for block in (setup.get("metrics") or {}).values():
             present.update((block or {}).get("means") or {})
-    ordered = [f"{m}@{k}" for m in ("success", "recall", "precision", "ndcg") for k in ks] + ["mrr"]
+    ordered = [f"{m}@{k}" for m in ("found", "recall", "precision", "ndcg") for k in ks] + ["mrr"]
     rest = sorted(present - set(ordered))
     return [m for m in ordered if m in present] + rest
 

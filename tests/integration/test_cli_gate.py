@@ -46,7 +46,7 @@ def test_thresholds_and_baseline(squad_dir, golden, tmp_path, capsys):
     first = store.load_run("latest")
     chosen = first["picks"]["finds_the_most"]
     grain = first["evaluation"]["rank_grain"]
-    found10 = next(s for s in first["setups"] if s["name"] == chosen)["metrics"][grain]["means"]["success@10"]
+    found10 = next(s for s in first["setups"] if s["name"] == chosen)["metrics"][grain]["means"]["found@10"]
     assert found10 < 0.9  # 8 of 15 questions expect a document that does not answer them
 
     code = _evaluate(docs, golden, tmp_path, "--fail-under", "found@10=0.9", "--fail-under", "mrr=0.0")

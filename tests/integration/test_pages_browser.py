@@ -138,7 +138,7 @@ def test_history_page_of_1000_runs_renders(site, browser, tmp_path):
     assert result["page"].locator("#history-runs tbody tr").count() == 1000
     # one line per setup, one point per run on each
     points = result["page"].evaluate(
-        "() => document.getElementById('history-success-10').data.map(t => t.x.length)")
+        "() => document.getElementById('history-found-10').data.map(t => t.x.length)")
     assert points == [1000] * len(points) and len(points) == 3
 
 

@@ -14,8 +14,8 @@ def _means(ranks: list[int | None]) -> dict[str, float]:
     n = len(ranks)
     out = {}
     for k in (1, 3, 5, 10):
-        out[f"success@{k}"] = sum(1 for r in ranks if r is not None and r <= k) / n
-        out[f"recall@{k}"] = out[f"success@{k}"]
+        out[f"found@{k}"] = sum(1 for r in ranks if r is not None and r <= k) / n
+        out[f"recall@{k}"] = out[f"found@{k}"]
     out["mrr"] = sum(1 / r for r in ranks if r is not None) / n
     return out
 

@@ -26,7 +26,7 @@ EXPERIMENTS_PREFIX = "experiments"
 #: Most runs the index lists and the history page draws (newest first); the rest are counted.
 MOST_RUNS = 5000
 #: The metrics the history page draws, at each run's rank grain.
-HISTORY_METRICS = ("success@10", "success@1", "mrr")
+HISTORY_METRICS = ("found@10", "found@1", "mrr")
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
         for key, value in item.items():
             if key not in columns and (value is None or isinstance(value, (str, int, float, bool))):
                 columns.append(key)
-    metric = next((c for c in columns if c.startswith(("found", "success", "recall", "mrr", "score"))), None)
+    metric = next((c for c in columns if c.startswith(("found", "recall", "mrr", "score"))), None)
     for item in listing:
         label = str(item.get("name") or item.get("technique") or item.get("method") or item.get("chunking_method") or "?")
         rows.append({"label": label, "cells": [item.get(c) for c in columns], "value": item.get(metric) if metric else None,
@@ -273,7 +273,7 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
         best = None
         for s in e.get("setups") or []:
             if s.get("name") == e.get("finds_the_most"):
-                best = (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("success@10")
+                best = (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("found@10")
         rows.append({"run_id": e.get("run_id"), "started_at": e.get("started_at"), "indexing": text,
                      "changed": previous is not None and text != previous, "grain": grain,
                      "finds_the_most": e.get("finds_the_most"), "found10": best,
@@ -317,7 +317,7 @@ def compare_view(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any
         grain = (report.get("evaluation") or {}).get("rank_grain")
         for s in report.get("setups") or []:
             if s.get("name") == name:
-                return (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("success@10")
+                return (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("found@10")
         return None
 
     names = [s["name"] for s in setups]
@@ -370,7 +370,7 @@ def index_page(store: Any, links: Links | None = None, where: str = "") -> str:
     for s in summaries:
         g = s.get("golden") or {}
         grain = s.get("rank_grain")
-        best = next(((((x.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("success@10")
+        best = next(((((x.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("found@10")
                      for x in s.get("setups") or [] if x.get("name") == s.get("finds_the_most")), None)
         runs.append({"run_id": s.get("run_id"), "started_at": s.get("started_at"), "golden": g.get("path"),
                      "n_questions": g.get("n_questions"), "finds_the_most": s.get("finds_the_most"), "found10": best,

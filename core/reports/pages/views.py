@@ -8,7 +8,7 @@ import core.reports.pages.plots as plots
 from core.reports.tables import PICKS, interval, metric_label, metric_names, picks_of, top_text
 
 #: Columns of a setups table, when the report holds them (report names).
-SETUP_COLUMNS = ("success@1", "success@3", "success@5", "success@10", "recall@5", "recall@10", "mrr", "ndcg@10")
+SETUP_COLUMNS = ("found@1", "found@3", "found@5", "found@10", "recall@5", "recall@10", "mrr", "ndcg@10")
 #: Most golden-file warnings a page lists (the report keeps them all).
 MOST_WARNINGS = 100
 
@@ -19,7 +19,7 @@ def _num(value: Any) -> float | None:
 
 def _ranked_metric(grain_block: dict[str, Any]) -> str:
     means = grain_block.get("means") or {}
-    return "success@10" if "success@10" in means else next(iter(means), "mrr")
+    return "found@10" if "found@10" in means else next(iter(means), "mrr")
 
 
 def chunking_text(chunking: Any) -> str:
@@ -79,8 +79,8 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
                 curves[s.get("name")] = (ks, plots.found_curve_points(ranks, int(block["n_scored"])))
             else:
                 means = block.get("means") or {}
-                ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("success@"))
-                curves[s.get("name")] = (ks, [means[f"success@{k}"] for k in ks])
+                ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("found@"))
+                curves[s.get("name")] = (ks, [means[f"found@{k}"] for k in ks])
         if curves:
             view["figures"].append(("found", plots.found_curves(curves, f"found@k per setup [{grain}]")))
         metric = _ranked_metric(first)

@@ -18,10 +18,10 @@ from core.evaluation.gate import (
 from tests.support.reports import retrieval_report
 
 
-def test_parse_thresholds_maps_found_to_success():
-    got = parse_thresholds(["found@5=0.8", "MRR=0.6", "recall@10 = 1"])
-    assert [(t.metric, t.value, t.label) for t in got] == [("success@5", 0.8, "found@5"), ("mrr", 0.6, "mrr"),
-                                                          ("recall@10", 1.0, "recall@10")]
+def test_parse_thresholds_reads_success_as_found():
+    got = parse_thresholds(["found@5=0.8", "MRR=0.6", "recall@10 = 1", "success@3=0.5"])
+    assert [(t.metric, t.value, t.label) for t in got] == [("found@5", 0.8, "found@5"), ("mrr", 0.6, "mrr"),
+                                                          ("recall@10", 1.0, "recall@10"), ("found@3", 0.5, "found@3")]
 
 
 @pytest.mark.parametrize("item,message", [("found@5", "METRIC=VALUE"), ("hits=0.5", "METRIC=VALUE"),

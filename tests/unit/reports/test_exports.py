@@ -16,11 +16,11 @@ def test_setup_rows_one_per_setup_and_grain():
     rows = setup_rows(retrieval_report())
     assert [(r["setup"], r["grain"]) for r in rows] == [("A", "doc"), ("A", "page"), ("B", "doc"), ("B", "page")]
     a_doc = rows[0]
-    assert a_doc["success@1"] == 0.25 and a_doc["success@3"] == 0.75  # by hand: q1 at 1; q1, q2, q4 within 3
+    assert a_doc["found@1"] == 0.25 and a_doc["found@3"] == 0.75  # by hand: q1 at 1; q1, q2, q4 within 3
     assert a_doc["mrr"] == pytest.approx((1 + 1 / 3 + 1 / 2) / 4)
     assert a_doc["ranked_by"] is True and a_doc["picks"] == "finds_the_most"
     assert rows[2]["picks"] == "best_for_balance best_for_time"
-    assert rows[1]["n_scored"] == 0 and rows[1]["success@1"] is None
+    assert rows[1]["n_scored"] == 0 and rows[1]["found@1"] is None
 
 
 def test_intervals_and_ties_when_the_report_has_them():
@@ -37,8 +37,8 @@ def test_csv_round_trips_through_the_csv_reader():
     text = to_csv(retrieval_report())
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 4
-    assert rows[0]["setup"] == "A" and float(rows[0]["success@3"]) == 0.75
-    assert rows[1]["success@1"] == ""  # None is an empty field
+    assert rows[0]["setup"] == "A" and float(rows[0]["found@3"]) == 0.75
+    assert rows[1]["found@1"] == ""  # None is an empty field
 
 
 def test_per_question_rows_carry_answers_on_the_answering_setup():
@@ -79,3 +79,18 @@ def test_experiment_rows_per_configuration():
 def test_unknown_report_is_a_clear_error():
     with pytest.raises(ConfigError, match="not a ragtune report"):
         to_csv({"hello": 1})
+
+
+def test_reports_written_before_found_at_k_read_as_found(tmp_path):
+    """A stored report whose means say ``success@k`` (the name before found@k) loads with
+    ``found@k`` keys, at any depth, and its other keys unchanged."""
+    import json
+
+    from core.reports import LocalFiles
+    from core.reports.store import ReportStore
+
+    report = retrieval_report()
+    old = json.loads(json.dumps(report).replace('"found@', '"success@'))
+    (tmp_path / "retrieval" / "runs" / "r1").mkdir(parents=True)
+    (tmp_path / "retrieval" / "runs" / "r1" / "report.json").write_text(json.dumps(old))
+    assert ReportStore(LocalFiles(tmp_path)).load_run("r1") == report

@@ -81,7 +81,7 @@ def test_user_values_are_escaped_everywhere():
 def test_newer_fields_are_shown_and_older_reports_render():
     report = with_answers(retrieval_report())
     block = report["setups"][1]["metrics"]["doc"]
-    block["ci_low"], block["ci_high"] = {"success@1": 0.05}, {"success@1": 0.6}
+    block["ci_low"], block["ci_high"] = {"found@1": 0.05}, {"found@1": 0.6}
     report["setups"][1]["tied_with_best"] = True
     report["questions"][2]["top"] = {"A": [{"document": "other.txt", "page": None, "chunk_id": "x", "score": 0.5,
                                             "relevant": False}]}
@@ -121,7 +121,7 @@ def test_pages_from_a_local_store(tmp_path):
     assert 'href="/history?golden=' + "ab" * 32 + '"' in index
     assert "Compare two runs" in index
     history = history_page(store, "ab" * 32)
-    lines = {t["name"]: t["y"] for t in figures(history)["history-success-10"]["data"]}
+    lines = {t["name"]: t["y"] for t in figures(history)["history-found-10"]["data"]}
     assert lines == {"A": [0.75, 0.75], "B": [0.5, 0.75]}
     assert figures(history_page(store, "golden.jsonl")) == figures(history)  # by path too
     assert "No stored run used this golden file" in history_page(store, "ef" * 32)
