@@ -15,37 +15,7 @@ from core.optimization import Configuration
 from core.optimization.stored import parse_experiment_request
 from core.reports import LocalFiles
 
-GOLDEN = b'{"question": "What is the deductible?", "expected": ["plan.md"]}\n'
-
-
-class FakeEmbedding:
-    model_id = "fake-embedding"
-    max_input_tokens = 256
-
-
-class FakeSettings:
-    """What ``prepare_request`` and ``StoredEvaluator`` read from ``Settings`` before a model runs."""
-
-    vector_store = "milvus-lite"
-
-    def __init__(self, out_dir):
-        self.out_dir = str(out_dir)
-
-    def embedding_model(self):
-        return FakeEmbedding()
-
-    def embedding_models(self):
-        model = FakeEmbedding()
-        return {model.model_id: model}
-
-    def reranker(self):
-        return None
-
-    def chat_model(self):
-        return None
-
-    def judge_model(self):
-        return None
+from tests.support.experiment_settings import GOLDEN, FakeEmbedding, FakeSettings  # noqa: F401
 
 
 def ok(score):
