@@ -171,7 +171,7 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     space, notes = build_space(embedding_models=embedding, foundation_models=[EXTRACTIVE, *chat],
                                vector_stores=[settings.vector_store], overrides=overrides,
                                overrides_source="the request's space", generators=list(chat),
-                               default_embedding_models=[settings.embedding_model().model_id],
+                               default_embedding_models=list(embedding)[:1],  # the configured one comes first
                                rerankers=[reranker.model_id] if reranker is not None else [])
     spec = ExperimentSpec(experiment_id=experiment_id, golden=request["golden"], documents=request["documents"],
                           objective=objective, optimizer=request["optimizer"], max_evals=request["max_evals"],
