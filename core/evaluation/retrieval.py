@@ -421,8 +421,12 @@ def evaluate_retrieval(
                 status(f"answering {len(questions)} questions with {answer_setup.name}{why}")
             t0 = time.perf_counter()
             with _progress(len(questions), "answering", options.show_progress) as bar:
+                from core.evaluation.chunking import ParentHandingStore
+
+                # parent-child: the small chunks were searched and scored; the generator reads their parents
+                handing = ParentHandingStore(store, chunks) if chunker.name == "parent-child" else store
                 answers = evaluate_answers(
-                    store, model, golden, answer_setup, chat_model=options.chat_model, judge=options.judge,
+                    handing, model, golden, answer_setup, chat_model=options.chat_model, judge=options.judge,
                     on_answer=lambda done, total: bar.update(1),
                 )
             timings["answers_s"] = time.perf_counter() - t0
