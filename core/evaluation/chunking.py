@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from core.errors import ConfigError, IndexingError, RagtuneError
+from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -537,6 +538,7 @@ def compare_chunking(
                                      f"document: {detail}"}
     total_s = time.perf_counter() - t_start
     report = {
+        "schema_version": REPORT_SCHEMA_VERSION,
         "kind": "chunking-comparison",
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
