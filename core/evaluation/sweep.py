@@ -19,6 +19,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
 from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
