@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from core.errors import ConfigError, IndexingError, RagtuneError
+from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -537,6 +538,7 @@ def compare_chunking(
                                      f"document: {detail}"}
     total_s = time.perf_counter() - t_start
     report = {
+        "schema_version": REPORT_SCHEMA_VERSION,
         "kind": "chunking-comparison",
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -628,3 +630,42 @@ def format_comparison(report: dict[str, Any]) -> str:
     if report.get("location"):
         lines.append(f"report: {report['location']}")
     return "\n".join(lines)
+
+
+class ParentHandingStore:
+    """A vector store whose search hands over each hit's parent section instead of the hit
+    (for parent-child chunks; other chunks pass unchanged), each parent once, best first.
+
+    Wraps a store for the generator: retrieval is still scored on the small chunks, while the
+    answer is generated from their parents.
+
+    Args:
+        store: the vector store searched.
+        chunks: the chunks as made (``metadata["parent_text"]`` is not stored in the vector
+            store, so it is looked up here by chunk id).
+    """
+
+    def __init__(self, store: Any, chunks: Sequence[Any]) -> None:
+        self.store = store
+        self._by_id = {c.chunk_id: c for c in chunks}
+
+    def search(self, query: str, k: int = 10, **setup: Any) -> list[Any]:
+        """The store's hits for ``query``, each replaced by its parent (parents once, ranks renumbered)."""
+        from core.chunking import Chunk, handed_text
+        from core.vectorstores.base import RetrievedChunk
+
+        out: list[Any] = []
+        seen: set[str] = set()
+        for hit in self.store.search(query, k=k, **setup):
+            chunk = self._by_id.get(hit.chunk.chunk_id, hit.chunk)
+            parent = chunk.metadata.get("parent_id")
+            if parent is not None:
+                if parent in seen:
+                    continue
+                seen.add(parent)
+            handed = Chunk(text=handed_text(chunk), chunk_id=chunk.chunk_id, metadata=chunk.metadata)
+            out.append(RetrievedChunk(chunk=handed, score=hit.score, rank=len(out) + 1))
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)

@@ -34,6 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.errors import ConfigError, GoldenError
+from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -245,6 +246,7 @@ def answer_cutoff(
     answers = [r["score"] for r in rows if r["outcome"] == "answer"]
     misses = [r["score"] for r in rows if r["outcome"] == "near miss"]
     report: dict[str, Any] = {
+        "schema_version": REPORT_SCHEMA_VERSION,
         "kind": "answer-cutoff",
         "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "n_labelled": len(labelled)},
         "unanswerable": {"path": shown_address(unanswerable_path), "n_questions": len(unanswerable)},

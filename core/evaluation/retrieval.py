@@ -754,8 +754,12 @@ def evaluate_retrieval(
                 answer_store = RerankingStore(answer_store, reranker, answer_setup.depth)
             t0 = time.perf_counter()
             with _progress(len(questions), "answering", options.show_progress) as bar:
+                from core.evaluation.chunking import ParentHandingStore
+
+                # parent-child: the small chunks were searched and scored; the generator reads their parents
+                handing = ParentHandingStore(answer_store, chunks) if chunker.name == "parent-child" else answer_store
                 answers = evaluate_answers(
-                    answer_store, models[model_id], golden, answer_setup.search, chat_model=options.chat_model,
+                    handing, models[model_id], golden, answer_setup.search, chat_model=options.chat_model,
                     judge=options.judge, on_answer=lambda done, total: bar.update(1),
                 )
             if answers is not None and (answers.get("generator") or {}).get("setup") is not None:

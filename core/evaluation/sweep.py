@@ -20,6 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from core.reports.store import REPORT_SCHEMA_VERSION
+
 logger = logging.getLogger(__name__)
 
 #: Results asked per search.
@@ -173,6 +175,7 @@ def run_sweep(
     for i, r in enumerate(rows, start=1):
         r["rank"] = i
     return {
+        "schema_version": REPORT_SCHEMA_VERSION,
         "kind": "sweep",
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

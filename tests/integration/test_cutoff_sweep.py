@@ -94,3 +94,22 @@ def test_sweep_ranks_by_ndcg_and_lists_left_out_overlaps(corpus, model, tmp_path
     md = format_sweep(report, markdown=True)
     assert "| rank | chunking | size | overlap | headings | search | ndcg@10 |" in md
     assert md.count("\n| ") == 11  # header and ten rows
+
+
+def test_cli_sweep_compare_and_cutoff_write_their_reports(corpus, tmp_path, capsys):
+    docs, golden, unanswerable = corpus
+    base = ["--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path), "--json"]
+    assert main(["sweep", *base, "--chunking", "sentence", "--chunk-size", "16", "--search", "vector,hybrid-rrf"]) == 0
+    sweep = json.loads(capsys.readouterr().out)
+    assert [r["search"] for r in sweep["rows"]] and {r["search"] for r in sweep["rows"]} == {"vector", "hybrid-rrf-k60"}
+    assert (tmp_path / "sweep" / "runs" / sweep["run_id"] / "report.json").is_file()
+    assert main(["compare-chunking", *base, "--techniques", "sentence", "--sizes", "16", "--budget", "400"]) == 0
+    cmp = json.loads(capsys.readouterr().out)
+    run = tmp_path / "chunking" / "runs" / cmp["run_id"]
+    assert (run / "report.json").is_file() and (run / "questions.json").is_file()
+    assert cmp["techniques"][0]["counted"] == 6
+    assert main(["cutoff", *base, "--unanswerable", str(unanswerable)]) == 0
+    cut = json.loads(capsys.readouterr().out)
+    assert cut["separation"] == 1.0 and (tmp_path / "cutoff" / "runs" / cut["run_id"] / "report.json").is_file()
+    assert main(["sweep", *base[:-1], "--search", "nearest"]) == 1
+    assert "unknown search setup 'nearest'" in capsys.readouterr().err

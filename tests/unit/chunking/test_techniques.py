@@ -38,7 +38,7 @@ def _norm(text: str) -> str:
 def _markdown_document(document_id: str):
     """A Markdown-like document: title, nested sections, a list, a table, a very long heading
     and a paragraph of 5,000 characters without a space."""
-    from docling_core.types.doc import DocItemLabel, DoclingDocument, TableCell, TableData
+    from docling_core.types.doc import DocItemLabel, DoclingDocument, GroupLabel, TableCell, TableData
 
     from core.documents import LoadedDocument
 
@@ -47,8 +47,9 @@ def _markdown_document(document_id: str):
     doc.add_heading("Dental", level=1)
     doc.add_text(label=DocItemLabel.TEXT, text="Dental cover pays 80% of check-ups. Orthodontics are excluded! "
                                                 "Claims go through the portal? Yes.")
-    doc.add_list_item("Two cleanings a year.")
-    doc.add_list_item("One X-ray a year.")
+    items = doc.add_group(label=GroupLabel.LIST)
+    doc.add_list_item("Two cleanings a year.", parent=items)
+    doc.add_list_item("One X-ray a year.", parent=items)
     cells = [TableCell(text=t, start_row_offset_idx=r, end_row_offset_idx=r + 1, start_col_offset_idx=c,
                        end_col_offset_idx=c + 1) for r, row in enumerate([["plan", "share"], ["basic", "80%"]])
              for c, t in enumerate(row)]

@@ -71,3 +71,21 @@ def test_paired_counts_by_hand():
 def test_build_key_names_every_setting():
     assert Build("fixed", 128, 16, False).key == "fixed-128-16-plain"
     assert Build("hierarchical", None, None, True).key == "hierarchical-headings"
+
+
+def test_parent_handing_store_hands_each_parent_once():
+    from core.evaluation.chunking import ParentHandingStore
+
+    made = [Chunk(text=t, chunk_id=cid, metadata={"document_id": "d", "parent_id": pid, "parent_text": pt})
+            for cid, t, pid, pt in [("a", "aa", "p1", "Parent one."), ("b", "bb", "p1", "Parent one."),
+                                    ("c", "cc", "p2", "Parent two.")]]
+
+    class Store:
+        collection_name = "x"
+
+        def search(self, query, k=10, **setup):
+            return [_hit("b", "bb", 1), _hit("a", "aa", 2), _hit("c", "cc", 3), _hit("z", "plain chunk", 4)]
+
+    hits = ParentHandingStore(Store(), made).search("q", k=4, search_mode="vector")
+    assert [(h.chunk.text, h.rank) for h in hits] == [("Parent one.", 1), ("Parent two.", 2), ("plain chunk", 3)]
+    assert ParentHandingStore(Store(), made).collection_name == "x"
