@@ -101,6 +101,15 @@ param judgeBaseUrl string = ''
 @secure()
 @description('RAGTUNE_JUDGE_API_KEY: empty: the chat key.')
 param judgeApiKey string = ''
+@description('RAGTUNE_RERANK_PROVIDER: local (the packaged cross-encoder), cohere, jina, vllm, tei or none.')
+param rerankProvider string = 'local'
+@description('RAGTUNE_RERANK_MODEL: the rerank model (local: ms-marco-MiniLM-L-12-v2).')
+param rerankModel string = ''
+@description('RAGTUNE_RERANK_BASE_URL: the rerank endpoint (requests go to {base}/rerank).')
+param rerankBaseUrl string = ''
+@secure()
+@description('RAGTUNE_RERANK_API_KEY: the rerank endpoint key.')
+param rerankApiKey string = ''
 @description('RAGTUNE_ROUND_TIMEOUT_S: longest wait, in seconds, for one round of evaluations.')
 param roundTimeoutS string = '1800'
 
@@ -323,6 +332,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'RAGTUNE_JUDGE_MODEL', value: judgeModel }
         { name: 'RAGTUNE_JUDGE_BASE_URL', value: judgeBaseUrl }
         { name: 'RAGTUNE_JUDGE_API_KEY', value: judgeApiKey }
+        { name: 'RAGTUNE_RERANK_PROVIDER', value: rerankProvider }
+        { name: 'RAGTUNE_RERANK_MODEL', value: rerankModel }
+        { name: 'RAGTUNE_RERANK_BASE_URL', value: rerankBaseUrl }
+        { name: 'RAGTUNE_RERANK_API_KEY', value: rerankApiKey }
         // Vector store.
         { name: 'RAGTUNE_VECTOR_STORE', value: vectorStore }
         { name: 'RAGTUNE_MILVUS_URI', value: milvusUri }
