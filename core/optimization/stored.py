@@ -370,7 +370,7 @@ class StoredExperiment:
             embedding, chat = models_from_settings(settings)
             reranker = settings.reranker()
             space = build_space(options, embedding, [EXTRACTIVE, *chat], [settings.vector_store],
-                                default_embedding_models=[settings.embedding_model().model_id],
+                                default_embedding_models=list(embedding)[:1],  # the configured one comes first
                                 rerankers=[reranker.model_id] if reranker is not None else [])
             study = Study(space, _sampler(options), objective, options.seed, max_evals=options.max_evals)
             self._write("request.json", {**request, "experiment_id": self.experiment_id, "objective": objective,
