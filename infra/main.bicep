@@ -119,6 +119,15 @@ param evaluationTimeoutS string = '1500'
 param parallelEvaluations string = '8'
 @description('RAGTUNE_GOLDEN_MAX_BYTES: largest golden file checked, in bytes; empty: 20 MiB.')
 param goldenMaxBytes string = ''
+@description('RAGTUNE_RERANK_PROVIDER: local (the packaged cross-encoder), cohere, jina, vllm, tei or none.')
+param rerankProvider string = 'local'
+@description('RAGTUNE_RERANK_MODEL: the rerank model (local: ms-marco-MiniLM-L-12-v2).')
+param rerankModel string = ''
+@description('RAGTUNE_RERANK_BASE_URL: the rerank endpoint (requests go to {base}/rerank).')
+param rerankBaseUrl string = ''
+@secure()
+@description('RAGTUNE_RERANK_API_KEY: the rerank endpoint key.')
+param rerankApiKey string = ''
 
 var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var tags = { 'azd-env-name': environmentName }
@@ -306,6 +315,7 @@ var secretValues = [
   { name: 'embedding-api-key', value: embeddingApiKey }
   { name: 'chat-api-key', value: chatApiKey }
   { name: 'judge-api-key', value: judgeApiKey }
+  { name: 'rerank-api-key', value: rerankApiKey }
   { name: 'milvus-token', value: milvusToken }
   { name: 'pg-dsn', value: pgDsn }
   { name: 'pg-password', value: pgPassword }
@@ -482,6 +492,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'RAGTUNE_JUDGE_MODEL', value: judgeModel }
         { name: 'RAGTUNE_JUDGE_BASE_URL', value: judgeBaseUrl }
         { name: 'RAGTUNE_JUDGE_API_KEY', value: empty(judgeApiKey) ? '' : '${kvRef}judge-api-key/)' }
+        { name: 'RAGTUNE_RERANK_PROVIDER', value: rerankProvider }
+        { name: 'RAGTUNE_RERANK_MODEL', value: rerankModel }
+        { name: 'RAGTUNE_RERANK_BASE_URL', value: rerankBaseUrl }
+        { name: 'RAGTUNE_RERANK_API_KEY', value: empty(rerankApiKey) ? '' : '${kvRef}rerank-api-key/)' }
         // Vector store.
         { name: 'RAGTUNE_VECTOR_STORE', value: vectorStore }
         { name: 'RAGTUNE_MILVUS_URI', value: milvusUri }

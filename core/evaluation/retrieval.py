@@ -118,7 +118,7 @@ def build_setups(methods: Sequence[Any], embedding_models: Sequence[str], rerank
             key = method_key(search)
             if several and model is not None:
                 key += "@" + model.removeprefix("local:")
-            out.append(EvalSetup(search, model if model is not None else None, None, TOP_K, key))
+            out.append(EvalSetup(search, model, None, TOP_K, key))
             if reranker:
                 out.append(EvalSetup(search, model, reranker, RERANK_DEPTH, key + "+rerank"))
     return out

@@ -95,7 +95,7 @@ def test_squad_experiment_through_the_functions(app_functions, azurite, azure_en
     on the local files (the reference)."""
     from core.evaluation.single import Corpus, EvaluationContext, run_single_evaluation
     from core.golden import read_golden
-    from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
+    from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model
     from core.reports import report_store
     from core.vectorstores import MilvusLiteConfig
 
@@ -125,7 +125,7 @@ def test_squad_experiment_through_the_functions(app_functions, azurite, azure_en
     # Reference: the same configurations evaluated directly on the local files.
     golden = read_golden(tmp_path / "g.jsonl")
     corpus = Corpus.load(squad_dir / "docs")
-    context_ref = EvaluationContext(out_dir=tmp_path / "ref", embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()},
+    context_ref = EvaluationContext(out_dir=tmp_path / "ref", embedding_models={DEFAULT_LOCAL_EMBEDDING: local_embedding_model()},
                                     chat_models={}, vector_store_config=MilvusLiteConfig(str(tmp_path / "ref.db")))
     for row in report["leaderboard"]:
         configuration = report["study"]["trials"][row["trial"]]["configuration"]
