@@ -121,4 +121,4 @@ def test_out_on_s3_then_report_reads_it(squad_dir, golden, tmp_path, bucket, mon
     assert main(["report", "latest", "--out", address, "--html", str(page), "--csv", str(table)]) == 0
     assert "Evaluate run" in page.read_text(encoding="utf-8")
     rows = list(csv.DictReader(table.open(encoding="utf-8")))
-    assert {r["setup"] for r in rows} >= {"vector"} and len(rows) % 3 == 0  # setups x 3 grains
+    assert {r["setup"] for r in rows} >= {"dense", "keyword"} and len(rows) % 3 == 0  # setups x 3 grains

@@ -137,6 +137,13 @@ def run_page(store: Any, run_id: str, links: Links | None = None) -> str:
     return render_run(store.load_run(run_id), links)
 
 
+def _read_json(files: Any, key: str) -> Any:
+    try:
+        return json.loads(files.read_bytes(key))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(f"{key} is not valid JSON: {exc}") from exc
+
+
 def load_experiment(files: Any, experiment_id: str) -> tuple[dict[str, Any], bool]:
     """``(report, running)``: the experiment's final report, or the report so far while it
     runs.
@@ -149,43 +156,17 @@ def load_experiment(files: Any, experiment_id: str) -> tuple[dict[str, Any], boo
     prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
     if files.exists(f"{prefix}/report.json"):
         return _read_json(files, f"{prefix}/report.json"), False
-    if files.exists(f"{prefix}/request.json"):  # an experiment of the Functions app, still running
-        from core.optimization.stored import StoredExperiment
+    from core.experiment import Experiment
 
-        report = StoredExperiment(files, experiment_id).current_report()
-        if report is not None:
-            return report, True
-    if not files.exists(f"{prefix}/study.json"):
+    experiment = Experiment(files, experiment_id)
+    if not experiment.exists():
         raise NotStoredError(f"no experiment {experiment_id!r}")
-    return _local_report_so_far(files, experiment_id), True
-
-
-def _read_json(files: Any, key: str) -> Any:
-    try:
-        return json.loads(files.read_bytes(key))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreError(f"{key} is not valid JSON: {exc}") from exc
-
-
-def _local_report_so_far(files: Any, experiment_id: str) -> dict[str, Any]:
-    """The report so far of an experiment ``ragtune optimize`` is running (or stopped): its
-    study, stored results and progress."""
-    from core.optimization.runner import report_fields
-    from core.optimization.study import Study
-
-    prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
-    study = Study.from_json(files.read_bytes(f"{prefix}/study.json"))
-    results = {}
-    for key in files.list(f"{prefix}/results"):
-        if key.endswith(".json"):
-            results[key.rsplit("/", 1)[1][:-5]] = _read_json(files, key)
-    report = report_fields(experiment_id, study, results)
-    if files.exists(f"{prefix}/progress.json"):
-        progress = _read_json(files, f"{prefix}/progress.json")
-        if isinstance(progress, dict):
-            report["timings_s"] = progress.get("timings_s") or {}
+    report = experiment.build_report()  # the report so far, from the stored spec, study and results
+    progress = experiment.progress()
+    if isinstance(progress, dict) and progress.get("timings_s"):
+        report["timings_s"] = progress["timings_s"]
     report["status"] = "running"
-    return report
+    return report, True
 
 
 def experiment_page(files: Any, experiment_id: str, links: Links | None = None) -> str:
