@@ -99,6 +99,6 @@ def test_a_configured_reranker_reorders_the_first_stage(setting):
         # retrieval metrics and for the chunks the answers are made from
         assert len(server.requests) == 2 * len(golden.questions)
         assert {len(r["documents"]) for r in server.requests} == {12}
-        assert result["key"] != configuration_key(BASE)
+        assert result["key"] != Configuration(BASE).key
     missing = run_single_evaluation(dict(BASE, reranker="nope", retrieval_depth=20), corpus, golden, context=context)
     assert missing["status"] == "failed" and "reranker 'nope' is not configured" in missing["error"]

@@ -98,8 +98,12 @@ def test_northwind_pages_exist_and_top_gives_distinct_ids(northwind_dir, model, 
     assert result.rows[0]["expected"][0].startswith("PerksPlus.pdf#page=")
 
 
-def test_bedrock_dataset_becomes_a_ragtune_file_with_its_turns(tmp_path, capsys):
+def test_bedrock_dataset_becomes_a_ragtune_file_with_its_turns(tmp_path, capsys, monkeypatch):
     from tests.conftest import EXAMPLES
+
+    # The labels below were checked against this sample's derived golden file with
+    # all-MiniLM-L6-v2; the test names that model rather than the default.
+    monkeypatch.setenv("RAGTUNE_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 
     sample = EXAMPLES / "bedrock-sample"
     out = tmp_path / "labelled.jsonl"
