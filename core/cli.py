@@ -639,6 +639,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cutoff_reranker(settings: Any, measure: str) -> Any:
+    """The configured reranker (``RAGTUNE_RERANK_*``), checked before any work, when ``measure``
+    is ``relevance``; else None.
+
+    Raises:
+        ConfigError: the reranker cannot run (``Reranker.verify``), or none is configured.
+    """
+    if measure != "relevance":
+        return None
+    reranker = settings.reranker()
+    if reranker is not None:
+        reranker.verify()
+    return reranker
+
+
 def cmd_cutoff(args: argparse.Namespace) -> int:
     """``ragtune cutoff``: the top-result score that best separates answers from near misses;
     writes ``cutoff/runs/<id>/report.json``."""
@@ -653,6 +668,7 @@ def cmd_cutoff(args: argparse.Namespace) -> int:
         chunk_size=256 if args.chunk_size is None else args.chunk_size,
         chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
         setup=_search_setups([args.setup])[0], measure=args.measure,
+        reranker=_cutoff_reranker(settings, args.measure),
         embedding_model=settings.embedding_model(), vector_store_config=settings.vector_store_config(out, args.vector_store),
     )
     run_id = new_run_id()

@@ -185,7 +185,8 @@ def answer_cutoff(
         chunking_method, chunk_size, chunk_overlap: the chunking of the setup.
         setup: the ``SearchSetup`` (default vector search).
         measure: ``similarity`` (the search score) or ``relevance`` (``reranker``'s score).
-        reranker: an object with ``score(query, texts) -> list[float]`` (for ``relevance``).
+        reranker: a ``core.models.rerank.Reranker`` (for ``relevance``): the top result's
+            score is ``reranker.rerank(question, [its text])[0]``.
         embedding_model: an ``EmbeddingModel``; default the local all-MiniLM-L6-v2.
         vector_store_config: the vector store (default Milvus Lite in ``out_dir``).
 
@@ -237,7 +238,7 @@ def answer_cutoff(
                 rows.append({"id": qid, "kind": kind, "outcome": None, "score": None})
                 continue
             top = hits[0]
-            score = float(top.score) if measure == "similarity" else float(reranker.score(text, [top.chunk.text])[0])
+            score = float(top.score) if measure == "similarity" else float(reranker.rerank(text, [top.chunk.text])[0])
             outcome = "answer" if top.chunk.document_id in expected else "near miss"
             rows.append({"id": qid, "kind": kind, "outcome": outcome, "score": score,
                          "top_document": top.chunk.document_id})

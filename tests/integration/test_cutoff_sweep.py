@@ -113,3 +113,29 @@ def test_cli_sweep_compare_and_cutoff_write_their_reports(corpus, tmp_path, caps
     assert cut["separation"] == 1.0 and (tmp_path / "cutoff" / "runs" / cut["run_id"] / "report.json").is_file()
     assert main(["sweep", *base[:-1], "--search", "nearest"]) == 1
     assert "unknown search setup 'nearest'" in capsys.readouterr().err
+
+
+def test_cutoff_on_relevance_scores_the_top_result_with_the_reranker(corpus, model, tmp_path):
+    """``--measure relevance``: each question's top result is scored by a rerank endpoint (the
+    scripted server over HTTP, whose word-overlap score the test computes too)."""
+    from core.models.rerank import HttpReranker
+    from tests.support.rerank_server import RerankTestServer, overlap_score
+
+    docs, golden, unanswerable = corpus
+    with RerankTestServer() as server:
+        reranker = HttpReranker("overlap", base_url=server.base_url, max_attempts=1)
+        report = answer_cutoff(docs, golden, unanswerable, out_dir=tmp_path, embedding_model=model,
+                               measure="relevance", reranker=reranker)
+        # one request per question, for its top result alone
+        assert len(server.requests) == len(report["questions"]) and {len(r["documents"]) for r in server.requests} == {1}
+        expected = [overlap_score(r["query"], r["documents"][0]) for r in server.requests]
+    assert report["setup"]["measure"] == "relevance" and report["setup"]["reranker"] == reranker.model_id
+    assert [q["score"] for q in report["questions"]] == pytest.approx(expected)  # in the order asked
+
+
+def test_cutoff_on_relevance_without_a_reranker_is_refused(corpus, model, tmp_path):
+    from core.errors import ConfigError
+
+    docs, golden, unanswerable = corpus
+    with pytest.raises(ConfigError, match="needs a reranker"):
+        answer_cutoff(docs, golden, unanswerable, out_dir=tmp_path, embedding_model=model, measure="relevance")
