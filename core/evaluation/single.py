@@ -325,13 +325,23 @@ def _search_setup(configuration: Mapping[str, Any]) -> Any:
     return SearchSetup(mode, **kwargs)
 
 
-def _chunker(configuration: Mapping[str, Any]) -> Any:
-    from core.chunking import get_chunker
+def _chunker(configuration: Mapping[str, Any], context: "EvaluationContext", model: Any) -> Any:
+    """The configuration's chunker. ``semantic`` measures sentence similarity with the
+    configuration's embedding model ``model``; ``llm`` and ``contextual`` ask the
+    configuration's foundation model when it is a chat model, else the first configured one
+    (none configured: ``get_chunker`` raises ConfigError, and the configuration fails with it)."""
+    from core.chunking import CHAT_METHODS, get_chunker
 
     method = configuration.get("chunking_method", "recursive")
     size = configuration.get("chunk_size")  # the placeholder where it does not apply (hierarchical)
     overlap = configuration.get("chunk_overlap")
-    return get_chunker(method, int(size) if _applies(size) else 256, int(overlap) if _applies(overlap) else 0)
+    chat = None
+    if method in CHAT_METHODS:
+        source = context.chat_models.get(str(configuration.get("foundation_model", EXTRACTIVE))) \
+            or next(iter(context.chat_models.values()), None)
+        chat = context.cached_chat(source)
+    return get_chunker(method, int(size) if _applies(size) else 256, int(overlap) if _applies(overlap) else 0,
+                       embedding_model=model, chat_model=chat)
 
 
 def _generator(configuration: Mapping[str, Any], context: EvaluationContext) -> Any:
@@ -419,8 +429,8 @@ def run_single_evaluation(
         "collection_reused": None, "n_embedded": 0, "timings": timings, "transient": False,
     }
     try:
-        chunker = _chunker(configuration)
         model = context.embedding_model(str(configuration.get("embedding_model")))
+        chunker = _chunker(configuration, context, model)
         t0 = time.perf_counter()
         chunks = context.chunks(corpus, chunker)
         timings["chunk_s"] = round(time.perf_counter() - t0, 3)
