@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 #: The address ``ragtune serve`` listens on unless told otherwise: this machine only.
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8321
+#: Seconds a request in flight may take to finish once ``ragtune serve`` is told to stop.
+SHUTDOWN_GRACE_S = 5
 
 
 def _page(html: str, status: int = 200) -> Any:
@@ -139,7 +141,11 @@ def serve(store: Any, *, where: str = "", host: str = DEFAULT_HOST, port: int = 
         where: the store's address, shown on the index.
         host: the address to listen on (default this machine only).
         port: the TCP port.
+
+    On SIGINT or SIGTERM, requests in flight get :data:`SHUTDOWN_GRACE_S` seconds to finish;
+    then the connections still open (a browser's keep-alive ones) are closed and it exits.
     """
     import uvicorn
 
-    uvicorn.run(create_app(store, where), host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(create_app(store, where), host=host, port=port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)

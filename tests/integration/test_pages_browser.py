@@ -20,6 +20,7 @@ import pytest
 
 from core.reports import LocalFiles, ReportStore
 from core.reports.pages import PAGE_CSP, experiment_page, history_page, run_page
+from core.reports.serve import SHUTDOWN_GRACE_S
 from tests.support.browser import check_page, launch
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -151,10 +152,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(site):
+def server(site, tmp_path_factory):
     port = _free_port()
+    # the log goes to a file: a pipe nobody reads would fill up and stall the server
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    log = open(log_path, "wb")
     proc = subprocess.Popen([sys.executable, "-m", "core.cli", "serve", "--out", str(site["out"]), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -164,11 +168,19 @@ def server(site):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError(f"ragtune serve did not start: {proc.stdout.read().decode(errors='replace')}")
+                log.close()
+                raise RuntimeError(f"ragtune serve did not start: {log_path.read_text(errors='replace')}")
             time.sleep(0.3)
     yield url
     proc.terminate()
-    proc.wait(timeout=20)
+    try:
+        # uvicorn gives requests in flight SHUTDOWN_GRACE_S seconds, then closes what is left
+        proc.wait(timeout=SHUTDOWN_GRACE_S + 15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"ragtune serve did not stop on SIGTERM: {log_path.read_text(errors='replace')[-4000:]}")
+    finally:
+        log.close()
 
 
 def test_serve_answers_over_http_with_the_csp(site, server):
