@@ -35,7 +35,7 @@ def removed_values(before: Any, after: Any, source: str) -> list[str]:
         after: the space after them.
         source: where the overrides come from (``"--set"``).
     """
-    from core.optimization.space import PARAMETER_NAMES
+    from core.optimization.parameters import PARAMETER_NAMES
 
     notes = []
     levels, _ = after.level_codes()
@@ -99,7 +99,8 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
         ConfigError: a bad space file or override, a space with no valid configuration, or a
             model or reranker the space names that is not configured.
     """
-    from core.optimization.space import NO_RERANKER, SearchSpace, default_space, unconfigured_values
+    from core.optimization.parameters import NO_RERANKER, unconfigured_values
+    from core.optimization.space import SearchSpace, default_space
 
     lengths = {name: context_length(model) for name, model in embedding_models.items()
                if default_embedding_models is None or name in default_embedding_models}

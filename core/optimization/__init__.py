@@ -1,8 +1,10 @@
 """Configuration search: the search space, samplers (random, GAM), the ask / tell study.
 
 - :mod:`~core.optimization.space`: :class:`SearchSpace` (a finite grid after IBM ai4rag,
-  with validity rules and ``null`` placeholders), :func:`default_space`, space files and
-  ``--set`` overrides.
+  with validity rules and ``null`` placeholders) and :func:`default_space`, built on
+  :mod:`~core.optimization.parameters` (names, kinds, domains), :mod:`~core.optimization.rules`
+  (applicability, validity rules), :mod:`~core.optimization.defaults` (default values),
+  :mod:`~core.optimization.overrides` (``--set``) and :mod:`~core.optimization.space_file`.
 - :mod:`~core.optimization.samplers`: the :class:`Sampler` protocol, :class:`RandomSampler`
   and :class:`GAMSampler` (ai4rag's GAM-based optimizer on pygam).
 - :mod:`~core.optimization.study`: :class:`Study`, ``ask`` / ``tell``, warm start, JSON state.
@@ -17,18 +19,10 @@ References:
 from core.optimization.configuration import Configuration, Value
 from core.optimization.replay import ReplayStats, SeedReplay, replay, replay_tpe, score_table
 from core.optimization.samplers import GAMSampler, ProposalInfo, RandomSampler, Sampler, sampler_from_dict
-from core.optimization.space import (
-    PARAMETER_KINDS,
-    PARAMETER_NAMES,
-    PLACEHOLDER,
-    RULES,
-    Parameter,
-    Rule,
-    SearchSpace,
-    default_space,
-    parse_override,
-    parse_overrides,
-)
+from core.optimization.overrides import parse_override, parse_overrides
+from core.optimization.parameters import PARAMETER_KINDS, PARAMETER_NAMES, PLACEHOLDER, Parameter
+from core.optimization.rules import RULES, Rule
+from core.optimization.space import SearchSpace, default_space
 from core.optimization.study import Study
 from core.optimization.trial import Trial
 

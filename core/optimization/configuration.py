@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping
 from core.errors import ConfigError
 
 #: The types a parameter value may have. ``None`` (JSON ``null``) is the placeholder of a
-#: parameter that does not apply to a configuration (see ``core.optimization.space``).
+#: parameter that does not apply to a configuration (see ``core.optimization.rules``).
 Value = str | int | float | bool | None
 
 

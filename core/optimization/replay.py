@@ -34,7 +34,8 @@ from typing import Any, Callable, Mapping, Sequence
 from core.errors import ConfigError
 from core.optimization.configuration import Configuration
 from core.optimization.samplers import Direction, Sampler, _check_direction
-from core.optimization.space import PARAMETER_NAMES, SearchSpace
+from core.optimization.parameters import PARAMETER_NAMES
+from core.optimization.space import SearchSpace
 from core.optimization.study import Study
 
 logger = logging.getLogger(__name__)

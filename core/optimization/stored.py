@@ -60,7 +60,7 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_
     """
     import json as _json
 
-    from core.optimization.space import PARAMETER_KINDS, PARAMETER_NAMES
+    from core.optimization.parameters import PARAMETER_KINDS, PARAMETER_NAMES
     from core.vectorstores import BACKENDS
 
     if not isinstance(body, dict):
@@ -223,7 +223,8 @@ def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
         The problems found (empty when the space can be built).
     """
     from core.evaluation.single import EXTRACTIVE
-    from core.optimization.space import default_space, unconfigured_values
+    from core.optimization.parameters import unconfigured_values
+    from core.optimization.space import default_space
 
     try:
         embedding = settings.embedding_model()

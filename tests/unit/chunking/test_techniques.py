@@ -25,7 +25,7 @@ from core.chunking.llm import parse_topic_starts
 from core.chunking.semantic import breakpoints
 from core.chunking.spans import document_text, sentence_spans, split_span, uncovered
 from core.errors import ConfigError, GenerationError
-from core.optimization.space import CHUNKING_METHODS as SPACE_METHODS
+from core.optimization.parameters import CHUNKING_METHODS as SPACE_METHODS
 from tests.unit.chunking.conftest import paged_document, sectioned_document
 
 _WS = re.compile(r"\s+")

@@ -8,13 +8,8 @@ import pytest
 
 from core.errors import ConfigError
 from core.optimization import PARAMETER_NAMES, Configuration, Parameter, SearchSpace, default_space
-from core.optimization.space import (
-    AI4RAG_CHUNK_SIZES,
-    SHORT_CONTEXT_CHUNK_OVERLAPS,
-    SHORT_CONTEXT_CHUNK_SIZES,
-    parse_override,
-    parse_overrides,
-)
+from core.optimization.defaults import AI4RAG_CHUNK_SIZES, SHORT_CONTEXT_CHUNK_OVERLAPS, SHORT_CONTEXT_CHUNK_SIZES
+from core.optimization.overrides import parse_override, parse_overrides
 
 from .conftest import tiny_space
 
@@ -258,7 +253,8 @@ def test_level_codes_cover_every_configuration(tiny):
 
 
 def test_reranker_and_retrieval_depth_parameters():
-    from core.optimization.space import applies, default_space
+    from core.optimization.rules import applies
+    from core.optimization.space import default_space
 
     space = default_space({"m": 512}, ["extractive"])
     by = {p.name: p.values for p in space.parameters}
