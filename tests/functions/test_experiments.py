@@ -326,6 +326,25 @@ def test_a_forged_event_is_not_believed(queued_experiment, northwind_dir):
     assert report["leaderboard"][0]["error"] == "its completion event came but no result was stored"
 
 
+def test_a_golden_file_with_1500_bad_lines_ends_failed_with_a_capped_reason(queued_experiment, northwind_dir, tmp_path):
+    """1,500 lines with no question: the prepare's output, the custom status and the failure
+    each hold at most MAX_MESSAGE_BYTES, and the full reason is stored beside the experiment."""
+    from core.experiment import MAX_MESSAGE_BYTES
+
+    golden = tmp_path / "bad.jsonl"
+    golden.write_text("".join(json.dumps({"id": f"q{i}", "answer": "a"}) + "\n" for i in range(1500)))
+    request = _request(northwind_dir, golden=str(golden))
+    out = queued_experiment["fn"]["prepare_experiment"](request)
+    error = out["error"]
+    assert len(json.dumps(out).encode("utf-8")) <= MAX_MESSAGE_BYTES + 100 and len(error.encode("utf-8")) <= MAX_MESSAGE_BYTES
+    address = error.rsplit("full text: ", 1)[1].rstrip("]")
+    full = (queued_experiment["reports"] / address).read_text(encoding="utf-8")
+    assert full.startswith(error.split(" [cut; ")[0].removesuffix("...")) and len(full.encode("utf-8")) > MAX_MESSAGE_BYTES
+    host, (status, reason), _ = _orchestrate(queued_experiment, request)
+    assert status == "failed" and reason == error
+    assert host.statuses[-1] == {"phase": "failed", "error": error}
+
+
 def test_a_redelivered_message_is_not_evaluated_twice(queued_experiment, northwind_dir):
     import asyncio
 
