@@ -276,14 +276,17 @@ class CachedChatModel:
         """The cached reply to ``messages``, or the model's (then cached).
 
         Raises:
-            ConfigError / GenerationError: as the wrapped model's ``chat``.
+            ConfigError: malformed ``messages`` (checked before the cache is read).
+            GenerationError: as the wrapped model's ``chat``.
         """
         parameters = {
             "max_completion_tokens": max_completion_tokens if max_completion_tokens is not None
             else getattr(self.model, "max_completion_tokens", None),
             "temperature": temperature if temperature is not None else getattr(self.model, "temperature", None),
         }
-        key = reply_key(self.model_id, messages, parameters)
+        from core.models.chat import check_messages
+
+        key = reply_key(self.model_id, check_messages(messages), parameters)
         while True:
             with self.cache._lock:
                 row = self.cache._conn.execute("SELECT reply FROM replies WHERE request_sha256 = ?", [key]).fetchone()

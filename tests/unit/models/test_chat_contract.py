@@ -1,7 +1,8 @@
 """The ``ChatModel`` contract, passed by every implementation.
 
 Implementations: the OpenAI-compatible client (OpenAI route and Azure OpenAI route) against a
-local test server on real HTTP, and the extractive baseline over the local embedding model.
+local test server on real HTTP, the same client behind the reply cache (``CachedChatModel``), and
+the extractive baseline over the local embedding model.
 What is asserted comes from the protocol's docstring: a non-empty reply, malformed messages
 refused with ``ConfigError``, a backend that cannot answer raising ``GenerationError``.
 """
@@ -42,13 +43,22 @@ def local():
     return LocalEmbeddingModel()
 
 
-@pytest.fixture(params=["openai", "azure", "extractive"])
+@pytest.fixture(params=["openai", "azure", "extractive", "cached"])
 def kind(request):
     return request.param
 
 
 def make(kind: str, app, local, *, broken: bool = False) -> ChatModel:
-    """The implementation ``kind``, reaching a closed port when ``broken``."""
+    """The implementation ``kind``, reaching a closed port when ``broken``; ``cached`` is
+    ``CachedChatModel`` over the OpenAI client, with a fresh cache file each time."""
+    if kind == "cached":
+        import tempfile
+        from pathlib import Path
+
+        from core.models import CachedChatModel, EmbeddingCache
+
+        folder = Path(tempfile.mkdtemp(prefix="chat-cache-"))
+        return CachedChatModel(make("openai", app, local, broken=broken), EmbeddingCache(folder / "cache.sqlite"))
     if kind == "extractive":
         embedder = OpenAIEmbeddingModel("e", base_url=f"http://127.0.0.1:{_closed_port()}/v1", embedding_dimension=4,
                                         max_attempts=1, timeout_s=2) if broken else local

@@ -29,9 +29,24 @@ def local():
     return LocalEmbeddingModel()
 
 
-@pytest.fixture(params=["local", "openai", "cached-local", "cached-openai"])
+@pytest.fixture(scope="module")
+def onnx():
+    from core.errors import ConfigError
+    from core.models.onnx import OnnxEmbeddingModel
+
+    model = OnnxEmbeddingModel()
+    try:
+        model.verify()
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    return model
+
+
+@pytest.fixture(params=["local", "onnx", "openai", "cached-local", "cached-openai"])
 def model(request, server, local, tmp_path) -> EmbeddingModel:
     kind = request.param
+    if kind == "onnx":
+        return request.getfixturevalue("onnx")
     inner = local if kind.endswith("local") else OpenAIEmbeddingModel("emb", base_url=server.base_url, api_key="k",
                                                                       max_attempts=1)
     if kind.startswith("cached"):
