@@ -55,7 +55,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     check = check_golden(args.golden, documents=documents,
                          limits=CheckLimits.unbounded() if args.all else DEFAULT_LIMITS)
     if args.docs:  # stale evidence and pages past the end need the documents themselves
-        from core.golden.stale import add_corpus_problems
+        from core.golden.corpus_check import add_corpus_problems
 
         add_corpus_problems(check, args.golden, args.docs)
     if args.json:

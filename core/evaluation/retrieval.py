@@ -754,7 +754,7 @@ def evaluate_retrieval(
                 answer_store = RerankingStore(answer_store, reranker, answer_setup.depth)
             t0 = time.perf_counter()
             with _progress(len(questions), "answering", options.show_progress) as bar:
-                from core.evaluation.chunking import ParentHandingStore
+                from core.evaluation.handing import ParentHandingStore
 
                 # parent-child: the small chunks were searched and scored; the generator reads their parents
                 handing = ParentHandingStore(answer_store, chunks) if chunker.name == "parent-child" else answer_store

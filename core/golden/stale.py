@@ -7,8 +7,9 @@
   without pages) in ``check --docs``. A question with page labels is checked against those
   pages of its documents, one without against its whole documents. Quotes of questions whose
   expected documents are all missing are not checked (that is reported already).
-- Expected pages past a document's page count, pages of documents without pages, and questions
-  none of whose documents loaded: :func:`core.evaluation.retrieval.corpus_warnings`.
+
+The whole ``check --docs`` pass (these warnings with the corpus warnings of ``evaluate``) is
+:mod:`core.golden.corpus_check`.
 """
 
 from __future__ import annotations
@@ -85,63 +86,3 @@ def stale_evidence_warnings(questions: Iterable[Any], pieces: Pieces) -> list[An
                 out.append(Problem("warning", f"stale evidence: quote {_shown(quote)} is not on {where}",
                                    line=q.line, field=f"evidence[{i}]"))
     return out
-
-
-def corpus_problems(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = ()) -> list[Any]:
-    """Every warning about labels the loaded documents do not support (``check --docs``).
-
-    Args:
-        questions: the golden questions.
-        documents: the ``LoadedDocument`` objects that loaded.
-        skipped: the ``SkippedFile`` objects of files that did not load.
-
-    Returns:
-        ``Problem`` warnings: :func:`core.evaluation.retrieval.corpus_warnings` (pages past the
-        end, pages of documents without pages, documents that did not load), then stale
-        evidence against the documents' pages.
-    """
-    from core.evaluation.retrieval import corpus_warnings
-
-    return corpus_warnings(questions, documents, skipped) + stale_evidence_warnings(
-        questions, pieces_from_documents(documents))
-
-
-def needs_documents(questions: Iterable[Any]) -> bool:
-    """True when any question has usable evidence or a page label (so loading the documents can
-    find stale evidence or pages past the end)."""
-    return any(q.usable_evidence or q.pages for q in questions)
-
-
-def add_corpus_problems(check: Any, golden_path: Any, docs: Any, *, cache_dir: Any = None) -> int:
-    """Add the warnings of :func:`corpus_problems` to a ``GoldenCheck`` of a file that has no
-    errors, loading the documents only when a question has evidence or page labels.
-
-    Args:
-        check: the ``GoldenCheck`` of ``golden_path`` (changed in place: problems appended and
-            sorted by line).
-        golden_path: the golden file (read again; a local path or an address).
-        docs: the corpus folder (a local path or an address).
-        cache_dir: where a remote corpus is downloaded (default a temporary folder, removed).
-
-    Returns:
-        The number of warnings added.
-
-    Raises:
-        DocumentError: the folder cannot be read.
-    """
-    import tempfile
-
-    from core.documents import load_documents
-    from core.golden.reader import _check
-
-    if not check.ok:
-        return 0
-    _, found = _check(golden_path, None)
-    if not needs_documents(found.questions):
-        return 0
-    with tempfile.TemporaryDirectory(prefix="ragtune-check-") as tmp:
-        loaded = load_documents(docs, cache_dir=cache_dir or tmp)
-    problems = corpus_problems(found.questions, loaded.documents, loaded.skipped)
-    check.problems.extend(problems)
-    check.problems.sort(key=lambda p: (p.line is None, p.line or 0))
-    return len(problems)

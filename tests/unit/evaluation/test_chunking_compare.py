@@ -74,7 +74,7 @@ def test_build_key_names_every_setting():
 
 
 def test_parent_handing_store_hands_each_parent_once():
-    from core.evaluation.chunking import ParentHandingStore
+    from core.evaluation.handing import ParentHandingStore
 
     made = [Chunk(text=t, chunk_id=cid, metadata={"document_id": "d", "parent_id": pid, "parent_text": pt})
             for cid, t, pid, pt in [("a", "aa", "p1", "Parent one."), ("b", "bb", "p1", "Parent one."),
