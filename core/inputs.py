@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from core.addresses import REMOTE_SCHEMES, file_url_path, scheme_of
 from core.errors import ConfigError, StoreError
 from core.reports.files import write_atomic
 
@@ -73,8 +74,6 @@ __all__ = [
     "shown_address",
 ]
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_REMOTE_SCHEMES = ("s3", "http", "https")
 _HOW = "give a local path, s3://<bucket>/<key> or https://<account>.blob.core.windows.net/<container>/<key>"
 _SECRET = re.compile(
     r"((?:^|[?&;\s])(?:sig|AccountKey|SharedAccessSignature|aws_secret_access_key)=)[^&;\s]*", re.IGNORECASE
@@ -100,11 +99,8 @@ class InputNotFoundError(StoreError):
 
 
 def _scheme(address: str) -> str | None:
-    """The lower-case scheme of ``address``, or None for a plain path (``C:\\x`` included)."""
-    match = _SCHEME.match(address.strip())
-    if not match or len(match.group(1)) == 1:
-        return None
-    return match.group(1).lower()
+    """The lower-case scheme of ``address`` (blanks around it ignored), or None for a plain path."""
+    return scheme_of(address.strip())
 
 
 def is_remote(address: str | os.PathLike[str]) -> bool:
@@ -115,7 +111,7 @@ def is_remote(address: str | os.PathLike[str]) -> bool:
     """
     if isinstance(address, os.PathLike):
         return False
-    return _scheme(str(address)) in _REMOTE_SCHEMES
+    return _scheme(str(address)) in REMOTE_SCHEMES
 
 
 def local_path(address: str | os.PathLike[str]) -> Path | None:
@@ -137,16 +133,10 @@ def local_path(address: str | os.PathLike[str]) -> Path | None:
     scheme = _scheme(text)
     if scheme is None:
         return Path(text)
-    if scheme in _REMOTE_SCHEMES:
+    if scheme in REMOTE_SCHEMES:
         return None
     if scheme == "file":
-        parts = urlsplit(text.strip())
-        if parts.netloc not in ("", "localhost"):
-            raise ConfigError(f"file:// address on another host is not supported: {shown_address(text)!r}")
-        path = unquote(parts.path)
-        if re.match(r"^/[A-Za-z]:", path):  # file:///C:/data on Windows
-            path = path[1:]
-        return Path(path)
+        return Path(file_url_path(text.strip()))
     raise ConfigError(f"cannot read {scheme}:// addresses ({shown_address(text)!r}): {_HOW}")
 
 

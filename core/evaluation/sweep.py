@@ -20,12 +20,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from core.metrics.retrieval import DEFAULT_KS, TOP_K  # the one home of the rank cut-offs
 from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
 
-#: Results asked per search.
-TOP_K = 10
 #: Defaults of the sweep's axes.
 DEFAULT_METHODS: tuple[str, ...] = ("recursive",)
 DEFAULT_SIZES: tuple[int, ...] = (128, 256)
@@ -150,7 +149,7 @@ def run_sweep(
                     hits = store.search(q.question, k=TOP_K, **setup.to_dict())
                     latencies.append((time.perf_counter() - s) * 1000.0)
                     rankings[q.id] = [h.chunk for h in hits]
-                agg = evaluate_rankings(questions, rankings, grains=[grain], ks=(1, 5, 10))[grain].aggregate.to_dict()
+                agg = evaluate_rankings(questions, rankings, grains=[grain], ks=DEFAULT_KS)[grain].aggregate.to_dict()
                 means = agg["means"]
                 mine.append({
                     "build": b.key, **{k: v for k, v in b.to_dict().items() if k != "key"}, "search": setup.name,

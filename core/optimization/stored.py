@@ -27,7 +27,6 @@ MAX_REQUEST_BYTES = 32 * 1024
 MAX_ADDRESS_CHARS = 2048
 #: Largest seed.
 MAX_SEED = 2**32 - 1
-REMOTE_SCHEMES = ("s3://", "https://", "http://")
 
 
 def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_only: bool = False,
@@ -180,8 +179,10 @@ def _remote_problem(address: str, blob_endpoint: str | None) -> str | None:
     """Why ``address`` may not come from the network, or None (see ``remote_only``)."""
     from urllib.parse import urlsplit
 
+    from core.addresses import REMOTE_SCHEMES, scheme_of
+
     lowered = address.lower()
-    if not lowered.startswith(REMOTE_SCHEMES):
+    if scheme_of(address) not in REMOTE_SCHEMES:
         return "must be an s3:// or Blob storage URL (local paths are not accepted here)"
     if "?" in address or "#" in address:
         return ("must not carry a query string (a SAS token would be stored with the experiment): the app "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
+from core.addresses import file_url_path, scheme_of
 from core.errors import ConfigError, StoreError
 from core.reports.keys import clean_key as _clean_key
 
@@ -145,7 +146,6 @@ class LocalFiles:
         return sorted(keys)
 
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 #: An Azure Storage account's Blob host in the public and sovereign clouds (anchored: a host
 #: that merely contains ".blob." is not one, and never receives a credential).
 _BLOB_HOST = re.compile(
@@ -213,18 +213,12 @@ def open_files(
     text = str(address).strip()
     if not text:
         raise ConfigError(f"empty store address: {_HOW}")
-    match = _SCHEME.match(text)
-    if not match or len(match.group(1)) == 1:  # no scheme, or a Windows drive letter
+    scheme = scheme_of(text)
+    if scheme is None:  # no scheme, or a Windows drive letter
         return LocalFiles(text)
-    scheme = match.group(1).lower()
-    parts = urlsplit(text)
     if scheme == "file":
-        if parts.netloc not in ("", "localhost"):
-            raise ConfigError(f"file:// store address on another host is not supported: {text!r}")
-        path = unquote(parts.path)
-        if re.match(r"^/[A-Za-z]:", path):  # file:///C:/reports on Windows
-            path = path[1:]
-        return LocalFiles(path)
+        return LocalFiles(file_url_path(text, "store address"))
+    parts = urlsplit(text)
     if scheme == "s3":
         if parts.query or parts.fragment:
             raise ConfigError(f"s3:// store address must not have a query or fragment: {_shown(text)!r}")
