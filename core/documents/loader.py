@@ -320,7 +320,7 @@ def _load_pdf(document_id: str, data: bytes, sha256: str) -> tuple[Any, int]:
 
 
 def _docling_backends() -> dict[str, tuple[Any, Any]]:
-    """Import docling's format backends (slow: about 5 s, docling's datamodel imports torch)."""
+    """Import docling's format backends (slow: docling's datamodel imports torch)."""
     try:
         from docling.backend.html_backend import HTMLDocumentBackend
         from docling.backend.md_backend import MarkdownDocumentBackend

@@ -58,9 +58,10 @@ def check_objective(name: str, *, has_judge: bool | None = None) -> str:
     import difflib
 
     from core.metrics.answers import ALL_METRICS
+    from core.reports.tables import metric_label
 
-    if isinstance(name, str) and name.startswith("success@"):  # the measure's name before found@k
-        name = "found@" + name.removeprefix("success@")
+    if isinstance(name, str):
+        name = metric_label(name)  # success@k, the measure's name before found@k
     known = (*RETRIEVAL_METRIC_NAMES, *ALL_METRICS, OVERALL_SCORE)
     if name not in known:
         near = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)

@@ -192,52 +192,25 @@ class ProposalInfo:
 class GAMSampler:
     """IBM ai4rag's GAM-based search: cover, explore at random, then follow a GAM.
 
-    **Random phase.** While fewer than ``n_random_nodes`` trials are complete or pending, or
-    some value of a categorical parameter (``categorical`` or ``boolean``, the ``null``
-    placeholder included) appears in no trial, configurations are chosen by a greedy covering
-    design (Chvatal 1979): among the shuffled untried configurations, the one holding the most
-    values no trial holds yet is taken, again and again. Categorical values come first (one
-    outweighs any number of numeric ones) and may grow the phase beyond ``n_random_nodes``;
-    numeric values are then spread as far as ``n_random_nodes`` allows, after which picks are
-    uniform. A value counts as tried once any trial holds it, failed ones included.
-
-    **Model phase.** A pygam ``LinearGAM`` is fitted on the *complete* trials only, one term
-    per parameter that varies among them: a spline ``s()`` on the value's rank for a numeric
-    parameter with at least ``SPLINE_MIN_VALUES`` values and enough distinct values seen
-    (``n_splines = max(spline_order + 1, min(n_splines, distinct values seen))``); a linear
-    term ``l()`` on the rank for a numeric parameter with 3 or 4 values (from
-    ``lam_search_min_rows`` rows the fit with those terms as factors is kept instead when its
-    generalized cross-validation score is lower and valid, ``n > 1.4 * edof``: Wood 2017,
-    section 6.2); a factor ``f()`` otherwise. ``lam`` is ``SMALL_HISTORY_LAM`` for small
-    histories, else chosen by ``gridsearch`` over ``LAM_GRID``. A value never seen in a
-    complete trial gets its parameter's mean effect (factor) or the fitted line; splines are
-    held flat outside the seen range.
-
-    **Exploration bonus.** Candidates are ranked by the prediction plus an upper-confidence
-    bonus, the posterior standard deviation under a Bayesian linear model on one-hot codes of
-    every value (ridge penalty read as a Gaussian prior: Hastie, Tibshirani & Friedman 2009,
-    section 3.4.1; the ``x^T M x`` width of LinUCB, Li et al. 2010)::
-
-        ucb(c) = prediction(c) + EXPLORATION * sd(y) * sqrt(x(c)^T (A^T A + P)^-1 x(c))
-
-    with ``A`` the rows of every trial (failed and pending included, as GP-BUCB counts pending
-    evaluations: Desautels et al. 2014) and ``P`` the identity with 0 for the intercept.
-    ``EXPLORATION = 0`` gives the plain greedy order.
-
-    **Batches.** ``propose(n)`` returns ``n`` distinct configurations: the rest of the random
-    phase first, then model picks chosen one at a time by GP-BUCB's rule (Desautels et al.
-    2014): each pick joins ``A`` as a pending row before the next is ranked. Its predicted mean
-    is believed (the model is not refitted, like the kriging believer), while the bonus of
-    every configuration sharing its values shrinks, so a batch of 8 spreads over values
-    instead of being 8 near-copies of the best prediction. :meth:`batch_size` is the natural
-    batch: the rest of the random phase, then ``evals_per_trial`` per fit (ai4rag's loop).
-
-    **Safe fallbacks.** With fewer than ``MIN_ROWS`` complete trials, or all scores equal, the
-    proposals are uniform at random. When pygam is missing, fails or predicts non-finite
-    values, a ridge regression on one-hot codes (``RIDGE_PENALTY``, unpenalized intercept)
-    replaces it. :attr:`last_info` tells which path the last proposal took.
-
-    How these choices compare on score tables is printed by ``bench/optimizer.py``.
+    - **Random phase**, while fewer than ``n_random_nodes`` trials are complete or pending, or a
+      categorical value (``null`` included) is in no trial: a greedy covering design (Chvatal
+      1979) takes the untried configuration holding the most untried values, categorical
+      values first; failed trials count as tried.
+    - **Model phase**: a pygam ``LinearGAM`` on the complete trials, one term per varying
+      parameter: a spline ``s()`` on the value's rank (numeric, at least ``SPLINE_MIN_VALUES``
+      values), a line ``l()`` (numeric, 3 or 4 values; factors instead when their GCV is lower
+      and valid, Wood 2017 section 6.2), else a factor ``f()``. ``lam`` is
+      ``SMALL_HISTORY_LAM`` for small histories, else chosen over ``LAM_GRID``.
+    - **Exploration bonus**: candidates rank by
+      ``prediction(c) + EXPLORATION * sd(y) * sqrt(x(c)^T (A^T A + P)^-1 x(c))`` on one-hot codes
+      (ridge as a Gaussian prior, LinUCB's width; ``A`` holds failed and pending rows too, as
+      in GP-BUCB). ``EXPLORATION = 0`` is plain greedy.
+    - **Batches**: ``propose(n)`` picks one at a time, each joining ``A`` as pending (GP-BUCB,
+      Desautels et al. 2014), so a batch spreads over values; :meth:`batch_size` is the rest of
+      the random phase, then ``evals_per_trial`` per fit.
+    - **Fallbacks**: fewer than ``MIN_ROWS`` complete trials or equal scores: uniform picks;
+      pygam missing, failing or non-finite: ridge on one-hot codes (``RIDGE_PENALTY``).
+      :attr:`last_info` tells which path the last proposal took.
 
     Args:
         n_random_nodes: complete or pending trials before the model takes over (>= 1).
