@@ -265,11 +265,11 @@ def compare_pair(a: Sequence[bool | None], b: Sequence[bool | None]) -> dict[str
     Returns:
         ``{"only_first", "only_second", "p_value"}`` with the exact McNemar p-value.
     """
-    from core.metrics.paired import mcnemar_exact
+    from core.metrics.paired import paired_outcomes
 
-    only_a = sum(1 for x, y in zip(a, b) if x is True and y is False)
-    only_b = sum(1 for x, y in zip(a, b) if x is False and y is True)
-    return {"only_first": only_a, "only_second": only_b, "p_value": mcnemar_exact(only_a, only_b)}
+    result = paired_outcomes({i: x for i, x in enumerate(a) if x is not None},
+                             {i: y for i, y in enumerate(b) if y is not None})
+    return {"only_first": len(result.only_first), "only_second": len(result.only_second), "p_value": result.p_value}
 
 
 @dataclass

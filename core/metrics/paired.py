@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import comb
+from typing import Any, Mapping
 
 from core.errors import EvaluationError
 
@@ -57,8 +58,8 @@ class PairedResult:
     """
 
     n: int
-    only_first: tuple[str, ...]
-    only_second: tuple[str, ...]
+    only_first: tuple[Any, ...]
+    only_second: tuple[Any, ...]
     p_value: float
 
     @property
@@ -67,11 +68,14 @@ class PairedResult:
         return self.p_value < ALPHA
 
 
-def paired_outcomes(first: dict[str, bool], second: dict[str, bool]) -> PairedResult:
+def paired_outcomes(first: Mapping[Any, bool], second: Mapping[Any, bool]) -> PairedResult:
     """Compare two systems' right/wrong outcomes on the questions both were scored on.
 
+    The one count of discordant questions: lists of outcomes in question order come here keyed
+    by position (``core.metrics.retrieval.mcnemar_exact``, the chunking comparison).
+
     Args:
-        first: question id -> whether the first system got it right.
+        first: question id (or position) -> whether the first system got it right.
         second: the same for the second system; ids missing from either side are left out.
 
     Returns:

@@ -528,16 +528,15 @@ def mcnemar_exact(found_a: Sequence[bool], found_b: Sequence[bool]) -> dict[str,
 
     References:
         McNemar (1947), Psychometrika 12(2); the exact (binomial) form: Fagerland, Lydersen &
-        Laake (2013), BMC Medical Research Methodology 13:91. The p-value is
-        ``core.metrics.paired.mcnemar_exact``.
+        Laake (2013), BMC Medical Research Methodology 13:91. Counted and tested by
+        ``core.metrics.paired.paired_outcomes``.
     """
     if len(found_a) != len(found_b):
         raise EvaluationError(f"paired test on {len(found_a)} and {len(found_b)} questions: give the same questions")
-    only_a = sum(1 for a, b in zip(found_a, found_b) if a and not b)
-    only_b = sum(1 for a, b in zip(found_a, found_b) if b and not a)
-    from core.metrics.paired import mcnemar_exact as p_value
+    from core.metrics.paired import paired_outcomes
 
-    return {"only_a": only_a, "only_b": only_b, "p_value": p_value(only_a, only_b)}
+    result = paired_outcomes(dict(enumerate(found_a)), dict(enumerate(found_b)))
+    return {"only_a": len(result.only_first), "only_b": len(result.only_second), "p_value": result.p_value}
 
 
 @dataclass(frozen=True)
