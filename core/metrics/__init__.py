@@ -1,26 +1,11 @@
-"""Metrics: retrieval metrics (recall@k, precision@k, success@k, nDCG@k, MRR) at the document,
-page and evidence grains."""
+"""Metrics: retrieval metrics (found@k, recall@k, precision@k, nDCG@k, MRR) at the document,
+page and evidence grains, re-exported here from :mod:`core.metrics.retrieval`.
 
-from core.metrics.answers import (
-    ALL_METRICS,
-    DEFAULT_METRICS,
-    JUDGE_METRICS,
-    UNITXT_METRICS,
-    AnswerItem,
-    AnswerReport,
-    JudgeEvaluator,
-    JudgeMetric,
-    MetricResult,
-    MetricScores,
-    ParsedScore,
-    QuestionScore,
-    UnitxtEvaluator,
-    answer_report,
-    bootstrap_interval,
-    parse_score,
-    summarize,
-    unitxt_import_s,
-)
+Answer metrics (unitxt, the LLM judge, their aggregation) are imported from
+:mod:`core.metrics.answers`, the one place that names them; importing this package does not
+load them.
+"""
+
 from core.metrics.retrieval import (
     DEFAULT_KS,
     EVIDENCE_MIN_OVERLAP,
@@ -41,24 +26,6 @@ from core.metrics.retrieval import (
 )
 
 __all__ = [
-    "ALL_METRICS",
-    "DEFAULT_METRICS",
-    "JUDGE_METRICS",
-    "UNITXT_METRICS",
-    "AnswerItem",
-    "AnswerReport",
-    "JudgeEvaluator",
-    "JudgeMetric",
-    "MetricResult",
-    "MetricScores",
-    "ParsedScore",
-    "QuestionScore",
-    "UnitxtEvaluator",
-    "answer_report",
-    "bootstrap_interval",
-    "parse_score",
-    "summarize",
-    "unitxt_import_s",
     "DEFAULT_KS",
     "EVIDENCE_MIN_OVERLAP",
     "GRAINS",
