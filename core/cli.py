@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from core import __version__
 from core.errors import ConfigError, GoldenError, RagtuneError
@@ -574,14 +574,35 @@ def _search_setups(names: list[str]) -> list[Any]:
     return out
 
 
-def cmd_compare_chunking(args: argparse.Namespace) -> int:
-    """``ragtune compare-chunking``: every technique at every size, judged on the same character
-    budget; writes ``chunking/runs/<id>/report.json``."""
-    from core.evaluation.chunking import CompareOptions, compare_chunking, format_comparison, save_comparison
+def _corpus_study(args: argparse.Namespace) -> tuple[Any, Path, dict[str, Any]]:
+    """What ``compare-chunking``, ``sweep`` and ``cutoff`` start from: the settings, the out folder
+    (``--out``, else ``RAGTUNE_OUT_DIR``) and the keywords ``out_dir``, ``embedding_model`` and
+    ``vector_store_config`` (``--vector-store``) of their core function."""
     from core.settings import Settings
 
     settings = Settings.from_env()
     out = Path(args.out or settings.out_dir)
+    return settings, out, {"out_dir": out, "embedding_model": settings.embedding_model(),
+                           "vector_store_config": settings.vector_store_config(out, args.vector_store)}
+
+
+def _print_report(args: argparse.Namespace, report: dict[str, Any], location: Path,
+                  text: Callable[[dict[str, Any]], str]) -> int:
+    """Set ``report["location"]`` and print the report: as JSON with ``--json``, else ``text(report)``."""
+    report["location"] = str(location)
+    if args.json:
+        _print_json(report)
+    else:
+        print(text(report))
+    return 0
+
+
+def cmd_compare_chunking(args: argparse.Namespace) -> int:
+    """``ragtune compare-chunking``: every technique at every size, judged on the same character
+    budget; writes ``chunking/runs/<id>/report.json``."""
+    from core.evaluation.chunking import CompareOptions, compare_chunking, format_comparison, save_comparison
+
+    settings, out, inputs = _corpus_study(args)
     chat = settings.chat_model()
     judge = settings.judge_model(args.judge)
     options = CompareOptions(
@@ -590,17 +611,8 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
         chat_model=chat if judge is not None else None, judge=judge, chunking_chat_model=chat,
         progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
     )
-    report, questions = compare_chunking(
-        args.docs, args.golden, out_dir=out, embedding_model=settings.embedding_model(),
-        vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
-    )
-    key = save_comparison(out, report, questions)
-    report["location"] = str(out / key)
-    if args.json:
-        _print_json(report)
-    else:
-        print(format_comparison(report))
-    return 0
+    report, questions = compare_chunking(args.docs, args.golden, options=options, **inputs)
+    return _print_report(args, report, out / save_comparison(out, report, questions), format_comparison)
 
 
 def _yes_no(text: str | None) -> list[bool]:
@@ -616,27 +628,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """``ragtune sweep``: every chunking combination built once, every search setup asked of each,
     rows ranked by nDCG@10, MRR, time; writes ``sweep/runs/<id>/report.json``."""
     from core.evaluation.sweep import DEFAULT_METHODS, DEFAULT_OVERLAPS, DEFAULT_SIZES, format_sweep, run_sweep, save_sweep
-    from core.settings import Settings
 
-    settings = Settings.from_env()
-    out = Path(args.out or settings.out_dir)
+    settings, out, inputs = _corpus_study(args)
     report = run_sweep(
-        args.docs, args.golden, out_dir=out, methods=_csv(args.chunking) or DEFAULT_METHODS,
+        args.docs, args.golden, methods=_csv(args.chunking) or DEFAULT_METHODS,
         sizes=_csv_ints(args.chunk_size, "--chunk-size") or DEFAULT_SIZES,
         overlaps=_csv_ints(args.chunk_overlap, "--chunk-overlap") or DEFAULT_OVERLAPS,
         embed_headings=_yes_no(args.embed_headings) or [False],
         setups=_search_setups(_csv(args.search)) if args.search else None,
-        embedding_model=settings.embedding_model(), vector_store_config=settings.vector_store_config(out, args.vector_store),
         chat_model=settings.chat_model(), progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
+        **inputs,
     )
-    key = save_sweep(out, report)
-    report["location"] = str(out / key)
-    if args.json:
-        _print_json(report)
-    else:
-        print(format_sweep(report, markdown=args.markdown))
-        print(f"\nreport: {report['location']}")
-    return 0
+    return _print_report(args, report, out / save_sweep(out, report),
+                         lambda r: f"{format_sweep(r, markdown=args.markdown)}\n\nreport: {r['location']}")
 
 
 def _cutoff_reranker(settings: Any, measure: str) -> Any:
@@ -659,28 +663,20 @@ def cmd_cutoff(args: argparse.Namespace) -> int:
     writes ``cutoff/runs/<id>/report.json``."""
     from core.evaluation.cutoff import answer_cutoff, format_cutoff
     from core.reports import LocalFiles, new_run_id
-    from core.settings import Settings
 
-    settings = Settings.from_env()
-    out = Path(args.out or settings.out_dir)
+    settings, out, inputs = _corpus_study(args)
     report = answer_cutoff(
-        args.docs, args.golden, args.unanswerable, out_dir=out, chunking_method=args.chunking,
+        args.docs, args.golden, args.unanswerable, chunking_method=args.chunking,
         chunk_size=256 if args.chunk_size is None else args.chunk_size,
         chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
         setup=_search_setups([args.setup])[0], measure=args.measure,
-        reranker=_cutoff_reranker(settings, args.measure),
-        embedding_model=settings.embedding_model(), vector_store_config=settings.vector_store_config(out, args.vector_store),
+        reranker=_cutoff_reranker(settings, args.measure), **inputs,
     )
     run_id = new_run_id()
     report["run_id"] = run_id
     key = f"cutoff/runs/{run_id}/report.json"
     LocalFiles(out).write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False).encode("utf-8"))
-    report["location"] = str(out / key)
-    if args.json:
-        _print_json(report)
-    else:
-        print(format_cutoff(report))
-    return 0
+    return _print_report(args, report, out / key, format_cutoff)
 
 
 def _load_corpus(docs: str, out: Path) -> Any:

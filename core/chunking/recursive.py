@@ -10,55 +10,14 @@ from __future__ import annotations
 import bisect
 from typing import Any, Iterable
 
-from core.chunking._common import check_sizes, item_pages, iter_documents
+from core.chunking._common import check_sizes, iter_documents
 from core.chunking.base import Chunk, make_chunk_id
+from core.chunking.spans import document_text
 
 #: Characters per token used to turn token sizes into character sizes.
 CHARS_PER_TOKEN = 4
 #: Separators tried in order; ``""`` splits between characters, so any text can be split.
 SEPARATORS: tuple[str, ...] = ("\n\n", "\n", " ", "")
-_ITEM_JOINER = "\n\n"
-
-
-def _document_text(doc: Any) -> tuple[str, list[int], list[int], list[set[int]], list[list[str]]]:
-    """Concatenate a document's text in reading order.
-
-    Returns:
-        ``(text, starts, ends, pages, headings)``: the joined text and, per item, its
-        character span ``[start, end)`` in the text, its 1-based pages and the heading path in
-        effect at the item (outermost first; a heading's own path includes itself).
-    """
-    from docling_core.types.doc import SectionHeaderItem, TableItem, TextItem, TitleItem
-
-    parts: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    pages: list[set[int]] = []
-    headings: list[list[str]] = []
-    path: dict[int, str] = {}  # heading level (title = 0) -> text
-    offset = 0
-    for item, _ in doc.iterate_items():
-        if isinstance(item, TextItem):
-            text = item.text.strip()
-        elif isinstance(item, TableItem):
-            text = item.export_to_markdown(doc=doc).strip()
-        else:
-            continue
-        if not text:
-            continue
-        if isinstance(item, (TitleItem, SectionHeaderItem)):
-            level = 0 if isinstance(item, TitleItem) else int(item.level)
-            path = {lvl: h for lvl, h in path.items() if lvl < level}
-            path[level] = text
-        if parts:
-            offset += len(_ITEM_JOINER)
-        parts.append(text)
-        starts.append(offset)
-        ends.append(offset + len(text))
-        pages.append(item_pages(item))
-        headings.append([path[lvl] for lvl in sorted(path)])
-        offset += len(text)
-    return _ITEM_JOINER.join(parts), starts, ends, pages, headings
 
 
 class RecursiveChunker:
@@ -132,7 +91,8 @@ class RecursiveChunker:
         )
         chunks: list[Chunk] = []
         for document_id, doc in iter_documents(documents):
-            text, starts, ends, pages, headings = _document_text(doc)
+            flat = document_text(doc)
+            text, starts, ends, pages, headings = flat.text, flat.starts, flat.ends, flat.pages, flat.headings
             if not text:
                 continue
             seq = 0

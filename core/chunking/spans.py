@@ -70,8 +70,7 @@ def document_text(doc: Any) -> DocumentText:
     """Return a ``DoclingDocument``'s :class:`DocumentText`.
 
     Text items (titles, headings, paragraphs, list items, captions) are taken stripped, tables
-    as Markdown; blank items are skipped. The same reading order and joiner as the recursive
-    chunker.
+    as Markdown; blank items are skipped. The recursive chunker splits this text too.
     """
     from docling_core.types.doc import SectionHeaderItem, TableItem, TextItem, TitleItem
 

@@ -8,8 +8,8 @@ import azure.functions as func
 import pytest
 
 from core.golden.checks import check_key
-from core.reports import report_store
 from core.reports.store import REPORT_SCHEMA_VERSION
+from tests.support.report_stores import configured_report_store
 
 GOLDEN = b'{"question": "q", "expected": ["a.md"]}\n'
 SHA = "ab" * 32
@@ -20,16 +20,7 @@ CHECKED_NAMES = ("hr/golden.jsonl", "my golden ü.jsonl", "a//b.jsonl", "a/b.jso
 @pytest.fixture(params=["local", "azurite"])
 def store(request, clean_env, tmp_path):
     """A report store with two runs and one golden check, and the settings pointing at it."""
-    if request.param == "local":
-        address = str(tmp_path / "reports")
-        clean_env.setenv("RAGTUNE_REPORTS", address)
-        store = report_store(address)
-    else:
-        azurite = request.getfixturevalue("azurite")
-        address = f"{request.getfixturevalue('blob_endpoint')}/{request.getfixturevalue('new_container')()}/r"
-        clean_env.setenv("RAGTUNE_REPORTS", address)
-        clean_env.setenv("RAGTUNE_STORAGE_CONNECTION", azurite)
-        store = report_store(address, connection_string=azurite)
+    store = configured_report_store(request.param, request, clean_env, tmp_path)
     for run_id in (OLD, NEW):
         store.save_run(run_id, {"schema_version": REPORT_SCHEMA_VERSION, "run_id": run_id,
                                 "golden": {"sha256": SHA if run_id == NEW else "cd" * 32}})

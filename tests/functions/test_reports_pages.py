@@ -8,8 +8,8 @@ import json
 import azure.functions as func
 import pytest
 
-from core.reports import report_store
 from core.reports.pages import PAGE_CSP
+from tests.support.report_stores import configured_report_store
 from tests.support.reports import experiment_report, retrieval_report
 
 RUN = "20260101T000000Z-aaaaaa"
@@ -17,16 +17,7 @@ RUN = "20260101T000000Z-aaaaaa"
 
 @pytest.fixture(params=["local", "azurite"])
 def store(request, clean_env, tmp_path):
-    if request.param == "local":
-        address = str(tmp_path / "reports")
-        clean_env.setenv("RAGTUNE_REPORTS", address)
-        store = report_store(address)
-    else:
-        azurite = request.getfixturevalue("azurite")
-        address = f"{request.getfixturevalue('blob_endpoint')}/{request.getfixturevalue('new_container')()}/r"
-        clean_env.setenv("RAGTUNE_REPORTS", address)
-        clean_env.setenv("RAGTUNE_STORAGE_CONNECTION", azurite)
-        store = report_store(address, connection_string=azurite)
+    store = configured_report_store(request.param, request, clean_env, tmp_path)
     report = retrieval_report(RUN)
     report["questions"][0]["question"] = "<script>alert(1)</script>"
     store.save_run(RUN, report)

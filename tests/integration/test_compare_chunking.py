@@ -10,35 +10,13 @@ import pytest
 from core.cli import main
 from core.evaluation.chunking import CompareOptions, compare_chunking, save_comparison
 from core.models import LocalEmbeddingModel
+from tests.support.corpora import write_topic_corpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-DOCS = {
-    "dental.txt": "Dental cover pays eighty percent of routine check-ups. Orthodontic braces are not covered.",
-    "travel.txt": "Flights are booked through the travel portal. Economy class is used for trips under six hours.",
-    "leave.txt": "Employees receive twenty-five days of paid leave. Unused leave days expire at the end of March.",
-}
-QUESTIONS = [
-    ("q1", "What share of check-ups does dental cover pay?", "dental.txt", "eighty percent of routine check-ups"),
-    ("q2", "Are orthodontic braces covered?", "dental.txt", "Orthodontic braces are not covered"),
-    ("q3", "Where are flights booked?", "travel.txt", "booked through the travel portal"),
-    ("q4", "Which class is used for short trips?", "travel.txt", "Economy class is used"),
-    ("q5", "How many days of paid leave do employees get?", "leave.txt", "twenty-five days of paid leave"),
-    ("q6", "When do unused leave days expire?", "leave.txt", "expire at the end of March"),
-]
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("corpus")
-    docs = root / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text + "\n", encoding="utf-8")
-    golden = root / "golden.jsonl"
-    golden.write_text("".join(json.dumps({"id": i, "question": q, "expected": [d], "evidence": [e]}) + "\n"
-                              for i, q, d, e in QUESTIONS), encoding="utf-8")
-    return docs, golden
+    return write_topic_corpus(tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(scope="module")

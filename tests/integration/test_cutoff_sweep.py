@@ -11,7 +11,7 @@ from core.cli import main
 from core.evaluation.cutoff import answer_cutoff
 from core.evaluation.sweep import format_sweep, run_sweep
 from core.models import LocalEmbeddingModel
-from tests.integration.test_compare_chunking import DOCS, QUESTIONS
+from tests.support.corpora import write_topic_corpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -23,13 +23,7 @@ UNANSWERABLE = ["Who won the football cup in 1954?", "What is the boiling point 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus")
-    docs = root / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text + "\n", encoding="utf-8")
-    golden = root / "golden.jsonl"
-    golden.write_text("".join(json.dumps({"id": i, "question": q, "expected": [d], "evidence": [e]}) + "\n"
-                              for i, q, d, e in QUESTIONS), encoding="utf-8")
+    docs, golden = write_topic_corpus(root)
     unanswerable = root / "unanswerable.jsonl"
     unanswerable.write_text("".join(json.dumps({"id": f"u{i}", "question": q}) + "\n"
                                     for i, q in enumerate(UNANSWERABLE)), encoding="utf-8")

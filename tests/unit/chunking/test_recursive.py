@@ -103,3 +103,38 @@ def test_params_are_json_and_reflect_sizes():
     assert a.params()["chunk_size"] == 256 and a.params()["chunk_overlap"] == 32
     assert a.params() != b.params()
     assert a.chunk_size_chars == 1024 and a.chunk_overlap_chars == 128
+
+
+#: sha256 of the JSON of ``[chunk_id, text, metadata]`` of every recursive chunk of each bundled
+#: corpus, as the recursive chunker made them with its own flattening of a DoclingDocument, before
+#: it was built on ``core.chunking.spans.document_text`` (the reference implementation here).
+#: Collections are keyed by the chunker's parameters, so these chunks may not change.
+BUNDLED_CHUNKS = {
+    ("northwind-benefits", 256, 32): (703, "af0ecb7fbbdf08b33640397c99184b2c0a6e7638e9a836a9474975a85ffc5ae2"),
+    ("northwind-benefits", 64, 8): (3412, "2b3ea21d189f7d5c5cf0ab58189101f8bcb56830f1fda700f56fcda8d5cf73f8"),
+    ("bedrock-sample", 256, 32): (278, "8994f8181ec5cd623bd04793ba994913323a3a4cbea2c5c79e13809b96162466"),
+    ("bedrock-sample", 64, 8): (987, "e799e085f71a654213084850292b8c34a5beb485253a6628e58d3ca93b31e71b"),
+    ("squad-mini", 256, 32): (94, "05e8045805776311668e49178ebd4fc661a5412c2c21fc000637ff17fe4cca1a"),
+    ("squad-mini", 64, 8): (269, "a120587fd5bc00e1f7e184dfc2487f918a0533083dda6dabdb1a35c9c796a34a"),
+    ("musique-mini", 256, 32): (2073, "49e1da9273bd9f70d7b09a30bf82751af7d424f630340c46b8c7dfa28872d925"),
+    ("musique-mini", 64, 8): (6044, "91c0fd8e3ec60c05c678ea564db26105db9d12d910f5d8181e89ea0b8ddea7e6"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corpus", sorted({name for name, _, _ in BUNDLED_CHUNKS}))
+def test_recursive_chunks_of_the_bundled_corpora_are_unchanged(corpus):
+    import hashlib
+    from pathlib import Path
+
+    from core.documents import load_documents
+
+    docs = Path(__file__).resolve().parents[3] / "examples" / "data" / corpus / "docs"
+    documents = load_documents(docs).documents
+    for (name, size, overlap), (count, digest) in BUNDLED_CHUNKS.items():
+        if name != corpus:
+            continue
+        chunks = RecursiveChunker(chunk_size=size, chunk_overlap=overlap).chunk(documents)
+        rows = [[c.chunk_id, c.text, c.metadata] for c in chunks]
+        got = hashlib.sha256(json.dumps(rows, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        assert (len(chunks), got) == (count, digest), (name, size, overlap)
