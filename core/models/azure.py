@@ -1,4 +1,4 @@
-"""Azure OpenAI clients, with a key or with Microsoft Entra ID tokens.
+"""OpenAI-compatible and Azure OpenAI clients; Azure with a key or with Microsoft Entra ID tokens.
 
 Without a key, requests carry a bearer token for the Cognitive Services scope from
 ``azure.identity.DefaultAzureCredential`` (the app's managed identity when ``AZURE_CLIENT_ID``
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["AZURE_OPENAI_SCOPE", "azure_openai_client", "token_provider"]
+__all__ = ["AZURE_OPENAI_SCOPE", "azure_openai_client", "openai_client", "token_provider"]
 
 #: The Entra ID scope of Azure OpenAI (and every Azure AI services resource).
 AZURE_OPENAI_SCOPE = "https://cognitiveservices.azure.com/.default"
@@ -58,3 +58,33 @@ def azure_openai_client(
     )
     return openai.AzureOpenAI(azure_endpoint=endpoint, api_version=api_version, timeout=timeout_s, max_retries=0,
                               **auth)
+
+
+def openai_client(
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    azure_api_version: str | None,
+    timeout_s: float,
+    ad_token_provider: Callable[[], str] | None = None,
+) -> Any:
+    """Return the client of an endpoint, with the client's own retries off (callers retry).
+
+    Args:
+        base_url: the endpoint: an OpenAI-compatible ``.../v1`` URL, or with
+            ``azure_api_version`` the Azure OpenAI resource endpoint.
+        api_key: the key; None or empty: ``"not-needed"`` for an OpenAI-compatible server,
+            Entra ID tokens for Azure OpenAI (see :func:`azure_openai_client`).
+        azure_api_version: the Azure OpenAI API version, or None for an OpenAI-compatible server.
+        timeout_s: per-request timeout in seconds.
+        ad_token_provider: where Azure tokens come from without a key.
+
+    Returns:
+        An ``openai.AzureOpenAI`` client with ``azure_api_version``, else an ``openai.OpenAI`` one.
+    """
+    if azure_api_version:
+        return azure_openai_client(endpoint=base_url, api_key=api_key, api_version=azure_api_version,
+                                   timeout_s=timeout_s, ad_token_provider=ad_token_provider)
+    import openai
+
+    return openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)

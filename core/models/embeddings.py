@@ -261,19 +261,11 @@ class OpenAIEmbeddingModel:
 
     def _get_client(self) -> Any:
         if self._client is None:
-            import openai
+            from core.models.azure import openai_client
 
-            if self.azure_api_version:
-                from core.models.azure import azure_openai_client
-
-                self._client = azure_openai_client(
-                    endpoint=self.base_url, api_key=self._api_key, api_version=self.azure_api_version,
-                    timeout_s=self.timeout_s, ad_token_provider=self._ad_token_provider,
-                )
-            else:
-                self._client = openai.OpenAI(
-                    base_url=self.base_url, api_key=self._api_key or "not-needed", timeout=self.timeout_s, max_retries=0
-                )
+            self._client = openai_client(base_url=self.base_url, api_key=self._api_key,
+                                         azure_api_version=self.azure_api_version, timeout_s=self.timeout_s,
+                                         ad_token_provider=self._ad_token_provider)
         return self._client
 
     def _request(self, batch: list[str]) -> np.ndarray:
