@@ -1,6 +1,7 @@
 """The ``Chunker`` contract, passed by every chunking method ``get_chunker`` knows.
 
-Each method in ``CHUNKING_METHODS`` is built with small sizes and run on hand-built documents
+Each method in ``CHUNKING_METHODS`` is built with small sizes, with its default headings and with
+them the other way (so ``HeadingsInText`` passes too), and run on hand-built documents
 (one paged like a PDF, one with sections). What is asserted comes from ``Chunk``'s and
 ``Chunker``'s docstrings: ids, per-document sequence numbers from 0, pages within the
 document's, repeatable output, JSON-serialisable parameters, and no text dropped.
@@ -36,13 +37,25 @@ class _Scripted:
         return "1, 3" if "numbered sentences" in messages[-1]["content"] else "From the policy."
 
 
-def _build(method: str) -> Chunker:
-    return get_chunker(method, 32, 4, chat_model=_Scripted() if method in CHAT_METHODS else None)
+def _build(method: str, embed_headings: bool | None = None) -> Chunker:
+    return get_chunker(method, 32, 4, embed_headings=embed_headings,
+                       chat_model=_Scripted() if method in CHAT_METHODS else None)
 
 
-@pytest.fixture(params=CHUNKING_METHODS)
-def chunker(request) -> Chunker:
-    return _build(request.param)
+#: Every method at its default, and each with headings the other way (the recursive chunker with
+#: headings is ``HeadingsInText`` around it; the others put them in front themselves).
+VARIANTS = [(m, None) for m in CHUNKING_METHODS] + [
+    (m, m not in ("hierarchical", "hybrid")) for m in CHUNKING_METHODS]
+
+
+@pytest.fixture(params=VARIANTS, ids=lambda v: v[0] + ("" if v[1] is None else f"-headings-{v[1]}"))
+def variant(request) -> tuple[str, bool | None]:
+    return request.param
+
+
+@pytest.fixture
+def chunker(variant) -> Chunker:
+    return _build(*variant)
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +67,11 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.casefold())
 
 
-def test_is_a_chunker_with_a_name_and_json_params(chunker):
+def test_is_a_chunker_with_a_name_and_json_params(chunker, variant):
     assert isinstance(chunker, Chunker) and chunker.name in CHUNKING_METHODS
     params = chunker.params()
     assert json.loads(json.dumps(params)) == params
-    assert params == _build(chunker.name).params()  # same settings, same parameters
+    assert params == _build(*variant).params()  # same settings, same parameters
 
 
 def test_chunks_carry_ids_sequence_numbers_and_pages(chunker, documents):
@@ -89,6 +102,6 @@ def test_no_text_is_dropped(chunker, documents):
     assert missing == []
 
 
-def test_the_same_documents_give_the_same_chunks(chunker, documents):
-    assert chunker.chunk(documents) == _build(chunker.name).chunk(documents)
+def test_the_same_documents_give_the_same_chunks(chunker, variant, documents):
+    assert chunker.chunk(documents) == _build(*variant).chunk(documents)
     assert chunker.chunk([]) == []
