@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from core.errors import ConfigError
 from core.experiment.engine import Experiment
@@ -227,8 +227,11 @@ class StoredEvaluator:
             self._loaded = (which, corpus, golden, context)
             return corpus, golden, context
 
-    def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any]) -> dict[str, Any]:
-        """Evaluate ``configuration`` on ``spec``'s data (``run_single_evaluation``).
+    def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any],
+                 space: Callable[[], Any] | None = None) -> dict[str, Any]:
+        """Evaluate ``configuration`` on ``spec``'s data (``run_single_evaluation``); ``space``
+        returns the experiment's ``SearchSpace``, read once per loaded inputs so vector-only
+        collections skip the keyword index that no configuration of the space searches.
 
         Raises:
             ConfigError: the golden file changed, or the settings are unusable.
@@ -237,6 +240,10 @@ class StoredEvaluator:
         from core.evaluation.single import run_single_evaluation
 
         corpus, golden, context = self._inputs(spec)
+        if space is not None and context.keyword_indexes is None:
+            from core.evaluation.keyword_index import keyword_indexed_space
+
+            context.keyword_indexes = keyword_indexed_space(space())
         return run_single_evaluation(configuration, corpus, golden, context=context)
 
 
@@ -260,7 +267,10 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
 
     spec = experiment.spec()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-evaluation")
-    future = pool.submit(experiment.evaluate, request, lambda configuration: evaluator(spec, configuration))
+    def run(configuration: Any) -> dict[str, Any]:
+        return evaluator(spec, configuration, lambda: experiment.study().space)
+
+    future = pool.submit(experiment.evaluate, request, run)
     try:
         return future.result(timeout=timeout_s)
     except FutureTimeout:
