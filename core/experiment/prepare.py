@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from core.errors import ConfigError
 from core.experiment.engine import Experiment
@@ -224,14 +224,26 @@ class StoredEvaluator:
                                         vector_store_configs=settings.vector_store_configs(settings.out_dir),
                                         judge=settings.judge_model(),
                                         rerankers={r.model_id: r for r in [settings.reranker()] if r is not None})
+            context.keyword_indexes = self._keyword_indexes(spec)
             self._loaded = (which, corpus, golden, context)
             return corpus, golden, context
 
-    def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any],
-                 space: Callable[[], Any] | None = None) -> dict[str, Any]:
-        """Evaluate ``configuration`` on ``spec``'s data (``run_single_evaluation``); ``space``
-        returns the experiment's ``SearchSpace``, read once per loaded inputs so vector-only
-        collections skip the keyword index that no configuration of the space searches.
+    def _keyword_indexes(self, spec: ExperimentSpec) -> frozenset[str] | None:
+        """The collections keyword or hybrid configurations of the experiment's space search
+        (``core.evaluation.keyword_index``), from its stored study; None when it cannot be read
+        (every collection then gets a keyword index)."""
+        from core.errors import StoreError
+        from core.evaluation.keyword_index import keyword_indexed_space
+
+        try:
+            return keyword_indexed_space(Experiment(self.settings.report_store().files, spec.experiment_id).study().space)
+        except (StoreError, ConfigError) as exc:
+            logger.info("experiment %s: no stored space (%s); every collection gets a keyword index",
+                        spec.experiment_id, exc)
+            return None
+
+    def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any]) -> dict[str, Any]:
+        """Evaluate ``configuration`` on ``spec``'s data (``run_single_evaluation``).
 
         Raises:
             ConfigError: the golden file changed, or the settings are unusable.
@@ -240,10 +252,6 @@ class StoredEvaluator:
         from core.evaluation.single import run_single_evaluation
 
         corpus, golden, context = self._inputs(spec)
-        if space is not None and context.keyword_indexes is None:
-            from core.evaluation.keyword_index import keyword_indexed_space
-
-            context.keyword_indexes = keyword_indexed_space(space())
         return run_single_evaluation(configuration, corpus, golden, context=context)
 
 
@@ -267,10 +275,7 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
 
     spec = experiment.spec()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-evaluation")
-    def run(configuration: Any) -> dict[str, Any]:
-        return evaluator(spec, configuration, lambda: experiment.study().space)
-
-    future = pool.submit(experiment.evaluate, request, run)
+    future = pool.submit(experiment.evaluate, request, lambda configuration: evaluator(spec, configuration))
     try:
         return future.result(timeout=timeout_s)
     except FutureTimeout:
