@@ -53,6 +53,7 @@ import os
 import re
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -73,6 +74,9 @@ __all__ = [
     "read_input_bytes",
     "shown_address",
 ]
+
+#: Files of a remote folder downloaded at once by :func:`fetch_folder`.
+FETCH_WORKERS = 8
 
 _HOW = "give a local path, s3://<bucket>/<key> or https://<account>.blob.core.windows.net/<container>/<key>"
 _SECRET = re.compile(
@@ -361,9 +365,9 @@ def fetch_folder(
     A local path (or ``file://`` URL) is returned as a ``Path``, unchecked and not copied. A
     remote folder is downloaded to ``<cache_dir>/<address hash>/<content digest>/``, one file
     per key below the prefix at the same relative path (``s3://b/docs/sub/a.md`` ->
-    ``.../sub/a.md``). The files are written into a hidden ``.partial-*`` folder first, which
-    is renamed into place once every file is there; a folder with the same content digest
-    already in the cache is used as it is.
+    ``.../sub/a.md``), :data:`FETCH_WORKERS` files at a time. The files are written into a
+    hidden ``.partial-*`` folder first, which is renamed into place once every file is there;
+    a folder with the same content digest already in the cache is used as it is.
 
     Args:
         address: a folder's address (``s3://bucket/docs``, ``https://<account>.blob.core.
@@ -395,13 +399,19 @@ def fetch_folder(
     digest = hashlib.sha256()
     try:
         try:
-            for key in keys:
+            def fetch(key: str) -> str:
                 try:
                     data = files.read_bytes(key)
                 except StoreError as exc:
                     raise StoreError(f"cannot read {shown}/{key}: {_safe(str(exc), text)}") from None
                 write_atomic(partial / key, data)
-                digest.update(f"{key}\0{hashlib.sha256(data).hexdigest()}\n".encode("utf-8"))
+                return hashlib.sha256(data).hexdigest()
+
+            # downloads are network-bound: a few at once, each written as it arrives
+            with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(keys)), thread_name_prefix="ragtune-fetch") as pool:
+                hashes = list(pool.map(fetch, keys))
+            for key, sha in zip(keys, hashes):
+                digest.update(f"{key}\0{sha}\n".encode("utf-8"))
             final = root / digest.hexdigest()[:16]
             if final.is_dir():
                 shutil.rmtree(partial, ignore_errors=True)

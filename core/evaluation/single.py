@@ -146,6 +146,10 @@ class EvaluationContext:
         answer_metrics: answer metric names (None: the unitxt metrics, plus the judge's when
             a judge is given).
         max_workers: questions answered at once.
+        keyword_indexes: indexing keys (``core.evaluation.keyword_index.indexing_key``) of
+            the collections keyword or hybrid configurations of the space search; a
+            vector-only configuration builds its collection with a keyword index only when
+            its key is among them. None (the space is not known): every collection gets one.
         cache_replies: keep chat and judge replies in the cache (``<out_dir>/cache``), keyed by
             model, messages and parameters, so a rerun makes no calls; False asks afresh.
         with_answers: generate and score answers; False evaluates retrieval only (cheaper,
@@ -165,6 +169,7 @@ class EvaluationContext:
     answer_metrics: list[str] | None = None
     rerankers: dict[str, Any] = field(default_factory=dict)
     max_workers: int = 10
+    keyword_indexes: frozenset[str] | None = None
     with_answers: bool = True
     collections_built: int = 0
     n_embedded: int = 0
@@ -178,21 +183,32 @@ class EvaluationContext:
     _chunk_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def vector_store(self, model: Any, config: Any, collection: str) -> Any:
-        """The store of ``collection`` (``core.vectorstores.get_vector_store``); Milvus Lite
-        stores share one client per database folder, since only one client may open it, so
-        evaluations in threads of one process use the same database."""
+    def vector_store(self, model: Any, config: Any, collection: str, *, keyword_index: bool = True) -> Any:
+        """The store of ``collection`` (``core.vectorstores.get_vector_store``; a collection it
+        creates gets a keyword index when ``keyword_index``); Milvus Lite stores share one
+        client per database folder, since only one client may open it, so evaluations in
+        threads of one process use the same database."""
         from core.vectorstores import MilvusLiteConfig, get_vector_store
 
         if not isinstance(config, MilvusLiteConfig):
-            return get_vector_store(model, config, collection)
+            return get_vector_store(model, config, collection, keyword_index=keyword_index)
         from core.vectorstores.milvus import MilvusVectorStore, open_client
 
         with self._lock:
             client = self._lite_clients.get(config.uri)
             if client is None:
                 client = self._lite_clients[config.uri] = open_client(config)
-        return MilvusVectorStore(model, config, collection, client=client)
+        return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index)
+
+    def needs_keyword_index(self, configuration: Mapping[str, Any]) -> bool:
+        """True when ``configuration``'s collection needs a keyword index: it searches by
+        keyword, or a keyword or hybrid configuration of the space shares its collection (see
+        ``keyword_indexes``)."""
+        from core.evaluation.keyword_index import indexing_key, searches_by_keyword
+
+        if searches_by_keyword(configuration) or self.keyword_indexes is None:
+            return True
+        return indexing_key(configuration) in self.keyword_indexes
 
     def close(self) -> None:
         """Close the shared Milvus Lite clients (the next evaluation opens them again)."""
@@ -357,11 +373,13 @@ def _generator(configuration: Mapping[str, Any], context: EvaluationContext) -> 
     return context.cached_chat(context.chat_models[name])
 
 
-def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext) -> bool:
-    """Fill ``store`` with ``chunks`` unless it already holds them; True when reused."""
+def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext, keyword_index: bool) -> bool:
+    """Fill ``store`` with ``chunks`` unless it already holds them (with a keyword index when
+    ``keyword_index``: a vector-only collection is then built again, its vectors from the
+    embedding cache); True when reused."""
     from core.evaluation.retrieval import fill_collection
 
-    if store.exists() and store.count() == len(chunks):
+    if store.exists() and store.count() == len(chunks) and (not keyword_index or store.has_keyword_index()):
         return True
     before = model.n_embedded
     fill_collection(store, chunks, model)
@@ -445,18 +463,22 @@ def run_single_evaluation(
         store_config = context.store_config(configuration.get("vector_store"))
         result["store_binding"] = {"backend": backend_name(store_config), "location": describe_store(store_config),
                                    "collection": collection}
-        store = context.vector_store(model, store_config, collection)
+        keyword_index = context.needs_keyword_index(configuration)
+        store = context.vector_store(model, store_config, collection, keyword_index=keyword_index)
         try:
             t0 = time.perf_counter()
             before = model.n_embedded
             with context.collection_lock(json.dumps(result["store_binding"], sort_keys=True)):
-                result["collection_reused"] = _index(store, chunks, model, context)
+                result["collection_reused"] = _index(store, chunks, model, context, keyword_index)
             result["n_embedded"] = model.n_embedded - before
             timings["index_s"] = round(time.perf_counter() - t0, 3)
 
             setup = _search_setup(configuration)
             k = int(configuration.get("number_of_chunks", 5))
-            searched = _with_reranker(store, configuration, context)
+            from core.vectorstores.memo import SearchMemo
+
+            # the answers are generated from the very chunks the retrieval metrics scored
+            searched = SearchMemo(_with_reranker(store, configuration, context))
             t0 = time.perf_counter()
             model.embed_documents([q.question for q in golden.questions])  # one batch; the searches hit the cache
             rankings = {q.id: [h.chunk for h in searched.search(q.question, k=k, **setup.to_dict())]

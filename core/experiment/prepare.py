@@ -225,8 +225,23 @@ class StoredEvaluator:
                                         vector_store_configs=settings.vector_store_configs(settings.out_dir),
                                         judge=settings.judge_model(),
                                         rerankers={r.model_id: r for r in [settings.reranker()] if r is not None})
+            context.keyword_indexes = self._keyword_indexes(spec)
             self._loaded = (which, corpus, golden, context)
             return corpus, golden, context
+
+    def _keyword_indexes(self, spec: ExperimentSpec) -> frozenset[str] | None:
+        """The collections keyword or hybrid configurations of the experiment's space search
+        (``core.evaluation.keyword_index``), from its stored study; None when it cannot be read
+        (every collection then gets a keyword index)."""
+        from core.errors import StoreError
+        from core.evaluation.keyword_index import keyword_indexed_space
+
+        try:
+            return keyword_indexed_space(Experiment(self.settings.report_store().files, spec.experiment_id).study().space)
+        except (StoreError, ConfigError) as exc:
+            logger.info("experiment %s: no stored space (%s); every collection gets a keyword index",
+                        spec.experiment_id, exc)
+            return None
 
     def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any]) -> dict[str, Any]:
         """Evaluate ``configuration`` on ``spec``'s data (``run_single_evaluation``).

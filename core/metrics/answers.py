@@ -39,9 +39,10 @@ replies with a score; see :func:`parse_score`):
   and the judge is not asked; prompts of other metrics say "(no passages were retrieved)".
 
 Aggregates: the mean over scored questions, and a 95 % bootstrap confidence interval
-(``ci_low``, ``ci_high``): unitxt's own (BCa, 1,000 resamples) for unitxt metrics, a seeded
-percentile bootstrap (1,000 resamples) for judge metrics. When every scored question has the
-same score the interval is ``[v, v]``; with one scored question it is None, with the reason.
+(``ci_low``, ``ci_high``) from :func:`core.metrics.bootstrap.bootstrap_interval` (1,000 seeded
+resamples): BCa for unitxt metrics (the method unitxt uses), percentile for judge metrics.
+When every scored question has the same score the interval is ``[v, v]``; with one scored
+question it is None, with the reason.
 
 References:
     unitxt RAG metrics (``metrics.rag.external_rag.*``, ``unitxt.eval_utils.evaluate``):
@@ -64,6 +65,7 @@ import numpy as np
 
 from core.errors import ConfigError
 from core.metrics.answer_scores import AnswerItem, MetricScores, QuestionScore, Status
+from core.metrics.bootstrap import bootstrap_interval, describe
 from core.metrics.llm_judge import (
     JUDGE_METRICS,
     JUDGE_SYSTEM_MESSAGE,
@@ -103,13 +105,6 @@ __all__ = [
     "unitxt_import_s",
     "unitxt_version",
 ]
-
-#: Resamples of the bootstrap intervals computed here (judge metrics).
-BOOTSTRAP_RESAMPLES = 1000
-#: Confidence level of every interval.
-CONFIDENCE_LEVEL = 0.95
-#: Seed of the bootstrap computed here, so reports are reproducible.
-BOOTSTRAP_SEED = 0
 
 #: Every metric name, ``<evaluator>.<metric>``.
 ALL_METRICS: tuple[str, ...] = (
@@ -166,43 +161,6 @@ class MetricResult:
         }
 
 
-def bootstrap_interval(
-    values: Sequence[float],
-    *,
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    confidence_level: float = CONFIDENCE_LEVEL,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean.
-
-    Resamples ``values`` with replacement ``n_resamples`` times (numpy ``default_rng(seed)``),
-    takes each resample's mean, and returns the ``(1 - level) / 2`` and ``(1 + level) / 2``
-    quantiles of those means.
-
-    Args:
-        values: at least one finite score.
-        n_resamples: resamples (>= 1).
-        confidence_level: in (0, 1).
-        seed: random seed (the same values always give the same interval).
-
-    Returns:
-        ``(low, high)``, ``low <= high``; ``(v, v)`` when every value is ``v``.
-
-    Raises:
-        ConfigError: no values, or a parameter out of range.
-    """
-    if len(values) == 0:
-        raise ConfigError("bootstrap_interval needs at least one value")
-    if n_resamples < 1 or not 0.0 < confidence_level < 1.0:
-        raise ConfigError("n_resamples must be >= 1 and confidence_level in (0, 1)")
-    data = np.asarray(values, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, len(data), size=(n_resamples, len(data)))].mean(axis=1)
-    alpha = (1.0 - confidence_level) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(low), float(high)
-
-
 def summarize(name: str, evaluator: str, result: MetricScores) -> MetricResult:
     """Aggregate one metric's per-question scores (see :class:`MetricResult`).
 
@@ -230,8 +188,7 @@ def summarize(name: str, evaluator: str, result: MetricScores) -> MetricResult:
         low, high = result.interval
         return MetricResult(mean=mean, ci_low=low, ci_high=high, ci_method=result.interval_method, **base)
     low, high = bootstrap_interval(values)
-    return MetricResult(mean=mean, ci_low=low, ci_high=high,
-                        ci_method=f"percentile bootstrap ({BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED})", **base)
+    return MetricResult(mean=mean, ci_low=low, ci_high=high, ci_method=describe("percentile"), **base)
 
 
 # ------------------------------------------------------------------------------------ report

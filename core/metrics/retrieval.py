@@ -46,9 +46,9 @@ import numpy as np
 from core.chunking.base import Chunk
 from core.errors import ConfigError, EvaluationError
 from core.golden.types import MIN_EVIDENCE_WORDS, GoldenQuestion
-# The bootstrap's resamples, seed and level are those of the answer metrics (one home).
-from core.metrics.answers import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from core.metrics.answers import CONFIDENCE_LEVEL as CI_LEVEL
+# The bootstrap's resamples, seed and level have one home.
+from core.metrics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from core.metrics.bootstrap import CONFIDENCE_LEVEL as CI_LEVEL
 
 logger = logging.getLogger(__name__)
 

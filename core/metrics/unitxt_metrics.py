@@ -18,6 +18,7 @@ import warnings
 from typing import Any, Sequence
 
 from core.errors import ConfigError
+from core.metrics.bootstrap import bootstrap_interval, describe
 from core.metrics.answer_scores import (
     AnswerItem,
     MetricScores,
@@ -107,11 +108,14 @@ class UnitxtEvaluator:
     """The unitxt RAG metrics ``faithfulness``, ``answer_correctness``, ``context_correctness``.
 
     Each metric runs through ``unitxt.eval_utils.evaluate(df, metric_names=[...],
-    compute_conf_intervals=...)`` on the questions it applies to (see the module docstring
-    for the formulas and what is unscorable). unitxt is imported on first use.
+    compute_conf_intervals=False)`` on the questions it applies to (see the module docstring
+    for the formulas and what is unscorable); the interval of the mean is the BCa bootstrap
+    of :func:`core.metrics.bootstrap.bootstrap_interval` over the per-question scores (the
+    method unitxt itself uses, vectorised: unitxt's own bootstrap recomputes each resample's
+    mean in Python). unitxt is imported on first use.
 
     Args:
-        compute_conf_intervals: ask unitxt for its bootstrap interval (BCa, 1,000 resamples).
+        compute_conf_intervals: compute the BCa bootstrap interval (1,000 resamples, seeded).
 
     References:
         unitxt ``metrics.rag.external_rag``: https://www.unitxt.ai/en/latest/docs/rag_support.html
@@ -162,9 +166,7 @@ class UnitxtEvaluator:
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                results, global_scores = evaluate(
-                    pd.DataFrame(rows), metric_names=[catalog], compute_conf_intervals=self.compute_conf_intervals
-                )
+                results, _ = evaluate(pd.DataFrame(rows), metric_names=[catalog], compute_conf_intervals=False)
         except Exception as exc:  # unitxt raises many types; one metric failing must not stop the report
             logger.warning("unitxt %s failed: %s: %s", metric, type(exc).__name__, exc)
             reason = f"unitxt failed: {type(exc).__name__}: {excerpt(str(exc), 200)}"
@@ -178,13 +180,12 @@ class UnitxtEvaluator:
                 else QuestionScore(None, "failed", "unitxt returned no score for this question")
             )
         interval = None
-        if catalog in global_scores:
-            column = global_scores[catalog]
-            low, high = _finite(column.get("score_ci_low")), _finite(column.get("score_ci_high"))
-            if low is not None and high is not None:
-                interval = (low, high)
-        return MetricScores(
-            [s for s in scores if s is not None], interval,
-            "unitxt bootstrap (BCa, 1000 resamples)" if interval is not None else None,
-        )
+        values = [s.score for s in scores if s is not None and s.score is not None]
+        if self.compute_conf_intervals and len(values) > 1 and min(values) < max(values):
+            try:
+                interval = bootstrap_interval(values, method="BCa")
+            except ConfigError as exc:  # BCa undefined: summarize falls back to the percentile bootstrap
+                logger.info("unitxt %s: %s", metric, exc)
+        return MetricScores([s for s in scores if s is not None], interval,
+                            describe("BCa") if interval is not None else None)
 

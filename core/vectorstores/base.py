@@ -91,8 +91,10 @@ class SearchSetup:
 class VectorStore(Protocol):
     """A collection of chunks with dense and keyword search.
 
-    The query is embedded inside the store with the store's embedding model. These are the
-    seven methods callers use; the contract suite (``tests/integration/test_vectorstore_contract.py``)
+    The query is embedded inside the store with the store's embedding model. A store built
+    with ``keyword_index=False`` creates vector-only collections (no BM25 / full-text index;
+    keyword and hybrid searches on them raise ``StoreError``). These are the eight methods
+    callers use; the contract suite (``tests/integration/test_vectorstore_contract.py``)
     runs every implementation through them.
     """
 
@@ -127,6 +129,10 @@ class VectorStore(Protocol):
 
     def count(self) -> int:
         """Number of chunks in the collection (0 when it does not exist)."""
+        ...
+
+    def has_keyword_index(self) -> bool:
+        """True when the collection exists with the keyword index keyword and hybrid search need."""
         ...
 
     def delete_collection(self) -> None:

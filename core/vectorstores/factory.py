@@ -50,7 +50,8 @@ def describe_store(config: Any) -> str:
     return f"{config.describe()} (schema {config.schema})"
 
 
-def get_vector_store(embedding_model: Any, config: Any, collection_name: str | None = None) -> Any:
+def get_vector_store(embedding_model: Any, config: Any, collection_name: str | None = None, *,
+                     keyword_index: bool = True) -> Any:
     """Return the vector store for ``config``: ``MilvusVectorStore`` for ``MilvusLiteConfig`` or
     ``MilvusConfig``, ``PGVectorStore`` for ``PGVectorConfig``.
 
@@ -58,6 +59,8 @@ def get_vector_store(embedding_model: Any, config: Any, collection_name: str | N
         embedding_model: embeds chunks and queries.
         config: the backend's configuration.
         collection_name: the collection; None creates a new name (:func:`new_collection_name`).
+        keyword_index: a collection the store creates gets the keyword (BM25 / full-text)
+            index that keyword and hybrid search need; False builds it for vector search only.
 
     Raises:
         ConfigError: unknown configuration or invalid collection name.
@@ -67,7 +70,7 @@ def get_vector_store(embedding_model: Any, config: Any, collection_name: str | N
     if backend in ("milvus-lite", "milvus"):
         from core.vectorstores.milvus import MilvusVectorStore
 
-        return MilvusVectorStore(embedding_model, config, name)
+        return MilvusVectorStore(embedding_model, config, name, keyword_index=keyword_index)
     from core.vectorstores.pgvector import PGVectorStore
 
-    return PGVectorStore(embedding_model, config, name)
+    return PGVectorStore(embedding_model, config, name, keyword_index=keyword_index)

@@ -101,6 +101,9 @@ class MilvusVectorStore:
         config: :class:`MilvusLiteConfig` or :class:`MilvusConfig`.
         collection_name: the collection (see ``collection_name_for``).
         client: an open ``pymilvus.MilvusClient`` to share (optional).
+        keyword_index: give a collection this store creates the ``sparse`` field and its BM25
+            function (needed by keyword and hybrid search); False creates a vector-only
+            collection, on which keyword and hybrid searches raise ``StoreError``.
 
     Raises:
         ConfigError: invalid collection name.
@@ -114,13 +117,17 @@ class MilvusVectorStore:
         collection_name: str,
         *,
         client: Any = None,
+        keyword_index: bool = True,
     ) -> None:
         self.embedding_model = embedding_model
         self.config = config
         self.collection_name = validate_collection_name(collection_name)
+        self.keyword_index = bool(keyword_index)
         self._client = client
         self._shared_client = client is not None
         self._loaded = False
+        self._has_keyword: bool | None = None
+        self._present = False  # the collection was seen to exist (searches skip the check)
 
     @property
     def client(self) -> Any:
@@ -145,20 +152,31 @@ class MilvusVectorStore:
         client = self.client
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-        schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True)
+        schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=self.keyword_index)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        if self.keyword_index:
+            schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         schema.add_field("document_id", DataType.VARCHAR, max_length=4096)
         schema.add_field("sequence_number", DataType.INT64)
         schema.add_field("meta", DataType.JSON)
-        schema.add_function(
-            Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
-        )
         index = client.prepare_index_params()
         index.add_index(field_name="dense", index_type="FLAT", metric_type="COSINE")
-        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        if self.keyword_index:
+            schema.add_function(Function(name="text_bm25", function_type=FunctionType.BM25,
+                                         input_field_names=["text"], output_field_names=["sparse"]))
+            index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         client.create_collection(self.collection_name, schema=schema, index_params=index)
-        self._loaded = True
+        self._loaded = self._present = True
+        self._has_keyword = self.keyword_index
+
+    def has_keyword_index(self) -> bool:
+        """True when the collection exists and has its BM25 ``sparse`` field (keyword and
+        hybrid search work on it)."""
+        if not self.exists():
+            return False
+        fields = self.client.describe_collection(self.collection_name)["fields"]
+        self._has_keyword = any(f["name"] == "sparse" for f in fields)
+        return self._has_keyword
 
     def _dimension(self) -> int | None:
         if not self.exists():
@@ -234,7 +252,8 @@ class MilvusVectorStore:
         """Drop the collection (nothing happens when it does not exist)."""
         if self.exists():
             self.client.drop_collection(self.collection_name)
-        self._loaded = False
+        self._loaded = self._present = False
+        self._has_keyword = None
 
     def search(
         self,
@@ -261,13 +280,19 @@ class MilvusVectorStore:
 
         Raises:
             ConfigError: bad ``k`` or search settings.
-            StoreError: the collection does not exist.
+            StoreError: the collection does not exist, or has no keyword index for a keyword
+                or hybrid search.
         """
         setup = SearchSetup(search_mode, ranker_strategy, ranker_k, ranker_alpha)  # validates
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
-        if not self.exists():
-            raise StoreError(f"collection {self.collection_name} does not exist: index the documents first")
+        if not self._present:  # checked once: a search is one round trip, not two
+            if not self.exists():
+                raise StoreError(f"collection {self.collection_name} does not exist: index the documents first")
+            self._present = True
+        if setup.search_mode != "vector" and not (self._has_keyword or self.has_keyword_index()):
+            raise StoreError(f"collection {self.collection_name} has no keyword index (it was built for vector "
+                             f"search only): {setup.search_mode} search needs it; index the documents again with it")
         self._ensure_loaded()
         fields = ["text", "document_id", "sequence_number", "meta"]
         if setup.search_mode == "vector":

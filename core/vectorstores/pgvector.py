@@ -274,6 +274,9 @@ class PGVectorStore:
             from :func:`open_connection`) to share (optional; not closed by :meth:`close`).
         exact_search: switch index scans off for vector searches, so rankings are exact
             (sequential scan; slower on large collections).
+        keyword_index: give a table this store creates the ``tsv`` column and its GIN index
+            (needed by keyword and hybrid search); False creates a vector-only table, on which
+            keyword and hybrid searches raise ``StoreError``.
 
     Raises:
         ConfigError: invalid collection name (characters, or longer than 63 bytes).
@@ -289,8 +292,11 @@ class PGVectorStore:
         *,
         connection: Any = None,
         exact_search: bool = False,
+        keyword_index: bool = True,
     ) -> None:
         self.embedding_model = embedding_model
+        self.keyword_index = bool(keyword_index)
+        self._has_keyword: bool | None = None
         self.config = config
         self.collection_name = validate_collection_name(collection_name)
         if len(collection_name.encode("utf-8")) > MAX_IDENTIFIER_BYTES:
@@ -371,6 +377,21 @@ class PGVectorStore:
         """True when the collection's table exists."""
         return self._dimension() is not None
 
+    def has_keyword_index(self) -> bool:
+        """True when the collection's table exists and has its ``tsv`` column (keyword and
+        hybrid search work on it)."""
+        with self._errors("reading"):
+            row = self.connection.execute(
+                "SELECT 1 FROM pg_catalog.pg_attribute a "
+                "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+                "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p') "
+                "AND a.attname = 'tsv' AND NOT a.attisdropped",
+                (self.config.schema, self.collection_name),
+            ).fetchone()
+        self._has_keyword = row is not None
+        return self._has_keyword
+
     def _create(self, dim: int) -> None:
         from psycopg import sql
 
@@ -405,11 +426,13 @@ class PGVectorStore:
                     "document_id text NOT NULL, "
                     "sequence_number integer NOT NULL, "
                     "meta jsonb NOT NULL DEFAULT '{{}}'::jsonb, "
-                    "embedding vector({dim}) NOT NULL, "
-                    "tsv tsvector GENERATED ALWAYS AS (to_tsvector({cfg}, text)) STORED)"
-                ).format(table=table, dim=sql.Literal(dim), cfg=sql.Literal(TEXT_SEARCH_CONFIG))
+                    "embedding vector({dim}) NOT NULL{tsv})"
+                ).format(table=table, dim=sql.Literal(dim), tsv=sql.SQL(
+                    ", tsv tsvector GENERATED ALWAYS AS (to_tsvector({cfg}, text)) STORED").format(
+                        cfg=sql.Literal(TEXT_SEARCH_CONFIG)) if self.keyword_index else sql.SQL(""))
             )
-            conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (tsv)").format(table))
+            if self.keyword_index:
+                conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (tsv)").format(table))
             if hnsw is not None:
                 conn.execute(hnsw)
 
@@ -533,6 +556,7 @@ class PGVectorStore:
 
         with self._errors("dropping"):
             self.connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._table()))
+        self._has_keyword = None
 
     # ------------------------------------------------------------------------------- search
 
@@ -564,7 +588,8 @@ class PGVectorStore:
 
         Raises:
             ConfigError: bad ``k`` or search settings.
-            StoreError: the collection does not exist, or the database fails.
+            StoreError: the collection does not exist, has no keyword index for a keyword or
+                hybrid search, or the database fails.
         """
         setup = SearchSetup(search_mode, ranker_strategy, ranker_k, ranker_alpha)  # validates
         if k < 1:
@@ -572,6 +597,9 @@ class PGVectorStore:
         dim = self._dimension()
         if dim is None:
             raise StoreError(f"collection {self.collection_name} does not exist: index the documents first")
+        if setup.search_mode != "vector" and not (self._has_keyword or self.has_keyword_index()):
+            raise StoreError(f"collection {self.collection_name} has no keyword index (it was built for vector "
+                             f"search only): {setup.search_mode} search needs it; index the documents again with it")
         conn = self.connection
         if setup.search_mode == "vector":
             vector = self.embedding_model.embed_query(query)

@@ -188,3 +188,37 @@ def test_concurrent_searches_from_threads(store):
     with ThreadPoolExecutor(max_workers=10) as pool:
         results = list(pool.map(lambda mode: (mode, docs(store.search("zebra", k=3, search_mode=mode))), jobs))
     assert all(found == alone[mode] for mode, found in results)
+
+
+def test_vector_only_collection_has_no_keyword_index(backend, tmp_path):
+    """keyword_index=False builds no BM25 / full-text index: the backend's own schema shows
+    none, vector search ranks as with the index, keyword and hybrid searches say why they fail."""
+    config = config_for(backend, tmp_path)
+    name = f"ragtune_test_{uuid.uuid4().hex[:12]}"
+    full = get_vector_store(table_model(), config, name + "_kw")
+    bare = get_vector_store(table_model(), config, name, keyword_index=False)
+    try:
+        for s in (full, bare):
+            assert not s.has_keyword_index()  # no collection yet
+            s.add_documents(chunks())
+            s.flush()
+        assert full.has_keyword_index() and not bare.has_keyword_index()
+        if backend == "pgvector":
+            columns = {r[0] for r in bare.connection.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+                (config.schema, name)).fetchall()}
+            assert "tsv" not in columns and "embedding" in columns
+        else:
+            described = bare.client.describe_collection(name)
+            assert "sparse" not in {f["name"] for f in described["fields"]} and not described.get("functions")
+        hits, expected = bare.search("zebra", k=3), full.search("zebra", k=3)
+        assert docs(hits) == docs(expected) == ["c1.txt", "c2.txt", "c3.txt"]
+        assert [round(h.score, 5) for h in hits] == [1.0, 0.8, 0.6]  # cosine, as in the first test
+        for mode in ("keyword", "hybrid"):
+            with pytest.raises(StoreError, match=f"collection {name} has no keyword index .*{mode} search needs it"):
+                bare.search("zebra", search_mode=mode)
+        bare.delete_collection()
+        assert not bare.has_keyword_index()
+    finally:
+        _close(full)
+        _close(bare)

@@ -159,7 +159,7 @@ def test_unitxt_means_and_counts_by_hand(unitxt_report):
 
 def test_unitxt_intervals_bracket_the_mean(unitxt_report):
     for result in unitxt_report.metrics:
-        assert result.ci_method.startswith("unitxt bootstrap")
+        assert result.ci_method == "BCa bootstrap (1000 resamples, seed 0)"
         assert 0.0 <= result.ci_low <= result.mean <= result.ci_high <= 1.0
 
 
