@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from core.optimization.space import TEXT_PARAMETERS
+from core.optimization.parameters import TEXT_PARAMETERS
 
 #: Parameters that never change a collection: they apply at search or generation time.
 SEARCH_TIME_PARAMETERS: tuple[str, ...] = (
