@@ -502,7 +502,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from core.settings import Settings
 
     settings = Settings.from_env()
-    out = Path(args.out or settings.out_dir)
+    out, files, _ = _output(args.out, settings)
     embedding = settings.embedding_model()
     embeddings = settings.embedding_models()  # a space may name any of them; the default holds the configured one
     reranker = settings.reranker()
@@ -532,7 +532,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             chat_models={chat.model_id: chat} if chat is not None else None,
             judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
             vector_store_configs=settings.vector_store_configs(out),
-            options=options, handlers=handlers,
+            options=options, handlers=handlers, files=files,
         )
     finally:
         if bar is not None:
@@ -845,7 +845,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "models are endpoints)")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the chat and judge models afresh instead of reusing cached replies")
-    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the experiment (caches stay in "
+                                 f"$RAGTUNE_OUT_DIR or {DEFAULT_OUT}; default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_optimize)
 
