@@ -286,7 +286,6 @@ class _Models:
 
         key = request_key(model.model_id, messages)
         reply = self.cache.get(key)
-        self.summary.n_replies += 1
         if reply is not None:
             self.summary.n_cached += 1
         else:
@@ -297,6 +296,7 @@ class _Models:
             except GenerationError as exc:
                 self._stop(f"the {role} model {model.model_id} stopped answering: {exc}")
             self.cache.put(key, model.model_id, reply)
+        self.summary.n_replies += 1  # counted once a reply came (from the model or the cache)
         if is_refusal(reply):
             self._stop(f"the {role} model {model.model_id} refused: {' '.join(reply.split())[:200]!r}")
         return reply

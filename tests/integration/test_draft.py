@@ -189,8 +189,9 @@ def test_server_down_mid_run_resumes_from_the_cache_and_a_rerun_costs_nothing(co
     out = tmp_path / "drafts.jsonl"
     options = DraftOptions(n=4, kinds=("factual",))
     with OpenAITestApp(respond) as app:
-        with pytest.raises(DraftStopped, match="stopped answering"):
+        with pytest.raises(DraftStopped, match="stopped answering") as stopped:
             draft_to_file(documents, out, writer=chat(app), embedding_model=embedder, options=options)
+        assert stopped.value.summary.n_replies == 7  # the 8th request got no reply: not counted
         first = rows_of(out)
         assert len(first) == 2  # 3 requests per row (score, write, grade): 7 requests make 2 rows
         asked_before = len(app.chat_requests)
