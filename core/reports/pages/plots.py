@@ -198,7 +198,8 @@ def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) 
 def cost_bars(labels: list[str], seconds: list[float | None], texts_embedded: list[int | None] | None = None,
               tokens: list[int | None] | None = None) -> dict[str, Any]:
     """Cost per configuration: seconds as bars, texts embedded (and chat and judge tokens,
-    where known) as markers on a second axis; None values are left out of the plot.
+    where known) as markers on a second axis; None values are left out of the plot, and a
+    count that is zero or unknown for every configuration draws no markers.
 
     Args:
         labels: one label per configuration.
@@ -210,7 +211,7 @@ def cost_bars(labels: list[str], seconds: list[float | None], texts_embedded: li
     data: list[dict[str, Any]] = [{"type": "bar", "name": "seconds", "x": labels, "y": seconds,
                                    "hovertemplate": "%{x}<br>%{y:.1f} s<extra></extra>"}]
     for name, values in (("texts embedded", texts_embedded), ("tokens", tokens)):
-        if values and any(v is not None for v in values):
+        if values and any(isinstance(v, (int, float)) and v > 0 for v in values):  # all zero or unknown: no trace
             data.append({"type": "scatter", "mode": "markers", "name": name, "x": labels, "y": values,
                          "yaxis": "y2", "hovertemplate": "%{x}<br>%{y} " + name + "<extra></extra>"})
     extra: dict[str, Any] = {"xaxis": {"type": "category", "automargin": True}, "showlegend": len(data) > 1}

@@ -143,7 +143,10 @@ def test_experiment_page_without_rounds_or_costs():
     assert [trace["name"] for trace in cost] == ["seconds"]
     for row, n in zip(report["leaderboard"], (1, 2, 3)):
         row["round"] = n  # sequential: one evaluation per round
-    assert "fig-rounds" not in figures(render_experiment(report))
+        row["cost"] = {"texts_embedded": 5, "tokens": 0}  # no chat model: nothing spent on tokens
+    figs = figures(render_experiment(report))
+    assert "fig-rounds" not in figs
+    assert [trace["name"] for trace in figs["fig-cost"]["data"]] == ["seconds", "texts embedded"]
 
 
 def test_pages_from_a_local_store(tmp_path):
