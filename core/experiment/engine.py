@@ -251,6 +251,7 @@ class Experiment:
         """
         if not self.exists():
             raise ConfigError(f"no experiment {self.experiment_id!r} is stored: nothing evaluated")
+        study = self.study() if study is None else study  # read once: checked here, its round kept below
         config = self.check_configuration(request.configuration, study)
         stored = self.result(config.key)
         if stored is not None and stored.get("status") == "ok":
