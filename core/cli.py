@@ -434,7 +434,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     """Return an experiment report as text: the leaderboard (score with its interval, key
-    parameters, duration), the best configuration, and what the search cost."""
+    parameters, and each evaluation's cost: seconds, texts embedded, chat and judge tokens,
+    ``—`` when not recorded or the endpoint did not say), the best configuration, and what the
+    search cost."""
     lines = []
     g, sp, opt = report["golden"], report["space"], report["optimizer"]
     lines.append(f"experiment {report['experiment_id']}: {plural(g['n_questions'], 'question')}, "
@@ -442,7 +444,7 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
                  f"optimizer {opt['name']} (seed {opt['seed']}, up to {plural(opt['max_evals'], 'evaluation')}); "
                  f"objective {report['objective']}")
     header = (f"{'rank':>4} {'score':>6} {'95% CI':>13} {'chunking':<12} {'size':>5} {'overlap':>7} {'k':>3} "
-              f"{'search':<22} {'generator':<11} {'seconds':>8}")
+              f"{'search':<22} {'generator':<11} {'seconds':>8} {'embedded':>8} {'tokens':>8}")
     lines += ["", header, "-" * len(header)]
     for row in report["leaderboard"][:most]:
         p = row["parameters"]
@@ -458,8 +460,12 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
         size = "-" if p.get("chunk_size") is None else str(p.get("chunk_size"))
         gen = str(p.get("foundation_model"))[:11]
         dur = "-" if row["duration_s"] is None else f"{row['duration_s']:.1f}"
+        cost = row.get("cost") or {}
+        embedded = "—" if cost.get("texts_embedded") is None else str(cost["texts_embedded"])
+        tokens = "—" if cost.get("tokens") is None else str(cost["tokens"])
         lines.append(f"{rank:>4} {score:>6} {ci:>13} {str(p.get('chunking_method')):<12} {size:>5} "
-                     f"{overlap:>7} {str(p.get('number_of_chunks')):>3} {search:<22} {gen:<11} {dur:>8}")
+                     f"{overlap:>7} {str(p.get('number_of_chunks')):>3} {search:<22} {gen:<11} {dur:>8} "
+                     f"{embedded:>8} {tokens:>8}")
         if row["status"] == "failed":
             lines.append(f"{'':>4} error: {row['error']}")
     if len(report["leaderboard"]) > most:
@@ -496,7 +502,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from core.settings import Settings
 
     settings = Settings.from_env()
-    out = Path(args.out or settings.out_dir)
+    out, files, _ = _output(args.out, settings)
     embedding = settings.embedding_model()
     embeddings = settings.embedding_models()  # a space may name any of them; the default holds the configured one
     reranker = settings.reranker()
@@ -526,7 +532,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             chat_models={chat.model_id: chat} if chat is not None else None,
             judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
             vector_store_configs=settings.vector_store_configs(out),
-            options=options, handlers=handlers,
+            options=options, handlers=handlers, files=files,
         )
     finally:
         if bar is not None:
@@ -835,7 +841,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "models are endpoints)")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the chat and judge models afresh instead of reusing cached replies")
-    p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+    p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the experiment (caches stay in "
+                                 f"$RAGTUNE_OUT_DIR or {DEFAULT_OUT}; default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_optimize)
 

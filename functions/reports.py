@@ -173,26 +173,28 @@ def run_page(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/runs/{run_id}/page``: the run's page (``latest``: the newest); 400 for a bad
     id, 404 for an unknown one."""
     from core.reports.pages import run_page as build
-    from core.reports.pages.site import FUNCTION_LINKS
+    from core.reports.pages.site import function_links
     from core.settings import Settings
 
     run_id = req.route_params.get("run_id")
     if not valid_id(run_id):
         return error("run id may only hold letters, digits, '_', '.' and '-'", 400)
-    return page_response(lambda: build(Settings.from_env().report_store(), run_id, FUNCTION_LINKS))
+    links = function_links(req.params.get("code"))  # the page's links keep the function key it came with
+    return page_response(lambda: build(Settings.from_env().report_store(), run_id, links))
 
 
 @bp.route(route="experiments/{experiment_id}/page", methods=["GET"])
 def experiment_page(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/experiments/{experiment_id}/page``: the experiment's page, finished or running."""
     from core.reports.pages import experiment_page as build
-    from core.reports.pages.site import FUNCTION_LINKS
+    from core.reports.pages.site import function_links
     from core.settings import Settings
 
     experiment_id = req.route_params.get("experiment_id")
     if not valid_id(experiment_id):
         return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
-    return page_response(lambda: build(Settings.from_env().report_store().files, experiment_id, FUNCTION_LINKS))
+    links = function_links(req.params.get("code"))
+    return page_response(lambda: build(Settings.from_env().report_store().files, experiment_id, links))
 
 
 @bp.route(route="history/page", methods=["GET"])
@@ -200,10 +202,11 @@ def history_page(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/history/page?golden=SHA256_OR_PATH``: every run on one golden file over time;
     400 without ``golden`` or with one over 1,024 characters or with control characters."""
     from core.reports.pages import history_page as build
-    from core.reports.pages.site import FUNCTION_LINKS
+    from core.reports.pages.site import function_links
     from core.settings import Settings
 
     golden = (req.params.get("golden") or "").strip()
     if not golden or len(golden) > 1024 or any(ord(c) < 32 or ord(c) == 127 for c in golden):
         return error("give the golden file as ?golden=<sha256 or path> (at most 1,024 characters)", 400)
-    return page_response(lambda: build(Settings.from_env().report_store(), golden, FUNCTION_LINKS))
+    links = function_links(req.params.get("code"))
+    return page_response(lambda: build(Settings.from_env().report_store(), golden, links))

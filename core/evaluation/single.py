@@ -417,11 +417,23 @@ def run_single_evaluation(
         pass on a retry: ``core.errors.is_transient``), stored (bool), metrics{name:
         mean}, retrieval{grain: aggregate}, rank_grain, answers (answer report), collection,
         store_binding{backend, location, collection} (never credentials),
-        collection_reused, n_embedded, timings{chunk_s, index_s, retrieve_s, answers_s, total_s}}``.
-        ``metrics`` holds the retrieval means at the finest labelled grain (``recall@5``,
+        collection_reused, n_embedded, timings{chunk_s, index_s, retrieve_s, answers_s, total_s},
+        cost{seconds, texts_embedded, texts_from_cache, chat_requests, replies_from_cache,
+        prompt_tokens, completion_tokens, tokens}}`` (``cost``: what this evaluation alone
+        spent, see ``core.models.spend.Spend.to_dict``; tokens None when an endpoint did not
+        say). ``metrics`` holds the retrieval means at the finest labelled grain (``recall@5``,
         ``mrr``, ...) and the answer metric means (``unitxt.answer_correctness``, ...); a
         metric with no scorable question is absent, never NaN.
     """
+    from core.models.spend import spending
+
+    with spending():
+        return _run_single_evaluation(configuration, corpus, golden, context=context, use_stored=use_stored)
+
+
+def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, golden: Any, *,
+                           context: EvaluationContext, use_stored: bool) -> dict[str, Any]:
+    """:func:`run_single_evaluation`'s work, inside its spending tally."""
     from core.evaluation.retrieval import choose_rank_grain
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.vectorstores import backend_name, collection_name_for, describe_store
@@ -519,8 +531,13 @@ def run_single_evaluation(
 
 def _finish(result: dict[str, Any], started: float, context: EvaluationContext, corpus: Corpus, golden: Any,
             path: Path) -> dict[str, Any]:
-    """Stamp the total time and store a successful result (atomically) for reuse."""
+    """Stamp the total time and what was spent, and store a successful result (atomically)
+    for reuse."""
+    from core.models.spend import current_spend
+
     result["timings"]["total_s"] = round(time.perf_counter() - started, 3)
+    spend = current_spend()
+    result["cost"] = {"seconds": result["timings"]["total_s"], **(spend.to_dict() if spend is not None else {})}
     if result["status"] == "ok":
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".json.tmp")

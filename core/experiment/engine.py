@@ -251,6 +251,7 @@ class Experiment:
         """
         if not self.exists():
             raise ConfigError(f"no experiment {self.experiment_id!r} is stored: nothing evaluated")
+        study = self.study() if study is None else study  # read once: checked here, its round kept below
         config = self.check_configuration(request.configuration, study)
         stored = self.result(config.key)
         if stored is not None and stored.get("status") == "ok":
@@ -266,8 +267,16 @@ class Experiment:
         if result.get("status") != "ok" and result.get("transient"):
             raise TransientEvaluationError(self.cap(str(result.get("error"))))
         result["key"] = config.key
+        result["round"] = self._round_of(config, study)
         self.write_result(config.key, result)
         return self.outcome(config.key, result, stored=False)
+
+    def _round_of(self, config: Any, study: Any) -> int | None:
+        """The round (``Trial.round``) in which ``config`` was asked, or None."""
+        if study is None and not self.exists():
+            return None
+        trial = (self.study() if study is None else study).trial_of(config)
+        return None if trial is None else trial.round
 
     def record_failure(self, configuration: Mapping[str, Any], error: str) -> EvaluationOutcome:
         """Store a failed result for ``configuration`` unless an OK result is stored (a poison
@@ -279,7 +288,7 @@ class Experiment:
         if stored is not None and stored.get("status") == "ok":
             return self.outcome(config.key, stored, stored=True)
         result = {"key": config.key, "configuration": config.to_dict(), "status": "failed", "error": error,
-                  "metrics": {}}
+                  "metrics": {}, "round": self._round_of(config, None)}
         self.write_result(config.key, result)
         return self.outcome(config.key, result, stored=False)
 

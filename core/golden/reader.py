@@ -15,7 +15,11 @@ Rules beyond the schema, checked by :func:`check_golden`:
 - ``expected`` holds at least one source: a document id, or ``name.pdf#page=N`` with N >= 1.
 - A row with an empty or missing question and a ``hint`` is a template: not an error, not scored.
 - A row with ``"draft": true`` is checked but not scored.
-- ``metadata`` (any JSON object) is kept with the question and never scored.
+- ``metadata`` (any JSON object) is kept with the question and never scored; one key is read:
+  ``metadata.bedrock.history`` (the earlier turns of a Bedrock conversation, as ``ragtune
+  suggest`` writes them: ``[{"role": "user" | "assistant", "content": text}, ...]``, oldest
+  first) becomes the question's ``history``, so a converted Bedrock file is answered with the
+  same conversation as the Bedrock file itself.
 - Evidence quotes under :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words are kept but not
   used for evidence matching.
 
@@ -674,6 +678,7 @@ class _Row:
             self.warning("template row (a hint with an empty question): fill it in; not scored")
         elif self.draft:
             self.warning("unchecked draft, not scored (set it to false or remove it once checked)", "draft")
+        history = self._history(obj.get("metadata"))
         if self.errors or self.template or targets is None or qid is None or not isinstance(question, str):
             return None
         reference, hint, metadata = obj.get("reference"), obj.get("hint"), obj.get("metadata")
@@ -686,8 +691,31 @@ class _Row:
             line=self.number,
             hint=hint if isinstance(hint, str) else None,
             draft=self.draft,
+            history=history,
             metadata=metadata if isinstance(metadata, dict) else {},
         )
+
+    def _history(self, metadata: Any) -> tuple[tuple[str, str], ...]:
+        """The conversation kept under ``metadata.bedrock.history`` (see the module's rules),
+        or ``()``; a malformed one is an error naming the turn."""
+        bedrock = metadata.get("bedrock") if isinstance(metadata, dict) else None
+        if not isinstance(bedrock, dict) or "history" not in bedrock:
+            return ()
+        turns = bedrock["history"]
+        where = "metadata.bedrock.history"
+        if not isinstance(turns, list):
+            self.error(f"must be a list of earlier turns {{\"role\", \"content\"}}, got {json_type(turns)}", where)
+            return ()
+        out = []
+        for i, turn in enumerate(turns):
+            role = turn.get("role") if isinstance(turn, dict) else None
+            content = turn.get("content") if isinstance(turn, dict) else None
+            if role not in ("user", "assistant") or not isinstance(content, str):
+                self.error('must be {"role": "user" or "assistant", "content": text}, as ragtune suggest writes it',
+                           f"{where}[{i}]")
+                return ()
+            out.append((role, content))
+        return tuple(out)
 
     def _schema_error(self, err: Any, obj: dict[str, Any], unknown: list[str]) -> None:
         path = list(err.absolute_path)

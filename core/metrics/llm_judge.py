@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from core.errors import ConfigError
+from core.models.spend import carry_spend
 from core.metrics.answer_scores import (
     AnswerItem,
     MetricScores,
@@ -337,7 +338,7 @@ class JudgeEvaluator:
 
         if jobs:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs)), thread_name_prefix="ragtune-judge") as pool:
-                for metric, i, score in pool.map(run, jobs):
+                for metric, i, score in pool.map(carry_spend(run), jobs):
                     results[metric][i] = score
         self.last_run_s = time.perf_counter() - started
         if breaker.skipped:

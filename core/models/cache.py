@@ -17,6 +17,7 @@ import numpy as np
 
 from core.errors import StoreError
 from core.models.embeddings import EmbeddingModel, text_sha256
+from core.models.spend import current_spend
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -195,6 +196,9 @@ class CachedEmbeddingModel:
             self.n_texts += len(texts)
             self.n_cache_hits += len(texts) - sum(1 for k in keys if k in mine)
             self._seen.update(bytes.fromhex(k) for k in keys)
+        spend = current_spend()
+        if spend is not None:
+            spend.add_embedding(keys, len(mine))
         if not texts:
             return np.zeros((0, self.embedding_dimension), dtype=np.float32)
         out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
@@ -293,6 +297,9 @@ class CachedChatModel:
             if row is not None:
                 with self._lock:
                     self.n_cache_hits += 1
+                spend = current_spend()
+                if spend is not None:
+                    spend.add_cached_reply()
                 return str(row[0])
             with self._lock:
                 waiting = self._inflight.get(key)

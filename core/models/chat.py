@@ -17,6 +17,7 @@ from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, runtime_
 from urllib.parse import urlparse
 
 from core.errors import ConfigError, GenerationError
+from core.models.spend import current_spend
 
 logger = logging.getLogger(__name__)
 
@@ -259,7 +260,18 @@ class OpenAIChatModel:
             if usage is not None:
                 self.usage["prompt_tokens"] += int(getattr(usage, "prompt_tokens", 0) or 0)
                 self.usage["completion_tokens"] += int(getattr(usage, "completion_tokens", 0) or 0)
+        spend = current_spend()
+        if spend is not None:
+            spend.add_request(*_usage_tokens(usage))
         return content
+
+
+def _usage_tokens(usage: Any) -> tuple[int | None, int | None]:
+    """``(prompt_tokens, completion_tokens)`` of a reply's ``usage`` (None each when absent)."""
+    if usage is None:
+        return None, None
+    prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+    return (None if prompt is None else int(prompt)), (None if completion is None else int(completion))
 
 
 def _check_generation_params(max_completion_tokens: int | None, temperature: float | None) -> None:

@@ -121,6 +121,7 @@ def run_experiment(
     handlers: Sequence[Any] = (),
     rerankers: dict[str, Any] | None = None,
     default_embedding_models: Sequence[str] | None = None,
+    files: Any = None,
 ) -> dict[str, Any]:
     """Search the space of RAG configurations on one corpus and golden file.
 
@@ -143,6 +144,9 @@ def run_experiment(
         rerankers: reranker id -> ``Reranker``, for spaces whose ``reranker`` names one.
         default_embedding_models: the embedding model ids of the default space (None: all of
             ``embedding_models``; a space file or ``--set`` may name any of them).
+        files: where the experiment is kept (its spec, study, results and report): a
+            ``Files`` store such as an S3 or Blob one; None: a local folder store in
+            ``out_dir``. Caches and Milvus Lite stay in ``out_dir`` either way.
 
     Returns:
         The experiment report (``core.experiment.report.build_report``, also written to
@@ -199,11 +203,12 @@ def run_experiment(
                         notes=notes, generators=list(chat_models),
                         default_embedding_models=default_embedding_models, rerankers=list(rerankers))
     space_s = time.perf_counter() - t0
-    files = LocalFiles(out_dir)
+    where = str(out_dir) if files is None else str(getattr(files, "root", files))
+    files = LocalFiles(out_dir) if files is None else files
     experiment_id = options.experiment_id or new_run_id()
     experiment = Experiment(files, experiment_id)
     if options.experiment_id and not experiment.exists():
-        raise ConfigError(f"no experiment {experiment_id!r} to resume in {out_dir}/experiments")
+        raise ConfigError(f"no experiment {experiment_id!r} to resume in {where}")
 
     corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
     for skipped in corpus.skipped:
@@ -385,7 +390,7 @@ def run_experiment(
         "versions": package_versions(),
     }, study=study)
     experiment.write_report(report)
-    report["location"] = str(out_dir / experiment.prefix / "report.json")
+    report["location"] = f"{where}/{experiment.prefix}/report.json"
     status("info", f"experiment {experiment_id} done: best {objective} = "
                    f"{'-' if best is None else f'{best.score:.3f}'}", "done")
     return report

@@ -161,6 +161,12 @@ class Study:
                 best = t
         return best
 
+    @property
+    def n_rounds(self) -> int:
+        """How many :meth:`ask` calls handed out trials (the highest ``Trial.round``; 0 before
+        the first, and for a study stored before rounds were recorded)."""
+        return max((t.round for t in self._trials if t.round is not None), default=0)
+
     def trial_of(self, configuration: Mapping[str, Any]) -> Trial | None:
         """Return the trial holding ``configuration`` (normalised by the space), or None."""
         number = self._by_key.get(self._normalise(configuration).key)
@@ -176,7 +182,8 @@ class Study:
         """Return up to ``n`` configurations to evaluate, and record them as pending.
 
         Never returns a configuration that a trial already holds (pending, complete or
-        failed), nor one twice. Returns fewer than ``n`` (possibly none) only when the budget
+        failed), nor one twice. Each call that hands out configurations is one round: its
+        trials carry ``round`` = :attr:`n_rounds` + 1. Returns fewer than ``n`` (possibly none) only when the budget
         (:attr:`max_evals`) or the space is exhausted: when the sampler proposes fewer distinct
         untried configurations than asked, the rest are drawn uniformly among the untried ones.
 
@@ -196,6 +203,7 @@ class Study:
         if n == 0:
             return []
         rng = np.random.default_rng([self.seed, len(self._trials)])
+        round_ = self.n_rounds + 1
         proposed = self.sampler.propose(self.space, self.trials, n, rng, self.direction)
         out: list[Configuration] = []
         for config in proposed:
@@ -207,7 +215,7 @@ class Study:
             if len(out) == n:
                 break
         for config in out:
-            self._append(Trial(number=len(self._trials), configuration=config, status=PENDING))
+            self._append(Trial(number=len(self._trials), configuration=config, status=PENDING, round=round_))
         if len(out) < n:  # the sampler gave fewer: the rest uniformly among the untried ones
             from core.optimization.samplers import untried_indices
 
@@ -216,7 +224,7 @@ class Study:
             for i in rng.choice(untried, size=min(n - len(out), untried.size), replace=False):
                 config = configs[int(i)]
                 out.append(config)
-                self._append(Trial(number=len(self._trials), configuration=config, status=PENDING))
+                self._append(Trial(number=len(self._trials), configuration=config, status=PENDING, round=round_))
         logger.debug("asked %d configurations (%d trials)", len(out), len(self._trials))
         return out
 
@@ -258,7 +266,7 @@ class Study:
             raise ConfigError(f"configuration {config.key} was already told (trial {number} is {trial.status})")
         status, score, err, stored_metrics = _interpret(result, self.objective_metric, error, metrics)
         updated = Trial(number=number, configuration=trial.configuration, status=status, score=score,
-                        error=err, metrics=stored_metrics, warm_start=trial.warm_start)
+                        error=err, metrics=stored_metrics, warm_start=trial.warm_start, round=trial.round)
         self._trials[number] = updated
         if status == FAILED:
             logger.info("trial %d failed: %s", number, err)

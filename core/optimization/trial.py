@@ -63,6 +63,9 @@ class Trial:
         metrics: every metric the evaluation reported (JSON-clean), or None.
         warm_start: True for a ``known_observations`` entry given at construction (not
             evaluated by this study and not counted against ``max_evals``).
+        round: the 1-based number of the :meth:`Study.ask` call that handed the trial out
+            (trials of one round may be evaluated at the same time); None for a warm start
+            and for trials stored before rounds were recorded.
     """
 
     number: int
@@ -72,6 +75,7 @@ class Trial:
     error: str | None = None
     metrics: dict[str, Any] | None = field(default=None, compare=False)
     warm_start: bool = False
+    round: int | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -96,6 +100,7 @@ class Trial:
             "error": self.error,
             "metrics": self.metrics,
             "warm_start": self.warm_start,
+            "round": self.round,
         }
 
     @classmethod
@@ -115,6 +120,7 @@ class Trial:
                 error=data.get("error"),
                 metrics=check_metrics(data.get("metrics")),
                 warm_start=bool(data.get("warm_start", False)),
+                round=None if data.get("round") is None else int(data["round"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"a stored trial is malformed ({type(exc).__name__}: {exc})") from None

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from core.errors import ConfigError
+from core.models.spend import carry_spend
 from core.rag.records import AnswerRecord, contexts_from
 
 logger = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def generate_answers(
         return record
 
     with ThreadPoolExecutor(max_workers=min(int(max_workers), total), thread_name_prefix="ragtune-answer") as pool:
-        records = list(pool.map(run, questions))
+        records = list(pool.map(carry_spend(run), questions))
     failed = sum(1 for r in records if not r.ok)
     if breaker.skipped:
         logger.warning("%s: %d questions skipped after %d failures in a row", breaker.what, breaker.skipped,

@@ -196,13 +196,20 @@ def question_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 def experiment_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per configuration of an experiment report's leaderboard, best first.
 
-    Each row: ``experiment_id, rank, trial, key, status, score, ci_low, ci_high, duration_s,
-    stored, error`` and every parameter of the configuration by its name.
+    Each row: ``experiment_id, rank, trial, round, key, status, score, ci_low, ci_high,
+    duration_s, texts_embedded, texts_from_cache, tokens, stored, error`` (``round`` and the
+    costs None when the report does not record them; ``tokens`` also when an endpoint did not
+    say) and every parameter of the configuration by its name.
     """
     rows = []
     for entry in report.get("leaderboard") or []:
         row = {"experiment_id": report.get("experiment_id"), "objective": report.get("objective")}
-        for key in ("rank", "trial", "key", "status", "score", "ci_low", "ci_high", "duration_s", "stored", "error"):
+        cost = entry.get("cost") or {}
+        for key in ("rank", "trial", "round", "key", "status", "score", "ci_low", "ci_high", "duration_s"):
+            row[key] = entry.get(key)
+        for key in ("texts_embedded", "texts_from_cache", "tokens"):
+            row[key] = cost.get(key)
+        for key in ("stored", "error"):
             row[key] = entry.get(key)
         for name, value in (entry.get("parameters") or {}).items():
             row.setdefault(name, value)

@@ -127,13 +127,20 @@ def test_squad_experiment_through_the_functions(app_functions, azurite, azure_en
     corpus = Corpus.load(squad_dir / "docs")
     context_ref = EvaluationContext(out_dir=tmp_path / "ref", embedding_models={DEFAULT_LOCAL_EMBEDDING: local_embedding_model()},
                                     chat_models={}, vector_store_config=MilvusLiteConfig(str(tmp_path / "ref.db")))
+    # One round asked both configurations; each evaluation's own texts embedded add up to what
+    # the same two evaluations embed directly (each distinct text once, whichever ran first).
+    assert [r["round"] for r in report["leaderboard"]] == [1, 1]
+    embedded = 0
     for row in report["leaderboard"]:
         configuration = report["study"]["trials"][row["trial"]]["configuration"]
         direct = run_single_evaluation(configuration, corpus, golden, context=context_ref)
+        embedded += direct["cost"]["texts_embedded"]
+        assert row["cost"]["tokens"] == 0 and report["results"][row["key"]]["round"] == 1
         assert direct["status"] == "ok"
         assert row["score"] == pytest.approx(direct["metrics"]["mrr"], abs=1e-9)
         assert report["results"][row["key"]]["metrics"] == pytest.approx(direct["metrics"], abs=1e-9)
     assert report["best"]["score"] == max(r["score"] for r in report["leaderboard"])
+    assert sum(r["cost"]["texts_embedded"] for r in report["leaderboard"]) == embedded > 0
 
 
 def _write(path, data: bytes):

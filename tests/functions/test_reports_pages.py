@@ -4,6 +4,7 @@ HTML with the CSP, the same id rules as the JSON routes, 404 for what is not sto
 from __future__ import annotations
 
 import json
+import re
 
 import azure.functions as func
 import pytest
@@ -61,6 +62,27 @@ def test_history_page(store, app_functions):
     assert "No stored run" in _is_page(_get(app_functions, "history_page", params={"golden": "cd" * 32}))
     assert _get(app_functions, "history_page").status_code == 400
     assert _get(app_functions, "history_page", params={"golden": "a\nb"}).status_code == 400
+
+
+def test_links_keep_the_function_key_escaped(store, app_functions):
+    """A page fetched with ``?code=K`` links to the other pages with ``code=K``; ``K`` is
+    URL-encoded by hand here ('/' %2F, '+' %2B, '=' %3D, '&' %26, '"' %22) and the '&' between
+    parameters is HTML-escaped; without a key the links carry none."""
+    key = 'k/1+2=3&x"'
+    encoded = "k%2F1%2B2%3D3%26x%22"
+    run = _is_page(_get(app_functions, "run_page", {"run_id": RUN}, {"code": key}))
+    assert f'href="/api/history/page?golden={"ab" * 32}&amp;code={encoded}"' in run
+    assert key not in run
+    history = _is_page(_get(app_functions, "history_page", params={"golden": "ab" * 32, "code": key}))
+    assert f'href="/api/runs/{RUN}/page?code={encoded}"' in history
+    plain = _is_page(_get(app_functions, "history_page", params={"golden": "ab" * 32}))
+    assert f'href="/api/runs/{RUN}/page"' in plain and not [h for h in _hrefs(plain) if "code=" in h]
+    empty = _is_page(_get(app_functions, "run_page", {"run_id": RUN}, {"code": ""}))
+    assert _hrefs(empty) and not [h for h in _hrefs(empty) if "code=" in h]
+
+
+def _hrefs(html):
+    return re.findall(r'href="([^"]*)"', html)
 
 
 def test_the_page_routes_are_indexed_with_function_auth(app_functions):

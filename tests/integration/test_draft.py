@@ -189,8 +189,9 @@ def test_server_down_mid_run_resumes_from_the_cache_and_a_rerun_costs_nothing(co
     out = tmp_path / "drafts.jsonl"
     options = DraftOptions(n=4, kinds=("factual",))
     with OpenAITestApp(respond) as app:
-        with pytest.raises(DraftStopped, match="stopped answering"):
+        with pytest.raises(DraftStopped, match="stopped answering") as stopped:
             draft_to_file(documents, out, writer=chat(app), embedding_model=embedder, options=options)
+        assert stopped.value.summary.n_replies == 7  # the 8th request got no reply: not counted
         first = rows_of(out)
         assert len(first) == 2  # 3 requests per row (score, write, grade): 7 requests make 2 rows
         asked_before = len(app.chat_requests)
@@ -280,3 +281,40 @@ def test_multi_hop_uses_two_pages_of_one_pdf(northwind_dir, embedder, tmp_path):
     p1, p2 = (int(p.split("#page=")[1]) for p in row["expected"])
     assert p1 != p2 and abs(p1 - p2) == 1 and all(1 <= p <= 4 for p in (p1, p2))
     assert row["hint"].startswith("the answer is on page ")
+
+
+def test_passages_are_spread_across_the_sections_of_a_document(embedder, tmp_path):
+    """A Markdown handbook with four section passages (see tests/unit/golden/test_sections.py):
+    four factual questions, one written from each section, each hint naming its section."""
+    from tests.unit.golden.test_sections import HANDBOOK
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
+    documents = load_documents(tmp_path / "docs").documents
+    questions = {"Handbook": "What comes first in the staff rules?",
+                 "Leave": "Which codes cover time off work?",
+                 "Sick leave": "How are absences through illness listed?",
+                 "Pay": "When do salaries arrive, and how is a business trip handled?"}
+    seen = []
+
+    def respond(body):
+        text = body["messages"][1]["content"]
+        kind = task(body)
+        if kind == "score":
+            return json.dumps({"score": 0.9})
+        if kind == "grade":
+            return json.dumps({"question": 1, "answer": 1})
+        passage = text.split("[P1] from handbook.md:\n", 1)[1].split("\n")
+        seen.append(passage[0])
+        return json.dumps({"question": questions[passage[0]], "reference": "As the section says.",
+                           "evidence": [" ".join(passage[1].split()[:5])]})
+
+    written = []
+    with OpenAITestApp(respond) as app:
+        summary = draft_questions(documents, writer=chat(app), embedding_model=embedder,
+                                  cache=ReplyCache(tmp_path / "c.jsonl"),
+                                  options=DraftOptions(n=4, kinds=("factual",)), on_row=written.append)
+    assert summary.written == {"factual": 4} and seen == ["Handbook", "Leave", "Sick leave", "Pay"]
+    assert [r["expected"] for r in written] == [["handbook.md"]] * 4
+    assert [r["hint"].split(", under ")[1].split('"')[1] for r in written] == [
+        "Handbook", "Handbook > Leave", "Handbook > Leave > Sick leave", "Handbook > Pay"]

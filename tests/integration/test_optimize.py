@@ -274,6 +274,13 @@ def test_workers_evaluate_in_threads_and_the_costs_add_up(squad_dir, golden, tmp
     assert c["texts_embedded"] == c["texts_unique"] > 0 and c["texts_from_cache"] == 0
     assert first["notes"] == ["the space holds 4 valid configurations, fewer than the budget of 8: 4 will be evaluated"]
     assert first["timings_s"]["startup_s"] >= 0
+    # Asked two at a time: two rounds of two. Each distinct text was sent by exactly one
+    # evaluation, so the evaluations' own counts add up to the run's; no chat model, no tokens.
+    board = first["leaderboard"]
+    assert sorted(r["round"] for r in board) == [1, 1, 2, 2]
+    assert sum(r["cost"]["texts_embedded"] for r in board) == c["texts_embedded"]
+    assert all(r["cost"]["tokens"] == 0 and r["cost"]["chat_requests"] == 0 for r in board)
+    assert all(r["cost"]["seconds"] == r["duration_s"] for r in board)
     # A new experiment on the same data: every result is stored, nothing is embedded.
     again = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
                            options=options)

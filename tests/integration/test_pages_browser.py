@@ -234,3 +234,21 @@ def test_experiment_page_with_gam_effects_renders(browser, tmp_path):
     assert "GAM partial dependence" in html
     result = check_page(browser, _file_page(tmp_path, "gam", html), tmp_path / "gam.png")
     _assert_page_ok(result, min_plots=5)  # best so far, coloured scores, cost, two partial dependences
+
+
+def test_experiment_page_by_rounds_with_costs_renders(browser, tmp_path):
+    """Eight evaluations in four rounds of two, with costs (one with unknown tokens): the
+    rounds plot and the cost plot's second axis render with the others."""
+    from core.reports.pages import render_experiment
+
+    board = []
+    for i in range(8):
+        board.append({"rank": None, "trial": i, "key": str(i), "status": "complete", "score": 0.4 + 0.05 * (i % 3),
+                      "ci_low": None, "ci_high": None, "parameters": {"chunk_size": 128 * (1 + i % 2)},
+                      "duration_s": 2.0 + i, "round": 1 + i // 2,
+                      "cost": {"seconds": 2.0 + i, "texts_embedded": 10 * i, "texts_from_cache": i,
+                               "tokens": None if i == 3 else 100 * i}})
+    html = render_experiment({"objective": "mrr", "experiment_id": "rounds", "leaderboard": board})
+    assert 'id="fig-rounds"' in html
+    result = check_page(browser, _file_page(tmp_path, "rounds", html), tmp_path / "rounds.png")
+    _assert_page_ok(result, min_plots=4)  # best so far by evaluation and by round, coloured scores, cost

@@ -102,3 +102,31 @@ def test_a_configured_reranker_reorders_the_first_stage(setting):
         assert result["key"] != Configuration(BASE).key
     missing = run_single_evaluation(dict(BASE, reranker="nope", retrieval_depth=20), corpus, golden, context=context)
     assert missing["status"] == "failed" and "reranker 'nope' is not configured" in missing["error"]
+
+
+def test_the_cost_counts_chat_tokens_from_the_replies_usage(setting, tmp_path):
+    """A generator behind the OpenAI-compatible test server, answering in threads: the cost
+    holds one request per question and the tokens the server reported (its own count: words of
+    the messages plus words of the reply, recomputed here from the requests it logged); run
+    again, every reply comes from the cache and no token is spent."""
+    from core.models import OpenAIChatModel
+    from tests.support.openai_app import OpenAITestApp
+
+    corpus, golden, _ = setting
+    with OpenAITestApp(lambda body: "The answer is here.") as app:
+        chat = OpenAIChatModel("scripted", base_url=app.base_url, max_attempts=1)
+        context = EvaluationContext(out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()},
+                                    chat_models={"scripted": chat})
+        configuration = {**BASE, "foundation_model": "scripted"}
+        first = run_single_evaluation(configuration, corpus, golden, context=context)
+        assert first["status"] == "ok", first["error"]
+        expected = sum(sum(len(str(m.get("content", "")).split()) for m in body["messages"]) + 4
+                       for body in app.chat_requests)
+        cost = first["cost"]
+        assert cost["chat_requests"] == len(app.chat_requests) == len(golden.questions)
+        assert cost["tokens"] == expected == cost["prompt_tokens"] + cost["completion_tokens"]
+        assert cost["completion_tokens"] == 4 * len(golden.questions) and cost["texts_embedded"] > 0
+        again = run_single_evaluation(configuration, corpus, golden, context=context, use_stored=False)
+        assert len(app.chat_requests) == len(golden.questions)  # nothing asked again
+        assert again["cost"]["replies_from_cache"] == len(golden.questions)
+        assert (again["cost"]["chat_requests"], again["cost"]["tokens"], again["cost"]["texts_embedded"]) == (0, 0, 0)

@@ -127,3 +127,41 @@ def test_bedrock_dataset_becomes_a_ragtune_file_with_its_turns(tmp_path, capsys,
                for line in (sample / "golden_derived.jsonl").read_text(encoding="utf-8").splitlines()}
     right = sum(1 for r in rows if r.get("expected") == derived.get(r["question"]))
     print(f"suggested documents equal to golden_derived.jsonl's: {right} of {len(rows)}")
+
+
+def test_a_converted_multi_turn_bedrock_file_reads_like_the_original(tmp_path, capsys, monkeypatch):
+    """A three-turn Bedrock record and a one-turn one, converted by ``ragtune suggest`` and then
+    checked by a person (``draft`` removed): read back, the same questions, ids, references and
+    conversation history as reading the Bedrock file directly."""
+    from tests.conftest import EXAMPLES
+
+    sample = EXAMPLES / "bedrock-sample"
+
+    def turn(prompt, reference):
+        return {"prompt": {"content": [{"text": prompt}]}, "referenceResponses": [{"content": [{"text": reference}]}]}
+
+    source = tmp_path / "bedrock.jsonl"
+    records = [{"conversationTurns": [turn("Who is Spain's main goalkeeper?", "Iker Casillas, with 166 caps."),
+                                      turn("How many caps does he have?", "166 caps."),
+                                      turn("Which club did he play for?", "Real Madrid.")]},
+               {"conversationTurns": [turn("Who was the midfielder with the most goals for Spain?",
+                                           "David Silva, with 23 goals in 97 caps.")]}]
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "labelled.jsonl"
+    assert main(["suggest", "--docs", str(sample / "docs"), "--golden", str(source), "--by", "doc",
+                 "--out", str(tmp_path / "work"), "-o", str(out)]) == 0
+    capsys.readouterr()
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert all(r["draft"] is True and r["expected"] for r in rows)
+    checked = tmp_path / "checked.jsonl"
+    checked.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in ("draft", "hint")}) + "\n"
+                               for r in rows), encoding="utf-8")
+    original = read_golden(source).questions
+    converted = read_golden(checked).questions
+    assert [(q.id, q.question, q.reference, q.history) for q in converted] == [
+        (q.id, q.question, q.reference, q.history) for q in original]
+    # by hand: the third turn follows the first two, each answered with its reference
+    assert converted[2].history == (("user", "Who is Spain's main goalkeeper?"),
+                                    ("assistant", "Iker Casillas, with 166 caps."),
+                                    ("user", "How many caps does he have?"), ("assistant", "166 caps."))
+    assert converted[3].history == ()

@@ -44,12 +44,15 @@ class ChatReply:
         delay_s: seconds to wait before answering (longer than the client timeout to make it
             time out).
         finish_reason: the choice's ``finish_reason``.
+        usage: whether the reply has a ``usage`` field (word counts stand in for tokens);
+            some OpenAI-compatible servers send none.
     """
 
     content: str | None = "ok"
     status: int = 200
     delay_s: float = 0.0
     finish_reason: str = "stop"
+    usage: bool = True
 
 
 Reply = str | ChatReply
@@ -190,7 +193,7 @@ class OpenAITestApp:
                 return error(reply.status, f"scripted failure {reply.status}")
             prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body["messages"])
             completion_tokens = len((reply.content or "").split())
-            return JSONResponse({
+            completion = {
                 "id": f"chatcmpl-test-{len(self.requests)}",
                 "object": "chat.completion",
                 "created": int(time.time()),
@@ -200,9 +203,11 @@ class OpenAITestApp:
                     "message": {"role": "assistant", "content": reply.content},
                     "finish_reason": reply.finish_reason,
                 }],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                          "total_tokens": prompt_tokens + completion_tokens},
-            })
+            }
+            if reply.usage:
+                completion["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                       "total_tokens": prompt_tokens + completion_tokens}
+            return JSONResponse(completion)
 
         async def embeddings(request: Request) -> JSONResponse:
             body = await read(request)

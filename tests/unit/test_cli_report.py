@@ -38,3 +38,31 @@ def test_an_unknown_id_lists_the_experiments(tmp_path, capsys):
     _experiment(tmp_path, "20260101T000000Z-aaaaaa", finished=True)
     assert main(["report", "nope", "--out", str(tmp_path)]) == 1
     assert "experiments: 20260101T000000Z-aaaaaa" in capsys.readouterr().err
+
+
+def test_the_printed_leaderboard_shows_each_configurations_texts_and_tokens(tmp_path, capsys):
+    """Three rows: costs recorded with tokens, recorded with tokens unknown (an endpoint
+    without ``usage``), and not recorded (an older report): ``—`` where unknown."""
+    def row(rank, cost):
+        return {"rank": rank, "trial": rank - 1, "key": f"k{rank}", "status": "complete", "score": 0.9 - rank / 10,
+                "ci_low": None, "ci_high": None, "error": None, "duration_s": 2.5,
+                "parameters": {"chunking_method": "recursive", "chunk_size": 256, "number_of_chunks": 5,
+                               "search_mode": "vector", "foundation_model": "gpt"}, **({"cost": cost} if cost else {})}
+
+    experiment_id = "20260101T000000Z-cccccc"
+    folder = tmp_path / "experiments" / experiment_id
+    folder.mkdir(parents=True)
+    (folder / "study.json").write_text("{}")
+    (folder / "report.json").write_text(json.dumps({
+        "experiment_id": experiment_id, "golden": {"n_questions": 3}, "corpus": {"n_documents": 2},
+        "space": {"n_valid": 4}, "optimizer": {"name": "gam", "seed": 0, "max_evals": 3}, "objective": "mrr",
+        "leaderboard": [row(1, {"texts_embedded": 120, "tokens": 3456}), row(2, {"texts_embedded": 0, "tokens": None}),
+                        row(3, None)],
+        "best": None, "counts": {"evaluations": 3, "failed": 0, "stored": 0, "collections_built": 1,
+                                 "texts_embedded": 120}, "timings_s": {"total_s": 9.0}}))
+    assert main(["report", experiment_id, "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("rank"))
+    assert header.split()[-3:] == ["seconds", "embedded", "tokens"]
+    rows = [line.split() for line in lines if line.strip()[:1].isdigit()]
+    assert [r[-3:] for r in rows] == [["2.5", "120", "3456"], ["2.5", "0", "—"], ["2.5", "—", "—"]]

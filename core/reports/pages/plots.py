@@ -92,25 +92,33 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
 
     Args:
         trials: ``{x, score, label}`` in the order evaluated (``score`` None for a failed one).
-        objective: the objective's name.
-        by_round: whether ``x`` is a round number.
+        objective: the objective's name (maximised).
+        by_round: whether ``x`` is a round number: then the best-so-far line has one point
+            per round (the best after that round's evaluations), and the scores sit at their
+            round.
     """
-    xs, ys, best, running = [], [], [], None
+    xs, ys, labels, best_x, best, running = [], [], [], [], [], None
     for t in trials:
         if t["score"] is None:
             continue
         running = t["score"] if running is None else max(running, t["score"])
         xs.append(t["x"])
         ys.append(t["score"])
-        best.append(running)
+        labels.append(t["label"])
+        if by_round and best_x and best_x[-1] == t["x"]:
+            best[-1] = running
+        else:
+            best_x.append(t["x"])
+            best.append(running)
     axis = "round" if by_round else "evaluation (#)"
     data = [
-        {"type": "scatter", "mode": "markers", "name": "score", "x": xs, "y": ys,
-         "text": [t["label"] for t in trials if t["score"] is not None],
+        {"type": "scatter", "mode": "markers", "name": "score", "x": xs, "y": ys, "text": labels,
          "hovertemplate": "%{text}<br>" + objective + " %{y:.3f}<extra></extra>"},
-        {"type": "scatter", "mode": "lines", "name": "best so far", "x": xs, "y": best, "line": {"shape": "hv"}},
+        {"type": "scatter", "mode": "lines+markers" if by_round else "lines", "name": "best so far",
+         "x": best_x, "y": best, "line": {"shape": "hv"}},
     ]
-    return {"data": data, "layout": _layout(f"best {objective} so far, by {axis}", axis, objective)}
+    extra = {"xaxis": {"title": {"text": axis}, "dtick": 1, "automargin": True}} if by_round else {}
+    return {"data": data, "layout": _layout(f"best {objective} so far, by {axis}", axis, objective, **extra)}
 
 
 def scores_by_parameter(trials: list[dict[str, Any]], parameters: list[str], objective: str) -> dict[str, Any]:
@@ -187,12 +195,30 @@ def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) 
                                             xaxis={"title": {"text": name}, "type": "category", "automargin": True})}
 
 
-def cost_bars(labels: list[str], seconds: list[float | None]) -> dict[str, Any]:
-    """Seconds per configuration, one bar each."""
-    data = [{"type": "bar", "name": "seconds", "x": labels, "y": seconds,
-             "hovertemplate": "%{x}<br>%{y:.1f} s<extra></extra>"}]
-    return {"data": data, "layout": _layout("cost per configuration", "configuration", "seconds",
-                                            xaxis={"type": "category", "automargin": True}, showlegend=False)}
+def cost_bars(labels: list[str], seconds: list[float | None], texts_embedded: list[int | None] | None = None,
+              tokens: list[int | None] | None = None) -> dict[str, Any]:
+    """Cost per configuration: seconds as bars, texts embedded (and chat and judge tokens,
+    where known) as markers on a second axis; None values are left out of the plot, and a
+    count that is zero or unknown for every configuration draws no markers.
+
+    Args:
+        labels: one label per configuration.
+        seconds: the evaluation's time in seconds, per configuration.
+        texts_embedded: distinct texts the evaluation sent to the embedding model, or None.
+        tokens: prompt plus completion tokens of its chat and judge requests, None when
+            unknown.
+    """
+    data: list[dict[str, Any]] = [{"type": "bar", "name": "seconds", "x": labels, "y": seconds,
+                                   "hovertemplate": "%{x}<br>%{y:.1f} s<extra></extra>"}]
+    for name, values in (("texts embedded", texts_embedded), ("tokens", tokens)):
+        if values and any(isinstance(v, (int, float)) and v > 0 for v in values):  # all zero or unknown: no trace
+            data.append({"type": "scatter", "mode": "markers", "name": name, "x": labels, "y": values,
+                         "yaxis": "y2", "hovertemplate": "%{x}<br>%{y} " + name + "<extra></extra>"})
+    extra: dict[str, Any] = {"xaxis": {"type": "category", "automargin": True}, "showlegend": len(data) > 1}
+    if len(data) > 1:
+        extra["yaxis2"] = {"title": {"text": "count"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
+                           "automargin": True}
+    return {"data": data, "layout": _layout("cost per configuration", "configuration", "seconds", **extra)}
 
 
 def history_lines(series: dict[str, dict[str, list[Any]]], metric: str) -> dict[str, Any]:

@@ -62,6 +62,26 @@ FUNCTION_LINKS = Links(index="", run="/api/runs/{id}/page", experiment="/api/exp
                        history="/api/history/page?golden={golden}", compare="")
 
 
+def function_links(code: str | None = None) -> Links:
+    """:data:`FUNCTION_LINKS` carrying the function key a page was fetched with, so its links
+    open for the same reader: ``?code=K`` (``&code=K`` after a query) with ``K`` URL-encoded;
+    without a key (none given, or empty: the key came in the ``x-functions-key`` header), the
+    links as they are.
+
+    References:
+        Azure Functions HTTP trigger, API key authorization (the ``code`` query parameter):
+        https://learn.microsoft.com/azure/azure-functions/functions-bindings-http-webhook-trigger#api-key-authorization
+    """
+    if not code:
+        return FUNCTION_LINKS
+    key = quote(str(code), safe="")
+    values = {}
+    for name in ("index", "run", "experiment", "chunking", "history", "compare"):
+        template = getattr(FUNCTION_LINKS, name)
+        values[name] = f"{template}{'&' if '?' in template else '?'}code={key}" if template else ""
+    return Links(**values)
+
+
 def error_page(status: int, message: str, links: Links | None = None) -> str:
     """A short page for an error answer: what went wrong, never a trace."""
     heading = {400: "Bad request", 404: "Not found"}.get(status, "The report store could not be read")

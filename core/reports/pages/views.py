@@ -188,6 +188,13 @@ def _trial_label(row: dict[str, Any]) -> str:
     return f"#{row.get('trial')} " + " ".join(bits)
 
 
+def parallel_rounds(rows: list[dict[str, Any]]) -> bool:
+    """Whether any round (a leaderboard row's ``round``, see ``Trial.round``) held more than
+    one evaluation; False for reports that predate rounds (no row has one)."""
+    rounds = [r.get("round") for r in rows if isinstance(r.get("round"), int) and not isinstance(r.get("round"), bool)]
+    return len(set(rounds)) < len(rounds)
+
+
 def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, Any]:
     """The context of an experiment's page (see ``experiment.html.j2``)."""
     objective = report.get("objective") or "score"
@@ -204,15 +211,18 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
     figures = []
     if ok:
         figures.append(("best", plots.best_so_far(trials, objective)))
-        rounds = [r.get("round") for r in by_trial]
-        if all(isinstance(x, int) for x in rounds) and len(set(rounds)) < len(rounds):
-            figures.append(("rounds", plots.best_so_far(
-                [dict(t, x=r.get("round")) for t, r in zip(trials, by_trial)], objective, by_round=True)))
+        if parallel_rounds(by_trial):
+            in_rounds = sorted(((r["round"], t) for t, r in zip(trials, by_trial) if isinstance(r.get("round"), int)),
+                               key=lambda pair: pair[0])
+            figures.append(("rounds", plots.best_so_far([dict(t, x=n) for n, t in in_rounds], objective,
+                                                        by_round=True)))
         if varying:
             figures.append(("colour", plots.scores_by_parameter([t for t in trials if t["score"] is not None],
                                                                varying, objective)))
         figures.append(("cost", plots.cost_bars([_trial_label(r) for r in by_trial],
-                                                [r.get("duration_s") for r in by_trial])))
+                                                [r.get("duration_s") for r in by_trial],
+                                                [(r.get("cost") or {}).get("texts_embedded") for r in by_trial],
+                                                [(r.get("cost") or {}).get("tokens") for r in by_trial])))
     from core.reports.pages.effects import gam_effects
 
     effects = []

@@ -221,3 +221,19 @@ def test_an_evaluation_past_its_budget_is_stored_as_failed_and_a_late_result_sho
     time.sleep(0.2)  # its result is written right after
     row = experiment.build_report()["leaderboard"][0]
     assert finished == ["exp-1"] and row["status"] == "failed" and row["late_result"] == {"status": "ok", "score": 0.75}
+
+
+def test_results_and_rows_carry_their_round_and_cost(data):
+    """Two configurations asked in one round: both stored results and both leaderboard rows
+    say round 1; the cost an evaluation returns is kept as it is (row ``cost``)."""
+    experiment, _ = prepared(data)
+    first, second = experiment.ask(2)
+    spent = {"seconds": 0.5, "texts_embedded": 7, "texts_from_cache": 2, "chat_requests": 0,
+             "replies_from_cache": 0, "prompt_tokens": 0, "completion_tokens": 0, "tokens": 0}
+    experiment.evaluate(experiment.evaluation_request(first), lambda c: {**ok(0.25)(c), "cost": spent})
+    experiment.record_failure(second, "past the round's timeout")
+    assert experiment.result(first.key)["round"] == 1 and experiment.result(second.key)["round"] == 1
+    experiment.tell([first.key, second.key])
+    rows = {r["key"]: r for r in experiment.build_report()["leaderboard"]}
+    assert rows[first.key]["round"] == rows[second.key]["round"] == 1
+    assert rows[first.key]["cost"] == spent and rows[second.key]["cost"] == {}

@@ -245,3 +245,36 @@ def test_answer_metrics_score_byoi_answers_without_generating():
     context = report.metric("unitxt.context_correctness")
     assert context.n_unscorable == 50 and context.mean is None
     assert report.overall_metrics == ["unitxt.faithfulness", "unitxt.answer_correctness"]
+
+
+# ----------------------------------------------------------------------------- converted files
+
+
+def test_a_converted_file_rebuilds_each_turns_history_from_its_metadata(tmp_path):
+    """The rows ``ragtune suggest`` writes for a two-turn record (its format, by hand), checked
+    by a person (no ``draft``): read back, each question has the history the Bedrock file gives."""
+    record = {"conversationTurns": [turn("Who is Spain's goalkeeper?", "Iker Casillas"),
+                                    turn("How many caps does he have?", "166")]}
+    bedrock = read_golden(write(tmp_path, [record])).questions
+    rows = []
+    for number, q in enumerate(bedrock, start=1):
+        rows.append({"id": q.id, "question": q.question, "expected": ["spain-players.json"], "reference": q.reference,
+                     "metadata": {"bedrock": {"line": q.line, "turn": number, "history": q.history_messages}}})
+    converted = read_golden(write(tmp_path, rows, "converted.jsonl")).questions
+    assert [(q.id, q.question, q.reference, q.history) for q in converted] == [
+        (q.id, q.question, q.reference, q.history) for q in bedrock]
+    assert converted[1].history == (("user", "Who is Spain's goalkeeper?"), ("assistant", "Iker Casillas"))
+
+
+@pytest.mark.parametrize("history, field", [
+    ("user: hi", "metadata.bedrock.history"),
+    ([{"role": "user", "content": "hi"}, {"role": "system", "content": "x"}], "metadata.bedrock.history[1]"),
+    ([{"role": "user", "content": 3}], "metadata.bedrock.history[0]"),
+])
+def test_a_malformed_kept_history_is_an_error_with_its_line_and_field(tmp_path, history, field):
+    rows = [{"id": "a", "question": "Who?", "expected": ["x.txt"]},
+            {"id": "b", "question": "And then?", "expected": ["x.txt"], "metadata": {"bedrock": {"history": history}}}]
+    check = check_golden(write(tmp_path, rows, "converted.jsonl"))
+    assert [(p.line, p.field) for p in check.errors] == [(2, field)]
+    other = [{"id": "c", "question": "Who?", "expected": ["x.txt"], "metadata": {"source": {"history": "free"}}}]
+    assert read_golden(write(tmp_path, other, "other.jsonl")).questions[0].history == ()  # only bedrock's is read

@@ -205,3 +205,29 @@ def test_ask_n_returns_n_distinct_untried_configurations_for_every_sampler(tiny,
         for c in batch:
             study.tell(c, (c["chunk_size"] or 0) / 1000 + (c["chunk_overlap"] or 0) / 10000 + len(seen) / 1e6)
     assert len(set(seen)) == 8 == tiny.n_valid and study.ask(3) == []
+
+
+def test_each_ask_is_a_round_kept_through_tell_and_storage():
+    """Rounds by hand: ask(3) -> round 1, ask(1) -> round 2, ask(2) -> round 3; warm starts
+    have none; a stored study without rounds (an older one) reads as None and numbers on."""
+    space = small_space()
+    configs = space.valid_configurations()
+    study = Study(space, RandomSampler(), "recall@10", seed=3, known_observations=[(configs[0].to_dict(), 0.1)])
+    assert study.n_rounds == 0
+    first = study.ask(3)
+    study.tell(first[0], 0.5)
+    second = study.ask(1)
+    third = study.ask(2)
+    assert [t.round for t in study.trials] == [None, 1, 1, 1, 2, 3, 3]
+    assert study.n_rounds == 3 and study.trial_of(second[0]).round == 2 and study.trial_of(third[1]).round == 3
+    again = Study.from_json(study.to_json())
+    assert [t.round for t in again.trials] == [None, 1, 1, 1, 2, 3, 3]
+    older = study.to_dict()
+    for t in older["trials"]:
+        del t["round"]
+    old = Study.from_dict(older)
+    assert old.n_rounds == 0 and all(t.round is None for t in old.trials)
+    old.tell(third[0], 0.2)
+    assert old.trials[5].round is None
+    (new,) = old.ask(1)
+    assert old.trial_of(new).round == 1

@@ -72,6 +72,12 @@ def test_experiment_rows_per_configuration():
     df = to_dataframe(experiment_report())
     assert list(df["trial"]) == [1, 0, 2] and list(df["chunk_size"]) == [256, 128, 512]
     assert df.loc[2, "status"] == "failed"
+    assert df["round"].isna().all() and df["tokens"].isna().all()  # an older report: not recorded
+    report = experiment_report()
+    report["leaderboard"][0].update(round=2, cost={"texts_embedded": 40, "texts_from_cache": 3, "tokens": None})
+    first = to_dataframe(report).iloc[0]
+    assert (first["round"], first["texts_embedded"], first["texts_from_cache"]) == (2, 40, 3)
+    assert first["tokens"] is None or first["tokens"] != first["tokens"]  # unknown: None (NaN in pandas)
     with pytest.raises(ConfigError, match="per-question"):
         to_csv(experiment_report(), per_question=True)
 

@@ -107,6 +107,48 @@ def test_experiment_page_plots_and_escaping():
     assert figs["fig-cost"]["data"][0]["y"] == [10.0, 11.0, 12.0]
 
 
+def test_experiment_page_by_rounds_and_costs():
+    """Four evaluations asked in two rounds of two; best so far by hand: round 1 holds 0.5 and
+    0.7 -> 0.7, round 2 holds 0.6 and 0.9 -> 0.9."""
+    report = experiment_report()
+    scores = {0: 0.5, 1: 0.7, 2: 0.6, 3: 0.9}
+    board = []
+    for trial, score in scores.items():
+        board.append({"rank": None, "trial": trial, "key": f"k{trial}", "status": "complete", "score": score,
+                      "ci_low": None, "ci_high": None, "duration_s": 1.0 + trial, "error": None, "stored": False,
+                      "parameters": {"chunk_size": 128 * (trial + 1)}, "round": 1 + trial // 2,
+                      "cost": {"seconds": 1.0 + trial, "texts_embedded": 10 * trial, "texts_from_cache": 0,
+                               "tokens": None if trial == 3 else 100 + trial}})
+    report["leaderboard"] = board
+    html = render_experiment(report)
+    figs = figures(html)
+    assert figs["fig-best"]["data"][1]["y"] == [0.5, 0.7, 0.7, 0.9]  # by evaluation
+    rounds = figs["fig-rounds"]["data"]
+    assert rounds[0]["x"] == [1, 1, 2, 2] and rounds[0]["y"] == [0.5, 0.7, 0.6, 0.9]
+    assert rounds[1]["x"] == [1, 2] and rounds[1]["y"] == [0.7, 0.9]
+    cost = {trace["name"]: trace["y"] for trace in figs["fig-cost"]["data"]}
+    assert cost == {"seconds": [1.0, 2.0, 3.0, 4.0], "texts embedded": [0, 10, 20, 30],
+                    "tokens": [100, 101, 102, None]}
+    table = html[html.index('id="leaderboard"'):html.index("</table>")]
+    assert table.count("—") == 1 and ">102<" in table  # trial 3's tokens are unknown
+
+
+def test_experiment_page_without_rounds_or_costs():
+    """A report from before rounds and costs were kept: one evaluation per round (or none
+    recorded) draws no rounds plot, and the table shows — for what is unknown."""
+    report = experiment_report()
+    html = render_experiment(report)
+    assert "fig-rounds" not in figures(html)
+    cost = figures(html)["fig-cost"]["data"]
+    assert [trace["name"] for trace in cost] == ["seconds"]
+    for row, n in zip(report["leaderboard"], (1, 2, 3)):
+        row["round"] = n  # sequential: one evaluation per round
+        row["cost"] = {"texts_embedded": 5, "tokens": 0}  # no chat model: nothing spent on tokens
+    figs = figures(render_experiment(report))
+    assert "fig-rounds" not in figs
+    assert [trace["name"] for trace in figs["fig-cost"]["data"]] == ["seconds", "texts embedded"]
+
+
 def test_pages_from_a_local_store(tmp_path):
     store = ReportStore(LocalFiles(tmp_path))
     first = retrieval_report("20260101T000000Z-aaaaaa")
