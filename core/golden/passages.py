@@ -35,6 +35,8 @@ Sections (:func:`section_passages`, the passages drafted questions are written f
 
 from __future__ import annotations
 
+import math
+import random
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -98,6 +100,35 @@ class Unit:
             return text
         cut = text[:n_chars].rsplit(" ", 1)[0]
         return f"{cut or text[:n_chars]}..."
+
+
+def spread_indices(n_items: int, n: int, seed: int) -> list[int]:
+    """Indices of ``n`` items spread evenly through ``n_items``, from a start the seed picks.
+
+    With ``step = n_items / n`` the indices are ``floor(start + i * step)`` for ``i < n``, with
+    ``start`` drawn uniformly from ``[0, step)`` by ``random.Random(seed)``. All indices when
+    ``n >= n_items``.
+
+    Args:
+        n_items: how many items there are (>= 0).
+        n: how many to take (>= 1).
+        seed: the seed of the start.
+
+    Returns:
+        Distinct indices in increasing order.
+
+    Raises:
+        ConfigError: ``n`` is below 1.
+    """
+    if n < 1:
+        from core.errors import ConfigError
+
+        raise ConfigError(f"the number of rows must be at least 1, got {n}")
+    if n >= n_items:
+        return list(range(n_items))
+    step = n_items / n
+    start = random.Random(seed).random() * step
+    return [min(n_items - 1, math.floor(start + i * step)) for i in range(n)]
 
 
 def looks_like_heading(paragraph: str) -> bool:
@@ -283,7 +314,7 @@ def spread_across_sections(passages: list[Passage], n: int, seed: int) -> list[P
     """``n`` passages spread across the sections: first every section's part 0, then every
     part 1, and so on; the first layer that cannot be taken whole gives ``n`` minus what was
     taken, spread evenly through it from a start the seed picks
-    (``core.golden.template.spread_indices``).
+    (:func:`spread_indices`).
 
     Args:
         passages: the corpus's passages in corpus order (documents in order, each in reading
@@ -298,7 +329,6 @@ def spread_across_sections(passages: list[Passage], n: int, seed: int) -> list[P
         ConfigError: ``n`` is below 1.
     """
     from core.errors import ConfigError
-    from core.golden.template import spread_indices
 
     if n < 1:
         raise ConfigError(f"the number of passages must be at least 1, got {n}")

@@ -17,45 +17,17 @@ so the rows spread through the corpus. Every unit is taken when there are at mos
 from __future__ import annotations
 
 import json
-import math
 import os
-import random
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from core.errors import ConfigError
+from core.golden.passages import spread_indices
 
 #: Rows a template holds by default.
 DEFAULT_TEMPLATE_ROWS = 50
 #: Id prefix of template rows (``template-001``).
 TEMPLATE_ID_PREFIX = "template-"
-
-
-def spread_indices(n_items: int, n: int, seed: int) -> list[int]:
-    """Indices of ``n`` items spread evenly through ``n_items``, from a start the seed picks.
-
-    With ``step = n_items / n`` the indices are ``floor(start + i * step)`` for ``i < n``, with
-    ``start`` drawn uniformly from ``[0, step)`` by ``random.Random(seed)``. All indices when
-    ``n >= n_items``.
-
-    Args:
-        n_items: how many items there are (>= 0).
-        n: how many to take (>= 1).
-        seed: the seed of the start.
-
-    Returns:
-        Distinct indices in increasing order.
-
-    Raises:
-        ConfigError: ``n`` is below 1.
-    """
-    if n < 1:
-        raise ConfigError(f"the number of rows must be at least 1, got {n}")
-    if n >= n_items:
-        return list(range(n_items))
-    step = n_items / n
-    start = random.Random(seed).random() * step
-    return [min(n_items - 1, math.floor(start + i * step)) for i in range(n)]
 
 
 def unit_hint(unit: Any) -> str:

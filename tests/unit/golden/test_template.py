@@ -15,7 +15,8 @@ from core.documents import load_documents
 from core.errors import ConfigError
 from core.golden import check_golden, read_golden
 from core.golden.passages import MIN_UNIT_WORDS, document_units, printed_page_number
-from core.golden.template import spread_indices, template_rows, write_new_file
+from core.golden.passages import spread_indices
+from core.golden.template import template_rows, write_new_file
 
 
 @pytest.fixture(scope="module")
