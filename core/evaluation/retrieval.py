@@ -451,7 +451,7 @@ def _time_query_embeddings(model: Any, questions: Sequence[Any]) -> list[float]:
     """Embed each question alone with the model itself (not the cache), as a user's query
     is, and return the milliseconds each took; the vectors go into the cache so the timed
     searches find them there. One untimed call first, so no model pays for loading."""
-    from core.models.embeddings import text_sha256
+    from core.models.embeddings import query_text, text_sha256
 
     raw = model.model
     if not questions:
@@ -462,7 +462,8 @@ def _time_query_embeddings(model: Any, questions: Sequence[Any]) -> list[float]:
         s = time.perf_counter()
         vector = raw.embed_query(q.question)
         out.append((time.perf_counter() - s) * 1000.0)
-        model.cache.put_many(model.model_id, [(text_sha256(q.question), np.asarray(vector, dtype=np.float32))])
+        key = text_sha256(query_text(raw, q.question))  # the key the cached model looks the query up by
+        model.cache.put_many(model.model_id, [(key, np.asarray(vector, dtype=np.float32))])
     return out
 
 
