@@ -398,11 +398,13 @@ def package_versions() -> dict[str, str]:
 
 
 def _top(hits: Sequence[Any], judgement: Any) -> list[dict[str, Any]]:
-    """The results kept per question and setup: ids and scores, not texts."""
+    """The results kept per question and setup: ids and scores, not texts. ``page`` is the
+    chunk's first page and ``pages`` every page it spans (a chunk crossing a page break hits
+    an expected page it ends on)."""
     out = []
     for i, h in enumerate(hits):
         pages = h.chunk.pages
-        out.append({"document": h.chunk.document_id, "page": pages[0] if pages else None,
+        out.append({"document": h.chunk.document_id, "page": pages[0] if pages else None, "pages": list(pages),
                     "chunk_id": h.chunk.chunk_id, "score": round(float(h.score), 6),
                     "relevant": bool(judgement is not None and i < len(judgement.hits) and judgement.hits[i])})
     return out
