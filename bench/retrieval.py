@@ -120,7 +120,8 @@ def main() -> int:
         out.mkdir(parents=True, exist_ok=True)
         reports = {name: run(name, args.questions, out, model_ids) for name in args.data}
     lines = [f"models: {', '.join(model_ids)}; reranker {local_reranker().model_id} "
-             f"(first stage {RERANK_DEPTH}, keep {TOP_K})" + (f"; first {args.questions} questions only" if args.questions else "")]
+             f"(first stage {RERANK_DEPTH}, keep {TOP_K})"
+             + (f"; first {args.questions} questions only" if args.questions else "")]
     for name, report in reports.items():
         lines += table(name, report)
     lines.append("")

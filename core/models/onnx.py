@@ -206,7 +206,8 @@ class OnnxEmbeddingModel:
 
     Queries are embedded after the model's ``query_instruction`` (the card's retrieval
     instruction), passages as they are. 384-dimensional float32 vectors; texts longer than
-    512 word pieces are truncated (their count is in :attr:`n_truncated`). The file's sha256 is checked before the first use.
+    512 word pieces are truncated (their count is in :attr:`n_truncated`). The file's sha256
+    is checked before the first use.
 
     Args:
         files: which packaged model (default :data:`BGE_SMALL_EN`).

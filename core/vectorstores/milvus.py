@@ -293,7 +293,8 @@ class MilvusVectorStore:
 
         window = fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
         vector = self.embedding_model.embed_query(query)
-        dense = AnnSearchRequest(data=[vector.tolist()], anns_field="dense", param={"metric_type": "COSINE"}, limit=window)
+        dense = AnnSearchRequest(data=[vector.tolist()], anns_field="dense", param={"metric_type": "COSINE"},
+                                 limit=window)
         sparse = AnnSearchRequest(data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=window)
         ranker = (
             RRFRanker(setup.ranker_k) if setup.ranker_strategy == "rrf"
