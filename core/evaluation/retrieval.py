@@ -398,11 +398,13 @@ def package_versions() -> dict[str, str]:
 
 
 def _top(hits: Sequence[Any], judgement: Any) -> list[dict[str, Any]]:
-    """The results kept per question and setup: ids and scores, not texts."""
+    """The results kept per question and setup: ids and scores, not texts. ``page`` is the
+    chunk's first page and ``pages`` every page it spans (a chunk crossing a page break hits
+    an expected page it ends on)."""
     out = []
     for i, h in enumerate(hits):
         pages = h.chunk.pages
-        out.append({"document": h.chunk.document_id, "page": pages[0] if pages else None,
+        out.append({"document": h.chunk.document_id, "page": pages[0] if pages else None, "pages": list(pages),
                     "chunk_id": h.chunk.chunk_id, "score": round(float(h.score), 6),
                     "relevant": bool(judgement is not None and i < len(judgement.hits) and judgement.hits[i])})
     return out
@@ -451,7 +453,7 @@ def _time_query_embeddings(model: Any, questions: Sequence[Any]) -> list[float]:
     """Embed each question alone with the model itself (not the cache), as a user's query
     is, and return the milliseconds each took; the vectors go into the cache so the timed
     searches find them there. One untimed call first, so no model pays for loading."""
-    from core.models.embeddings import text_sha256
+    from core.models.embeddings import query_text, text_sha256
 
     raw = model.model
     if not questions:
@@ -462,7 +464,8 @@ def _time_query_embeddings(model: Any, questions: Sequence[Any]) -> list[float]:
         s = time.perf_counter()
         vector = raw.embed_query(q.question)
         out.append((time.perf_counter() - s) * 1000.0)
-        model.cache.put_many(model.model_id, [(text_sha256(q.question), np.asarray(vector, dtype=np.float32))])
+        key = text_sha256(query_text(raw, q.question))  # the key the cached model looks the query up by
+        model.cache.put_many(model.model_id, [(key, np.asarray(vector, dtype=np.float32))])
     return out
 
 

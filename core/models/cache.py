@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from core.errors import StoreError
-from core.models.embeddings import EmbeddingModel, text_sha256
+from core.models.embeddings import EmbeddingModel, query_text, text_sha256
 from core.models.spend import current_spend
 
 _SCHEMA = """
@@ -206,9 +206,19 @@ class CachedEmbeddingModel:
             self._dimension = int(out.shape[1])
         return out
 
+    @property
+    def query_instruction(self) -> str:
+        """The wrapped model's query instruction (empty when it has none)."""
+        return getattr(self.model, "query_instruction", "") or ""
+
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query through the cache; returns float32 ``(dim,)``."""
-        return self.embed_documents([text])[0]
+        """Embed one query through the cache; returns float32 ``(dim,)``.
+
+        The query is embedded, and cached, as the text :func:`~core.models.embeddings.query_text`
+        gives (the model's query instruction, then ``text``), so a query vector is never taken
+        for the vector of the same words embedded as a passage.
+        """
+        return self.embed_documents([query_text(self.model, text)])[0]
 
     def stats(self) -> dict[str, float]:
         """The counters as a JSON-serialisable dict: ``n_texts``, ``n_embedded``,

@@ -35,6 +35,12 @@ class EmbeddingModel(Protocol):
         embedding_dimension: length of each vector.
         max_input_tokens: the model's context length in tokens, or None when unknown;
             longer inputs are truncated by the model.
+
+    A model trained to embed queries with an instruction (bge's ``Represent this sentence
+    for searching relevant passages: ``) also has ``query_instruction``, a string, and its
+    ``embed_query(t)`` equals ``embed_documents([query_instruction + t])[0]``; caches key a
+    query by that text (see :func:`query_text`). Models without it embed queries as they
+    embed documents.
     """
 
     model_id: str
@@ -60,6 +66,12 @@ class EmbeddingModel(Protocol):
     def embed_query(self, text: str) -> np.ndarray:
         """Return the float32 vector of one query, shape ``(embedding_dimension,)``."""
         ...
+
+
+def query_text(model: Any, text: str) -> str:
+    """Return the text ``model`` embeds for the query ``text``: its ``query_instruction``
+    (empty when it has none) followed by ``text``."""
+    return (getattr(model, "query_instruction", "") or "") + text
 
 
 def text_sha256(text: str) -> str:

@@ -16,7 +16,13 @@ What the files are, and what was checked (by hand, on this machine, with the fil
   population, the capital of France, women's daily protein) both CLS and mean pooling put
   each question closest to its own passage, with CLS giving cosine 0.81-0.87 to the right
   passage and 0.39-0.58 to the others, the compressed range the card describes for bge; CLS
-  is used. No query instruction is added: the v1.5 card says retrieval works without it.
+  is used. Queries get the card's query instruction for retrieval, ``Represent this sentence
+  for searching relevant passages: `` (passages get none): the card's model table lists it
+  for every English v1.5 model, and its FAQ says to add it to the query whenever short
+  queries search longer passages, which is what a golden question against chunks is ("v1.5
+  works without instruction" there means it degrades less without it, not that the
+  instruction is unused). With the instruction, the three questions above keep their own
+  passages first.
 - ``reranker_en/``: cross-encoder/ms-marco-MiniLM-L-12-v2 (12 layers counted in the graph,
   384 hidden), int8, one logit per (query, passage) pair, output ``logits`` ``(batch, 1)``.
   On the card's example (``How many people live in Berlin?`` against the Berlin passage and
@@ -62,6 +68,8 @@ class OnnxModelFiles:
         sha256: the pinned sha256 of ``model.onnx``.
         max_tokens: the model's window in tokens (longer inputs are truncated).
         dimension: the embedding length, or None for a reranker.
+        query_instruction: text put before a query (not a passage) before embedding it, as
+            the model card says; empty for none.
     """
 
     model_id: str
@@ -69,12 +77,15 @@ class OnnxModelFiles:
     sha256: str
     max_tokens: int
     dimension: int | None = None
+    query_instruction: str = ""
 
 
-#: bge-small-en-v1.5, int8: 384 dimensions, 512 tokens, CLS pooling, normalised.
+#: bge-small-en-v1.5, int8: 384 dimensions, 512 tokens, CLS pooling, normalised; queries
+#: carry the model card's retrieval instruction.
 BGE_SMALL_EN = OnnxModelFiles(
     "local:bge-small-en-v1.5", "models/data/bge_small_en",
     "68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743", 512, 384,
+    "Represent this sentence for searching relevant passages: ",
 )
 #: ms-marco-MiniLM-L-12-v2 cross-encoder, int8: one logit per pair, 512 tokens.
 MS_MARCO_MINILM = OnnxModelFiles(
@@ -193,8 +204,10 @@ def _batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 class OnnxEmbeddingModel:
     """bge-small-en-v1.5 (int8 ONNX) as an ``EmbeddingModel``: CLS pooling, L2-normalised.
 
-    384-dimensional float32 vectors; texts longer than 512 word pieces are truncated (their
-    count is in :attr:`n_truncated`). The file's sha256 is checked before the first use.
+    Queries are embedded after the model's ``query_instruction`` (the card's retrieval
+    instruction), passages as they are. 384-dimensional float32 vectors; texts longer than
+    512 word pieces are truncated (their count is in :attr:`n_truncated`). The file's sha256
+    is checked before the first use.
 
     Args:
         files: which packaged model (default :data:`BGE_SMALL_EN`).
@@ -217,6 +230,7 @@ class OnnxEmbeddingModel:
             raise ConfigError(f"{files.model_id} is not an embedding model")
         self._runner = _OnnxRunner(files, model_path)
         self.model_id = files.model_id
+        self.query_instruction = files.query_instruction
         self.batch_size = batch_size
         self.n_truncated = 0
 
@@ -261,8 +275,12 @@ class OnnxEmbeddingModel:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query (no instruction prefix); returns float32 ``(384,)``."""
-        return self.embed_documents([text])[0]
+        """Embed one query, after :attr:`query_instruction`; returns float32 ``(384,)``.
+
+        Raises:
+            EmbeddingError: onnxruntime failed.
+        """
+        return self.embed_documents([self.query_instruction + text])[0]
 
 
 class OnnxCrossEncoder:

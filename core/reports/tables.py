@@ -142,7 +142,8 @@ def _answers_by_question(report: dict[str, Any]) -> tuple[str | None, dict[str, 
 
 
 def top_text(top: Any) -> str:
-    """A per-question ``top`` list as one line: ``document#page (score, relevant)`` joined by ``; ``."""
+    """A per-question ``top`` list as one line: ``document#page (score, relevant)`` joined by
+    ``; ``; a chunk spanning pages shows ``#page=first-last``."""
     if not isinstance(top, list):
         return ""
     parts = []
@@ -150,7 +151,10 @@ def top_text(top: Any) -> str:
         if not isinstance(hit, dict):
             continue
         where = str(hit.get("document", ""))
-        if hit.get("page") is not None:
+        pages = hit.get("pages") if isinstance(hit.get("pages"), list) else []
+        if len(pages) > 1:  # a chunk across a page break: its first and last page
+            where += f"#page={pages[0]}-{pages[-1]}"
+        elif hit.get("page") is not None:
             where += f"#page={hit['page']}"
         marks = []
         if isinstance(hit.get("score"), (int, float)):

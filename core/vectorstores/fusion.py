@@ -32,6 +32,43 @@ Ranking = Sequence[tuple[Hashable, float]]
 _MISSING_RANK = math.inf
 
 
+#: The RRF constant used when a fusion window is needed for weighted fusion (which has none).
+DEFAULT_RRF_K = 60
+
+
+def fusion_window(k: int, ranker_k: int = DEFAULT_RRF_K) -> int:
+    """Candidates each leg of a hybrid search fetches before the two are fused to ``k``.
+
+    Fusing two lists cut at ``k`` treats a chunk ranked just past ``k`` in both legs as
+    absent from both, although reciprocal rank fusion would put it near the top: at
+    ``ranker_k = 60``, ranks 11 and 11 give ``2 / 71``, rank 1 in one leg alone ``1 / 61``.
+    With legs of ``w = ranker_k + 2 * k`` candidates, a chunk missing from both windows
+    scores at most ``2 / (ranker_k + w + 1)``, less than ``1 / (ranker_k + k)``, the least the
+    k-th fused chunk can score (the dense leg's top k alone reach it), so no such chunk could
+    have entered the fused top ``k``; a chunk in one window only misses at most
+    ``1 / (ranker_k + w + 1)`` of its score. Weighted fusion has no such bound; the same
+    window (with ``ranker_k`` = :data:`DEFAULT_RRF_K`) keeps both fusions on the same
+    candidates.
+
+    Args:
+        k: results the fused list keeps (>= 1).
+        ranker_k: the RRF constant (>= 1).
+
+    Returns:
+        ``ranker_k + 2 * k`` (at least ``k``).
+
+    Raises:
+        ConfigError: ``k < 1`` or ``ranker_k < 1``.
+
+    References:
+        Cormack, Clarke and Buettcher, SIGIR 2009 (RRF's formula, from which the bound above
+        follows).
+    """
+    if int(k) < 1 or int(ranker_k) < 1:
+        raise ConfigError(f"k and ranker_k must be at least 1, got {k} and {ranker_k}")
+    return int(ranker_k) + 2 * int(k)
+
+
 def normalize_score(score: float, metric: Metric) -> float:
     """Map a raw search score to [0, 1] (higher is better) as Milvus's ``WeightedRanker`` does.
 
@@ -113,7 +150,7 @@ def _ordered(
 def rrf_fuse(
     dense: Ranking,
     sparse: Ranking,
-    k: int = 60,
+    k: int = DEFAULT_RRF_K,
     limit: int | None = None,
 ) -> list[tuple[Hashable, float]]:
     """Reciprocal rank fusion of a dense and a keyword ranking.

@@ -275,7 +275,8 @@ class MilvusVectorStore:
             ranker_k: RRF constant.
             ranker_alpha: dense weight for weighted fusion.
 
-        Each hybrid leg fetches ``k`` candidates. Scores follow one convention whatever the
+        Each hybrid leg fetches :func:`~core.vectorstores.fusion.fusion_window` candidates
+        (``ranker_k + 2 * k``) before fusing to ``k``. Scores follow one convention whatever the
         backend: higher is better (Milvus Lite's negated BM25 scores are turned back).
 
         Raises:
@@ -313,9 +314,13 @@ class MilvusVectorStore:
             return self._to_chunks(hits, negate=negate)
         from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
 
+        from core.vectorstores.fusion import DEFAULT_RRF_K, fusion_window
+
+        window = fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
         vector = self.embedding_model.embed_query(query)
-        dense = AnnSearchRequest(data=[vector.tolist()], anns_field="dense", param={"metric_type": "COSINE"}, limit=k)
-        sparse = AnnSearchRequest(data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=k)
+        dense = AnnSearchRequest(data=[vector.tolist()], anns_field="dense", param={"metric_type": "COSINE"},
+                                 limit=window)
+        sparse = AnnSearchRequest(data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=window)
         ranker = (
             RRFRanker(setup.ranker_k) if setup.ranker_strategy == "rrf"
             else WeightedRanker(setup.ranker_alpha, 1.0 - setup.ranker_alpha)

@@ -59,7 +59,7 @@ from core.chunking.base import Chunk
 from core.errors import ConfigError, IndexingError, StoreError
 from core.models.embeddings import EmbeddingModel
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
-from core.vectorstores.fusion import rrf_fuse, weighted_fuse
+from core.vectorstores.fusion import DEFAULT_RRF_K, fusion_window, rrf_fuse, weighted_fuse
 
 logger = logging.getLogger(__name__)
 
@@ -583,7 +583,9 @@ class PGVectorStore:
 
         Scores (higher is better): ``vector`` cosine similarity in [-1, 1] (``NaN`` for a zero
         vector, which pgvector gives no direction); ``keyword`` ``ts_rank_cd`` >= 0;
-        ``hybrid`` the fused score. Each hybrid leg fetches ``k`` candidates. Chunks carry
+        ``hybrid`` the fused score. Each hybrid leg fetches
+        :func:`~core.vectorstores.fusion.fusion_window` candidates (``ranker_k + 2 * k``)
+        before fusing to ``k``. Chunks carry
         ``document_id``, ``sequence_number``, ``pages`` and ``headings``.
 
         Raises:
@@ -610,10 +612,11 @@ class PGVectorStore:
             with self._errors("searching"), conn.transaction():
                 rows = self._keyword_rows(query, k)
             return self._to_chunks([(r, r[5]) for r in rows])
+        window = fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
         vector = self.embedding_model.embed_query(query)
         with self._errors("searching"), conn.transaction():
-            dense_rows = self._vector_rows(vector, dim, k)
-            sparse_rows = self._keyword_rows(query, k)
+            dense_rows = self._vector_rows(vector, dim, window)
+            sparse_rows = self._keyword_rows(query, window)
         by_id = {r[0]: r for r in dense_rows + sparse_rows}
         dense = [(r[0], float(r[5])) for r in dense_rows]
         sparse = [(r[0], float(r[5])) for r in sparse_rows]

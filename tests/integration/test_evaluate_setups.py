@@ -72,7 +72,7 @@ def test_local_reranker_setups_timings_and_top(corpus, tmp_path):
         for key in by:
             top = q["top"][key]
             assert 1 <= len(top) <= 10
-            assert set(top[0]) == {"document", "page", "chunk_id", "score", "relevant"}
+            assert set(top[0]) == {"document", "page", "pages", "chunk_id", "score", "relevant"}
             assert all(isinstance(t["relevant"], bool) for t in top)
             scores = [t["score"] for t in top]
             assert scores == sorted(scores, reverse=True)

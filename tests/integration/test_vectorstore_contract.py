@@ -98,6 +98,18 @@ def test_hybrid_fusion_hand_computed(store):
     assert docs(keyword_only)[:2] == ["c3.txt", "c1.txt"]
 
 
+def test_hybrid_legs_fetch_more_than_k(store):
+    # dense [c2, c1, c3, c4], keyword [c3, c1]. Fused over the full lists (hand computed):
+    # c3 = 1/63 + 1/61 = 0.032266, c1 = 2/62 = 0.032258, c2 = 1/61 = 0.016393.
+    # Legs cut at k = 2 would give dense [c2, c1], keyword [c3, c1]: c1 = 2/62 first, then
+    # c2 and c3 at 1/61; the legs fetch ranker_k + 2k candidates, so c3 is first.
+    store.add_documents(chunks())
+    store.flush()
+    rrf = store.search("zebra zebra", k=2, search_mode="hybrid", ranker_strategy="rrf", ranker_k=60)
+    assert docs(rrf) == ["c3.txt", "c1.txt"]
+    assert [h.score for h in rrf] == [pytest.approx(1 / 63 + 1 / 61, rel=1e-4), pytest.approx(2 / 62, rel=1e-4)]
+
+
 def test_upsert_is_idempotent_and_updates(store):
     store.add_documents(chunks())
     store.add_documents(chunks())

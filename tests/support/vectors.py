@@ -36,7 +36,9 @@ TEXTS = {
     "c4": "stock markets fell sharply today",
 }
 VECTORS = {"c1": [1.0, 0.0, 0.0], "c2": [0.8, 0.6, 0.0], "c3": [0.6, 0.0, 0.8], "c4": [0.0, 0.0, -1.0]}
-QUERIES = {"zebra": [1.0, 0.0, 0.0], "markets": [0.0, 0.0, -1.0], "parrot": [0.0, 1.0, 0.0]}
+QUERIES = {"zebra": [1.0, 0.0, 0.0], "markets": [0.0, 0.0, -1.0], "parrot": [0.0, 1.0, 0.0],
+           # keyword ranks c3, c1 as for "zebra"; cosine with [0.8, 0.6, 0] ranks c2 (1.0), c1 (0.8), c3 (0.48)
+           "zebra zebra": [0.8, 0.6, 0.0]}
 
 
 def table_model() -> TableModel:

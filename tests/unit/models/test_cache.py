@@ -103,3 +103,30 @@ def test_threads_asking_the_same_question_make_one_call(tmp_path):
         replies = list(pool.map(lambda _: chat.chat(question), range(8)))
     assert model.calls == 1 and set(replies) == {"reply 1 to same"}
     assert chat.stats() == {"chat_calls": 1, "replies_from_cache": 7}
+
+
+class InstructedModel(CountingModel):
+    """A ``CountingModel`` whose queries carry an instruction, as bge's do."""
+
+    model_id = "instructed"
+    query_instruction = "Q: "
+
+    def embed_query(self, text):
+        return self.embed_documents([self.query_instruction + text])[0]
+
+
+def test_a_query_is_cached_apart_from_the_same_words_as_a_passage(tmp_path):
+    model = InstructedModel()
+    cached = CachedEmbeddingModel(model, EmbeddingCache(tmp_path / "c.sqlite"))
+    passage = cached.embed_documents(["banana"])[0]
+    query = cached.embed_query("banana")
+    # the vectors the counting model gives by hand: [len, count of "a", 1, 0]
+    np.testing.assert_array_equal(passage, [6, 3, 1, 0])
+    np.testing.assert_array_equal(query, [9, 3, 1, 0])  # "Q: banana"
+    assert model.sent == ["banana", "Q: banana"]
+    np.testing.assert_array_equal(cached.embed_query("banana"), query)  # from the cache
+    assert model.sent == ["banana", "Q: banana"] and cached.query_instruction == "Q: "
+    # a model without an instruction embeds a query as a passage, through the same entry
+    plain = CachedEmbeddingModel(CountingModel(), EmbeddingCache(tmp_path / "p.sqlite"))
+    np.testing.assert_array_equal(plain.embed_query("banana"), plain.embed_documents(["banana"])[0])
+    assert plain.model.sent == ["banana"]

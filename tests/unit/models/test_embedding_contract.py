@@ -79,6 +79,14 @@ def test_embed_query_is_one_vector(model):
     np.testing.assert_allclose(model.embed_query("What is the deductible?"), query, atol=1e-6)  # deterministic
 
 
+def test_a_query_is_its_instruction_and_words_embedded_as_a_passage(model):
+    # the contract caches rely on: embed_query(t) == embed_documents([query_text(model, t)])[0]
+    from core.models.embeddings import query_text
+
+    text = "What is the deductible?"
+    np.testing.assert_allclose(model.embed_query(text), model.embed_documents([query_text(model, text)])[0], atol=1e-6)
+
+
 def test_the_openai_client_returns_the_servers_vectors(server):
     # Reference: the vector the test server derives from the text's sha256.
     model = OpenAIEmbeddingModel("emb", base_url=server.base_url, api_key="k")

@@ -71,6 +71,19 @@ def test_each_question_is_closest_to_its_own_passage(bge):
     assert sims.diagonal().min() > 0.75
 
 
+def test_queries_carry_the_cards_retrieval_instruction(bge):
+    # the reference recipe: the card's instruction, then the question, CLS row normalised
+    instruction = "Represent this sentence for searching relevant passages: "
+    assert bge.query_instruction == instruction
+    question = PAIRS[0][0]
+    np.testing.assert_allclose(bge.embed_query(question), _reference_cls(instruction + question), atol=1e-5)
+    assert float(bge.embed_query(question) @ bge.embed_documents([question])[0]) < 0.99  # not the passage vector
+    # with the instruction each question still finds its own passage first
+    q = np.stack([bge.embed_query(a) for a, _ in PAIRS])
+    p = bge.embed_documents([b for _, b in PAIRS])
+    assert list((q @ p.T).argmax(axis=1)) == [0, 1, 2]
+
+
 def test_long_texts_are_truncated_and_counted(bge):
     before = bge.n_truncated
     long_text = " ".join(["benefits"] * 600)  # 600 word pieces + [CLS] [SEP] > 512

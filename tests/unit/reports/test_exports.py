@@ -58,6 +58,11 @@ def test_top_is_written_when_the_report_keeps_it():
                                             "relevant": False}], "B": []}
     row = [r for r in question_rows(report) if r["question_id"] == "q3" and r["setup"] == "A"][0]
     assert row["top"] == "b.pdf#page=2 (0.910)"
+    # a chunk across a page break names its first and last page
+    report["questions"][2]["top"]["A"].append({"document": "b.pdf", "page": 7, "pages": [7, 8], "chunk_id": "c2",
+                                               "score": 0.5, "relevant": True})
+    row = [r for r in question_rows(report) if r["question_id"] == "q3" and r["setup"] == "A"][0]
+    assert row["top"] == "b.pdf#page=2 (0.910); b.pdf#page=7-8 (0.500, relevant)"
 
 
 def test_dataframe_has_the_same_values():
