@@ -25,6 +25,7 @@ from typing import Any, Iterable
 
 from core.chunking._common import check_positive_int, item_pages, iter_documents
 from core.chunking.base import Chunk, make_chunk_id
+from core.chunking.spans import HEADING_SHARE, headings_budget, with_headings_prefix
 from core.errors import ConfigError
 
 #: Name recorded in ``params()`` for the default tokenizer (the packaged all-MiniLM-L6-v2).
@@ -35,9 +36,6 @@ MAX_CHUNK_CHARS = 16_000
 #: A hybrid chunk whose text has more characters than this many per token of its size is text
 #: the tokenizer cannot read (words it maps to one unknown token): it is cut by characters.
 MAX_CHARS_PER_TOKEN = 8
-#: Share of a hybrid chunk's token budget all its headings together may take; longer headings
-#: are shortened.
-HEADING_SHARE = 0.5
 logger = logging.getLogger(__name__)
 _CHUNKING_HINT = "docling-core's chunkers need its 'chunking' extra: pip install 'docling-core[chunking]'"
 
@@ -106,11 +104,22 @@ def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool 
             characters), each a chunk with the same pages and headings, never dropped.
         full_headings: shortened heading -> the heading as the document has it, so the
             metadata keeps the whole heading (see :class:`HybridChunker`).
+
+    With ``contextualize``, a heading path longer than
+    :func:`core.chunking.spans.headings_budget` of ``max_chars`` is shortened in the text
+    (see :func:`core.chunking.spans.shorten_headings`); the metadata keeps it whole.
     """
     out: list[Chunk] = []
     full_headings = full_headings or {}
+    budget = headings_budget(max_chars)
     for dl_chunk in _run_logged(lambda: list(chunker.chunk(dl_doc=doc))):
-        whole = chunker.contextualize(chunk=dl_chunk) if contextualize else dl_chunk.text
+        path = [str(h) for h in (dl_chunk.meta.headings or [])]
+        if not contextualize:
+            whole = dl_chunk.text
+        elif sum(len(h) + 1 for h in path) > budget:
+            whole = with_headings_prefix(dl_chunk.text, path, budget)
+        else:
+            whole = chunker.contextualize(chunk=dl_chunk)
         pages: set[int] = set()
         for item in dl_chunk.meta.doc_items or []:
             pages |= item_pages(item)

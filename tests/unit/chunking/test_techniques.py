@@ -302,3 +302,58 @@ def test_hierarchical_cuts_an_element_too_long_to_store():
     # 16,000 characters at most (under Milvus's 65,535-byte limit at 4 bytes a character)
     assert [len(c.text) for c in chunks] == [MAX_CHUNK_CHARS, MAX_CHUNK_CHARS, 40_000 - 2 * MAX_CHUNK_CHARS]
     assert MAX_CHUNK_CHARS * 4 < 65_535
+
+
+def test_shorten_headings_by_hand():
+    from core.chunking.spans import shorten_headings, with_headings_prefix
+
+    # fits: 5 + 1 + 3 + 1 = 10 characters with newlines
+    assert shorten_headings(["Guide", "Tea"], 10) == ["Guide", "Tea"]
+    # 20 characters for two: 9 each (10 less the newline); "aaaa bbbb cccc" cut at its space
+    # within the 6 characters before "...", "x" * 30 by characters
+    assert shorten_headings(["aaaa bbbb cccc", "x" * 30], 20) == ["aaaa...", "xxxxxx..."]
+    # shares under 8 characters: the outer headings are left out, the innermost kept
+    # (16 // 3 = 5 < 8; 16 // 2 = 8: two shares of 7 characters, 4 kept before "...")
+    assert shorten_headings(["a" * 20, "b" * 20, "c" * 20], 16) == ["bbbb...", "cccc..."]
+    assert with_headings_prefix("body", ["h" * 100], 11) == "hhhhhhh...\nbody"
+    assert with_headings_prefix("body", ["h" * 100]) == "h" * 100 + "\nbody"
+
+
+def _long_heading_document(document_id: str, heading: str):
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+    from core.documents import LoadedDocument
+
+    doc = DoclingDocument(name=document_id)
+    doc.add_heading(heading, level=1)
+    doc.add_text(label=DocItemLabel.TEXT, text="Green tea is brewed at 80 degrees for two minutes.")
+    return LoadedDocument(document_id=document_id, document=doc, sha256="7" * 64)
+
+
+@pytest.mark.parametrize("method", ["recursive", "sentence", "fixed", "markdown", "parent-child", "hierarchical",
+                                    "hybrid"])
+def test_a_heading_too_long_for_a_chunk_is_shortened_in_the_text_and_kept_in_the_metadata(method):
+    from core.chunking.docling_chunkers import MAX_CHUNK_CHARS
+
+    heading = "h" * 70_000
+    doc = _long_heading_document("headnospace.md", heading)
+    chunker = get_chunker(method, 256, 0, embed_headings=True)
+    chunks = chunker.chunk([doc])
+    body = [c for c in chunks if "Green tea is brewed" in c.text]
+    assert len(body) == 1
+    c = body[0]
+    assert c.headings == [heading]  # whole in the metadata
+    # 256 tokens are 1,024 characters; the heading in front takes at most half of them (512);
+    # the hierarchical chunker has no size: half of its longest text, 8,000
+    budget = MAX_CHUNK_CHARS // 2 if method == "hierarchical" else 512
+    if method == "hybrid":  # its headings are shortened to half of 256 tokenizer tokens first
+        assert chunker.count_tokens(c.text) <= 256
+    else:  # the first line is the heading path in front (or the section's own text, cut)
+        first = c.text.split("\n", 1)[0]
+        assert first.startswith("hhh") and len(first) <= budget
+        if method != "markdown":
+            assert first.endswith("...")
+            assert len(c.text) <= budget + 1 + (MAX_CHUNK_CHARS if method == "hierarchical" else 1024)
+    assert max(len(x.text) for x in chunks) <= MAX_CHUNK_CHARS
+    if method == "parent-child":
+        assert len(c.metadata["parent_text"]) <= 4 * 1024 + 512
