@@ -25,6 +25,7 @@ from typing import Any, Iterable
 
 from core.chunking._common import check_positive_int, item_pages, iter_documents
 from core.chunking.base import Chunk, make_chunk_id
+from core.chunking.recursive import CHARS_PER_TOKEN
 from core.chunking.spans import HEADING_SHARE, headings_budget, with_headings_prefix
 from core.errors import ConfigError
 
@@ -90,8 +91,24 @@ def _run_logged(fn: Any) -> Any:
     return result
 
 
+def _headings_only(document_id: str, doc: Any, pack_chars: int | None, max_chars: int) -> list[Chunk]:
+    """Chunks of a document whose items docling-core's chunkers leave out (a document made only
+    of headings, which they keep as context of a body that is not there): the items' own text,
+    one item a chunk (``pack_chars`` None) or consecutive items packed up to ``pack_chars``
+    characters, each cut at ``max_chars``; no heading path in front (the text is the headings)."""
+    from core.chunking.spans import document_text, pack_spans, spans_to_chunks, split_span
+
+    dt = document_text(doc)
+    items = list(zip(dt.starts, dt.ends))
+    if pack_chars is not None:
+        items = pack_spans(items, pack_chars, dt.text)
+    spans = [piece for s, e in items for piece in split_span(dt.text, s, e, max_chars)]
+    return spans_to_chunks(document_id, dt, spans)
+
+
 def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool = True,
-               max_chars: int = MAX_CHUNK_CHARS, full_headings: dict[str, str] | None = None) -> list[Chunk]:
+               max_chars: int = MAX_CHUNK_CHARS, full_headings: dict[str, str] | None = None,
+               pack_chars: int | None = None) -> list[Chunk]:
     """Run a docling-core chunker on one document and convert its chunks.
 
     Args:
@@ -104,6 +121,9 @@ def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool 
             characters), each a chunk with the same pages and headings, never dropped.
         full_headings: shortened heading -> the heading as the document has it, so the
             metadata keeps the whole heading (see :class:`HybridChunker`).
+        pack_chars: for a document docling-core makes no chunk of though it has text (only
+            headings, no body): its items packed up to this many characters a chunk (None:
+            one item a chunk), so that no text is dropped.
 
     With ``contextualize``, a heading path longer than
     :func:`core.chunking.spans.headings_budget` of ``max_chars`` is shortened in the text
@@ -132,6 +152,10 @@ def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool 
             if headings:
                 metadata["headings"] = headings
             out.append(Chunk(text=text, chunk_id=make_chunk_id(document_id, seq, text), metadata=metadata))
+    if not out:
+        out = _headings_only(document_id, doc, pack_chars, max_chars)
+        if out:
+            logger.info("%s has no body: its %d headings are the chunks' text", document_id, len(out))
     return out
 
 
@@ -330,5 +354,6 @@ class HybridChunker:
         for document_id, doc in iter_documents(documents):
             short_doc, whole = self._with_short_headings(doc)
             chunks.extend(_to_chunks(chunker, document_id, short_doc, contextualize=self.embed_headings,
-                                     max_chars=max_chars, full_headings=whole))
+                                     max_chars=max_chars, full_headings=whole,
+                                     pack_chars=CHARS_PER_TOKEN * self.chunk_size))
         return chunks

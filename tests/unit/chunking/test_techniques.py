@@ -357,3 +357,22 @@ def test_a_heading_too_long_for_a_chunk_is_shortened_in_the_text_and_kept_in_the
     assert max(len(x.text) for x in chunks) <= MAX_CHUNK_CHARS
     if method == "parent-child":
         assert len(c.metadata["parent_text"]) <= 4 * 1024 + 512
+
+
+@pytest.mark.parametrize("method", ["hierarchical", "hybrid"])
+def test_a_document_made_only_of_headings_keeps_its_text(method):
+    from docling_core.types.doc import DoclingDocument
+
+    from core.documents import LoadedDocument
+
+    doc = DoclingDocument(name="heads.md")
+    for i in range(300):
+        doc.add_heading(f"Heading {i}", level=1 + i % 6)
+    chunks = get_chunker(method, 64, 0).chunk([LoadedDocument(document_id="heads.md", document=doc, sha256="8" * 64)])
+    text = "\n".join(c.text for c in chunks)
+    assert all(f"Heading {i}\n" in text + "\n" for i in range(300))
+    if method == "hierarchical":  # one element, one chunk: here one heading each
+        assert [c.text for c in chunks] == [f"Heading {i}" for i in range(300)]
+    else:  # packed up to 4 * 64 = 256 characters
+        assert len(chunks) > 1 and max(len(c.text) for c in chunks) <= 256
+    assert chunks[1].metadata["headings"][-1] == chunks[1].text.split("\n")[0]
