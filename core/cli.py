@@ -583,9 +583,16 @@ def _search_setups(names: list[str]) -> list[Any]:
 def _corpus_study(args: argparse.Namespace) -> tuple[Any, Path, dict[str, Any]]:
     """What ``compare-chunking``, ``sweep`` and ``cutoff`` start from: the settings, the out folder
     (``--out``, else ``RAGTUNE_OUT_DIR``) and the keywords ``out_dir``, ``embedding_model`` and
-    ``vector_store_config`` (``--vector-store``) of their core function."""
+    ``vector_store_config`` (``--vector-store``) of their core function.
+
+    Raises:
+        ConfigError: none of the golden file's expected documents is in ``--docs`` (checked
+            before any work, as ``evaluate`` does).
+    """
+    from core.golden import read_golden
     from core.settings import Settings
 
+    _check_expected_documents(read_golden(args.golden), args.docs)
     settings = Settings.from_env()
     out = Path(args.out or settings.out_dir)
     return settings, out, {"out_dir": out, "embedding_model": settings.embedding_model(),

@@ -1,0 +1,30 @@
+"""compare-chunking, sweep and cutoff stop before any work, with the reason, when none of the
+golden file's expected documents is in --docs (as evaluate does)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.cli import main
+
+
+@pytest.mark.parametrize("command", [["compare-chunking", "--techniques", "sentence", "--sizes", "64"], ["sweep"],
+                                     ["cutoff", "--unanswerable", "UNANSWERABLE"]])
+def test_golden_whose_documents_are_all_missing_is_exit_1(command, tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees.", encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("\n".join(json.dumps({"id": f"q{i}", "question": f"Where {i}?", "expected": [name]})
+                                for i, name in enumerate(["a.pdf", "b.txt", "c.md"])) + "\n", encoding="utf-8")
+    unanswerable = tmp_path / "u.jsonl"
+    unanswerable.write_text(json.dumps({"id": "u1", "question": "Who won in 2090?"}) + "\n", encoding="utf-8")
+    command = [str(unanswerable) if c == "UNANSWERABLE" else c for c in command]
+    out = tmp_path / "out"
+    assert main([*command, "--docs", str(docs), "--golden", str(golden), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "the golden file expects 3 documents and none is in" in err
+    assert "'a.pdf', 'b.txt', 'c.md'" in err and "'tea.txt'" in err
+    assert not out.exists() or not any(out.rglob("report.json"))
