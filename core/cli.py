@@ -206,8 +206,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 1
     options = EvaluateOptions(
         chunking_method=args.chunking,
-        chunk_size=256 if args.chunk_size is None else args.chunk_size,
-        chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
+        chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args),
         rank_grain=args.rank_by, show_progress=not args.json,
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
         judge=settings.judge_model(args.judge) if args.generate else None,
@@ -295,6 +294,21 @@ def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
         return Path(target), LocalFiles(target), str(Path(target))
     work = settings.out_dir if not is_remote(settings.out_dir) else DEFAULT_OUT
     return Path(work), settings.files(target), shown_address(target).rstrip("/")
+
+
+def _chunk_size(args: argparse.Namespace) -> int:
+    """``--chunk-size``, else :data:`core.chunking._common.DEFAULT_CHUNK_SIZE`."""
+    from core.chunking._common import DEFAULT_CHUNK_SIZE
+
+    return DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size
+
+
+def _chunk_overlap(args: argparse.Namespace) -> int:
+    """``--chunk-overlap``, else the default that fits the size
+    (:func:`core.chunking._common.default_overlap`); a given overlap is checked by the chunker."""
+    from core.chunking._common import default_overlap
+
+    return default_overlap(_chunk_size(args)) if args.chunk_overlap is None else args.chunk_overlap
 
 
 def _check_expected_documents(golden: Any, docs: str) -> None:
@@ -680,8 +694,7 @@ def cmd_cutoff(args: argparse.Namespace) -> int:
     settings, out, inputs = _corpus_study(args)
     report = answer_cutoff(
         args.docs, args.golden, args.unanswerable, chunking_method=args.chunking,
-        chunk_size=256 if args.chunk_size is None else args.chunk_size,
-        chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
+        chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args),
         setup=_search_setups([args.setup])[0], measure=args.measure,
         reranker=_cutoff_reranker(settings, args.measure), **inputs,
     )
@@ -798,7 +811,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunking", default="recursive",
                    choices=list(MODEL_FREE_METHODS), help="chunking technique (default recursive; see compare-chunking)")
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256; not for hierarchical)")
-    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32; recursive only)")
+    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32, at most an eighth of the size; recursive only)")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
                    help="vector store (default $RAGTUNE_VECTOR_STORE; else milvus when $RAGTUNE_MILVUS_URI is set; "
                         "else milvus-lite in the output folder)")
@@ -889,7 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--setup", default="vector", metavar="KEY", help="search setup (default vector; hybrid-rrf, hybrid-weighted, keyword)")
     p.add_argument("--chunking", default="recursive", help="chunking method of the setup (default recursive)")
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256)")
-    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32)")
+    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32, at most an eighth of the size)")
     p.add_argument("--measure", choices=["similarity", "relevance"], default="similarity",
                    help="the top result's search score, or a reranker's relevance score")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])

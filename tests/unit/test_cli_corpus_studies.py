@@ -28,3 +28,28 @@ def test_golden_whose_documents_are_all_missing_is_exit_1(command, tmp_path, cap
     assert "the golden file expects 3 documents and none is in" in err
     assert "'a.pdf', 'b.txt', 'c.md'" in err and "'tea.txt'" in err
     assert not out.exists() or not any(out.rglob("report.json"))
+
+
+def test_default_overlap_fits_the_size():
+    from core.chunking._common import default_overlap
+
+    # min(32, size // 8), worked by hand
+    assert [default_overlap(n) for n in (256, 1024, 128, 16, 7, 1)] == [32, 32, 16, 2, 0, 0]
+
+
+def test_a_small_chunk_size_without_an_overlap_runs_and_a_given_one_too_big_is_an_error(tmp_path, capsys):
+    from core.cli import _chunk_overlap, build_parser
+
+    args = build_parser().parse_args(["evaluate", "--docs", "d", "--golden", "g", "--chunk-size", "16"])
+    assert _chunk_overlap(args) == 2
+    args = build_parser().parse_args(["cutoff", "--docs", "d", "--golden", "g", "--unanswerable", "u",
+                                      "--chunk-size", "16"])
+    assert _chunk_overlap(args) == 2
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees.", encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"question": "How hot?", "expected": ["tea.txt"]}) + "\n", encoding="utf-8")
+    assert main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "out"),
+                 "--no-generate", "--chunk-size", "16", "--chunk-overlap", "32"]) == 1
+    assert "chunk_overlap (32 tokens) must be smaller than chunk_size (16 tokens)" in capsys.readouterr().err
