@@ -269,9 +269,17 @@ class HybridChunker:
                 from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
             except ImportError as exc:
                 raise ConfigError(f"{_CHUNKING_HINT} ({exc})") from exc
-            self._tokenizer = HuggingFaceTokenizer.from_pretrained(
+            tokenizer = HuggingFaceTokenizer.from_pretrained(
                 model_name=str(self.tokenizer_path), max_tokens=self.chunk_size, local_files_only=True
             )
+            # The tokenizer only counts tokens here (docling-core cuts at max_tokens): no
+            # sequence is run through a model, so transformers' "Token indices sequence length
+            # is longer than the specified maximum" warning, printed to stderr by its own
+            # handler, does not apply; a maximum no text reaches turns it off for this tokenizer.
+            from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
+
+            tokenizer.tokenizer.model_max_length = VERY_LARGE_INTEGER
+            self._tokenizer = tokenizer
         return self._tokenizer
 
     def count_tokens(self, text: str) -> int:

@@ -376,3 +376,19 @@ def test_a_document_made_only_of_headings_keeps_its_text(method):
     else:  # packed up to 4 * 64 = 256 characters
         assert len(chunks) > 1 and max(len(c.text) for c in chunks) <= 256
     assert chunks[1].metadata["headings"][-1] == chunks[1].text.split("\n")[0]
+
+
+def test_hybrid_prints_no_transformers_warning_on_a_long_paragraph(capfd):
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+    from core.documents import LoadedDocument
+
+    doc = DoclingDocument(name="long.txt")
+    # 400 short sentences: far more than the tokenizer's 512 tokens in one paragraph
+    doc.add_text(label=DocItemLabel.TEXT, text=" ".join(f"word{i} is here." for i in range(400)))
+    chunker = HybridChunker(256)
+    chunks = chunker.chunk([LoadedDocument(document_id="long.txt", document=doc, sha256="9" * 64)])
+    assert chunker.count_tokens(doc.texts[0].text) > 512
+    assert len(chunks) > 1 and all(chunker.count_tokens(c.text) <= 256 for c in chunks)
+    err = capfd.readouterr().err
+    assert "Token indices sequence length" not in err and "[transformers]" not in err
