@@ -561,13 +561,22 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _csv(text: str | None) -> list[str]:
-    return [p.strip() for p in (text or "").split(",") if p.strip()]
+def _csv(text: str | None, option: str = "") -> list[str]:
+    """The comma-separated values of an option, stripped, duplicates dropped (first kept);
+    ``[]`` when the option is not given.
+
+    Raises:
+        ConfigError: the option is given (``option`` names it) but lists nothing (``","``).
+    """
+    values = list(dict.fromkeys(p.strip() for p in (text or "").split(",") if p.strip()))
+    if text is not None and option and not values:
+        raise ConfigError(f"{option} lists nothing (got {text!r}): give at least one value, or leave it out")
+    return values
 
 
 def _csv_ints(text: str | None, option: str) -> list[int]:
     try:
-        return [int(p) for p in _csv(text)]
+        return list(dict.fromkeys(int(p) for p in _csv(text, option)))
     except ValueError:
         raise ConfigError(f"{option} takes whole numbers separated by commas, got {text!r}") from None
 
@@ -576,7 +585,7 @@ def _search_setups(names: list[str]) -> list[Any]:
     """Search setups by name: ``vector``, ``keyword``, ``hybrid-rrf[-kN]``, ``hybrid-weighted[-aX]``."""
     from core.vectorstores import SearchSetup
 
-    out = []
+    out: list[Any] = []
     for name in names:
         parts = name.split("-")
         try:
@@ -591,6 +600,8 @@ def _search_setups(names: list[str]) -> list[Any]:
         except (ValueError, IndexError):
             raise ConfigError(f"unknown search setup {name!r}; use vector, keyword, hybrid-rrf, hybrid-rrf-k60, "
                               "hybrid-weighted or hybrid-weighted-a0.5") from None
+        if out[-1] in out[:-1]:  # the same setup named twice (keyword,keyword or hybrid-rrf,hybrid-rrf-k60)
+            out.pop()
     return out
 
 
@@ -633,7 +644,7 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
     chat = settings.chat_model()
     judge = settings.judge_model(args.judge)
     options = CompareOptions(
-        methods=_csv(args.techniques) or None, sizes=_csv_ints(args.sizes, "--sizes") or (64, 128, 256),
+        methods=_csv(args.techniques, "--techniques") or None, sizes=_csv_ints(args.sizes, "--sizes") or (64, 128, 256),
         budget_chars=args.budget, current=args.current, search=_search_setups([args.search])[0],
         chat_model=chat if judge is not None else None, judge=judge, chunking_chat_model=chat,
         progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
@@ -644,7 +655,7 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
 
 def _yes_no(text: str | None) -> list[bool]:
     out = []
-    for v in _csv(text):
+    for v in _csv(text, "--embed-headings"):
         if v.lower() not in ("yes", "no"):
             raise ConfigError(f"--embed-headings takes yes, no or yes,no; got {v!r}")
         out.append(v.lower() == "yes")
@@ -658,11 +669,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     settings, out, inputs = _corpus_study(args)
     report = run_sweep(
-        args.docs, args.golden, methods=_csv(args.chunking) or DEFAULT_METHODS,
+        args.docs, args.golden, methods=_csv(args.chunking, "--chunking") or DEFAULT_METHODS,
         sizes=_csv_ints(args.chunk_size, "--chunk-size") or DEFAULT_SIZES,
         overlaps=_csv_ints(args.chunk_overlap, "--chunk-overlap") or DEFAULT_OVERLAPS,
         embed_headings=_yes_no(args.embed_headings) or [False],
-        setups=_search_setups(_csv(args.search)) if args.search else None,
+        setups=_search_setups(_csv(args.search, "--search")) if args.search is not None else None,
         chat_model=settings.chat_model(), progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
         **inputs,
     )

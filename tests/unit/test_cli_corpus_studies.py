@@ -53,3 +53,30 @@ def test_a_small_chunk_size_without_an_overlap_runs_and_a_given_one_too_big_is_a
     assert main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "out"),
                  "--no-generate", "--chunk-size", "16", "--chunk-overlap", "32"]) == 1
     assert "chunk_overlap (32 tokens) must be smaller than chunk_size (16 tokens)" in capsys.readouterr().err
+
+
+def test_lists_drop_duplicates_keeping_order_and_an_empty_one_is_an_error():
+    from core.cli import _csv, _csv_ints, _search_setups
+    from core.errors import ConfigError
+    from core.vectorstores import SearchSetup
+
+    assert _csv("keyword, vector,keyword", "--search") == ["keyword", "vector"]
+    assert _csv_ints("256,128,256", "--sizes") == [256, 128]
+    assert _csv(None, "--search") == []
+    # hybrid-rrf is hybrid-rrf-k60: one setup
+    assert _search_setups(["keyword", "vector", "keyword", "hybrid-rrf", "hybrid-rrf-k60"]) == [
+        SearchSetup("keyword"), SearchSetup("vector"), SearchSetup("hybrid", "rrf", ranker_k=60)]
+    for text in (",", " , ", ""):
+        with pytest.raises(ConfigError, match="--techniques lists nothing"):
+            _csv(text, "--techniques")
+
+
+def test_compare_chunking_with_no_technique_is_exit_1(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees.", encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"question": "How hot?", "expected": ["tea.txt"]}) + "\n", encoding="utf-8")
+    assert main(["compare-chunking", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "out"),
+                 "--techniques", ","]) == 1
+    assert "--techniques lists nothing (got ',')" in capsys.readouterr().err
