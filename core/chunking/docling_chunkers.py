@@ -34,6 +34,11 @@ DEFAULT_TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 #: Longest chunk text in characters whatever the chunker (at 4 bytes per character in UTF-8 at
 #: most, it stays under Milvus's 65,535-byte VARCHAR limit).
 MAX_CHUNK_CHARS = 16_000
+#: A document holding a table whose Markdown is longer than this many characters is cut by the
+#: hybrid chunker without docling-core (see :func:`_packed_items`): docling-core splits a table
+#: by counting the tokens of ever longer pieces of it, so its time grows with the square of the
+#: table's size (minutes for a table of some tens of thousands of characters).
+MAX_TABLE_CHARS = 8_000
 #: A hybrid chunk whose text has more characters than this many per token of its size is text
 #: the tokenizer cannot read (words it maps to one unknown token): it is cut by characters.
 MAX_CHARS_PER_TOKEN = 8
@@ -91,11 +96,13 @@ def _run_logged(fn: Any) -> Any:
     return result
 
 
-def _headings_only(document_id: str, doc: Any, pack_chars: int | None, max_chars: int) -> list[Chunk]:
-    """Chunks of a document whose items docling-core's chunkers leave out (a document made only
-    of headings, which they keep as context of a body that is not there): the items' own text,
-    one item a chunk (``pack_chars`` None) or consecutive items packed up to ``pack_chars``
-    characters, each cut at ``max_chars``; no heading path in front (the text is the headings)."""
+def _packed_items(document_id: str, doc: Any, pack_chars: int | None, max_chars: int) -> list[Chunk]:
+    """Chunks of a document made from its items' own text (tables as Markdown), without
+    docling-core: one item a chunk (``pack_chars`` None) or consecutive items packed up to
+    ``pack_chars`` characters, each cut at ``max_chars`` (at whitespace when there is some); no
+    heading path in front. Used for a document made only of headings (which docling-core's
+    chunkers keep as context of a body that is not there) and, by :class:`HybridChunker`, for
+    a document holding a table too large for docling-core's table splitting."""
     from core.chunking.spans import document_text, pack_spans, spans_to_chunks, split_span
 
     dt = document_text(doc)
@@ -153,7 +160,7 @@ def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool 
                 metadata["headings"] = headings
             out.append(Chunk(text=text, chunk_id=make_chunk_id(document_id, seq, text), metadata=metadata))
     if not out:
-        out = _headings_only(document_id, doc, pack_chars, max_chars)
+        out = _packed_items(document_id, doc, pack_chars, max_chars)
         if out:
             logger.info("%s has no body: its %d headings are the chunks' text", document_id, len(out))
     return out
@@ -224,6 +231,10 @@ class HybridChunker:
     :data:`MAX_CHARS_PER_TOKEN` characters per token of the size (text the tokenizer reads as
     a few unknown tokens, such as 70,000 characters without a space) is cut at whitespace or
     by characters into pieces of at most that length. docling-core's warnings go to logging.
+    A document holding a table longer than :data:`MAX_TABLE_CHARS` characters is cut without
+    docling-core, its items packed into chunks of ``4 * chunk_size`` characters like the span
+    chunkers (so such chunks are sized in characters, not tokenizer tokens), which keeps the
+    time bounded.
 
     Args:
         chunk_size: maximum chunk length in tokens of the tokenizer (> 0). all-MiniLM-L6-v2
@@ -360,6 +371,13 @@ class HybridChunker:
         max_chars = min(MAX_CHUNK_CHARS, MAX_CHARS_PER_TOKEN * self.chunk_size)
         chunks: list[Chunk] = []
         for document_id, doc in iter_documents(documents):
+            widest = max((len(t.export_to_markdown(doc)) for t in getattr(doc, "tables", ())), default=0)
+            if widest > MAX_TABLE_CHARS:
+                logger.info("%s holds a table of %d characters (more than %d): its items are packed into "
+                            "chunks of %d characters instead", document_id, widest, MAX_TABLE_CHARS,
+                            CHARS_PER_TOKEN * self.chunk_size)
+                chunks.extend(_packed_items(document_id, doc, CHARS_PER_TOKEN * self.chunk_size, max_chars))
+                continue
             short_doc, whole = self._with_short_headings(doc)
             chunks.extend(_to_chunks(chunker, document_id, short_doc, contextualize=self.embed_headings,
                                      max_chars=max_chars, full_headings=whole,

@@ -392,3 +392,26 @@ def test_hybrid_prints_no_transformers_warning_on_a_long_paragraph(capfd):
     assert len(chunks) > 1 and all(chunker.count_tokens(c.text) <= 256 for c in chunks)
     err = capfd.readouterr().err
     assert "Token indices sequence length" not in err and "[transformers]" not in err
+
+
+def test_hybrid_cuts_a_document_with_a_huge_table_without_docling_table_splitting(tmp_path):
+    from core.chunking.docling_chunkers import MAX_TABLE_CHARS
+    from core.documents import load_documents
+
+    def table(cols, rows):
+        head = ["|" + "|".join(f"c{i}" for i in range(cols)) + "|", "|" + "---|" * cols]
+        return "\n".join(head + ["|" + "|".join(f"v{r}x{i}" for i in range(cols)) + "|" for r in range(rows)])
+
+    (tmp_path / "big.md").write_text("# Big table\n\n" + table(300, 30) + "\n", encoding="utf-8")
+    (tmp_path / "small.md").write_text("# Small table\n\n" + table(3, 2) + "\n", encoding="utf-8")
+    docs = {d.document_id: d for d in load_documents(tmp_path).documents}
+    assert len(table(300, 30)) > MAX_TABLE_CHARS > len(table(3, 2))
+    chunker = HybridChunker(256)
+    big = chunker.chunk([docs["big.md"]])
+    # packed items of at most 4 * 256 characters, every cell kept (docling-core's table
+    # splitting counts tokens of ever longer pieces: minutes on this table)
+    assert all("span" in c.metadata and len(c.text) <= 1024 for c in big)
+    text = " ".join(c.text for c in big)
+    assert set(re.findall(r"v\d+x\d+", text)) == {f"v{r}x{i}" for r in range(30) for i in range(300)}
+    small = chunker.chunk([docs["small.md"]])
+    assert small and all("span" not in c.metadata for c in small)  # docling-core's own chunks
