@@ -206,8 +206,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 1
     options = EvaluateOptions(
         chunking_method=args.chunking,
-        chunk_size=256 if args.chunk_size is None else args.chunk_size,
-        chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
+        chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args),
         rank_grain=args.rank_by, show_progress=not args.json,
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
         judge=settings.judge_model(args.judge) if args.generate else None,
@@ -295,6 +294,21 @@ def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
         return Path(target), LocalFiles(target), str(Path(target))
     work = settings.out_dir if not is_remote(settings.out_dir) else DEFAULT_OUT
     return Path(work), settings.files(target), shown_address(target).rstrip("/")
+
+
+def _chunk_size(args: argparse.Namespace) -> int:
+    """``--chunk-size``, else :data:`core.chunking._common.DEFAULT_CHUNK_SIZE`."""
+    from core.chunking._common import DEFAULT_CHUNK_SIZE
+
+    return DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size
+
+
+def _chunk_overlap(args: argparse.Namespace) -> int:
+    """``--chunk-overlap``, else the default that fits the size
+    (:func:`core.chunking._common.default_overlap`); a given overlap is checked by the chunker."""
+    from core.chunking._common import default_overlap
+
+    return default_overlap(_chunk_size(args)) if args.chunk_overlap is None else args.chunk_overlap
 
 
 def _check_expected_documents(golden: Any, docs: str) -> None:
@@ -547,13 +561,22 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _csv(text: str | None) -> list[str]:
-    return [p.strip() for p in (text or "").split(",") if p.strip()]
+def _csv(text: str | None, option: str = "") -> list[str]:
+    """The comma-separated values of an option, stripped, duplicates dropped (first kept);
+    ``[]`` when the option is not given.
+
+    Raises:
+        ConfigError: the option is given (``option`` names it) but lists nothing (``","``).
+    """
+    values = list(dict.fromkeys(p.strip() for p in (text or "").split(",") if p.strip()))
+    if text is not None and option and not values:
+        raise ConfigError(f"{option} lists nothing (got {text!r}): give at least one value, or leave it out")
+    return values
 
 
 def _csv_ints(text: str | None, option: str) -> list[int]:
     try:
-        return [int(p) for p in _csv(text)]
+        return list(dict.fromkeys(int(p) for p in _csv(text, option)))
     except ValueError:
         raise ConfigError(f"{option} takes whole numbers separated by commas, got {text!r}") from None
 
@@ -562,7 +585,7 @@ def _search_setups(names: list[str]) -> list[Any]:
     """Search setups by name: ``vector``, ``keyword``, ``hybrid-rrf[-kN]``, ``hybrid-weighted[-aX]``."""
     from core.vectorstores import SearchSetup
 
-    out = []
+    out: list[Any] = []
     for name in names:
         parts = name.split("-")
         try:
@@ -577,15 +600,24 @@ def _search_setups(names: list[str]) -> list[Any]:
         except (ValueError, IndexError):
             raise ConfigError(f"unknown search setup {name!r}; use vector, keyword, hybrid-rrf, hybrid-rrf-k60, "
                               "hybrid-weighted or hybrid-weighted-a0.5") from None
+        if out[-1] in out[:-1]:  # the same setup named twice (keyword,keyword or hybrid-rrf,hybrid-rrf-k60)
+            out.pop()
     return out
 
 
 def _corpus_study(args: argparse.Namespace) -> tuple[Any, Path, dict[str, Any]]:
     """What ``compare-chunking``, ``sweep`` and ``cutoff`` start from: the settings, the out folder
     (``--out``, else ``RAGTUNE_OUT_DIR``) and the keywords ``out_dir``, ``embedding_model`` and
-    ``vector_store_config`` (``--vector-store``) of their core function."""
+    ``vector_store_config`` (``--vector-store``) of their core function.
+
+    Raises:
+        ConfigError: none of the golden file's expected documents is in ``--docs`` (checked
+            before any work, as ``evaluate`` does).
+    """
+    from core.golden import read_golden
     from core.settings import Settings
 
+    _check_expected_documents(read_golden(args.golden), args.docs)
     settings = Settings.from_env()
     out = Path(args.out or settings.out_dir)
     return settings, out, {"out_dir": out, "embedding_model": settings.embedding_model(),
@@ -612,7 +644,7 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
     chat = settings.chat_model()
     judge = settings.judge_model(args.judge)
     options = CompareOptions(
-        methods=_csv(args.techniques) or None, sizes=_csv_ints(args.sizes, "--sizes") or (64, 128, 256),
+        methods=_csv(args.techniques, "--techniques") or None, sizes=_csv_ints(args.sizes, "--sizes") or (64, 128, 256),
         budget_chars=args.budget, current=args.current, search=_search_setups([args.search])[0],
         chat_model=chat if judge is not None else None, judge=judge, chunking_chat_model=chat,
         progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
@@ -623,7 +655,7 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
 
 def _yes_no(text: str | None) -> list[bool]:
     out = []
-    for v in _csv(text):
+    for v in _csv(text, "--embed-headings"):
         if v.lower() not in ("yes", "no"):
             raise ConfigError(f"--embed-headings takes yes, no or yes,no; got {v!r}")
         out.append(v.lower() == "yes")
@@ -637,11 +669,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     settings, out, inputs = _corpus_study(args)
     report = run_sweep(
-        args.docs, args.golden, methods=_csv(args.chunking) or DEFAULT_METHODS,
+        args.docs, args.golden, methods=_csv(args.chunking, "--chunking") or DEFAULT_METHODS,
         sizes=_csv_ints(args.chunk_size, "--chunk-size") or DEFAULT_SIZES,
         overlaps=_csv_ints(args.chunk_overlap, "--chunk-overlap") or DEFAULT_OVERLAPS,
         embed_headings=_yes_no(args.embed_headings) or [False],
-        setups=_search_setups(_csv(args.search)) if args.search else None,
+        setups=_search_setups(_csv(args.search, "--search")) if args.search is not None else None,
         chat_model=settings.chat_model(), progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
         **inputs,
     )
@@ -673,8 +705,7 @@ def cmd_cutoff(args: argparse.Namespace) -> int:
     settings, out, inputs = _corpus_study(args)
     report = answer_cutoff(
         args.docs, args.golden, args.unanswerable, chunking_method=args.chunking,
-        chunk_size=256 if args.chunk_size is None else args.chunk_size,
-        chunk_overlap=32 if args.chunk_overlap is None else args.chunk_overlap,
+        chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args),
         setup=_search_setups([args.setup])[0], measure=args.measure,
         reranker=_cutoff_reranker(settings, args.measure), **inputs,
     )
@@ -791,7 +822,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunking", default="recursive",
                    choices=list(MODEL_FREE_METHODS), help="chunking technique (default recursive; see compare-chunking)")
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256; not for hierarchical)")
-    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32; recursive only)")
+    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32, at most an eighth of the size; recursive only)")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
                    help="vector store (default $RAGTUNE_VECTOR_STORE; else milvus when $RAGTUNE_MILVUS_URI is set; "
                         "else milvus-lite in the output folder)")
@@ -882,7 +913,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--setup", default="vector", metavar="KEY", help="search setup (default vector; hybrid-rrf, hybrid-weighted, keyword)")
     p.add_argument("--chunking", default="recursive", help="chunking method of the setup (default recursive)")
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256)")
-    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32)")
+    p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32, at most an eighth of the size)")
     p.add_argument("--measure", choices=["similarity", "relevance"], default="similarity",
                    help="the top result's search score, or a reranker's relevance score")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])

@@ -111,7 +111,9 @@ def get_chunker(method: str, chunk_size: int, chunk_overlap: int, *, embed_headi
 
 
 class HeadingsInText:
-    """A chunker whose chunks get their heading path in front of their text.
+    """A chunker whose chunks get their heading path in front of their text, shortened to
+    :func:`core.chunking.spans.headings_budget` of the inner chunker's size in characters
+    (``chunk_size_chars``) when longer; the metadata keeps the whole path.
 
     Args:
         inner: a chunker whose chunks carry ``metadata["headings"]`` but not in their text.
@@ -127,11 +129,13 @@ class HeadingsInText:
 
     def chunk(self, documents: Any) -> list[Chunk]:
         """The inner chunker's chunks, headings in front of each text (ids follow the text)."""
-        from core.chunking.spans import with_headings_prefix
+        from core.chunking.docling_chunkers import MAX_CHUNK_CHARS
+        from core.chunking.spans import headings_budget, with_headings_prefix
 
+        budget = headings_budget(int(getattr(self.inner, "chunk_size_chars", MAX_CHUNK_CHARS)))
         out = []
         for c in self.inner.chunk(documents):
-            text = with_headings_prefix(c.text, c.headings)
+            text = with_headings_prefix(c.text, c.headings, budget)
             out.append(Chunk(text=text, chunk_id=make_chunk_id(c.document_id, c.sequence_number, text),
                              metadata=dict(c.metadata)))
         return out

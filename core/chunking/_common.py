@@ -6,6 +6,21 @@ from typing import Any, Iterable, Iterator
 
 from core.errors import ConfigError
 
+#: Chunk size in tokens when none is given.
+DEFAULT_CHUNK_SIZE = 256
+#: Chunk overlap in tokens when none is given, for sizes of at least 8 times as much (see
+#: :func:`default_overlap`).
+DEFAULT_CHUNK_OVERLAP = 32
+#: When no overlap is given, it is at most this share of the chunk size.
+DEFAULT_OVERLAP_SHARE = 8
+
+
+def default_overlap(chunk_size: int) -> int:
+    """The overlap in tokens used when none is given: ``min(DEFAULT_CHUNK_OVERLAP,
+    chunk_size // DEFAULT_OVERLAP_SHARE)``, so that it always fits the size (32 at 256 tokens,
+    2 at 16, 0 under 8)."""
+    return max(0, min(DEFAULT_CHUNK_OVERLAP, int(chunk_size) // DEFAULT_OVERLAP_SHARE))
+
 
 def check_positive_int(name: str, value: Any) -> int:
     """Return ``value`` if it is an int > 0, else raise :class:`ConfigError`."""

@@ -25,6 +25,8 @@ from typing import Any, Iterable
 
 from core.chunking._common import check_positive_int, item_pages, iter_documents
 from core.chunking.base import Chunk, make_chunk_id
+from core.chunking.recursive import CHARS_PER_TOKEN
+from core.chunking.spans import HEADING_SHARE, headings_budget, with_headings_prefix
 from core.errors import ConfigError
 
 #: Name recorded in ``params()`` for the default tokenizer (the packaged all-MiniLM-L6-v2).
@@ -32,12 +34,14 @@ DEFAULT_TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 #: Longest chunk text in characters whatever the chunker (at 4 bytes per character in UTF-8 at
 #: most, it stays under Milvus's 65,535-byte VARCHAR limit).
 MAX_CHUNK_CHARS = 16_000
+#: A document holding a table whose Markdown is longer than this many characters is cut by the
+#: hybrid chunker without docling-core (see :func:`_packed_items`): docling-core splits a table
+#: by counting the tokens of ever longer pieces of it, so its time grows with the square of the
+#: table's size (minutes for a table of some tens of thousands of characters).
+MAX_TABLE_CHARS = 8_000
 #: A hybrid chunk whose text has more characters than this many per token of its size is text
 #: the tokenizer cannot read (words it maps to one unknown token): it is cut by characters.
 MAX_CHARS_PER_TOKEN = 8
-#: Share of a hybrid chunk's token budget all its headings together may take; longer headings
-#: are shortened.
-HEADING_SHARE = 0.5
 logger = logging.getLogger(__name__)
 _CHUNKING_HINT = "docling-core's chunkers need its 'chunking' extra: pip install 'docling-core[chunking]'"
 
@@ -92,8 +96,26 @@ def _run_logged(fn: Any) -> Any:
     return result
 
 
+def _packed_items(document_id: str, doc: Any, pack_chars: int | None, max_chars: int) -> list[Chunk]:
+    """Chunks of a document made from its items' own text (tables as Markdown), without
+    docling-core: one item a chunk (``pack_chars`` None) or consecutive items packed up to
+    ``pack_chars`` characters, each cut at ``max_chars`` (at whitespace when there is some); no
+    heading path in front. Used for a document made only of headings (which docling-core's
+    chunkers keep as context of a body that is not there) and, by :class:`HybridChunker`, for
+    a document holding a table too large for docling-core's table splitting."""
+    from core.chunking.spans import document_text, pack_spans, spans_to_chunks, split_span
+
+    dt = document_text(doc)
+    items = list(zip(dt.starts, dt.ends))
+    if pack_chars is not None:
+        items = pack_spans(items, pack_chars, dt.text)
+    spans = [piece for s, e in items for piece in split_span(dt.text, s, e, max_chars)]
+    return spans_to_chunks(document_id, dt, spans)
+
+
 def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool = True,
-               max_chars: int = MAX_CHUNK_CHARS, full_headings: dict[str, str] | None = None) -> list[Chunk]:
+               max_chars: int = MAX_CHUNK_CHARS, full_headings: dict[str, str] | None = None,
+               pack_chars: int | None = None) -> list[Chunk]:
     """Run a docling-core chunker on one document and convert its chunks.
 
     Args:
@@ -106,11 +128,25 @@ def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool 
             characters), each a chunk with the same pages and headings, never dropped.
         full_headings: shortened heading -> the heading as the document has it, so the
             metadata keeps the whole heading (see :class:`HybridChunker`).
+        pack_chars: for a document docling-core makes no chunk of though it has text (only
+            headings, no body): its items packed up to this many characters a chunk (None:
+            one item a chunk), so that no text is dropped.
+
+    With ``contextualize``, a heading path longer than
+    :func:`core.chunking.spans.headings_budget` of ``max_chars`` is shortened in the text
+    (see :func:`core.chunking.spans.shorten_headings`); the metadata keeps it whole.
     """
     out: list[Chunk] = []
     full_headings = full_headings or {}
+    budget = headings_budget(max_chars)
     for dl_chunk in _run_logged(lambda: list(chunker.chunk(dl_doc=doc))):
-        whole = chunker.contextualize(chunk=dl_chunk) if contextualize else dl_chunk.text
+        path = [str(h) for h in (dl_chunk.meta.headings or [])]
+        if not contextualize:
+            whole = dl_chunk.text
+        elif sum(len(h) + 1 for h in path) > budget:
+            whole = with_headings_prefix(dl_chunk.text, path, budget)
+        else:
+            whole = chunker.contextualize(chunk=dl_chunk)
         pages: set[int] = set()
         for item in dl_chunk.meta.doc_items or []:
             pages |= item_pages(item)
@@ -123,6 +159,10 @@ def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool 
             if headings:
                 metadata["headings"] = headings
             out.append(Chunk(text=text, chunk_id=make_chunk_id(document_id, seq, text), metadata=metadata))
+    if not out:
+        out = _packed_items(document_id, doc, pack_chars, max_chars)
+        if out:
+            logger.info("%s has no body: its %d headings are the chunks' text", document_id, len(out))
     return out
 
 
@@ -191,6 +231,10 @@ class HybridChunker:
     :data:`MAX_CHARS_PER_TOKEN` characters per token of the size (text the tokenizer reads as
     a few unknown tokens, such as 70,000 characters without a space) is cut at whitespace or
     by characters into pieces of at most that length. docling-core's warnings go to logging.
+    A document holding a table longer than :data:`MAX_TABLE_CHARS` characters is cut without
+    docling-core, its items packed into chunks of ``4 * chunk_size`` characters like the span
+    chunkers (so such chunks are sized in characters, not tokenizer tokens), which keeps the
+    time bounded.
 
     Args:
         chunk_size: maximum chunk length in tokens of the tokenizer (> 0). all-MiniLM-L6-v2
@@ -236,9 +280,17 @@ class HybridChunker:
                 from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
             except ImportError as exc:
                 raise ConfigError(f"{_CHUNKING_HINT} ({exc})") from exc
-            self._tokenizer = HuggingFaceTokenizer.from_pretrained(
+            tokenizer = HuggingFaceTokenizer.from_pretrained(
                 model_name=str(self.tokenizer_path), max_tokens=self.chunk_size, local_files_only=True
             )
+            # The tokenizer only counts tokens here (docling-core cuts at max_tokens): no
+            # sequence is run through a model, so transformers' "Token indices sequence length
+            # is longer than the specified maximum" warning, printed to stderr by its own
+            # handler, does not apply; a maximum no text reaches turns it off for this tokenizer.
+            from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
+
+            tokenizer.tokenizer.model_max_length = VERY_LARGE_INTEGER
+            self._tokenizer = tokenizer
         return self._tokenizer
 
     def count_tokens(self, text: str) -> int:
@@ -319,7 +371,15 @@ class HybridChunker:
         max_chars = min(MAX_CHUNK_CHARS, MAX_CHARS_PER_TOKEN * self.chunk_size)
         chunks: list[Chunk] = []
         for document_id, doc in iter_documents(documents):
+            widest = max((len(t.export_to_markdown(doc)) for t in getattr(doc, "tables", ())), default=0)
+            if widest > MAX_TABLE_CHARS:
+                logger.info("%s holds a table of %d characters (more than %d): its items are packed into "
+                            "chunks of %d characters instead", document_id, widest, MAX_TABLE_CHARS,
+                            CHARS_PER_TOKEN * self.chunk_size)
+                chunks.extend(_packed_items(document_id, doc, CHARS_PER_TOKEN * self.chunk_size, max_chars))
+                continue
             short_doc, whole = self._with_short_headings(doc)
             chunks.extend(_to_chunks(chunker, document_id, short_doc, contextualize=self.embed_headings,
-                                     max_chars=max_chars, full_headings=whole))
+                                     max_chars=max_chars, full_headings=whole,
+                                     pack_chars=CHARS_PER_TOKEN * self.chunk_size))
         return chunks

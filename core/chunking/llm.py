@@ -160,7 +160,7 @@ class ContextualChunker:
         Raises:
             GenerationError: the chat model failed for a chunk.
         """
-        from core.chunking.spans import document_text, with_headings_prefix
+        from core.chunking.spans import document_text, headings_budget, with_headings_prefix
 
         out: list[Chunk] = []
         for document_id, doc in iter_documents(documents):
@@ -169,7 +169,8 @@ class ContextualChunker:
                 prompt = CONTEXT_NOTE_PROMPT.format(document=whole, chunk=c.text)
                 note = self.chat_model.chat([{"role": "user", "content": prompt}],
                                             max_completion_tokens=NOTE_MAX_TOKENS, temperature=0.0).strip()
-                body = with_headings_prefix(c.text, c.headings) if self.embed_headings else c.text
+                body = (with_headings_prefix(c.text, c.headings, headings_budget(self._base.chunk_size_chars))
+                        if self.embed_headings else c.text)
                 text = f"{note}\n\n{body}" if note else body
                 metadata = {**c.metadata, "document_id": document_id, "note": note}
                 out.append(Chunk(text=text, chunk_id=make_chunk_id(document_id, c.sequence_number, text),

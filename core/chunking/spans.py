@@ -20,6 +20,11 @@ from core.chunking.base import Chunk, make_chunk_id
 
 #: What joins consecutive items of a document in its text.
 ITEM_JOINER = "\n\n"
+#: Share of a chunk's size that the heading path put in front of its text may take; longer
+#: headings are shortened (ending in "...") in the embedded text and kept whole in the metadata.
+HEADING_SHARE = 0.5
+#: What ends a shortened heading.
+SHORTENED_MARK = "..."
 _SPACE = re.compile(r"\s")
 
 
@@ -217,13 +222,60 @@ def pack_spans(units: Sequence[tuple[int, int]], max_chars: int, text: str) -> l
     return out
 
 
-def with_headings_prefix(body: str, headings: Sequence[str]) -> str:
+def shorten_headings(headings: Sequence[str], max_chars: int) -> list[str]:
+    """The heading path shortened so that its lines, joined by newlines, take at most
+    ``max_chars`` characters.
+
+    Each heading gets an equal share of ``max_chars`` (less one character for its newline); a
+    longer one is cut at a space when there is one in its share, else by characters, and ends
+    in ``"..."``. When the shares would be under 8 characters, the outermost headings are left
+    out until they are not (the innermost heading is always kept).
+
+    Args:
+        headings: the heading path, outermost first.
+        max_chars: the characters the whole path may take (> 0).
+
+    Returns:
+        The shortened path (the same list's values when it already fits).
+    """
+    path = list(headings)
+    if sum(len(h) + 1 for h in path) <= max_chars:
+        return path
+    while len(path) > 1 and max_chars // len(path) < 8:
+        path.pop(0)
+    share = max(len(SHORTENED_MARK) + 1, max_chars // len(path) - 1)
+    out = []
+    for h in path:
+        if len(h) > share:
+            keep = share - len(SHORTENED_MARK)
+            cut = h.rfind(" ", 0, keep + 1)
+            h = (h[:cut] if cut > 0 else h[:keep]).rstrip() + SHORTENED_MARK
+        out.append(h)
+    return out
+
+
+def with_headings_prefix(body: str, headings: Sequence[str], max_chars: int | None = None) -> str:
     """``body`` with its heading path in front, one heading a line (headings the body already
-    starts with are not repeated)."""
+    starts with are not repeated).
+
+    Args:
+        body: the chunk's text.
+        headings: the heading path, outermost first.
+        max_chars: the characters the heading lines may take (see :func:`shorten_headings`);
+            None: whole headings.
+    """
     path = list(headings)
     while path and body.startswith(path[-1]):
         path.pop()
+    if path and max_chars is not None:
+        path = shorten_headings(path, max_chars)
     return "\n".join([*path, body]) if path else body
+
+
+def headings_budget(chunk_size_chars: int) -> int:
+    """The characters a chunk's heading path may take in front of its text:
+    :data:`HEADING_SHARE` of the chunk's size in characters (at least 16)."""
+    return max(16, int(HEADING_SHARE * chunk_size_chars))
 
 
 def spans_to_chunks(
@@ -233,6 +285,7 @@ def spans_to_chunks(
     *,
     embed_headings: bool = False,
     extra: Sequence[dict[str, Any]] | None = None,
+    headings_chars: int | None = None,
 ) -> list[Chunk]:
     """Turn character spans of one document into chunks.
 
@@ -243,6 +296,8 @@ def spans_to_chunks(
         embed_headings: put the heading path in front of each chunk's text (the text that is
             embedded and searched); the path is in ``metadata["headings"]`` either way.
         extra: per span, more metadata to add (same length as ``spans``), or None.
+        headings_chars: the characters the heading path in front may take (longer headings
+            are shortened, see :func:`shorten_headings`); None: whole headings.
 
     Returns:
         One chunk per non-blank span: ``metadata`` holds ``document_id``, ``sequence_number``,
@@ -257,7 +312,7 @@ def spans_to_chunks(
             continue
         body = doc_text.text[start:end]
         headings = doc_text.headings_at(start, end)
-        text = with_headings_prefix(body, headings) if embed_headings else body
+        text = with_headings_prefix(body, headings, headings_chars) if embed_headings else body
         seq = len(out)
         metadata: dict[str, Any] = {"document_id": document_id, "sequence_number": seq,
                                     "pages": doc_text.pages_of(start, end), "span": [start, end]}

@@ -22,6 +22,7 @@ from core.chunking.recursive import CHARS_PER_TOKEN
 from core.chunking.spans import (
     DocumentText,
     document_text,
+    headings_budget,
     pack_spans,
     sentence_spans,
     spans_to_chunks,
@@ -38,7 +39,9 @@ class SpanChunker:
 
     Args:
         chunk_size: largest chunk in tokens (> 0), applied as ``4 * chunk_size`` characters.
-        embed_headings: put the heading path in front of each chunk's text.
+        embed_headings: put the heading path in front of each chunk's text, shortened to
+            :func:`core.chunking.spans.headings_budget` characters (half the chunk size) when
+            longer; the metadata keeps it whole.
 
     Raises:
         ConfigError: a size that is not a positive integer.
@@ -81,7 +84,8 @@ class SpanChunker:
             if not dt.text:
                 continue
             spans, extra = self.spans(dt)
-            chunks.extend(spans_to_chunks(document_id, dt, spans, embed_headings=self.embed_headings, extra=extra))
+            chunks.extend(spans_to_chunks(document_id, dt, spans, embed_headings=self.embed_headings, extra=extra,
+                                          headings_chars=headings_budget(self.chunk_size_chars)))
         return chunks
 
 
@@ -196,7 +200,8 @@ class ParentChildChunker(SpanChunker):
             for ps, pe in split_span(text, s, e, parent_chars):
                 parent = text[ps:pe]
                 if self.embed_headings:
-                    parent = with_headings_prefix(parent, doc_text.headings_at(ps, pe))
+                    parent = with_headings_prefix(parent, doc_text.headings_at(ps, pe),
+                                                  headings_budget(self.chunk_size_chars))
                 pid = hashlib.sha256(f"{ps}:{pe}\0{parent}".encode("utf-8")).hexdigest()[:16]
                 for cs, ce in pack_spans(sentence_spans(text, ps, pe), self.chunk_size_chars, text):
                     spans.append((cs, ce))

@@ -200,29 +200,50 @@ def chunk_corpus(chunker: Any, documents: Sequence[Any], build_key: str) -> tupl
     return chunks, failures
 
 
-def index_chunks(store: Any, chunks: Sequence[Any], model: Any) -> dict[str, float]:
+def index_chunks(store: Any, chunks: Sequence[Any], model: Any, *, build_key: str = "",
+                 failures: list[dict[str, Any]] | None = None) -> dict[str, float]:
     """Fill ``store``'s (new) collection with ``chunks``; returns ``{"embed_s", "index_s"}``,
     the seconds spent embedding (through the cache) and writing.
 
+    A batch the store refuses (an :class:`IndexingError`, such as a chunk text longer than the
+    store holds) is written again document by document: a document that still fails is left
+    out and reported in ``failures`` (``{"build", "document_id", "reason"}``), the others go on.
+
     Raises:
-        IndexingError: the collection does not hold every chunk afterwards.
+        IndexingError: the collection does not hold every chunk that was written afterwards.
     """
     embed_s = index_s = 0.0
     store.delete_collection()
+    left_out = 0
     for i in range(0, len(chunks), EMBED_BATCH):
         batch = chunks[i : i + EMBED_BATCH]
         t0 = time.perf_counter()
         vectors = model.embed_documents([c.text for c in batch])
         t1 = time.perf_counter()
-        store.add_documents(batch, vectors=vectors)
+        try:
+            store.add_documents(batch, vectors=vectors)
+        except IndexingError:
+            by_doc: dict[str, list[int]] = {}
+            for j, c in enumerate(batch):
+                by_doc.setdefault(c.document_id, []).append(j)
+            for document_id, rows in by_doc.items():
+                try:
+                    store.add_documents([batch[j] for j in rows], vectors=vectors[rows])
+                except IndexingError as exc:
+                    left_out += len(rows)
+                    logger.warning("%s could not index %s: %s", build_key, document_id, exc)
+                    if failures is not None:
+                        failures.append({"build": build_key, "document_id": document_id,
+                                         "reason": f"not indexed: {str(exc)[:480]}"})
         index_s += time.perf_counter() - t1
         embed_s += t1 - t0
     t1 = time.perf_counter()
     store.flush()
     held = store.count()
     index_s += time.perf_counter() - t1
-    if held != len(chunks):
-        raise IndexingError(f"collection {store.collection_name} holds {held} chunks; {len(chunks)} were written")
+    if held != len(chunks) - left_out:
+        raise IndexingError(f"collection {store.collection_name} holds {held} chunks; "
+                            f"{len(chunks) - left_out} were written")
     return {"embed_s": embed_s, "index_s": index_s}
 
 
@@ -435,7 +456,7 @@ def compare_chunking(
         store = get_vector_store(model, store_config, name)
         say(f"embedding and searching {b.key} ({len(chunks)} chunks)")
         try:
-            times = index_chunks(store, chunks, model)
+            times = index_chunks(store, chunks, model, build_key=b.key, failures=failures)
             by_id = {c.chunk_id: c for c in chunks}
             typical = statistics.median(len(handed_text(c)) for c in chunks)
             k = max(1, min(MAX_FETCH, FETCH_MARGIN * math.ceil(budget / max(typical, 1.0))))

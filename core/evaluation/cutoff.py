@@ -47,58 +47,43 @@ MAX_PROBLEMS = 100
 MEASURES: tuple[str, ...] = ("similarity", "relevance")
 
 
-def read_unanswerable(path: str | Path) -> list[tuple[str, str, int]]:
+def read_unanswerable(path: str | Path, golden_ids: dict[str, int] | None = None) -> list[tuple[str, str, int]]:
     """Read a file of unanswerable questions: JSON Lines, each ``{"question": ...}`` with an
     optional ``id``; an ``expected`` list, if present, must be empty.
+
+    Each line gets the golden file's line checks (:func:`core.golden.reader.check_unanswerable`:
+    JSON, lone surrogates, NaN, unknown fields, types, duplicate ids and questions), and an id
+    that is also in the golden file is an error.
+
+    Args:
+        path: the file (local path or storage address).
+        golden_ids: the golden file's ids -> their line there, or None.
 
     Returns:
         ``(id, question, line)`` per question (id ``line-N`` when absent).
 
     Raises:
-        GoldenError: a line that is not a JSON object, has no question, or holds a labelled
-            question (a non-empty ``expected``): every problem with its line (the first
+        GoldenError: any error on any line, or a labelled question (a non-empty ``expected``):
+            every problem as ``file:line: error: field 'x': ...`` (the first
             :data:`MAX_PROBLEMS`).
     """
-    from core.golden import Problem
+    from core.golden.reader import check_unanswerable
     from core.inputs import read_input_bytes, shown_address
 
     raw = read_input_bytes(path)
     shown = shown_address(path)
-    out: list[tuple[str, str, int]] = []
-    problems: list[Any] = []
-    labelled: list[int] = []
-    for n, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            problems.append(Problem("error", f"not JSON: {exc}", line=n))
-            continue
-        if not isinstance(row, dict):
-            problems.append(Problem("error", "a line must be a JSON object", line=n))
-            continue
-        q = row.get("question")
-        if not isinstance(q, str) or not q.strip():
-            problems.append(Problem("error", "no question", line=n, field="question"))
-            continue
-        if row.get("expected"):
-            labelled.append(n)
-            problems.append(Problem("error", "holds a labelled question (expected is not empty): an unanswerable file "
-                                             "holds questions no document answers; put it in the golden file",
-                                    line=n, field="expected"))
-            continue
-        qid = row.get("id")
-        out.append((str(qid) if qid is not None else f"line-{n}", q, n))
+    questions, check = check_unanswerable(raw, shown, golden_ids)
+    problems = [p for p in check.problems if p.severity == "error"]
     if problems:
-        listed = "; ".join(f"{shown}:{p.line}: {p.message}" for p in problems[:5])
+        labelled = [p for p in problems if p.field == "expected" and p.message.startswith("holds a labelled")]
+        listed = "; ".join(p.format(shown) for p in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         what = f"{len(labelled)} labelled questions, " if labelled else ""
         raise GoldenError(f"{shown} is not a file of unanswerable questions: {what}{len(problems)} problems: "
                           f"{listed}{more}", problems[:MAX_PROBLEMS])
-    if not out:
+    if not questions:
         raise GoldenError(f"{shown} holds no question")
-    return out
+    return [(q.id, q.question, q.line) for q in questions]
 
 
 def separation(answers: Sequence[float], near_misses: Sequence[float]) -> float:
@@ -215,7 +200,7 @@ def answer_cutoff(
     chunker = get_chunker(chunking_method, chunk_size, chunk_overlap)
     out_dir = Path(out_dir)
     golden = read_golden(golden_path)
-    unanswerable = read_unanswerable(unanswerable_path)
+    unanswerable = read_unanswerable(unanswerable_path, {q.id: q.line for q in golden.questions})
     labelled = [q for q in golden.questions if q.document_ids]
     loaded = load_documents(docs_dir, cache_dir=out_dir / "inputs")
     documents = loaded.documents

@@ -134,7 +134,7 @@ def run_sweep(
         store = get_vector_store(model, store_config, name)
         mine: list[dict[str, Any]] = []
         try:
-            times = index_chunks(store, chunks, model)
+            times = index_chunks(store, chunks, model, build_key=b.key, failures=failures)
             build_s = chunk_s + times["embed_s"] + times["index_s"]
             build_rows.append({**info, "status": "ok", "embed_s": round(times["embed_s"], 3),
                                "build_s": round(build_s, 3)})

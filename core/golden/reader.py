@@ -818,3 +818,73 @@ class _Row:
             questions[key] = self.number
             return
         self.error(f"duplicate question: lines {first} and {self.number} ask the same (ignoring case and spaces)", "question")
+
+
+class _UnanswerableRow(_Row):
+    """A line of an unanswerable file: a golden line whose ``expected`` is absent or empty."""
+
+    def _schema_error(self, err: Any, obj: dict[str, Any], unknown: list[str]) -> None:
+        if err.validator == "required" and "expected" not in obj:
+            obj = {**obj, "expected": []}  # no expected is what an unanswerable row has
+        elif err.validator == "minItems" and _field_name(list(err.absolute_path)) == "expected":
+            return
+        super()._schema_error(err, obj, unknown)
+
+    def _targets(self, expected: Any, corpus: set[str] | None) -> tuple[Target, ...] | None:
+        if expected is None or expected == []:
+            return ()
+        if isinstance(expected, list):
+            self.error("holds a labelled question (expected is not empty): an unanswerable file holds questions "
+                       "no document answers; put it in the golden file", "expected")
+            return None
+        return super()._targets(expected, corpus)
+
+
+def check_unanswerable(
+    data: bytes, shown: str, golden_ids: dict[str, int] | None = None, limits: CheckLimits = DEFAULT_LIMITS
+) -> tuple[list[GoldenQuestion], GoldenCheck]:
+    """Check a file of unanswerable questions with the golden file's line checks.
+
+    Every line is checked as a golden line (JSON, lone surrogates, NaN, huge integers, unknown
+    fields with a suggestion, field types, duplicate ids and questions) except that
+    ``expected`` is absent or empty: a non-empty one is a labelled question, an error. An id
+    that is also in the golden file is an error too.
+
+    Args:
+        data: the file's bytes.
+        shown: the file's address as shown in messages.
+        golden_ids: the golden file's ids -> their line there, or None.
+        limits: caps on the problems kept.
+
+    Returns:
+        ``(questions, check)``: the questions of lines without errors (``expected`` empty)
+        and the check with every problem (file, line, field).
+    """
+    check = GoldenCheck(path=shown, sha256=hashlib.sha256(data).hexdigest())
+    text = _decode(data, check)
+    if text is None:
+        return [], check
+    log = ProblemLog(limits)
+    ids: dict[str, int] = {}
+    questions_seen: dict[str, int] = {}
+    unknown = _UnknownFields(limits)
+    out: list[GoldenQuestion] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        check.n_lines += 1
+        row = _UnanswerableRow(number)
+        question = row.check(line, None, ids, questions_seen)
+        qid = question.id if question is not None else None
+        if qid is not None and golden_ids and qid in golden_ids:
+            row.error(f"duplicate id '{qid}': also on line {golden_ids[qid]} of the golden file", "id")
+        log.extend(sorted(row.problems, key=_field_order))
+        for key in row.unknown:
+            unknown.add(key, number, log)
+        if question is not None and not row.errors:
+            out.append(question)
+    unknown.flush(log)
+    check.n_ready = len(out)
+    _finish(check, log)
+    return out, check

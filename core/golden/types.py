@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 _PAGE_RE = re.compile(r"^(?P<doc>.+)#page=(?P<page>[^#]*)$", re.IGNORECASE)
 _ANCHOR_RE = re.compile(r"#(?P<name>[A-Za-z][A-Za-z_-]*)=[^#/]*$")
+#: Most digits of a page number (``#page=N``); a longer one is "page number too large".
+MAX_PAGE_DIGITS = 9
 
 
 #: Evidence quotes with fewer words than this are not used for matching (too ambiguous).
@@ -39,7 +41,8 @@ class Target:
         (:func:`normalize_id`).
 
         Raises:
-            ValueError: the page part is not a positive integer, the id is empty, or it ends
+            ValueError: the page part is not a positive integer (or has more than
+                :data:`MAX_PAGE_DIGITS` digits), the id is empty, or it ends
                 with another anchor (``name.pdf#section=2``), which would silently become part
                 of the document's name.
         """
@@ -54,6 +57,8 @@ class Target:
                                  "the only anchor read is '#page=N'")
             return cls(value)
         doc, page = match.group("doc"), match.group("page")
+        if re.fullmatch(r"[0-9]+", page) and len(page.lstrip("0")) > MAX_PAGE_DIGITS:
+            raise ValueError(f"page number too large in {doc!r}: {len(page):,} digits (pages count from 1)")
         if not re.fullmatch(r"[0-9]+", page) or int(page) < 1:
             raise ValueError(f"page {page!r} in {value!r} is not a positive integer (pages count from 1)")
         return cls(doc, int(page))

@@ -480,8 +480,10 @@ def default_space(
     ``ranker_alpha`` (0.5, 1.0), the given models, and one value of each prompt template
     (the defaults of ``core.rag.template``).
 
-    When the smallest known context length is below 512 tokens (the offline default
-    all-MiniLM-L6-v2 reads 256), ``chunk_size`` is (128, 256) and ``chunk_overlap`` is
+    Sizes longer than an embedding model reads are left out by the context-length rule (the
+    local default bge-small-en-v1.5 reads 512 tokens: size 512, overlaps 0 and 128). When the
+    smallest known context length is below 512 tokens (all-MiniLM-L6-v2 reads 256),
+    ``chunk_size`` is (128, 256) and ``chunk_overlap`` is
     (0, 32, 64) instead, so the space is not empty: with ai4rag's sizes every configuration
     of that model would break the context-length rule. Models with longer contexts then get
     the small sizes too; widen ``chunk_size`` in a space file to give them more.

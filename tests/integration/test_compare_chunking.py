@@ -118,3 +118,23 @@ def test_answered_is_counted_with_a_chat_model_and_a_judge(corpus, model, tmp_pa
                                                          "q5": False, "q6": False}
     assert report["techniques"][0]["counted"] == 1
     assert n_chat == 12  # one answer and one judgement per question
+
+
+def test_a_document_that_cannot_be_indexed_is_reported_and_the_others_go_on(corpus, model, tmp_path):
+    from core.vectorstores.milvus import MAX_TEXT_BYTES
+
+    docs, golden = corpus
+    mixed = tmp_path / "docs"
+    mixed.mkdir()
+    for f in docs.iterdir():
+        (mixed / f.name).write_bytes(f.read_bytes())
+    # 80,000 characters without a space at 20,000 tokens (80,000 characters) a chunk: one
+    # chunk of 80,000 bytes, more than Milvus's text field holds
+    (mixed / "wall.txt").write_text("w" * 80_000)
+    assert 80_000 > MAX_TEXT_BYTES
+    report, _ = compare_chunking(mixed, golden, out_dir=tmp_path / "out", embedding_model=model,
+                                 options=CompareOptions(methods=["sentence"], sizes=[20_000], budget_chars=100_000,
+                                                        embed_headings=(False,)))
+    assert [(f["build"], f["document_id"]) for f in report["failures"]] == [("sentence-20000-plain", "wall.txt")]
+    assert report["failures"][0]["reason"].startswith("not indexed: chunk 0 of wall.txt has more than 65535 bytes")
+    assert report["builds"][0]["counted"] == 6  # the corpus's six questions are still found

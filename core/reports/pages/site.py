@@ -20,8 +20,6 @@ from core.reports.pages.render import render
 from core.reports.pages.views import experiment_view, run_view
 from core.reports.tables import metric_label, report_kind
 
-#: Where chunking comparisons and sweeps keep their reports, when a store has them.
-CHUNKING_PREFIXES = {"chunking run": "chunking/runs", "sweep": "chunking/sweeps"}
 EXPERIMENTS_PREFIX = "experiments"
 #: Most runs the index lists and the history page draws (newest first); the rest are counted.
 MOST_RUNS = 5000
@@ -195,13 +193,24 @@ def experiment_page(files: Any, experiment_id: str, links: Links | None = None) 
     return render_experiment(report, running, links)
 
 
+def chunking_prefixes() -> dict[str, str]:
+    """Where chunking comparisons (``runs``) and sweeps (``sweeps``) keep their reports in a
+    report store: :data:`core.evaluation.chunking.CHUNKING_RUNS_PREFIX` and
+    :data:`core.evaluation.sweep.SWEEP_RUNS_PREFIX` (imported when asked, so that the pages
+    load without the evaluation modules)."""
+    from core.evaluation.chunking import CHUNKING_RUNS_PREFIX
+    from core.evaluation.sweep import SWEEP_RUNS_PREFIX
+
+    return {"runs": CHUNKING_RUNS_PREFIX, "sweeps": SWEEP_RUNS_PREFIX}
+
+
 def chunking_page(files: Any, kind: str, report_id: str, links: Links | None = None) -> str:
     """The page of a stored chunking run (``kind`` ``runs``) or sweep (``sweeps``).
 
     Raises:
         StoreError: nothing stored under that id, or not valid JSON.
     """
-    prefix = {"runs": CHUNKING_PREFIXES["chunking run"], "sweeps": CHUNKING_PREFIXES["sweep"]}.get(kind)
+    prefix = chunking_prefixes().get(kind)
     if prefix is None or not is_safe_id(report_id):
         raise NotStoredError(f"no chunking {kind} {report_id!r}")
     key = f"{prefix}/{report_id}/report.json"
@@ -353,7 +362,7 @@ def experiment_ids(files: Any) -> list[tuple[str, bool]]:
 def chunking_ids(files: Any) -> list[tuple[str, str]]:
     """``(kind, id)`` of every stored chunking run (``runs``) and sweep (``sweeps``), newest first."""
     out = []
-    for kind, prefix in (("runs", CHUNKING_PREFIXES["chunking run"]), ("sweeps", CHUNKING_PREFIXES["sweep"])):
+    for kind, prefix in chunking_prefixes().items():
         for key in files.list(prefix):
             parts = key[len(prefix) + 1:].split("/")
             if len(parts) == 2 and parts[1] == "report.json":

@@ -302,3 +302,116 @@ def test_hierarchical_cuts_an_element_too_long_to_store():
     # 16,000 characters at most (under Milvus's 65,535-byte limit at 4 bytes a character)
     assert [len(c.text) for c in chunks] == [MAX_CHUNK_CHARS, MAX_CHUNK_CHARS, 40_000 - 2 * MAX_CHUNK_CHARS]
     assert MAX_CHUNK_CHARS * 4 < 65_535
+
+
+def test_shorten_headings_by_hand():
+    from core.chunking.spans import shorten_headings, with_headings_prefix
+
+    # fits: 5 + 1 + 3 + 1 = 10 characters with newlines
+    assert shorten_headings(["Guide", "Tea"], 10) == ["Guide", "Tea"]
+    # 20 characters for two: 9 each (10 less the newline); "aaaa bbbb cccc" cut at its space
+    # within the 6 characters before "...", "x" * 30 by characters
+    assert shorten_headings(["aaaa bbbb cccc", "x" * 30], 20) == ["aaaa...", "xxxxxx..."]
+    # shares under 8 characters: the outer headings are left out, the innermost kept
+    # (16 // 3 = 5 < 8; 16 // 2 = 8: two shares of 7 characters, 4 kept before "...")
+    assert shorten_headings(["a" * 20, "b" * 20, "c" * 20], 16) == ["bbbb...", "cccc..."]
+    assert with_headings_prefix("body", ["h" * 100], 11) == "hhhhhhh...\nbody"
+    assert with_headings_prefix("body", ["h" * 100]) == "h" * 100 + "\nbody"
+
+
+def _long_heading_document(document_id: str, heading: str):
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+    from core.documents import LoadedDocument
+
+    doc = DoclingDocument(name=document_id)
+    doc.add_heading(heading, level=1)
+    doc.add_text(label=DocItemLabel.TEXT, text="Green tea is brewed at 80 degrees for two minutes.")
+    return LoadedDocument(document_id=document_id, document=doc, sha256="7" * 64)
+
+
+@pytest.mark.parametrize("method", ["recursive", "sentence", "fixed", "markdown", "parent-child", "hierarchical",
+                                    "hybrid"])
+def test_a_heading_too_long_for_a_chunk_is_shortened_in_the_text_and_kept_in_the_metadata(method):
+    from core.chunking.docling_chunkers import MAX_CHUNK_CHARS
+
+    heading = "h" * 70_000
+    doc = _long_heading_document("headnospace.md", heading)
+    chunker = get_chunker(method, 256, 0, embed_headings=True)
+    chunks = chunker.chunk([doc])
+    body = [c for c in chunks if "Green tea is brewed" in c.text]
+    assert len(body) == 1
+    c = body[0]
+    assert c.headings == [heading]  # whole in the metadata
+    # 256 tokens are 1,024 characters; the heading in front takes at most half of them (512);
+    # the hierarchical chunker has no size: half of its longest text, 8,000
+    budget = MAX_CHUNK_CHARS // 2 if method == "hierarchical" else 512
+    if method == "hybrid":  # its headings are shortened to half of 256 tokenizer tokens first
+        assert chunker.count_tokens(c.text) <= 256
+    else:  # the first line is the heading path in front (or the section's own text, cut)
+        first = c.text.split("\n", 1)[0]
+        assert first.startswith("hhh") and len(first) <= budget
+        if method != "markdown":
+            assert first.endswith("...")
+            assert len(c.text) <= budget + 1 + (MAX_CHUNK_CHARS if method == "hierarchical" else 1024)
+    assert max(len(x.text) for x in chunks) <= MAX_CHUNK_CHARS
+    if method == "parent-child":
+        assert len(c.metadata["parent_text"]) <= 4 * 1024 + 512
+
+
+@pytest.mark.parametrize("method", ["hierarchical", "hybrid"])
+def test_a_document_made_only_of_headings_keeps_its_text(method):
+    from docling_core.types.doc import DoclingDocument
+
+    from core.documents import LoadedDocument
+
+    doc = DoclingDocument(name="heads.md")
+    for i in range(300):
+        doc.add_heading(f"Heading {i}", level=1 + i % 6)
+    chunks = get_chunker(method, 64, 0).chunk([LoadedDocument(document_id="heads.md", document=doc, sha256="8" * 64)])
+    text = "\n".join(c.text for c in chunks)
+    assert all(f"Heading {i}\n" in text + "\n" for i in range(300))
+    if method == "hierarchical":  # one element, one chunk: here one heading each
+        assert [c.text for c in chunks] == [f"Heading {i}" for i in range(300)]
+    else:  # packed up to 4 * 64 = 256 characters
+        assert len(chunks) > 1 and max(len(c.text) for c in chunks) <= 256
+    assert chunks[1].metadata["headings"][-1] == chunks[1].text.split("\n")[0]
+
+
+def test_hybrid_prints_no_transformers_warning_on_a_long_paragraph(capfd):
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+    from core.documents import LoadedDocument
+
+    doc = DoclingDocument(name="long.txt")
+    # 400 short sentences: far more than the tokenizer's 512 tokens in one paragraph
+    doc.add_text(label=DocItemLabel.TEXT, text=" ".join(f"word{i} is here." for i in range(400)))
+    chunker = HybridChunker(256)
+    chunks = chunker.chunk([LoadedDocument(document_id="long.txt", document=doc, sha256="9" * 64)])
+    assert chunker.count_tokens(doc.texts[0].text) > 512
+    assert len(chunks) > 1 and all(chunker.count_tokens(c.text) <= 256 for c in chunks)
+    err = capfd.readouterr().err
+    assert "Token indices sequence length" not in err and "[transformers]" not in err
+
+
+def test_hybrid_cuts_a_document_with_a_huge_table_without_docling_table_splitting(tmp_path):
+    from core.chunking.docling_chunkers import MAX_TABLE_CHARS
+    from core.documents import load_documents
+
+    def table(cols, rows):
+        head = ["|" + "|".join(f"c{i}" for i in range(cols)) + "|", "|" + "---|" * cols]
+        return "\n".join(head + ["|" + "|".join(f"v{r}x{i}" for i in range(cols)) + "|" for r in range(rows)])
+
+    (tmp_path / "big.md").write_text("# Big table\n\n" + table(300, 30) + "\n", encoding="utf-8")
+    (tmp_path / "small.md").write_text("# Small table\n\n" + table(3, 2) + "\n", encoding="utf-8")
+    docs = {d.document_id: d for d in load_documents(tmp_path).documents}
+    assert len(table(300, 30)) > MAX_TABLE_CHARS > len(table(3, 2))
+    chunker = HybridChunker(256)
+    big = chunker.chunk([docs["big.md"]])
+    # packed items of at most 4 * 256 characters, every cell kept (docling-core's table
+    # splitting counts tokens of ever longer pieces: minutes on this table)
+    assert all("span" in c.metadata and len(c.text) <= 1024 for c in big)
+    text = " ".join(c.text for c in big)
+    assert set(re.findall(r"v\d+x\d+", text)) == {f"v{r}x{i}" for r in range(30) for i in range(300)}
+    small = chunker.chunk([docs["small.md"]])
+    assert small and all("span" not in c.metadata for c in small)  # docling-core's own chunks

@@ -54,7 +54,7 @@ def test_unanswerable_file_with_labelled_questions_is_refused(tmp_path):
         json.dumps({"question": "And this?", "expected": []}),
         json.dumps({"id": "g2", "question": "Another?", "expected": ["a.txt"]}),
     ]) + "\n", encoding="utf-8")
-    with pytest.raises(GoldenError, match=r"2 labelled questions, 2 problems: .*u.jsonl:2: holds a labelled question") as exc:
+    with pytest.raises(GoldenError, match=r"2 labelled questions, 2 problems: .*u.jsonl:2: error: field 'expected': holds a labelled question") as exc:
         read_unanswerable(path)
     assert [p.line for p in exc.value.problems] == [2, 5]
     path.write_text(json.dumps({"id": "u1", "question": "Who won in 2090?"}) + "\n" +
@@ -65,3 +65,30 @@ def test_unanswerable_file_with_labelled_questions_is_refused(tmp_path):
 def test_bundled_unanswerable_file_reads(squad_dir):
     rows = read_unanswerable(squad_dir / "unanswerable.jsonl")
     assert len(rows) == 333
+
+
+def test_unanswerable_file_gets_the_golden_line_checks(tmp_path):
+    # each line below breaks one rule the golden reader checks; line 8 is the only good one
+    lines = [
+        r'{"id": "s\ud800", "question": "Who won the 1998 world cup?"}',
+        r'{"id": "s2", "question": "What is \udfff the capital of Australia?"}',
+        '{"id": "s3", "question": "How many moons does Jupiter have?", "expeted": ["coffee.md"]}',
+        '{"id": "s4", "question": "NaN?", "reference": NaN}',
+        '{"id": "s5", "question": "Who wrote War and Peace?"}',
+        '{"id": "s5", "question": "When was the printing press invented?"}',
+        '{"id": "g1", "question": "Also in the golden file?"}',
+        '{"id": "s8", "question": "Is this one fine?", "expected": []}',
+    ]
+    path = tmp_path / "u.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(GoldenError) as exc:
+        read_unanswerable(path, {"g1": 3})
+    where = [(p.line, p.field) for p in exc.value.problems]
+    assert where == [(1, "id"), (2, "question"), (3, "expeted"), (4, None), (6, "id"), (7, "id")]
+    by_line = {p.line: p.message for p in exc.value.problems}
+    assert "did you mean 'expected'?" in by_line[3] and "NaN" in by_line[4]
+    assert by_line[6] == "duplicate id 's5': lines 5 and 6"
+    assert by_line[7] == "duplicate id 'g1': also on line 3 of the golden file"
+    assert f"{path}:3: error: field 'expeted': unknown field" in str(exc.value)
+    path.write_text(lines[4] + "\n" + lines[7] + "\n", encoding="utf-8")
+    assert read_unanswerable(path, {"g1": 3}) == [("s5", "Who wrote War and Peace?", 1), ("s8", "Is this one fine?", 2)]

@@ -51,3 +51,17 @@ def test_errors_are_short_pages(client, path, status):
 
 def test_report_json(client):
     assert client.get("/runs/latest/report.json").json()["run_id"] == "20260101T000000Z-aaaaaa"
+
+
+def test_a_stored_sweep_is_listed_and_has_its_page(tmp_path):
+    from core.evaluation.sweep import save_sweep
+
+    store = ReportStore(LocalFiles(tmp_path))
+    # where `ragtune sweep` saves it: sweep/runs/<id>/report.json
+    key = save_sweep(tmp_path, {"rows": [{"key": "fixed-64-8-plain", "method": "fixed", "ndcg@10": 0.75}]},
+                     run_id="20260102T000000Z-bbbbbb")
+    assert key == "sweep/runs/20260102T000000Z-bbbbbb/report.json"
+    client = TestClient(create_app(store, where=str(tmp_path)))
+    assert "/chunking/sweeps/20260102T000000Z-bbbbbb" in client.get("/").text
+    page = client.get("/chunking/sweeps/20260102T000000Z-bbbbbb")
+    assert page.status_code == 200 and "fixed" in page.text
