@@ -48,8 +48,11 @@ def parse_thresholds(items: Iterable[str]) -> list[Threshold]:
 
     Raises:
         ConfigError: naming the item that is not ``METRIC=V`` with a known retrieval metric
-            (found@k, success@k, recall@k, precision@k, ndcg@k, mrr) and V in [0, 1].
+            (found@k, success@k, recall@k, precision@k, ndcg@k, mrr), k one of the cut-offs a
+            run reports (:data:`core.metrics.retrieval.DEFAULT_KS`), and V in [0, 1].
     """
+    from core.metrics.retrieval import DEFAULT_KS
+
     out = []
     for item in items:
         name, sep, raw = item.partition("=")
@@ -57,6 +60,9 @@ def parse_thresholds(items: Iterable[str]) -> list[Threshold]:
         if not sep or not _METRIC.match(name):
             raise ConfigError(f"--fail-under {item!r}: use METRIC=VALUE with METRIC one of found@k, recall@k, "
                               "precision@k, ndcg@k, mrr (for example found@5=0.8)")
+        _, at, k = name.partition("@")
+        if at and int(k) not in DEFAULT_KS:
+            raise ConfigError(f"--fail-under {item!r}: a run reports k = {', '.join(map(str, DEFAULT_KS))} only")
         try:
             value = float(raw)
         except ValueError:
@@ -157,11 +163,19 @@ def compare_with_baseline(report: dict[str, Any], baseline: dict[str, Any], setu
     run alone and the exact McNemar p-value is under ``alpha``.
 
     Raises:
-        ConfigError: the baseline used another golden file, or has no setup ``setup``.
+        ConfigError: the baseline used another golden file, ranked at another grain (its
+            questions were found or not at that grain, so the pairs would not be alike), or
+            has no setup ``setup``.
     """
     base_id = baseline.get("run_id") or "the baseline"
     if (report.get("golden") or {}).get("sha256") != (baseline.get("golden") or {}).get("sha256"):
         raise ConfigError(f"--baseline {base_id} was run on another golden file; the paired test needs the same questions")
+    grain = (report.get("evaluation") or {}).get("rank_grain")
+    base_grain = (baseline.get("evaluation") or {}).get("rank_grain")
+    if grain != base_grain:
+        raise ConfigError(f"--baseline {base_id} ranked at the {base_grain} grain and this run at the {grain} grain: "
+                          f"the paired test needs one grain (run with --rank-by {base_grain}, or choose another "
+                          "baseline)")
     if setup not in [s.get("name") for s in baseline.get("setups") or []]:
         raise ConfigError(f"--baseline {base_id} has no setup {setup!r} to compare with")
     result = paired_outcomes(found_by_question(baseline, setup), found_by_question(report, setup))

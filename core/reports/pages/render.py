@@ -74,8 +74,9 @@ def fmt_number(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def render(template: str, **context: Any) -> str:
+def render(template: str, *, plots: bool = True, **context: Any) -> str:
     """Render ``template`` (a file under ``templates/``) with ``context`` plus the page's
-    CSP and the plotly.js bundle; returns the whole HTML document."""
+    CSP and, when ``plots``, the plotly.js bundle (a page that draws no plot, such as an error
+    page or the index, goes without it and stays small); returns the whole HTML document."""
     env = environment()
-    return env.get_template(template).render(csp=PAGE_CSP, plotly_js=plotly_js(), **context)
+    return env.get_template(template).render(csp=PAGE_CSP, plotly_js=plotly_js() if plots else "", **context)

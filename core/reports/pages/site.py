@@ -83,7 +83,7 @@ def function_links(code: str | None = None) -> Links:
 def error_page(status: int, message: str, links: Links | None = None) -> str:
     """A short page for an error answer: what went wrong, never a trace."""
     heading = {400: "Bad request", 404: "Not found"}.get(status, "The report store could not be read")
-    return render("error.html.j2", status=status, heading=heading, message=message, links=_links(links))
+    return render("error.html.j2", plots=False, status=status, heading=heading, message=message, links=_links(links))
 
 
 def _links(links: Links | None, **extra: str) -> dict[str, str] | None:
@@ -393,5 +393,5 @@ def index_page(store: Any, links: Links | None = None, where: str = "") -> str:
     experiments = [{"id": e, "finished": done, "url": links.url("experiment", id=e)}
                    for e, done in experiment_ids(store.files)]
     chunking = [{"kind": k, "id": i, "url": links.url("chunking", kind=k, id=i)} for k, i in chunking_ids(store.files)]
-    return render("index.html.j2", links=_links(links), where=where, runs=runs, n_runs=n_runs, goldens=goldens,
+    return render("index.html.j2", plots=False, links=_links(links), where=where, runs=runs, n_runs=n_runs, goldens=goldens,
                   experiments=experiments, chunking=chunking, compare=links.compare)

@@ -25,7 +25,8 @@ def test_parse_thresholds_reads_success_as_found():
 
 
 @pytest.mark.parametrize("item,message", [("found@5", "METRIC=VALUE"), ("hits=0.5", "METRIC=VALUE"),
-                                          ("mrr=high", "not a number"), ("mrr=1.5", "from 0 to 1")])
+                                          ("mrr=high", "not a number"), ("mrr=1.5", "from 0 to 1"),
+                                          ("found@2=0.5", "k = 1, 3, 5, 10 only")])
 def test_parse_thresholds_names_the_bad_item(item, message):
     with pytest.raises(ConfigError, match=message) as exc:
         parse_thresholds([item])
@@ -81,6 +82,14 @@ def test_baseline_on_another_golden_file_is_refused():
     with pytest.raises(ConfigError, match="another golden file"):
         check_baseline(other, "ab" * 32)
     check_baseline(retrieval_report(), "ab" * 32)  # the same file passes
+
+
+def test_baseline_ranked_at_another_grain_is_refused():
+    # 6 lost at the doc grain would be "significantly worse"; at two grains there is no pair
+    baseline, now = _ten(10), _ten(4)
+    baseline["evaluation"]["rank_grain"] = "page"
+    with pytest.raises(ConfigError, match="ranked at the page grain and this run at the doc grain"):
+        compare_with_baseline(now, baseline, "A")
 
 
 def test_run_gate_passes_and_fails_on_thresholds():

@@ -65,3 +65,22 @@ def test_check_docs_warns_on_northwind(northwind_dir, tmp_path, capsys):
     assert (2, "evidence[0]", f'stale evidence: quote "this quote was never written in the plan" is not on '
                               f"{doc}#page=3") in warnings
     assert len(warnings) == 2
+
+
+def test_check_docs_refuses_a_file_none_of_whose_documents_is_there(tmp_path, capsys):
+    # evaluate exits 1 on this file before any work; check --docs must not call it runnable
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "held.txt").write_text("Parking is free on Sundays.\n", encoding="utf-8")
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "a", "question": "Where is parking?", "expected": ["gone.txt"]}) + "\n",
+                      encoding="utf-8")
+    assert main(["check", str(golden), "--json"]) == 0  # without --docs nothing says the document is gone
+    capsys.readouterr()
+    assert main(["check", str(golden), "--docs", str(docs), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is False
+    [error] = out["errors"]
+    assert error["field"] == "expected" and "none is in" in error["message"] and "'gone.txt'" in error["message"]
+    (docs / "gone.txt").write_text("Parking is behind the office.\n", encoding="utf-8")
+    assert main(["check", str(golden), "--docs", str(docs)]) == 0

@@ -8,6 +8,7 @@ from starlette.testclient import TestClient
 
 from core.reports import LocalFiles, ReportStore
 from core.reports.pages import PAGE_CSP
+from core.reports.pages.render import plotly_js
 from core.reports.serve import create_app
 from tests.support.reports import experiment_report, retrieval_report
 
@@ -47,6 +48,15 @@ def test_errors_are_short_pages(client, path, status):
     response = client.get(path)
     assert response.status_code == status
     assert "Traceback" not in response.text and response.headers["content-security-policy"].startswith(PAGE_CSP)
+    # an error page draws no plot, so it goes without the plotting library's bundle
+    assert len(response.content) < 50_000
+
+
+def test_only_pages_with_plots_carry_the_plotting_bundle(client):
+    bundle = len(plotly_js())  # several megabytes
+    assert len(client.get("/").content) < 50_000
+    run = client.get("/runs/latest")
+    assert len(run.content) > bundle and 'class="plot"' in run.text
 
 
 def test_report_json(client):
