@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -215,28 +215,56 @@ def fill_collection(store: Any, chunks: Sequence[Any], model: Any, *,
         raise IndexingError(f"collection {store.collection_name} holds {held} chunks; {len(chunks)} were written")
 
 
-def choose_rank_grain(questions: Sequence[Any], loaded: Sequence[str] | None = None) -> str:
+def choose_rank_grain(questions: Sequence[Any], loaded: Sequence[str] | None = None,
+                      stale: Iterable[str] = ()) -> str:
     """Return the finest grain with a question that can be found.
 
     ``evidence`` when a question has usable evidence (others fall back to documents), else
     ``page`` when a question has page labels, else ``doc``; with ``loaded``, a label only
     counts when its document loaded, so one page label on a document that failed to load does
-    not rank every setup by a grain nothing can be found at.
+    not rank every setup by a grain nothing can be found at. Likewise a question in ``stale``
+    (every usable quote of it held by no chunk of its documents) does not count for evidence.
 
     Args:
         questions: the golden questions.
         loaded: ids of the documents that loaded, or None to count every label.
+        stale: ids of the questions whose evidence no chunk holds (:func:`stale_question_ids`).
     """
     have = None if loaded is None else set(loaded)
+    gone = set(stale)
 
     def present(docs: Sequence[str]) -> bool:
         return have is None or any(d in have for d in docs)
 
-    if any(q.usable_evidence and present(q.document_ids or ()) for q in questions):
+    if any(q.usable_evidence and q.id not in gone and present(q.document_ids or ()) for q in questions):
         return "evidence"
     if any(any(present([doc]) for doc, _ in q.pages) for q in questions):
         return "page"
     return "doc"
+
+
+def stale_question_ids(questions: Sequence[Any], stale_warnings: Iterable[Any]) -> set[str]:
+    """Ids of the questions every usable evidence quote of which is stale.
+
+    Args:
+        questions: the golden questions.
+        stale_warnings: ``Problem`` warnings of
+            :func:`core.golden.stale.stale_evidence_warnings` (line and field ``evidence[i]``).
+    """
+    by_line: dict[int, set[int]] = {}
+    for w in stale_warnings:
+        field = str(w.field or "")
+        if w.line is not None and field.startswith("evidence[") and field.endswith("]"):
+            by_line.setdefault(w.line, set()).add(int(field[len("evidence["):-1]))
+    out = set()
+    for q in questions:
+        held = by_line.get(q.line)
+        if held is None or not q.usable_evidence:
+            continue
+        gone = {q.evidence[i] for i in held if i < len(q.evidence)}
+        if set(q.usable_evidence) <= gone:
+            out.add(q.id)
+    return out
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -610,7 +638,9 @@ def evaluate_retrieval(
         raise IndexingError(f"the documents in {docs_shown} gave no chunks")
     from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
 
-    warnings += stale_evidence_warnings(golden.questions, pieces_from_chunks(chunks))
+    stale_warnings = stale_evidence_warnings(golden.questions, pieces_from_chunks(chunks))
+    stale_ids = stale_question_ids(golden.questions, stale_warnings)
+    warnings += stale_warnings
     warnings += slice_warnings(golden.questions, options.by)
 
     corpus_id = corpus_fingerprint(documents)
@@ -652,9 +682,10 @@ def evaluate_retrieval(
                 query_ms[model_id] = _time_query_embeddings(model, questions)
         timings["embed_questions_s"] = time.perf_counter() - t0
 
-        rank_grain = options.rank_grain or choose_rank_grain(questions, [d.document_id for d in documents])
+        rank_grain = options.rank_grain or choose_rank_grain(questions, [d.document_id for d in documents], stale_ids)
         rank_grain_reason = ("chosen with --rank-by" if options.rank_grain else
-                             "the finest grain with a question whose labels name a document that loaded")
+                             "the finest grain with a question whose labels name a document that loaded"
+                             " (and, for evidence, a quote some chunk holds)")
         setup_results: list[dict[str, Any]] = []
         per_setup: dict[str, dict[str, dict[str, Any]]] = {q.id: {} for q in questions}
         found_vectors: dict[str, list[bool]] = {}

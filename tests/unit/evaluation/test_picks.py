@@ -51,6 +51,24 @@ def test_rank_grain_is_the_finest_labelled():
     assert choose_rank_grain([plain, short]) == "doc"
 
 
+def test_rank_grain_skips_evidence_no_chunk_holds():
+    from core.evaluation.retrieval import stale_question_ids
+    from core.golden import Problem
+
+    paged = GoldenQuestion("2", "q2", (Target("a.pdf", 3),), line=2)
+    one_gone = GoldenQuestion("3", "q3", (Target("a.pdf"),), evidence=("first quote here", "second quote here"), line=3)
+    all_gone = GoldenQuestion("4", "q4", (Target("a.pdf"),), evidence=("a stale quote", "a stale quote", "ok"),
+                              line=4)
+    # line 3 lost one of two quotes; line 4 lost both copies of its one usable quote ("ok" is too short)
+    warnings = [Problem("warning", "stale evidence", line=3, field="evidence[0]"),
+                Problem("warning", "stale evidence", line=4, field="evidence[0]"),
+                Problem("warning", "stale evidence", line=4, field="evidence[1]"),
+                Problem("warning", "past the last page", line=2, field="expected")]
+    assert stale_question_ids([paged, one_gone, all_gone], warnings) == {"4"}
+    assert choose_rank_grain([paged, all_gone], stale={"4"}) == "page"  # nothing findable by evidence
+    assert choose_rank_grain([paged, one_gone, all_gone], stale={"4"}) == "evidence"
+
+
 # --------------------------------------------------------------------------- robust picks and ties
 
 
