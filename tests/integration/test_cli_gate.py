@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import csv
 import json
-import uuid
 
 import pytest
 from scipy.stats import binomtest
@@ -16,7 +15,7 @@ from scipy.stats import binomtest
 from core.cli import main
 from core.evaluation.gate import EXIT_GATE
 from core.reports import LocalFiles, ReportStore
-from tests.support.services import delete_bucket, service
+from tests.support.services import delete_bucket, new_s3_bucket
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -93,16 +92,7 @@ def test_unknown_baseline_and_bad_threshold_are_exit_1(squad_dir, golden, tmp_pa
 
 @pytest.fixture
 def bucket(monkeypatch):
-    import boto3
-
-    endpoint = service("RAGTUNE_TEST_S3_ENDPOINT", "moto.sh")
-    for name, value in {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "us-east-1",
-                        "AWS_ENDPOINT_URL": endpoint}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    client = boto3.client("s3", endpoint_url=endpoint)
-    name = f"ragtune-{uuid.uuid4().hex[:16]}"
-    client.create_bucket(Bucket=name)
+    _, name, client = new_s3_bucket(monkeypatch)
     yield name, client
     delete_bucket(client, name)
 

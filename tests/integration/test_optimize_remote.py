@@ -12,7 +12,7 @@ import pytest
 
 from core.cli import main
 from core.reports import open_files
-from tests.support.services import delete_bucket, service
+from tests.support.services import delete_bucket, new_s3_bucket, service
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -32,16 +32,7 @@ def golden(squad_dir, tmp_path_factory):
 def address(request, monkeypatch):
     """An empty remote store's address, with the environment the CLI reaches it through."""
     if request.param == "s3":
-        import boto3
-
-        endpoint = service("RAGTUNE_TEST_S3_ENDPOINT", "moto.sh")
-        for name, value in {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "us-east-1",
-                            "AWS_ENDPOINT_URL": endpoint}.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("AWS_PROFILE", raising=False)
-        client = boto3.client("s3", endpoint_url=endpoint)
-        bucket = f"ragtune-{uuid.uuid4().hex[:16]}"
-        client.create_bucket(Bucket=bucket)
+        endpoint, bucket, client = new_s3_bucket(monkeypatch)
         request.addfinalizer(lambda: delete_bucket(client, bucket))
         return f"s3://{bucket}/reports", {"endpoint_url": endpoint}
     from azure.storage.blob import BlobServiceClient

@@ -22,3 +22,25 @@ def delete_bucket(client, bucket: str) -> None:
         for item in page.get("Contents", ()):
             client.delete_object(Bucket=bucket, Key=item["Key"])
     client.delete_bucket(Bucket=bucket)
+
+
+def new_s3_bucket(monkeypatch) -> tuple[str, str, object]:
+    """Create an empty bucket on the test S3 server, with the environment the CLI reaches it
+    through (moto's dummy keys, ``AWS_ENDPOINT_URL``) set on ``monkeypatch``.
+
+    Returns:
+        ``(endpoint, bucket, client)``; delete the bucket with :func:`delete_bucket`.
+    """
+    import uuid
+
+    import boto3
+
+    endpoint = service("RAGTUNE_TEST_S3_ENDPOINT", "moto.sh")
+    for name, value in {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "us-east-1",
+                        "AWS_ENDPOINT_URL": endpoint}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    client = boto3.client("s3", endpoint_url=endpoint)
+    bucket = f"ragtune-{uuid.uuid4().hex[:16]}"
+    client.create_bucket(Bucket=bucket)
+    return endpoint, bucket, client
