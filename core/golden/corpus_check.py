@@ -38,9 +38,13 @@ def needs_documents(questions: Iterable[Any]) -> bool:
     return any(q.usable_evidence or q.pages for q in questions)
 
 
-def add_corpus_problems(check: Any, golden_path: Any, docs: Any, *, cache_dir: Any = None) -> int:
+def add_corpus_problems(check: Any, golden_path: Any, docs: Any, *, cache_dir: Any = None,
+                        document_ids: Sequence[str] | None = None) -> int:
     """Add the warnings of :func:`corpus_problems` to a ``GoldenCheck`` of a file that has no
     errors, loading the documents only when a question has evidence or page labels.
+
+    With ``document_ids``, a file none of whose expected documents is among them gets an error
+    instead (:func:`core.evaluation.gate.missing_documents_reason`: ``evaluate`` refuses it).
 
     Args:
         check: the ``GoldenCheck`` of ``golden_path`` (changed in place: problems appended and
@@ -48,9 +52,10 @@ def add_corpus_problems(check: Any, golden_path: Any, docs: Any, *, cache_dir: A
         golden_path: the golden file (read again; a local path or an address).
         docs: the corpus folder (a local path or an address).
         cache_dir: where a remote corpus is downloaded (default a temporary folder, removed).
+        document_ids: the ids of the documents ``docs`` holds, or None to skip that check.
 
     Returns:
-        The number of warnings added.
+        The number of problems added.
 
     Raises:
         DocumentError: the folder cannot be read.
@@ -63,6 +68,16 @@ def add_corpus_problems(check: Any, golden_path: Any, docs: Any, *, cache_dir: A
     if not check.ok:
         return 0
     _, found = _check(golden_path, None)
+    if document_ids is not None:
+        from core.evaluation.gate import missing_documents_reason
+        from core.golden.types import Problem
+        from core.inputs import shown_address
+
+        expected = {t.document_id for q in found.questions for t in q.expected}
+        reason = missing_documents_reason(expected, document_ids, shown_address(docs))
+        if reason:
+            check.problems.append(Problem("error", reason, field="expected"))
+            return 1
     if not needs_documents(found.questions):
         return 0
     with tempfile.TemporaryDirectory(prefix="ragtune-check-") as tmp:
