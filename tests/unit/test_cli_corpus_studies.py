@@ -37,6 +37,16 @@ def test_default_overlap_fits_the_size():
     assert [default_overlap(n) for n in (256, 1024, 128, 16, 7, 1)] == [32, 32, 16, 2, 0, 0]
 
 
+def _tea(tmp_path):
+    """A one-document corpus and a one-question golden file that expects it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees.", encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"question": "How hot?", "expected": ["tea.txt"]}) + "\n", encoding="utf-8")
+    return docs, golden
+
+
 def test_a_small_chunk_size_without_an_overlap_runs_and_a_given_one_too_big_is_an_error(tmp_path, capsys):
     from core.cli import _chunk_overlap, build_parser
 
@@ -45,11 +55,7 @@ def test_a_small_chunk_size_without_an_overlap_runs_and_a_given_one_too_big_is_a
     args = build_parser().parse_args(["cutoff", "--docs", "d", "--golden", "g", "--unanswerable", "u",
                                       "--chunk-size", "16"])
     assert _chunk_overlap(args) == 2
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees.", encoding="utf-8")
-    golden = tmp_path / "golden.jsonl"
-    golden.write_text(json.dumps({"question": "How hot?", "expected": ["tea.txt"]}) + "\n", encoding="utf-8")
+    docs, golden = _tea(tmp_path)
     assert main(["evaluate", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "out"),
                  "--no-generate", "--chunk-size", "16", "--chunk-overlap", "32"]) == 1
     assert "chunk_overlap (32 tokens) must be smaller than chunk_size (16 tokens)" in capsys.readouterr().err
@@ -72,11 +78,7 @@ def test_lists_drop_duplicates_keeping_order_and_an_empty_one_is_an_error():
 
 
 def test_compare_chunking_with_no_technique_is_exit_1(tmp_path, capsys):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees.", encoding="utf-8")
-    golden = tmp_path / "golden.jsonl"
-    golden.write_text(json.dumps({"question": "How hot?", "expected": ["tea.txt"]}) + "\n", encoding="utf-8")
+    docs, golden = _tea(tmp_path)
     assert main(["compare-chunking", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "out"),
                  "--techniques", ","]) == 1
     assert "--techniques lists nothing (got ',')" in capsys.readouterr().err
