@@ -297,14 +297,17 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
             question, in one order for every row, whether the top 10 held a right result).
 
     Ranking: most ``found_top10``, then most ``found_first``, then lowest ``median_ms``.
-    ``finds_the_most`` is the first. Every other setup is ``tied_with_best`` when McNemar's
+    ``finds_the_most`` is the first, except that among the setups with the most
+    ``found_top10`` and ``found_first`` the one chosen is, of those as fast as the fastest
+    within the noise floor (:func:`same_speed`), the first in the order of ``rows``. Every other setup is ``tied_with_best`` when McNemar's
     exact test on the questions only one of the two found does not tell them apart
     (two-sided, p >= :data:`TIE_ALPHA`; rows without ``found`` are compared on counts only:
     tied when equal). ``best_for_balance`` is chosen among the setups whose share of questions
     found is within :data:`BALANCE_POINTS` percentage points of the best share,
     ``best_for_time`` within :data:`TIME_POINTS`: of those, the ones as fast as the fastest
     within the noise floor (:func:`same_speed`), and of these the one that finds the most
-    (then most found first, then fastest). Latency differences below the floor never decide.
+    (then most found first, then the same steady choice as above). Latency differences below
+    the floor never decide, so identical reruns give identical picks.
 
     Returns:
         ``{"ranking": [names best first], "finds_the_most", "best_for_balance",
@@ -338,8 +341,19 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {"ranking": [r["name"] for r in rows], "finds_the_most": None, "best_for_balance": None,
                 "best_for_time": None, "tied_with_best": {r["name"]: False for r in rows}, "mcnemar": {},
                 "reason": reason, "rules": rules}
-    ranked = sorted(rows, key=lambda r: (-r["found_top10"], -r["found_first"], r["median_ms"], r["name"]))
-    best = ranked[0]
+    order = {r["name"]: i for i, r in enumerate(rows)}
+
+    def steady_fastest(group: list[dict[str, Any]]) -> dict[str, Any]:
+        # the fastest within the noise floor; among those, the first in the rows' order, so that
+        # a latency difference below the floor never decides between equally good setups
+        fastest = min(r["median_ms"] for r in group)
+        return min((r for r in group if same_speed(r["median_ms"], fastest)), key=lambda r: order[r["name"]])
+
+    by_quality = sorted(rows, key=lambda r: (-r["found_top10"], -r["found_first"], r["median_ms"], r["name"]))
+    top = [r for r in by_quality if (r["found_top10"], r["found_first"])
+           == (by_quality[0]["found_top10"], by_quality[0]["found_first"])]
+    best = steady_fastest(top)
+    ranked = [best] + [r for r in by_quality if r is not best]
     tied: dict[str, bool] = {best["name"]: True}
     tests: dict[str, Any] = {}
     for r in ranked[1:]:
@@ -359,7 +373,8 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         near = [r for r in rows if share(r) >= best_share - points - 1e-9]
         fastest = min(r["median_ms"] for r in near)
         fast = [r for r in near if same_speed(r["median_ms"], fastest)]
-        return min(fast, key=lambda r: (-r["found_top10"], -r["found_first"], r["median_ms"], r["name"]))["name"]
+        most = max((r["found_top10"], r["found_first"]) for r in fast)
+        return steady_fastest([r for r in fast if (r["found_top10"], r["found_first"]) == most])["name"]
 
     return {
         "ranking": [r["name"] for r in ranked],

@@ -81,6 +81,20 @@ def test_latency_within_the_noise_floor_is_broken_by_quality():
     assert pick_setups([row("a", 90, 50, 100.0), row("b", 92, 50, 121.0)])["best_for_time"] == "a"
 
 
+def test_equally_good_setups_within_the_noise_floor_pick_the_first_listed():
+    # dense and hybrid find the same questions; their latencies (10.0 / 11.5 ms) swap between
+    # reruns but stay within the 2 ms floor: dense, listed first, is the pick every time
+    for dense_ms, hybrid_ms in ((10.0, 11.5), (11.5, 10.0)):
+        picks = pick_setups([row("keyword", 70, 40, 1.0), row("dense", 90, 60, dense_ms),
+                             row("hybrid", 90, 60, hybrid_ms)])
+        assert picks["finds_the_most"] == "dense"
+        assert picks["ranking"][:2] == ["dense", "hybrid"]
+        assert picks["best_for_balance"] == "dense" and picks["best_for_time"] == "dense"
+    # outside the floor the faster one wins whatever the order
+    picks = pick_setups([row("dense", 90, 60, 20.0), row("hybrid", 90, 60, 10.0)])
+    assert picks["finds_the_most"] == "hybrid"
+
+
 def test_same_speed_floor():
     from core.evaluation.retrieval import same_speed
 
