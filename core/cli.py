@@ -206,7 +206,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 1
     options = EvaluateOptions(
         chunking_method=args.chunking,
-        chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args),
+        chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args), embed_title=args.title,
         rank_grain=args.rank_by, show_progress=not args.json,
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
         judge=settings.judge_model(args.judge) if args.generate else None,
@@ -823,6 +823,9 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=list(MODEL_FREE_METHODS), help="chunking technique (default recursive; see compare-chunking)")
     p.add_argument("--chunk-size", type=int, help="chunk size in tokens (default 256; not for hierarchical)")
     p.add_argument("--chunk-overlap", type=int, help="chunk overlap in tokens (default 32, at most an eighth of the size; recursive only)")
+    p.add_argument("--title", action=argparse.BooleanOptionalAction, default=True,
+                   help="put each document's title (its file name, made readable) in front of its chunks' text, "
+                        "which is embedded, searched and reranked (default: on)")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"],
                    help="vector store (default $RAGTUNE_VECTOR_STORE; else milvus when $RAGTUNE_MILVUS_URI is set; "
                         "else milvus-lite in the output folder)")

@@ -62,7 +62,7 @@ LATE_CHUNKING_REASON = (
 
 
 def get_chunker(method: str, chunk_size: int, chunk_overlap: int, *, embed_headings: bool | None = None,
-                embedding_model: Any = None, chat_model: Any = None) -> Chunker:
+                embed_title: bool = True, embedding_model: Any = None, chat_model: Any = None) -> Chunker:
     """Return the chunker for ``method``.
 
     Args:
@@ -72,6 +72,8 @@ def get_chunker(method: str, chunk_size: int, chunk_overlap: int, *, embed_headi
         chunk_overlap: overlap in tokens (used by :data:`OVERLAP_METHODS`, ignored by the others).
         embed_headings: put each chunk's heading path in front of its text; None keeps the
             method's default (on for ``hierarchical`` and ``hybrid``, off for the others).
+        embed_title: put the document's title (:func:`core.chunking.base.document_title`)
+            in front of each chunk's text (:class:`TitleInText`); on by default.
         embedding_model: the ``EmbeddingModel`` of ``semantic`` (None: the local default).
         chat_model: the ``ChatModel`` of ``llm`` and ``contextual`` (required by them).
 
@@ -83,6 +85,12 @@ def get_chunker(method: str, chunk_size: int, chunk_overlap: int, *, embed_headi
         ConfigError: unknown method (the message lists the valid ones), ``late`` (with the
             reason), invalid sizes for the method, or no chat model for ``llm``/``contextual``.
     """
+    chunker = _method_chunker(method, chunk_size, chunk_overlap, embed_headings, embedding_model, chat_model)
+    return TitleInText(chunker) if embed_title else chunker
+
+
+def _method_chunker(method: str, chunk_size: int, chunk_overlap: int, embed_headings: bool | None,
+                    embedding_model: Any, chat_model: Any) -> Chunker:
     if method == "hierarchical":
         return HierarchicalChunker(embed_headings=True if embed_headings is None else embed_headings)
     if method == "hybrid":
@@ -141,6 +149,61 @@ class HeadingsInText:
         return out
 
 
+class TitleInText:
+    """A chunker whose chunks get their document's title in front of their text: the line
+    :func:`core.chunking.base.document_title` gives, unless the text already starts with it.
+
+    A chunk cut out of a document no longer says which document it is from; two documents
+    that share most of their wording (two editions, two plans, two products) then give chunks
+    that only their titles tell apart. The title line is part of the text that is embedded,
+    searched, reranked and handed to a generator, as LlamaIndex embeds a node's ``file_name``
+    metadata with its text by default and contextual retrieval puts a note on the document in
+    front of each chunk. The metadata keeps the title (``metadata["title"]``); chunk ids follow
+    the text. Documents whose name gives no title (no letter in it, or a hex id) are left as
+    they are.
+
+    Args:
+        inner: any chunker.
+
+    References:
+        LlamaIndex, "Metadata extraction / customizing documents" (``MetadataMode.EMBED``
+        includes document metadata such as ``file_name`` in the embedded text); Anthropic
+        (2024), "Introducing Contextual Retrieval".
+    """
+
+    def __init__(self, inner: Chunker) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def __getattr__(self, name: str) -> Any:  # chunk_size, chunk_size_chars, ... of the inner chunker
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def params(self) -> dict[str, Any]:
+        """The inner chunker's parameters with ``embed_title: true``."""
+        return {**self.inner.params(), "embed_title": True}
+
+    def chunk(self, documents: Any) -> list[Chunk]:
+        """The inner chunker's chunks, each text led by its document's title line."""
+        from core.chunking.base import document_title
+
+        out = []
+        titles: dict[str, str] = {}
+        for c in self.inner.chunk(documents):
+            doc = c.document_id
+            if doc not in titles:
+                titles[doc] = document_title(doc)
+            title = titles[doc]
+            if not title or c.text[:len(title)].casefold() == title.casefold():
+                out.append(c)
+                continue
+            text = f"{title}\n{c.text}"
+            out.append(Chunk(text=text, chunk_id=make_chunk_id(doc, c.sequence_number, text),
+                             metadata={**c.metadata, "title": title}))
+        return out
+
+
 def handed_text(chunk: Chunk) -> str:
     """The text a generator is handed for a retrieved chunk: its parent section's text for a
     parent-child chunk (``metadata["parent_text"]``), else the chunk's own text."""
@@ -160,6 +223,7 @@ __all__ = [
     "HybridChunker",
     "LATE_CHUNKING_REASON",
     "LLMChunker",
+    "TitleInText",
     "MODEL_FREE_METHODS",
     "MarkdownChunker",
     "OVERLAP_METHODS",

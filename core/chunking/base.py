@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, runtime_checkable
 
@@ -14,6 +15,33 @@ def make_chunk_id(document_id: str, sequence_number: int, text: str) -> str:
     """
     digest = hashlib.sha256(f"{document_id}\0{sequence_number}\0{text}".encode("utf-8"))
     return digest.hexdigest()[:32]
+
+
+#: The longest title :func:`document_title` gives, in characters (cut at a word).
+TITLE_MAX_CHARS = 100
+_NAME_SEPARATORS = re.compile(r"[_\s]+|(?<=[^\W\d_])-|-(?=[^\W\d_])")
+_HEX_ID = re.compile(r"^[0-9a-f-]{8,}$", re.IGNORECASE)
+
+
+def document_title(document_id: str) -> str:
+    """The title a document's name gives: the file name without its folder and extension, with
+    underscores, runs of spaces and hyphens beside letters made single spaces, cut at a word to
+    :data:`TITLE_MAX_CHARS`. ``"plans/Northwind_Health_Plus.pdf"`` gives
+    ``"Northwind Health Plus"``; ``"report-2023.pdf"`` gives ``"report 2023"``.
+
+    Returns:
+        The title, or ``""`` when the name holds no letter (``"0001.txt"``) or is a hex id
+        (``"3f2a9c1e-....pdf"``): such a name says nothing about the document.
+    """
+    name = document_id.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    title = " ".join(_NAME_SEPARATORS.sub(" ", stem).split())
+    if not any(ch.isalpha() for ch in title) or _HEX_ID.match(stem):
+        return ""
+    if len(title) > TITLE_MAX_CHARS:
+        cut = title[:TITLE_MAX_CHARS + 1].rsplit(" ", 1)[0]
+        title = cut if cut else title[:TITLE_MAX_CHARS]
+    return title
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,8 @@ class EvaluateOptions:
         chunking_method: ``recursive``, ``hierarchical`` or ``hybrid`` (see ``core.chunking``).
         chunk_size: chunk size in tokens (recursive: 4 characters per token).
         chunk_overlap: overlap in tokens; must be smaller than ``chunk_size``.
+        embed_title: put each document's title in front of its chunks' text
+            (:class:`core.chunking.TitleInText`).
         setups: the search methods to compare (default :func:`default_search_setups`); each
             runs on every embedding model's vectors, and again reranked when there is a
             reranker.
@@ -172,6 +174,7 @@ class EvaluateOptions:
     chunking_method: str = "recursive"
     chunk_size: int = 256
     chunk_overlap: int = 32
+    embed_title: bool = True
     setups: list[Any] = field(default_factory=default_search_setups)
     only: Sequence[str] = ()
     skip: Sequence[str] = ()
@@ -579,7 +582,8 @@ def evaluate_retrieval(
 
     from core.evaluation.slices import check_slice_key, setup_slices, slice_warnings
 
-    chunker = get_chunker(options.chunking_method, options.chunk_size, options.chunk_overlap)  # validates first
+    chunker = get_chunker(options.chunking_method, options.chunk_size, options.chunk_overlap,  # validates first
+                          embed_title=options.embed_title)
     for key in options.by:
         check_slice_key(key)
     for setup in options.setups:

@@ -33,9 +33,9 @@ def no_network(monkeypatch):
 
 
 def test_get_chunker_by_name():
-    assert isinstance(get_chunker("recursive", 256, 32), RecursiveChunker)
-    assert isinstance(get_chunker("hierarchical", 256, 32), HierarchicalChunker)
-    assert isinstance(get_chunker("hybrid", 256, 32), HybridChunker)
+    assert isinstance(get_chunker("recursive", 256, 32, embed_title=False), RecursiveChunker)
+    assert isinstance(get_chunker("hierarchical", 256, 32, embed_title=False), HierarchicalChunker)
+    assert isinstance(get_chunker("hybrid", 256, 32, embed_title=False), HybridChunker)
     for method in MODEL_FREE_METHODS:  # llm and contextual need a chat model: test_techniques.py
         chunker = get_chunker(method, 128, 16)
         assert isinstance(chunker, Chunker) and chunker.name == method

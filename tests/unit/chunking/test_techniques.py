@@ -224,7 +224,7 @@ def test_llm_chunker_starts_chunks_where_the_model_says(app, make_paged):
     app.reply("Sentences 1 and 3 begin topics: 1, 3")
     model = OpenAIChatModel("chunker", base_url=app.base_url, api_key="test")
     doc = make_paged("t.pdf", [["Dental one. Dental two. Travel one. Travel two."]])
-    chunks = get_chunker("llm", 256, 0, chat_model=model).chunk([doc])
+    chunks = get_chunker("llm", 256, 0, embed_title=False, chat_model=model).chunk([doc])
     assert [c.text for c in chunks] == ["Dental one. Dental two.", "Travel one. Travel two."]
     prompt = app.chat_requests[0]["messages"][-1]["content"]
     assert "1. Dental one.\n2. Dental two.\n3. Travel one.\n4. Travel two." in prompt
@@ -242,7 +242,7 @@ def test_contextual_puts_the_note_in_front(app, make_paged):
     app.reply("From the 2026 plan, page 1.")
     model = OpenAIChatModel("noter", base_url=app.base_url, api_key="test")
     doc = make_paged("c.pdf", [["The deductible is 500 dollars."]])
-    chunks = get_chunker("contextual", 256, 0, chat_model=model).chunk([doc])
+    chunks = get_chunker("contextual", 256, 0, embed_title=False, chat_model=model).chunk([doc])
     assert [c.text for c in chunks] == ["From the 2026 plan, page 1.\n\nThe deductible is 500 dollars."]
     assert chunks[0].metadata["note"] == "From the 2026 plan, page 1." and chunks[0].pages == [1]
     prompt = app.chat_requests[0]["messages"][-1]["content"]
@@ -337,7 +337,7 @@ def test_a_heading_too_long_for_a_chunk_is_shortened_in_the_text_and_kept_in_the
 
     heading = "h" * 70_000
     doc = _long_heading_document("headnospace.md", heading)
-    chunker = get_chunker(method, 256, 0, embed_headings=True)
+    chunker = get_chunker(method, 256, 0, embed_headings=True, embed_title=False)
     chunks = chunker.chunk([doc])
     body = [c for c in chunks if "Green tea is brewed" in c.text]
     assert len(body) == 1
@@ -368,7 +368,7 @@ def test_a_document_made_only_of_headings_keeps_its_text(method):
     doc = DoclingDocument(name="heads.md")
     for i in range(300):
         doc.add_heading(f"Heading {i}", level=1 + i % 6)
-    chunks = get_chunker(method, 64, 0).chunk([LoadedDocument(document_id="heads.md", document=doc, sha256="8" * 64)])
+    chunks = get_chunker(method, 64, 0, embed_title=False).chunk([LoadedDocument(document_id="heads.md", document=doc, sha256="8" * 64)])
     text = "\n".join(c.text for c in chunks)
     assert all(f"Heading {i}\n" in text + "\n" for i in range(300))
     if method == "hierarchical":  # one element, one chunk: here one heading each
