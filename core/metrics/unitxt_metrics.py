@@ -10,6 +10,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -78,8 +79,10 @@ def unitxt_import_s() -> float | None:
     return _UNITXT_IMPORT_S
 
 
+@functools.cache
 def unitxt_version() -> str | None:
-    """The installed unitxt version, or None when it is not installed."""
+    """The installed unitxt version, or None when it is not installed (looked up once per
+    process: the package metadata is read from disk)."""
     from importlib import metadata
 
     try:
