@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 UPSERT_BATCH = 2048
 #: Queries per search request of ``MilvusVectorStore.search_many``.
 SEARCH_BATCH = 256
+#: Longest wait, in seconds, for a new collection's indexes to be built.
+INDEX_WAIT_S = 120
 #: Attempts to open a client on a Milvus server before giving up.
 MAX_CONNECT_ATTEMPTS = 3
 #: Longest text Milvus's VARCHAR field holds, in bytes.
@@ -167,9 +169,39 @@ class MilvusVectorStore:
             schema.add_function(Function(name="text_bm25", function_type=FunctionType.BM25,
                                          input_field_names=["text"], output_field_names=["sparse"]))
             index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        client.create_collection(self.collection_name, schema=schema, index_params=index)
+        # The indexes are created apart and waited for here: create_collection(index_params=...)
+        # waits for each index with pymilvus's fixed half-second sleeps, even on an empty
+        # collection whose index is ready at once.
+        client.create_collection(self.collection_name, schema=schema)
+        client.create_index(self.collection_name, index, sync=False)
+        self._wait_for_indexes()
+        client.load_collection(self.collection_name)
         self._loaded = self._present = True
         self._has_keyword = self.keyword_index
+
+    def _wait_for_indexes(self) -> None:
+        """Wait until every index of the collection is built (``describe_index`` state
+        ``Finished``), polling after 10 ms, then twice as long each time up to half a second.
+
+        Raises:
+            StoreError: an index failed, or was not built within :data:`INDEX_WAIT_S` seconds.
+        """
+        deadline = time.monotonic() + INDEX_WAIT_S
+        wait = 0.01
+        for name in self.client.list_indexes(self.collection_name):
+            while True:
+                info = self.client.describe_index(self.collection_name, name) or {}
+                state = str(info.get("state", "Finished"))  # a server that gives no state has built it
+                if state == "Finished":
+                    break
+                if state == "Failed":
+                    raise StoreError(f"index {name} of collection {self.collection_name} failed: "
+                                     f"{info.get('index_state_fail_reason') or 'no reason given'}")
+                if time.monotonic() > deadline:
+                    raise StoreError(f"index {name} of collection {self.collection_name} was not built within "
+                                     f"{INDEX_WAIT_S} s (state {state})")
+                time.sleep(wait)
+                wait = min(2 * wait, 0.5)
 
     def has_keyword_index(self) -> bool:
         """True when the collection exists and has its BM25 ``sparse`` field (keyword and
