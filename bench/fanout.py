@@ -1,15 +1,16 @@
 """Fan-out benchmark: one experiment through the Functions' own code, 1 vs 8 queue workers.
 
 One process, against Azurite (Blob for the inputs, state and reports; Queue for the
-evaluations) and a local OpenAI-compatible server (``tests/support/openai_app.py``) that answers
-every embedding and chat request after a fixed delay (``--delay-ms``, default 300 ms) with
-deterministic vectors (from each text's sha256) and a fixed text: a remote endpoint, no local
-compute. The experiment (``--evaluations`` configurations, default 16, random search, all in one
+evaluations) and a local OpenAI-compatible server (``tests/support/openai_app.py``, in a process
+of its own, as a remote endpoint is) that answers every embedding and chat request after a
+fixed delay (``--delay-ms``, default 300 ms) with deterministic vectors (from each text's
+sha256) and a fixed text: a remote endpoint, no local compute. The experiment (``--evaluations`` configurations, default 16, random search, all in one
 round: ``RAGTUNE_PARALLEL_EVALUATIONS`` is set to the same number) is started through
 ``prepare_experiment`` and run by the real orchestrator under the SDK's replay engine
 (``tests.support.durable.ReplayHost``); its evaluation messages are taken off the Azurite queue
 by ``--workers`` threads (default 1 and 8), each running the queue trigger
-``evaluate_from_queue`` as a host instance's queue listener would. Each run starts cold: a new
+``evaluate_from_queue`` as a host instance's queue listener would (polling an empty queue with
+an exponential back-off, as the host does). Each run starts cold: a new
 output folder (embedding and reply caches, Milvus Lite), a new queue and a new report prefix;
 one unreported evaluation runs first, so imports and one-off set-up count in neither run.
 
@@ -43,6 +44,10 @@ sys.path.insert(0, str(ROOT))
 SQUAD = ROOT / "examples" / "data" / "squad-mini"
 #: The goal: wall time with 1 worker over wall time with 8.
 GOAL_RATIO = 4.0
+#: A queue worker's wait after finding the queue empty, doubled on each empty poll up to
+#: ``POLL_MAX_S`` (a Functions host's queue listener backs off exponentially the same way).
+POLL_MIN_S = 0.05
+POLL_MAX_S = 1.0
 
 
 class SlowEmbeddings:
@@ -64,6 +69,53 @@ class SlowEmbeddings:
             vec = np.random.default_rng(seed).standard_normal(self.dim)
             out[i] = vec / np.linalg.norm(vec)
         return out
+
+
+def _serve(conn: Any, delay_s: float) -> None:
+    """The endpoint's process: serve until told to stop, answering ``"requests"`` with how many
+    requests it has served."""
+    from tests.support.openai_app import ChatReply, OpenAITestApp
+
+    app = OpenAITestApp(lambda body: ChatReply("The answer is in the passages.", delay_s=delay_s),
+                        embedding_model=SlowEmbeddings(delay_s)).start()
+    conn.send(app.base_url)
+    try:
+        while (command := conn.recv()) != "stop":
+            conn.send(len(app.requests) if command == "requests" else None)
+    finally:
+        app.stop()
+
+
+class Endpoint:
+    """The OpenAI-compatible test server in a process of its own, as a remote endpoint is: its
+    HTTP handling does not run in the measured process (nor under its interpreter lock).
+
+    Args:
+        delay_s: seconds before each answer.
+    """
+
+    def __init__(self, delay_s: float) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, delay_s), daemon=True)
+        self._process.start()
+        if not self._conn.poll(60):
+            raise SystemExit("the test endpoint did not start within 60 s")
+        self.base_url: str = self._conn.recv()
+
+    def requests(self) -> int:
+        """Requests served so far."""
+        self._conn.send("requests")
+        return int(self._conn.recv())
+
+    def stop(self) -> None:
+        """Stop the server and its process."""
+        try:
+            self._conn.send("stop")
+        finally:
+            self._process.join(timeout=15)
 
 
 def space(n: int) -> dict[str, list[Any]]:
@@ -105,22 +157,25 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
     queue_client = QueueClient.from_connection_string(azurite, queue)
     lock = threading.Lock()
     done = {"n": 0}
+    finished = threading.Event()
 
     def worker() -> None:
-        while True:
-            with lock:
-                if done["n"] >= n:
-                    return
+        wait = POLL_MIN_S
+        while not finished.is_set():
             messages = list(queue_client.receive_messages(max_messages=1, visibility_timeout=600))
-            if not messages:
-                time.sleep(0.05)
+            if not messages:  # an empty queue: poll again later, sooner when the run ends
+                finished.wait(wait)
+                wait = min(2 * wait, POLL_MAX_S)
                 continue
+            wait = POLL_MIN_S
             m = messages[0]
             body = base64.b64decode(m.content)
             asyncio.run(evaluate(func.QueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt), client))
             queue_client.delete_message(m)
             with lock:
                 done["n"] += 1
+                if done["n"] >= n:
+                    finished.set()
 
     def event(name: str) -> Any:
         if not any(e == name for _, e, _ in client.raised) and workers == 1:
@@ -150,7 +205,7 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
     request = {"experiment_id": f"bench-{run_id}", "golden": f"{blob_endpoint}/{inputs}/golden.jsonl",
                "documents": f"{blob_endpoint}/{inputs}/docs", "space": space(n), "optimizer": "random",
                "max_evals": n, "seed": 0, "objective": "mrr", "vector_store": None}
-    requests_before = len(app.requests)
+    requests_before = app.requests()
     t0 = time.perf_counter()
     status, out = ReplayHost(orchestrator, activities, event, instance_id=request["experiment_id"]).run(request)
     wall = time.perf_counter() - t0
@@ -165,7 +220,7 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
     parts = {name: round(median((r.get("timings") or {}).get(name, 0.0) for r in results), 2)
              for name in ("chunk_s", "index_s", "retrieve_s", "answers_s", "total_s")}
     return {"workers": workers, "wall_s": wall, "evaluated": out["evaluated"], "best_score": out["best_score"],
-            "requests": len(app.requests) - requests_before, "median_timings_s": parts,
+            "requests": app.requests() - requests_before, "median_timings_s": parts,
             "activities_s": {k: round(v, 2) for k, v in spent.items()}}
 
 
@@ -187,8 +242,6 @@ def main() -> int:
 
     from azure.storage.blob import BlobServiceClient
 
-    from tests.support.openai_app import ChatReply, OpenAITestApp
-
     service = BlobServiceClient.from_connection_string(azurite)
     inputs = f"bench-fanout-{uuid.uuid4().hex[:8]}"
     service.create_container(inputs)
@@ -199,8 +252,7 @@ def main() -> int:
         service.get_blob_client(inputs, f"docs/{path.name}").upload_blob(path.read_bytes())
 
     delay = args.delay_ms / 1000
-    app = OpenAITestApp(lambda body: ChatReply("The answer is in the passages.", delay_s=delay),
-                        embedding_model=SlowEmbeddings(delay)).start()
+    app = Endpoint(delay)
     import function_app
     from core.models import OpenAIEmbeddingModel
     from core.models.context_length import detect_context_length

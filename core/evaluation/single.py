@@ -436,6 +436,7 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
     """:func:`run_single_evaluation`'s work, inside its spending tally."""
     from core.evaluation.retrieval import choose_rank_grain
     from core.metrics.retrieval import GRAINS, evaluate_rankings
+    from core.models.embeddings import query_text
     from core.vectorstores import backend_name, collection_name_for, describe_store
 
     from core.optimization.configuration import Configuration
@@ -492,9 +493,11 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
             # the answers are generated from the very chunks the retrieval metrics scored
             searched = SearchMemo(_with_reranker(store, configuration, context))
             t0 = time.perf_counter()
-            model.embed_documents([q.question for q in golden.questions])  # one batch; the searches hit the cache
-            rankings = {q.id: [h.chunk for h in searched.search(q.question, k=k, **setup.to_dict())]
-                        for q in golden.questions}
+            # one batch of query texts (the searches hit the cache), then every question searched
+            # in as few requests as the store allows
+            model.embed_documents([query_text(model, q.question) for q in golden.questions])
+            found = searched.search_many([q.question for q in golden.questions], k=k, **setup.to_dict())
+            rankings = {q.id: [h.chunk for h in hits] for q, hits in zip(golden.questions, found)}
             timings["retrieve_s"] = round(time.perf_counter() - t0, 3)
             grains = evaluate_rankings(golden.questions, rankings, grains=GRAINS, ks=KS)
             rank_grain = choose_rank_grain(golden.questions, [d.document_id for d in corpus.documents])

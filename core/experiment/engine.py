@@ -31,7 +31,7 @@ import json
 import logging
 from typing import Any, Callable, Mapping
 
-from core.errors import ConfigError, EvaluationError, RagtuneError, is_transient
+from core.errors import ConfigError, EvaluationError, RagtuneError, StoreError, is_transient
 from core.experiment.spec import ExperimentSpec
 from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
                                    cut_text)
@@ -64,6 +64,7 @@ class Experiment:
         self.files = files
         self.experiment_id = experiment_id
         self.prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
+        self._spec: ExperimentSpec | None = None  # read once: a stored spec never changes
 
     # Storage ----------------------------------------------------------------------------------
     def _write(self, name: str, data: Any) -> None:
@@ -97,8 +98,11 @@ class Experiment:
         self._write("notes.json", list(notes))
 
     def spec(self) -> ExperimentSpec:
-        """The stored spec. Raises ``StoreError`` when absent."""
-        return ExperimentSpec.from_dict(self._read("spec.json"))
+        """The stored spec (read once per ``Experiment``: prepare writes it once and nothing
+        changes it). Raises ``StoreError`` when absent."""
+        if self._spec is None:
+            self._spec = ExperimentSpec.from_dict(self._read("spec.json"))
+        return self._spec
 
     def study(self) -> Any:
         """The stored ``Study``. Raises ``StoreError`` when absent."""
@@ -197,6 +201,12 @@ class Experiment:
         """Whether configuration ``key``'s evaluation message was sent already."""
         return self._has(f"queued/{key}")
 
+    def enqueued_keys(self) -> set[str]:
+        """The configuration keys whose evaluation messages were sent (one listing, not one
+        look-up per key)."""
+        marker = f"{self.prefix}/queued/"
+        return {key.rsplit("/", 1)[-1] for key in self.files.list(f"{self.prefix}/queued") if key.startswith(marker)}
+
     def mark_enqueued(self, key: str) -> None:
         """Record that configuration ``key``'s evaluation message was sent."""
         self.files.write_bytes(f"{self.prefix}/queued/{key}", b"")
@@ -249,9 +259,16 @@ class Experiment:
             Exception: a transient failure (``core.errors.is_transient``: storage, timeouts, 429
                 and 5xx answers) is raised, not stored, so the queue delivers the message again.
         """
-        if not self.exists():
-            raise ConfigError(f"no experiment {self.experiment_id!r} is stored: nothing evaluated")
-        study = self.study() if study is None else study  # read once: checked here, its round kept below
+        missing = ConfigError(f"no experiment {self.experiment_id!r} is stored: nothing evaluated")
+        if study is None:
+            try:
+                study = self.study()  # read once: checked here, its round kept below
+            except StoreError:
+                if not self.exists():  # looked up only when the study cannot be read
+                    raise missing from None
+                raise
+        elif not self.exists():
+            raise missing
         config = self.check_configuration(request.configuration, study)
         stored = self.result(config.key)
         if stored is not None and stored.get("status") == "ok":

@@ -10,6 +10,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -39,6 +40,9 @@ UNITXT_METRICS: dict[str, str] = {
 
 _UNITXT_IMPORT_S: float | None = None
 _UNITXT_LOCK = threading.Lock()
+#: catalog name -> (the fetched metric, the lock one evaluation holds while it runs it):
+#: fetched from the catalog once per process (one entry per metric of ``UNITXT_METRICS``).
+_METRICS: dict[str, tuple[Any, threading.Lock]] = {}
 
 
 def _unitxt_evaluate() -> Any:
@@ -56,13 +60,29 @@ def _unitxt_evaluate() -> Any:
         return evaluate
 
 
+def _unitxt_metric(catalog: str) -> tuple[Any, threading.Lock]:
+    """The metric ``catalog`` names (``unitxt.artifact.fetch_artifact``, as ``evaluate`` does
+    for a name), fetched once per process, and its lock: one metric object runs one dataset at
+    a time (unitxt does not say its operators may run in several threads at once)."""
+    with _UNITXT_LOCK:
+        found = _METRICS.get(catalog)
+        if found is None:
+            from unitxt.artifact import fetch_artifact
+
+            metric, _ = fetch_artifact(catalog)
+            found = _METRICS[catalog] = (metric, threading.Lock())
+        return found
+
+
 def unitxt_import_s() -> float | None:
     """Seconds the first import of unitxt took in this process, or None before it."""
     return _UNITXT_IMPORT_S
 
 
+@functools.cache
 def unitxt_version() -> str | None:
-    """The installed unitxt version, or None when it is not installed."""
+    """The installed unitxt version, or None when it is not installed (looked up once per
+    process: the package metadata is read from disk)."""
     from importlib import metadata
 
     try:
@@ -107,8 +127,9 @@ def _finite(value: Any) -> float | None:
 class UnitxtEvaluator:
     """The unitxt RAG metrics ``faithfulness``, ``answer_correctness``, ``context_correctness``.
 
-    Each metric runs through ``unitxt.eval_utils.evaluate(df, metric_names=[...],
-    compute_conf_intervals=False)`` on the questions it applies to (see the module docstring
+    Each metric runs through ``unitxt.eval_utils.evaluate(rows, metric_names=[metric],
+    compute_conf_intervals=False)`` on the questions it applies to, with the metric object
+    fetched from unitxt's catalog once per process (see the module docstring
     for the formulas and what is unscorable); the interval of the mean is the BCa bootstrap
     of :func:`core.metrics.bootstrap.bootstrap_interval` over the per-question scores (the
     method unitxt itself uses, vectorised: unitxt's own bootstrap recomputes each resample's
@@ -162,11 +183,13 @@ class UnitxtEvaluator:
         catalog = UNITXT_METRICS[metric]
         evaluate = _unitxt_evaluate()
         try:
-            import pandas as pd
-
-            with warnings.catch_warnings():
+            # the list form of evaluate with the metric object: the catalog is read once per
+            # process, not once per call, and no DataFrame is built
+            unitxt_metric, lock = _unitxt_metric(catalog)
+            with lock, warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                results, _ = evaluate(pd.DataFrame(rows), metric_names=[catalog], compute_conf_intervals=False)
+                scored, _ = evaluate(rows, metric_names=[unitxt_metric], compute_conf_intervals=False)
+            values = [entry[unitxt_metric] for entry in scored]
         except Exception as exc:  # unitxt raises many types; one metric failing must not stop the report
             logger.warning("unitxt %s failed: %s: %s", metric, type(exc).__name__, exc)
             reason = f"unitxt failed: {type(exc).__name__}: {excerpt(str(exc), 200)}"
@@ -174,7 +197,7 @@ class UnitxtEvaluator:
                 scores[i] = QuestionScore(None, "failed", reason)
             return MetricScores([s for s in scores if s is not None])
         for j, i in enumerate(positions):
-            value = _finite(results[catalog].iloc[j])
+            value = _finite(values[j])
             scores[i] = (
                 QuestionScore(value) if value is not None
                 else QuestionScore(None, "failed", "unitxt returned no score for this question")

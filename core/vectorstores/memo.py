@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 from core.vectorstores.base import RetrievedChunk
+
+
+def _key(query: str, k: int, setup: dict[str, Any]) -> str:
+    """What a search is remembered by: the query, ``k`` and the setup."""
+    return json.dumps([query, int(k), setup], sort_keys=True, default=str, ensure_ascii=False)
 
 
 class SearchMemo:
@@ -42,7 +47,7 @@ class SearchMemo:
         Raises:
             whatever the wrapped store's search raises (a failed search is not remembered).
         """
-        key = json.dumps([query, int(k), setup], sort_keys=True, default=str, ensure_ascii=False)
+        key = _key(query, k, setup)
         with self._lock:
             found = self._results.get(key)
         if found is not None:
@@ -52,6 +57,34 @@ class SearchMemo:
             self._results[key] = hits
             self.searches += 1
         return list(hits)
+
+    def search_many(self, queries: Sequence[str], k: int = 10, **setup: Any) -> list[list[RetrievedChunk]]:
+        """:meth:`search` for each of ``queries``; those not remembered yet are searched
+        together through the wrapped store's own ``search_many`` when its class has one (one
+        request instead of one per query), else one by one.
+
+        Returns:
+            One result list per query, in the order of ``queries``.
+
+        Raises:
+            whatever the wrapped store's search raises (nothing is remembered then).
+        """
+        queries = list(queries)
+        keys = [_key(q, k, setup) for q in queries]
+        with self._lock:
+            todo = list(dict.fromkeys(q for q, key in zip(queries, keys) if key not in self._results))
+        if todo:
+            # the class, not the instance: a wrapper such as RerankingStore forwards unknown
+            # attributes to its inner store, whose search_many would skip the wrapper's work
+            many = getattr(type(self._store), "search_many", None)
+            found = (many(self._store, todo, k=k, **setup) if many is not None
+                     else [self._store.search(q, k=k, **setup) for q in todo])
+            new = {_key(q, k, setup): list(hits) for q, hits in zip(todo, found)}
+            with self._lock:
+                self._results.update(new)
+                self.searches += len(new)
+        with self._lock:
+            return [list(self._results[key]) for key in keys]
 
 
 __all__ = ["SearchMemo"]

@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 
 #: Rows per upsert request.
 UPSERT_BATCH = 2048
+#: Queries per search request of ``MilvusVectorStore.search_many``.
+SEARCH_BATCH = 256
+#: Longest wait, in seconds, for a new collection's indexes to be built.
+INDEX_WAIT_S = 120
 #: Attempts to open a client on a Milvus server before giving up.
 MAX_CONNECT_ATTEMPTS = 3
 #: Longest text Milvus's VARCHAR field holds, in bytes.
@@ -165,9 +169,39 @@ class MilvusVectorStore:
             schema.add_function(Function(name="text_bm25", function_type=FunctionType.BM25,
                                          input_field_names=["text"], output_field_names=["sparse"]))
             index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        client.create_collection(self.collection_name, schema=schema, index_params=index)
+        # The indexes are created apart and waited for here: create_collection(index_params=...)
+        # waits for each index with pymilvus's fixed half-second sleeps, even on an empty
+        # collection whose index is ready at once.
+        client.create_collection(self.collection_name, schema=schema)
+        client.create_index(self.collection_name, index, sync=False)
+        self._wait_for_indexes()
+        client.load_collection(self.collection_name)
         self._loaded = self._present = True
         self._has_keyword = self.keyword_index
+
+    def _wait_for_indexes(self) -> None:
+        """Wait until every index of the collection is built (``describe_index`` state
+        ``Finished``), polling after 10 ms, then twice as long each time up to half a second.
+
+        Raises:
+            StoreError: an index failed, or was not built within :data:`INDEX_WAIT_S` seconds.
+        """
+        deadline = time.monotonic() + INDEX_WAIT_S
+        wait = 0.01
+        for name in self.client.list_indexes(self.collection_name):
+            while True:
+                info = self.client.describe_index(self.collection_name, name) or {}
+                state = str(info.get("state", "Finished"))  # a server that gives no state has built it
+                if state == "Finished":
+                    break
+                if state == "Failed":
+                    raise StoreError(f"index {name} of collection {self.collection_name} failed: "
+                                     f"{info.get('index_state_fail_reason') or 'no reason given'}")
+                if time.monotonic() > deadline:
+                    raise StoreError(f"index {name} of collection {self.collection_name} was not built within "
+                                     f"{INDEX_WAIT_S} s (state {state})")
+                time.sleep(wait)
+                wait = min(2 * wait, 0.5)
 
     def has_keyword_index(self) -> bool:
         """True when the collection exists and has its BM25 ``sparse`` field (keyword and
@@ -284,9 +318,34 @@ class MilvusVectorStore:
             StoreError: the collection does not exist, or has no keyword index for a keyword
                 or hybrid search.
         """
+        return self.search_many([query], k, search_mode, ranker_strategy, ranker_k, ranker_alpha)[0]
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        search_mode: str = "vector",
+        ranker_strategy: str = "rrf",
+        ranker_k: int = 60,
+        ranker_alpha: float = 0.5,
+    ) -> list[list[RetrievedChunk]]:
+        """:meth:`search` for every query of ``queries`` with the same setup, in one request
+        per :data:`SEARCH_BATCH` queries (the queries embedded in one batch): the results are
+        those of one :meth:`search` per query, without a round trip per query.
+
+        Returns:
+            One list of at most ``k`` chunks (best first) per query, in the order of ``queries``.
+
+        Raises:
+            ConfigError: bad ``k`` or search settings.
+            StoreError: see :meth:`search`.
+        """
         setup = SearchSetup(search_mode, ranker_strategy, ranker_k, ranker_alpha)  # validates
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
+        queries = list(queries)
+        if not queries:
+            return []
         if not self._present:  # checked once: a search is one round trip, not two
             if not self.exists():
                 raise StoreError(f"collection {self.collection_name} does not exist: index the documents first")
@@ -295,38 +354,55 @@ class MilvusVectorStore:
             raise StoreError(f"collection {self.collection_name} has no keyword index (it was built for vector "
                              f"search only): {setup.search_mode} search needs it; index the documents again with it")
         self._ensure_loaded()
+        out: list[list[RetrievedChunk]] = []
+        for start in range(0, len(queries), SEARCH_BATCH):
+            out.extend(self._search_batch(queries[start:start + SEARCH_BATCH], k, setup))
+        return out
+
+    def _search_batch(self, queries: list[str], k: int, setup: SearchSetup) -> list[list[RetrievedChunk]]:
+        """One search request for ``queries`` (at most :data:`SEARCH_BATCH`)."""
         fields = ["text", "document_id", "sequence_number", "meta"]
         if setup.search_mode == "vector":
-            vector = self.embedding_model.embed_query(query)
-            hits = self.client.search(
-                self.collection_name, data=[vector.tolist()], anns_field="dense", limit=k,
+            vectors = self._query_vectors(queries)
+            found = self.client.search(
+                self.collection_name, data=vectors, anns_field="dense", limit=k,
                 output_fields=fields, search_params={"metric_type": "COSINE"},
-            )[0]
-            return self._to_chunks(hits, negate=False)
+            )
+            return [self._to_chunks(hits, negate=False) for hits in found]
         if setup.search_mode == "keyword":
-            hits = self.client.search(
-                self.collection_name, data=[query], anns_field="sparse", limit=k,
+            found = self.client.search(
+                self.collection_name, data=list(queries), anns_field="sparse", limit=k,
                 output_fields=fields, search_params={"metric_type": "BM25"},
-            )[0]
+            )
             # BM25 scores are >= 0 by definition; Milvus Lite (embedded or as a server) returns
             # them negated, a Milvus server does not. A negative score can only mean negation.
-            negate = any(float(h["distance"]) < 0 for h in hits)
-            return self._to_chunks(hits, negate=negate)
+            return [self._to_chunks(hits, negate=any(float(h["distance"]) < 0 for h in hits)) for hits in found]
         from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
 
         from core.vectorstores.fusion import DEFAULT_RRF_K, fusion_window
 
         window = fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
-        vector = self.embedding_model.embed_query(query)
-        dense = AnnSearchRequest(data=[vector.tolist()], anns_field="dense", param={"metric_type": "COSINE"},
-                                 limit=window)
-        sparse = AnnSearchRequest(data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=window)
+        dense = AnnSearchRequest(data=self._query_vectors(queries), anns_field="dense",
+                                 param={"metric_type": "COSINE"}, limit=window)
+        sparse = AnnSearchRequest(data=list(queries), anns_field="sparse", param={"metric_type": "BM25"}, limit=window)
         ranker = (
             RRFRanker(setup.ranker_k) if setup.ranker_strategy == "rrf"
             else WeightedRanker(setup.ranker_alpha, 1.0 - setup.ranker_alpha)
         )
-        hits = self.client.hybrid_search(self.collection_name, [dense, sparse], ranker=ranker, limit=k, output_fields=fields)[0]
-        return self._to_chunks(hits, negate=False)
+        found = self.client.hybrid_search(self.collection_name, [dense, sparse], ranker=ranker, limit=k,
+                                          output_fields=fields)
+        return [self._to_chunks(hits, negate=False) for hits in found]
+
+    def _query_vectors(self, queries: list[str]) -> list[list[float]]:
+        """The queries' vectors as lists: one query through ``embed_query``; several in one
+        ``embed_documents`` batch of the texts ``embed_query`` embeds (``query_text``: the
+        model's query instruction, then the query)."""
+        from core.models.embeddings import query_text
+
+        if len(queries) == 1:
+            return [self.embedding_model.embed_query(queries[0]).tolist()]
+        texts = [query_text(self.embedding_model, q) for q in queries]
+        return [row.tolist() for row in self.embedding_model.embed_documents(texts)]
 
     @staticmethod
     def _to_chunks(hits: Any, *, negate: bool) -> list[RetrievedChunk]:

@@ -237,3 +237,46 @@ def test_results_and_rows_carry_their_round_and_cost(data):
     rows = {r["key"]: r for r in experiment.build_report()["leaderboard"]}
     assert rows[first.key]["round"] == rows[second.key]["round"] == 1
     assert rows[first.key]["cost"] == spent and rows[second.key]["cost"] == {}
+
+
+class CountingFiles(LocalFiles):
+    """LocalFiles counting every read, look-up and listing by key."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.calls: list[tuple[str, str]] = []
+
+    def read_bytes(self, key):
+        self.calls.append(("read", key.rsplit("/", 1)[-1]))
+        return super().read_bytes(key)
+
+    def exists(self, key):
+        self.calls.append(("exists", key.rsplit("/", 1)[-1]))
+        return super().exists(key)
+
+    def list(self, prefix=""):
+        self.calls.append(("list", prefix.rsplit("/", 1)[-1]))
+        return super().list(prefix)
+
+
+def test_an_evaluation_reads_the_spec_and_the_study_once_and_looks_up_only_its_result(data):
+    experiment, _ = prepared(data)
+    (config,) = experiment.ask(1)
+    files = CountingFiles(data / "reports")
+    outcome = Experiment(files, "exp-1").evaluate(experiment.evaluation_request(config.to_dict()), ok(0.5))
+    assert outcome.status == "ok" and outcome.score == 0.5
+    assert files.calls == [("read", "study.json"), ("read", "spec.json"), ("exists", f"{config.key}.json")]
+    with pytest.raises(ConfigError, match="no experiment 'exp-2' is stored"):
+        Experiment(files, "exp-2").evaluate(experiment.evaluation_request(config.to_dict()), ok(0.5))
+
+
+def test_enqueued_keys_are_listed_once(data):
+    experiment, _ = prepared(data)
+    first, second = experiment.ask(2)
+    assert experiment.enqueued_keys() == set()
+    experiment.mark_enqueued(first.key)
+    files = CountingFiles(data / "reports")
+    again = Experiment(files, "exp-1")
+    assert again.enqueued_keys() == {first.key} and again.was_enqueued(first.key)
+    assert not again.was_enqueued(second.key)
+    assert files.calls[0] == ("list", "queued")
