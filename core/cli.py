@@ -184,14 +184,14 @@ def format_report(report: dict[str, Any]) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``ragtune evaluate --docs DIR --golden FILE``: evaluate every search setup, write the report."""
     from core.evaluation import EvaluateOptions, evaluate_retrieval
-    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, parse_thresholds, run_gate
+    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
     from core.settings import Settings
 
     settings = Settings.from_env()
     out, files, where = _output(args.out, settings)
-    thresholds = parse_thresholds(args.fail_under or [])
+    thresholds = list(args.fail_under or [])  # parsed by argparse (_threshold): a malformed one is exit 2
     if args.chunking == "hierarchical" and (args.chunk_size is not None or args.chunk_overlap is not None):
         print("ragtune evaluate: hierarchical chunking makes one chunk per document element and takes no "
               "--chunk-size or --chunk-overlap", file=sys.stderr)
@@ -574,6 +574,17 @@ def _csv(text: str | None, option: str = "") -> list[str]:
     return values
 
 
+def _threshold(text: str) -> Any:
+    """argparse ``type`` of ``--fail-under``: one :class:`core.evaluation.gate.Threshold`, or
+    ``argparse.ArgumentTypeError`` with the gate's message (so a malformed value is exit 2)."""
+    from core.evaluation.gate import parse_thresholds
+
+    try:
+        return parse_thresholds([text])[0]
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-under ")) from None
+
+
 def _csv_ints(text: str | None, option: str) -> list[int]:
     try:
         return list(dict.fromkeys(int(p) for p in _csv(text, option)))
@@ -843,7 +854,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", action="append", metavar="metadata.KEY",
                    help="also report every setup's metrics per value of this metadata key, with counts (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--fail-under", action="append", metavar="METRIC=V",
+    p.add_argument("--fail-under", action="append", metavar="METRIC=V", type=_threshold,
                    help="exit 4 when the chosen setup's METRIC (found@k, recall@k, precision@k, ndcg@k, mrr; at the "
                         "rank grain) is under V, e.g. --fail-under found@5=0.8 (repeatable)")
     p.add_argument("--setup", default="finds_the_most",
@@ -996,6 +1007,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except RagtuneError as exc:
         print(f"ragtune {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader of stdout left (``ragtune check ... | head``): stop quietly
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)  # as the Python docs advise, so the exit flush is quiet too
+        os.dup2(devnull, sys.stdout.fileno())
         return 1
     except OSError as exc:  # a path that cannot be read or written: say which, without a traceback
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""

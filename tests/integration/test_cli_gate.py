@@ -83,9 +83,13 @@ def test_golden_whose_documents_are_all_missing_is_exit_1(squad_dir, tmp_path, c
     assert not (tmp_path / "out" / "retrieval").exists()
 
 
-def test_unknown_baseline_and_bad_threshold_are_exit_1(squad_dir, golden, tmp_path, capsys):
-    assert _evaluate(squad_dir / "docs", golden, tmp_path, "--fail-under", "hits=1") == 1
-    assert "--fail-under 'hits=1'" in capsys.readouterr().err
+def test_unknown_baseline_is_exit_1_and_a_bad_threshold_is_usage_exit_2(squad_dir, golden, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        _evaluate(squad_dir / "docs", golden, tmp_path, "--fail-under", "hits=1")
+    assert exit_.value.code == 2  # bad usage, refused before any work
+    err = capsys.readouterr().err
+    assert "argument --fail-under: 'hits=1': use METRIC=VALUE" in err
+    assert not (tmp_path / "retrieval").exists()
     assert _evaluate(squad_dir / "docs", golden, tmp_path, "--baseline", "20990101T000000Z-000000") == 1
     assert "no run '20990101T000000Z-000000'" in capsys.readouterr().err
 
