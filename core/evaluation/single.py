@@ -487,12 +487,15 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
 
             setup = _search_setup(configuration)
             k = int(configuration.get("number_of_chunks", 5))
+            from core.models.embeddings import query_text
             from core.vectorstores.memo import SearchMemo
 
             # the answers are generated from the very chunks the retrieval metrics scored
             searched = SearchMemo(_with_reranker(store, configuration, context))
             t0 = time.perf_counter()
-            model.embed_documents([q.question for q in golden.questions])  # one batch; the searches hit the cache
+            # one batch of the very texts the searches and the answerer embed (embed_query adds the
+            # model's query instruction), so they all hit the cache
+            model.embed_documents([query_text(model, q.question) for q in golden.questions])
             rankings = {q.id: [h.chunk for h in searched.search(q.question, k=k, **setup.to_dict())]
                         for q in golden.questions}
             timings["retrieve_s"] = round(time.perf_counter() - t0, 3)
