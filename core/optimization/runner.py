@@ -319,8 +319,10 @@ def run_experiment(
     prev_timings = previous.get("timings_s") or {}
 
     # One-off start-up, timed once outside the evaluations: loading each embedding model (its
-    # context length was read while building the space), opening the vector store. The answer
-    # metrics' library is imported in the background meanwhile (see _import_in_background).
+    # context length was read while building the space), opening the vector store. Then the
+    # answer metrics' library starts importing in the background, overlapping the first
+    # evaluation (see _import_in_background); what of it is left when the first answers are
+    # scored is waited for there, in that evaluation's seconds.
     t0 = time.perf_counter()
     for model_id in dict.fromkeys(str(c) for c in space["embedding_model"].values):
         if model_id in embedding_models:
