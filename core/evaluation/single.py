@@ -488,12 +488,14 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
 
             setup = _search_setup(configuration)
             k = int(configuration.get("number_of_chunks", 5))
+            from core.models.embeddings import query_text
             from core.vectorstores.memo import SearchMemo
 
             # the answers are generated from the very chunks the retrieval metrics scored
             searched = SearchMemo(_with_reranker(store, configuration, context))
             t0 = time.perf_counter()
-            # one batch of query texts (the searches hit the cache), then every question searched
+            # one batch of the very texts the searches and the answerer embed (embed_query adds the
+            # model's query instruction), so they all hit the cache; then every question searched
             # in as few requests as the store allows
             model.embed_documents([query_text(model, q.question) for q in golden.questions])
             found = searched.search_many([q.question for q in golden.questions], k=k, **setup.to_dict())

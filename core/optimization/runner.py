@@ -29,6 +29,32 @@ logger = logging.getLogger(__name__)
 
 #: Worker threads when the models are endpoints (network-bound); a local model uses 1.
 DEFAULT_ENDPOINT_WORKERS = 4
+#: The module the answer metrics import on first use (unitxt, with pandas and datasets).
+ANSWER_METRICS_MODULE = "unitxt.eval_utils"
+
+
+def _import_in_background(module: str) -> Any:
+    """Start importing ``module`` in a daemon thread and return the thread.
+
+    An import is Python work that holds the interpreter lock for seconds, while the first
+    evaluation spends its first seconds in the embedding model, which releases it: importing
+    meanwhile overlaps the two instead of paying them one after the other. Whoever imports
+    ``module`` later waits for this import (Python's import lock) and gets the same module. A
+    failure here is only logged: the later import raises it again where it is handled (a
+    missing unitxt is a ``ConfigError`` of the unitxt metrics).
+    """
+    import importlib
+    import threading
+
+    def run() -> None:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - reported by the import that needs the module
+            logger.debug("background import of %s failed: %s: %s", module, type(exc).__name__, exc)
+
+    thread = threading.Thread(target=run, name=f"ragtune-import-{module}", daemon=True)
+    thread.start()
+    return thread
 
 
 @dataclass
@@ -293,8 +319,10 @@ def run_experiment(
     prev_timings = previous.get("timings_s") or {}
 
     # One-off start-up, timed once outside the evaluations: loading each embedding model (its
-    # context length was read while building the space), opening the vector store, importing
-    # the answer metrics' library.
+    # context length was read while building the space), opening the vector store. Then the
+    # answer metrics' library starts importing in the background, overlapping the first
+    # evaluation (see _import_in_background); what of it is left when the first answers are
+    # scored is waited for there, in that evaluation's seconds.
     t0 = time.perf_counter()
     for model_id in dict.fromkeys(str(c) for c in space["embedding_model"].values):
         if model_id in embedding_models:
@@ -302,7 +330,7 @@ def run_experiment(
     if isinstance(store_config, MilvusLiteConfig):
         context.vector_store(None, store_config, "ragtune_start_up").close()
     if context.with_answers:
-        import unitxt.eval_utils  # noqa: F401 - the answer metrics' import, paid once here
+        _import_in_background(ANSWER_METRICS_MODULE)
     startup_s = round(time.perf_counter() - t0 + space_s, 3)
 
     def progress() -> dict[str, Any]:

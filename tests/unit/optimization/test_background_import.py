@@ -1,0 +1,33 @@
+"""The runner's background import: the module ends up imported, once, and a module that cannot
+be imported only logs (the import that needs it raises where it is handled)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from core.optimization.runner import _import_in_background
+
+
+def test_the_module_is_imported_in_a_daemon_thread():
+    sys.modules.pop("colorsys", None)  # a small standard module nothing here has imported
+    thread = _import_in_background("colorsys")
+    assert thread.daemon
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert "colorsys" in sys.modules  # imported by the thread, before anything here imports it
+    loaded = sys.modules["colorsys"]
+    import colorsys  # the same module object, not a second import
+
+    assert colorsys is loaded
+    assert colorsys.rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)  # red: hue 0, full saturation and value
+
+
+def test_a_missing_module_only_logs(caplog):
+    with caplog.at_level(logging.DEBUG, logger="core.optimization.runner"):
+        thread = _import_in_background("no_such_module_for_ragtune")
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert "no_such_module_for_ragtune" not in sys.modules
+    assert any("background import of no_such_module_for_ragtune failed: ModuleNotFoundError" in r.getMessage()
+               for r in caplog.records)
