@@ -427,7 +427,11 @@ def compare_chunking(
                 raise ConfigError(f"the budget of {budget} characters is below the smallest chunk of {b.key} "
                                   f"({smallest} characters): nothing of it could be handed over; raise --budget")
 
-    model.embed_documents([q.question for q in questions])  # once, outside the timed searches
+    from core.models.embeddings import query_text
+
+    # once, outside the timed searches: the very texts the searches embed (with the model's query
+    # instruction), so each search finds its question's vector in the cache
+    model.embed_documents([query_text(model, q.question) for q in questions])
     outcomes: dict[str, dict[str, bool | None]] = {}
     rows: list[dict[str, Any]] = []
     answer_errors: list[dict[str, Any]] = []

@@ -104,7 +104,10 @@ def run_sweep(
     model = CachedEmbeddingModel(embedding_model or LocalEmbeddingModel(),
                                  EmbeddingCache(out_dir / "cache" / "embeddings.sqlite"))
     store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-    model.embed_documents([q.question for q in questions])
+    from core.models.embeddings import query_text
+
+    # once, outside the timed searches: the texts the searches embed (query instruction included)
+    model.embed_documents([query_text(model, q.question) for q in questions])
 
     rows: list[dict[str, Any]] = []
     build_rows: list[dict[str, Any]] = []
