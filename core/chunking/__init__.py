@@ -153,6 +153,8 @@ class TitleInText:
     """A chunker whose chunks get their document's title in front of their text: the line
     :func:`core.chunking.base.document_title` gives, unless the text already starts with it.
 
+    "Starts with it" means the title's words, in any case, followed by a non-alphanumeric
+    character or the end: ``park.txt`` starting "Parking garage B" still gets ``park`` in front.
     A chunk cut out of a document no longer says which document it is from; two documents
     that share most of their wording (two editions, two plans, two products) then give chunks
     that only their titles tell apart. The title line is part of the text that is embedded,
@@ -195,7 +197,9 @@ class TitleInText:
             if doc not in titles:
                 titles[doc] = document_title(doc)
             title = titles[doc]
-            if not title or c.text[:len(title)].casefold() == title.casefold():
+            head = c.text[:len(title) + 1]
+            if not title or (head[:len(title)].casefold() == title.casefold()
+                             and not head[len(title):].isalnum()):  # the text starts with the title as words
                 out.append(c)
                 continue
             text = f"{title}\n{c.text}"

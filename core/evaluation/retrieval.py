@@ -664,6 +664,7 @@ def evaluate_retrieval(
 
     corpus_id = corpus_fingerprint(documents)
     chunking = {"method": chunker.name, **chunker.params()}
+    chunking.setdefault("embed_title", False)  # said either way (TitleInText adds it when on)
     stores: dict[str, Any] = {}
     indexing_models: list[dict[str, Any]] = []
     questions = golden.questions

@@ -51,6 +51,13 @@ def test_each_chunk_leads_with_its_documents_title_and_keeps_it_in_the_metadata(
     assert c == p  # the text already starts with the title (in any case): not repeated
 
 
+def test_a_text_that_starts_with_the_titles_letters_but_not_its_word_still_gets_the_title():
+    docs = [_doc("park.txt", "Parking garage B opens at six."), _doc("Park.md", "Park rules: no fires.")]
+    chunks = {c.document_id: c for c in get_chunker("recursive", 256, 0).chunk(docs)}
+    assert chunks["park.txt"].text == "park\nParking garage B opens at six."
+    assert chunks["Park.md"].text == "Park rules: no fires."  # "Park" then ":" is the title as a word
+
+
 def test_params_say_so_and_the_inner_chunker_shows_through():
     chunker = get_chunker("fixed", 64, 8)
     assert isinstance(chunker, TitleInText)
