@@ -999,10 +999,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_remote_address(text: str) -> bool:
+    from core.inputs import is_remote
+
+    return is_remote(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ragtune`` command; returns the exit code."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    docs = getattr(args, "docs", None)
+    if isinstance(docs, str) and docs and not _is_remote_address(docs) and not Path(docs).is_dir():
+        # every command that reads a documents folder: say so before any work, not that no
+        # expected document is in it
+        what = "is not a folder" if Path(docs).exists() else "does not exist"
+        print(f"ragtune {args.command}: --docs {docs} {what}", file=sys.stderr)
+        return 1
     try:
         return int(args.func(args))
     except RagtuneError as exc:
