@@ -212,7 +212,7 @@ def test_semantic_chunker_splits_where_the_topic_changes():
     doc = DoclingDocument(name="t.txt")
     doc.add_text(label=DocItemLabel.TEXT, text="The dental plan. More dental cover. Dental claims. "
                                                "Travel by train. Travel by air. Travel claims.")
-    chunks = get_chunker("semantic", 256, 0, embedding_model=TwoTopics()).chunk(
+    chunks = get_chunker("semantic", 256, 0, embed_title=False, embedding_model=TwoTopics()).chunk(
         [LoadedDocument(document_id="t.txt", document=doc, sha256="3" * 64)])
     assert [c.text for c in chunks] == ["The dental plan. More dental cover. Dental claims.",
                                         "Travel by train. Travel by air. Travel claims."]
