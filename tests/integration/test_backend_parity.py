@@ -30,6 +30,7 @@ from tests.support.services import service
 from core.evaluation import EvaluateOptions, evaluate_retrieval
 from core.models import LocalEmbeddingModel
 from core.vectorstores import MilvusConfig, PGVectorConfig, SearchSetup, get_vector_store
+from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -65,9 +66,7 @@ def model() -> LocalEmbeddingModel:
 @pytest.fixture(scope="module")
 def squad_subset(squad_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A golden file holding the first :data:`N_QUESTIONS` lines of squad-mini's."""
-    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:N_QUESTIONS]
-    path = tmp_path_factory.mktemp("golden") / "golden.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = first_questions(squad_dir / "golden.jsonl", N_QUESTIONS, tmp_path_factory.mktemp("golden"))
     return path
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from core.evaluation import EvaluateOptions, evaluate_retrieval
 from core.models import LocalEmbeddingModel
+from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -24,9 +25,7 @@ def model():
 @pytest.fixture(scope="module")
 def squad_subset(squad_dir, tmp_path_factory) -> Path:
     """The first N_QUESTIONS golden lines of squad-mini (every search setup runs on each)."""
-    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:N_QUESTIONS]
-    path = tmp_path_factory.mktemp("golden") / "golden.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = first_questions(squad_dir / "golden.jsonl", N_QUESTIONS, tmp_path_factory.mktemp("golden"))
     return path
 
 

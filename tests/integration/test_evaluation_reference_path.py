@@ -18,6 +18,7 @@ from core.golden import read_golden
 from core.metrics.retrieval import DEFAULT_KS, GRAINS, evaluate_rankings
 from core.metrics.unitxt_metrics import UNITXT_METRICS
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
+from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -33,9 +34,7 @@ SETUPS = {
 
 @pytest.fixture(scope="module")
 def setting(squad_dir, tmp_path_factory):
-    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:12]
-    golden_path = tmp_path_factory.mktemp("g") / "golden.jsonl"
-    golden_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    golden_path = first_questions(squad_dir / "golden.jsonl", 12, tmp_path_factory.mktemp("g"))
     context = EvaluationContext(out_dir=tmp_path_factory.mktemp("out"),
                                 embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()})
     return Corpus.load(squad_dir / "docs"), read_golden(golden_path), context

@@ -12,6 +12,7 @@ from core.evaluation.single import Corpus, EvaluationContext, run_single_evaluat
 from core.golden import read_golden
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
 from tests.integration.test_vectorstore_contract import BACKENDS, config_for
+from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -25,9 +26,7 @@ HYBRID = dict(VECTOR, search_mode="hybrid", ranker_strategy="rrf", ranker_k=60)
 
 @pytest.fixture(scope="module")
 def data(squad_dir, tmp_path_factory):
-    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:20]
-    path = tmp_path_factory.mktemp("g") / "golden.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = first_questions(squad_dir / "golden.jsonl", 20, tmp_path_factory.mktemp("g"))
     return Corpus.load(squad_dir / "docs"), read_golden(path), LocalEmbeddingModel()
 
 

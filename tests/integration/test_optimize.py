@@ -10,15 +10,14 @@ import pytest
 
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
 from core.optimization.runner import ExperimentOptions, run_experiment
+from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def golden(squad_dir, tmp_path_factory):
-    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:15]
-    path = tmp_path_factory.mktemp("g") / "golden.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = first_questions(squad_dir / "golden.jsonl", 15, tmp_path_factory.mktemp("g"))
     return path
 
 

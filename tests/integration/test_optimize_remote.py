@@ -13,6 +13,7 @@ import pytest
 from core.cli import main
 from core.reports import open_files
 from tests.support.services import delete_bucket, new_s3_bucket, service
+from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -22,9 +23,7 @@ SPACE = ["--set", "chunking_method=recursive", "--set", "chunk_size=256", "--set
 
 @pytest.fixture(scope="module")
 def golden(squad_dir, tmp_path_factory):
-    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:10]
-    path = tmp_path_factory.mktemp("g") / "golden.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = first_questions(squad_dir / "golden.jsonl", 10, tmp_path_factory.mktemp("g"))
     return path
 
 

@@ -11,6 +11,7 @@ from core.evaluation.single import Corpus, EvaluationContext, run_single_evaluat
 from core.optimization import Configuration
 from core.golden import read_golden
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
+from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -23,9 +24,7 @@ BASE = {
 
 @pytest.fixture(scope="module")
 def setting(squad_dir, tmp_path_factory):
-    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:20]
-    golden_path = tmp_path_factory.mktemp("g") / "golden.jsonl"
-    golden_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    golden_path = first_questions(squad_dir / "golden.jsonl", 20, tmp_path_factory.mktemp("g"))
     corpus = Corpus.load(squad_dir / "docs")
     context = EvaluationContext(out_dir=tmp_path_factory.mktemp("out"),
                                 embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()})

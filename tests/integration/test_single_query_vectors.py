@@ -19,6 +19,7 @@ from core.models.embeddings import query_text, text_sha256
 from core.models.local import local_embedding_model
 from core.rag import ExtractiveGenerator
 from core.vectorstores import MilvusLiteConfig
+from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -32,9 +33,7 @@ CONFIG = {
 
 @pytest.fixture(scope="module")
 def evaluated(squad_dir, tmp_path_factory):
-    lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:20]
-    golden_path = tmp_path_factory.mktemp("g") / "golden.jsonl"
-    golden_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    golden_path = first_questions(squad_dir / "golden.jsonl", 20, tmp_path_factory.mktemp("g"))
     golden = read_golden(golden_path)
     model = local_embedding_model(MODEL_ID)
     context = EvaluationContext(out_dir=tmp_path_factory.mktemp("out"), embedding_models={MODEL_ID: model})

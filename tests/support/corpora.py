@@ -37,3 +37,15 @@ def write_topic_corpus(root: Path) -> tuple[Path, Path]:
     golden.write_text("".join(json.dumps({"id": i, "question": q, "expected": [d], "evidence": [e]}) + "\n"
                               for i, q, d, e in QUESTIONS), encoding="utf-8")
     return docs, golden
+
+
+def first_questions(golden: Path, n: int, folder: Path) -> Path:
+    """Write the first ``n`` lines of the golden file ``golden`` to ``folder/golden.jsonl``.
+
+    Returns:
+        The new golden file's path.
+    """
+    lines = golden.read_text(encoding="utf-8").splitlines()[:n]
+    path = folder / "golden.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
