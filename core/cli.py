@@ -46,12 +46,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if not documents:
                 print(f"ragtune check: --docs {shown_address(args.docs)} holds no documents", file=sys.stderr)
                 return 1
-        else:
-            docs = Path(args.docs)
-            if not docs.is_dir():
-                print(f"ragtune check: --docs {docs} is not a folder", file=sys.stderr)
-                return 1
-            documents = list_document_ids(docs)
+        else:  # main() has checked that a local --docs is a folder
+            documents = list_document_ids(Path(args.docs))
     check = check_golden(args.golden, documents=documents,
                          limits=CheckLimits.unbounded() if args.all else DEFAULT_LIMITS)
     if args.docs:  # stale evidence and pages past the end need the documents themselves
@@ -999,18 +995,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _is_remote_address(text: str) -> bool:
-    from core.inputs import is_remote
-
-    return is_remote(text)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ragtune`` command; returns the exit code."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from core.inputs import is_remote
+
     docs = getattr(args, "docs", None)
-    if isinstance(docs, str) and docs and not _is_remote_address(docs) and not Path(docs).is_dir():
+    if isinstance(docs, str) and docs and not is_remote(docs) and not Path(docs).is_dir():
         # every command that reads a documents folder: say so before any work, not that no
         # expected document is in it
         what = "is not a folder" if Path(docs).exists() else "does not exist"

@@ -488,7 +488,6 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
 
             setup = _search_setup(configuration)
             k = int(configuration.get("number_of_chunks", 5))
-            from core.models.embeddings import query_text
             from core.vectorstores.memo import SearchMemo
 
             # the answers are generated from the very chunks the retrieval metrics scored

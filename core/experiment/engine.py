@@ -197,10 +197,6 @@ class Experiment:
         config = Configuration(configuration)
         return EvaluationRequest(self.experiment_id, config.key, config.to_dict())
 
-    def was_enqueued(self, key: str) -> bool:
-        """Whether configuration ``key``'s evaluation message was sent already."""
-        return self._has(f"queued/{key}")
-
     def enqueued_keys(self) -> set[str]:
         """The configuration keys whose evaluation messages were sent (one listing, not one
         look-up per key)."""
