@@ -127,12 +127,165 @@ def space(n: int) -> dict[str, list[Any]]:
             "number_of_chunks": ks}
 
 
-def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: str, app: Any, n: int,
-        out_root: Path) -> dict:
-    """One cold experiment with ``workers`` queue workers; returns its wall time and counts."""
+def _poll(queue_client: Any, evaluate: Any, client: Any, finished: threading.Event, on_done: Any) -> None:
+    """One queue worker: take messages off the queue and run ``evaluate`` (the queue trigger)
+    on each until ``finished`` is set, polling an empty queue with an exponential back-off
+    from ``POLL_MIN_S`` to ``POLL_MAX_S`` as a host's queue listener does; ``on_done`` is
+    called after each message."""
+    import azure.functions as func
+
+    wait = POLL_MIN_S
+    while not finished.is_set():
+        messages = list(queue_client.receive_messages(max_messages=1, visibility_timeout=600))
+        if not messages:  # an empty queue: poll again later, sooner when the run ends
+            finished.wait(wait)
+            wait = min(2 * wait, POLL_MAX_S)
+            continue
+        wait = POLL_MIN_S
+        m = messages[0]
+        body = base64.b64decode(m.content)
+        asyncio.run(evaluate(func.QueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt), client))
+        queue_client.delete_message(m)
+        on_done()
+
+
+def _count(lock: threading.Lock, done: dict, n: int, finished: threading.Event) -> None:
+    with lock:
+        done["n"] += 1
+        if done["n"] >= n:
+            finished.set()
+
+
+def _warm() -> None:
+    """What a warm instance has loaded before its next message: the modules an evaluation
+    imports and the unitxt metrics (fetched from the catalog once per process)."""
+    import core.evaluation.single  # noqa: F401
+    import core.experiment.prepare  # noqa: F401
+    import core.vectorstores.milvus  # noqa: F401
+    import openai  # noqa: F401
+    import pymilvus  # noqa: F401
+    from core.metrics.unitxt_metrics import UNITXT_METRICS, _unitxt_evaluate, _unitxt_metric
+
+    _unitxt_evaluate()
+    for catalog in UNITXT_METRICS.values():
+        _unitxt_metric(catalog)
+
+
+def _host(conn: Any, env: dict, threads: int, azurite: str, queue: str) -> None:
+    """A host process (an instance of the app) with ``threads`` queue workers: warm up, say
+    ``"ready"``, start on ``"go"``, send ``("done", raised events)`` after each message, and
+    stop on ``"stop"``."""
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
     from azure.storage.queue import QueueClient
 
-    import azure.functions as func
+    import function_app
+    from tests.support.durable import RecordingClient
+
+    fn = {f.get_function_name(): f for f in function_app.app.get_functions()}["evaluate_from_queue"]
+    evaluate = getattr(fn.get_user_function(), "client_function", fn.get_user_function())
+    _warm()
+    conn.send("ready")
+    if conn.recv() != "go":
+        return
+    finished = threading.Event()
+    send = threading.Lock()
+    clients = [RecordingClient() for _ in range(threads)]
+
+    def worker(client: Any) -> None:
+        queue_client = QueueClient.from_connection_string(azurite, queue)
+
+        def on_done() -> None:
+            with send:
+                conn.send(("done", list(client.raised)))
+                client.raised.clear()
+        _poll(queue_client, evaluate, client, finished, on_done)
+
+    pool = [threading.Thread(target=worker, args=(c,), daemon=True) for c in clients]
+    for t in pool:
+        t.start()
+    conn.recv()  # "stop"
+    finished.set()
+    for t in pool:
+        t.join()
+
+
+class Hosts:
+    """``processes`` host processes sharing ``workers`` queue workers (as evenly as they go),
+    each with an output folder of its own (an instance's local disk: its own caches and
+    Milvus Lite database), all taking messages off the same queue.
+
+    Args:
+        processes: host processes (1 <= processes <= workers).
+        workers: queue workers in all.
+        env: the app's settings.
+        out_dir: the folder under which each host gets ``host-<i>``.
+        azurite: the storage connection string.
+        queue: the evaluations queue.
+        n: messages in the run (the hosts stop when that many are done).
+    """
+
+    def __init__(self, processes: int, workers: int, *, env: dict, out_dir: Path, azurite: str, queue: str,
+                 n: int) -> None:
+        self.n = n
+        self._args = []
+        for i in range(processes):
+            threads = workers // processes + (1 if i < workers % processes else 0)
+            self._args.append((dict(env, RAGTUNE_OUT_DIR=str(out_dir / f"host-{i}")), threads, azurite, queue))
+        self._conns: list = []
+        self._procs: list = []
+
+    def start(self) -> None:
+        """Start every host and wait until each is warm."""
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        for args in self._args:
+            parent, child = context.Pipe()
+            proc = context.Process(target=_host, args=(child, *args), daemon=True)
+            proc.start()
+            self._conns.append(parent)
+            self._procs.append(proc)
+        for conn in self._conns:
+            if not conn.poll(600) or conn.recv() != "ready":
+                raise SystemExit("a host process did not start within 600 s")
+
+    def run(self) -> list:
+        """Let the hosts work until ``n`` messages are done; returns the events they raised."""
+        from multiprocessing.connection import wait
+
+        for conn in self._conns:
+            conn.send("go")
+        raised: list = []
+        done = 0
+        while done < self.n:
+            for conn in wait(self._conns, timeout=600):
+                kind, events = conn.recv()
+                done += 1
+                raised.extend(events)
+        return raised
+
+    def stop(self) -> None:
+        """Stop every host."""
+        for conn in self._conns:
+            try:
+                conn.send("stop")
+            except (BrokenPipeError, OSError):
+                pass
+        for proc in self._procs:
+            proc.join(timeout=60)
+            if proc.is_alive():
+                proc.terminate()
+
+
+def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: str, app: Any, n: int,
+        out_root: Path, processes: int = 0) -> dict:
+    """One cold experiment with ``workers`` queue workers, as threads of this process
+    (``processes`` 0) or spread over ``processes`` host processes of their own; returns its
+    wall time and counts."""
+    from azure.storage.queue import QueueClient
+
     import functions.experiments as experiments
     from tests.support.durable import RecordingClient, ReplayHost
 
@@ -153,38 +306,33 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
         return getattr(fn, "client_function", fn)
 
     client = RecordingClient()
-    evaluate = user("evaluate_from_queue")
-    queue_client = QueueClient.from_connection_string(azurite, queue)
-    lock = threading.Lock()
-    done = {"n": 0}
-    finished = threading.Event()
+    if processes:
+        hosts = Hosts(processes, workers, env=dict(os.environ), out_dir=out_root / run_id, azurite=azurite,
+                      queue=queue, n=n)
 
-    def worker() -> None:
-        wait = POLL_MIN_S
-        while not finished.is_set():
-            messages = list(queue_client.receive_messages(max_messages=1, visibility_timeout=600))
-            if not messages:  # an empty queue: poll again later, sooner when the run ends
-                finished.wait(wait)
-                wait = min(2 * wait, POLL_MAX_S)
-                continue
-            wait = POLL_MIN_S
-            m = messages[0]
-            body = base64.b64decode(m.content)
-            asyncio.run(evaluate(func.QueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt), client))
-            queue_client.delete_message(m)
-            with lock:
-                done["n"] += 1
-                if done["n"] >= n:
-                    finished.set()
+        def event(name: str) -> Any:
+            if not any(e == name for _, e, _ in client.raised):
+                client.raised.extend(hosts.run())
+            return next((data for _, e, data in client.raised if e == name), None)
+    else:
+        hosts = None
+        evaluate = user("evaluate_from_queue")
+        queue_client = QueueClient.from_connection_string(azurite, queue)
+        lock = threading.Lock()
+        done = {"n": 0}
+        finished = threading.Event()
 
-    def event(name: str) -> Any:
-        if not any(e == name for _, e, _ in client.raised) and workers == 1:
-            worker()  # in this thread (a profiler then sees it)
-        elif not any(e == name for _, e, _ in client.raised):
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for future in [pool.submit(worker) for _ in range(workers)]:
-                    future.result()
-        return next((data for _, e, data in client.raised if e == name), None)
+        def worker() -> None:
+            _poll(queue_client, evaluate, client, finished, lambda: _count(lock, done, n, finished))
+
+        def event(name: str) -> Any:
+            if not any(e == name for _, e, _ in client.raised) and workers == 1:
+                worker()  # in this thread (a profiler then sees it)
+            elif not any(e == name for _, e, _ in client.raised):
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    for future in [pool.submit(worker) for _ in range(workers)]:
+                        future.result()
+            return next((data for _, e, data in client.raised if e == name), None)
 
     spent: dict[str, float] = {}
 
@@ -206,9 +354,15 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
                "documents": f"{blob_endpoint}/{inputs}/docs", "space": space(n), "optimizer": "random",
                "max_evals": n, "seed": 0, "objective": "mrr", "vector_store": None}
     requests_before = app.requests()
-    t0 = time.perf_counter()
-    status, out = ReplayHost(orchestrator, activities, event, instance_id=request["experiment_id"]).run(request)
-    wall = time.perf_counter() - t0
+    try:
+        if hosts is not None:
+            hosts.start()  # started, imported and ready before the clock starts, as warm instances are
+        t0 = time.perf_counter()
+        status, out = ReplayHost(orchestrator, activities, event, instance_id=request["experiment_id"]).run(request)
+        wall = time.perf_counter() - t0
+    finally:
+        if hosts is not None:
+            hosts.stop()
     if status != "completed":
         raise SystemExit(f"the experiment with {workers} workers failed: {out}")
     from statistics import median
@@ -219,7 +373,7 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
     results = Experiment(Settings.from_env().report_store().files, request["experiment_id"]).results().values()
     parts = {name: round(median((r.get("timings") or {}).get(name, 0.0) for r in results), 2)
              for name in ("chunk_s", "index_s", "retrieve_s", "answers_s", "total_s")}
-    return {"workers": workers, "wall_s": wall, "evaluated": out["evaluated"], "best_score": out["best_score"],
+    return {"workers": workers, "processes": processes, "wall_s": wall, "evaluated": out["evaluated"], "best_score": out["best_score"],
             "requests": app.requests() - requests_before, "median_timings_s": parts,
             "activities_s": {k: round(v, 2) for k, v in spent.items()}}
 
@@ -230,6 +384,10 @@ def main() -> int:
     parser.add_argument("--evaluations", type=int, default=16, help="configurations evaluated (default 16)")
     parser.add_argument("--workers", default="1,8", help="queue workers per run, comma-separated (default 1,8)")
     parser.add_argument("--questions", type=int, default=20, help="first N questions of squad-mini (default 20)")
+    parser.add_argument("--processes", default="each",
+                        help="host processes the workers run in: 'each' (default: one per worker, as the "
+                             "instances of a scaled-out app), N (the workers spread over at most N), or 0 (all "
+                             "of them threads of this process)")
     parser.add_argument("--delay-ms", type=float, default=300.0, help="the endpoint's delay per request (default 300)")
     args = parser.parse_args()
     azurite = os.environ.get("RAGTUNE_TEST_AZURITE_CONNECTION_STRING")
@@ -239,6 +397,11 @@ def main() -> int:
         return 1
     blob_endpoint = next(p.split("=", 1)[1].rstrip("/") for p in azurite.split(";") if p.lower().startswith("blobendpoint="))
     workers = [int(w) for w in args.workers.split(",")]
+    if args.processes != "each" and not args.processes.isdigit():
+        parser.error(f"--processes: 'each' or a whole number, not {args.processes!r}")
+
+    def processes(w: int) -> int:
+        return w if args.processes == "each" else min(w, int(args.processes))
 
     from azure.storage.blob import BlobServiceClient
 
@@ -270,7 +433,7 @@ def main() -> int:
                 out_root=Path(tmp))
             for w in workers:
                 results.append(run(w, fns=fns, azurite=azurite, blob_endpoint=blob_endpoint, inputs=inputs, app=app,
-                                   n=args.evaluations, out_root=Path(tmp)))
+                                   n=args.evaluations, out_root=Path(tmp), processes=processes(w)))
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -281,7 +444,8 @@ def main() -> int:
           f"through prepare, the orchestrator (SDK replay), the Azurite queue and evaluate_from_queue; "
           f"embedding and chat endpoint answering after {args.delay_ms:.0f} ms; each run cold")
     for r in results:
-        print(f"{r['workers']:>2} worker(s): {r['wall_s']:6.1f} s wall, {r['evaluated']} evaluated, "
+        where = (f"in {r['processes']} host process(es)" if r["processes"] else "as threads of one process")
+        print(f"{r['workers']:>2} worker(s) {where}: {r['wall_s']:6.1f} s wall, {r['evaluated']} evaluated, "
               f"{r['requests']} endpoint requests, best mrr {r['best_score']:.4f}; median per evaluation: "
               + ", ".join(f"{k} {v}" for k, v in r["median_timings_s"].items())
               + "; activities: " + ", ".join(f"{k} {v} s" for k, v in r["activities_s"].items()))

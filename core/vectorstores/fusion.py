@@ -1,7 +1,8 @@
 """Fusing a dense ranking and a keyword ranking outside the database: RRF and weighted sums.
 
-Stores that cannot fuse inside the database (PostgreSQL) run both searches and call
-:func:`rrf_fuse` or :func:`weighted_fuse`; the formulas and the normalisation follow Milvus's
+Every store runs both searches and calls :func:`rrf_fuse` or :func:`weighted_fuse`: PostgreSQL
+cannot fuse inside the database, and Milvus Lite's own ``hybrid_search`` gets the keyword leg
+wrong (see ``core.vectorstores.milvus``); the formulas and the normalisation follow Milvus's
 ``RRFRanker`` and ``WeightedRanker`` so a configuration scores the same way on either backend.
 
 A ranking is a list of ``(id, score)`` pairs, best first, as a search returns it: position

@@ -3,7 +3,9 @@
 Schema per collection: ``id`` (VARCHAR primary key = chunk id), ``text`` (VARCHAR with an
 analyzer), ``dense`` (FLOAT_VECTOR, cosine), ``sparse`` (SPARSE_FLOAT_VECTOR filled by
 pymilvus's BM25 function from ``text``), ``document_id``, ``sequence_number`` and ``meta``
-(JSON: pages, headings).
+(JSON: pages, headings). Hybrid search runs the dense and the BM25 search and fuses them with
+:mod:`core.vectorstores.fusion` (Milvus's ``RRFRanker`` and ``WeightedRanker`` formulas), not
+with Milvus's ``hybrid_search``: see ``MilvusVectorStore._search_batch``.
 
 References:
     Milvus full-text search (BM25 function) and hybrid search with ``RRFRanker`` /
@@ -47,7 +49,8 @@ MAX_TEXT_BYTES = 65535
 
 @dataclass(frozen=True)
 class MilvusLiteConfig:
-    """Embedded Milvus Lite in a local file (a folder-like ``.db``; one process at a time).
+    """Embedded Milvus Lite in a local ``.db`` (a file for Milvus Lite 2, a folder for 3; one
+    process at a time, see :func:`lite_engine`).
 
     Attributes:
         path: the ``.db`` path; its parent folder is created.
@@ -304,8 +307,10 @@ class MilvusVectorStore:
             query: the question text; embedded with the store's model for dense search.
             k: results to return (>= 1).
             search_mode: ``"vector"``, ``"keyword"`` (BM25) or ``"hybrid"`` (both, fused).
-            ranker_strategy: ``"rrf"`` (``RRFRanker(ranker_k)``) or ``"weighted"``
-                (``WeightedRanker(ranker_alpha, 1 - ranker_alpha)``, dense first) for hybrid.
+            ranker_strategy: ``"rrf"`` (:func:`~core.vectorstores.fusion.rrf_fuse` with
+                ``ranker_k``, Milvus's ``RRFRanker``) or ``"weighted"``
+                (:func:`~core.vectorstores.fusion.weighted_fuse`, dense weight ``ranker_alpha``,
+                Milvus's ``WeightedRanker(ranker_alpha, 1 - ranker_alpha)``) for hybrid.
             ranker_k: RRF constant.
             ranker_alpha: dense weight for weighted fusion.
 
@@ -330,8 +335,9 @@ class MilvusVectorStore:
         ranker_alpha: float = 0.5,
     ) -> list[list[RetrievedChunk]]:
         """:meth:`search` for every query of ``queries`` with the same setup, in one request
-        per :data:`SEARCH_BATCH` queries (the queries embedded in one batch): the results are
-        those of one :meth:`search` per query, without a round trip per query.
+        per :data:`SEARCH_BATCH` queries (two for hybrid search: one per leg; the queries
+        embedded in one batch): the results are those of one :meth:`search` per query, without
+        a round trip per query.
 
         Returns:
             One list of at most ``k`` chunks (best first) per query, in the order of ``queries``.
@@ -377,21 +383,35 @@ class MilvusVectorStore:
             # BM25 scores are >= 0 by definition; Milvus Lite (embedded or as a server) returns
             # them negated, a Milvus server does not. A negative score can only mean negation.
             return [self._to_chunks(hits, negate=any(float(h["distance"]) < 0 for h in hits)) for hits in found]
-        from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
+        from core.vectorstores.fusion import DEFAULT_RRF_K, fusion_window, rrf_fuse, weighted_fuse
 
-        from core.vectorstores.fusion import DEFAULT_RRF_K, fusion_window
-
+        # Hybrid: both legs searched here, one request each for all the queries, and fused with
+        # core.vectorstores.fusion (Milvus's RRFRanker and WeightedRanker formulas, as for
+        # pgvector). Milvus Lite 2.5.1's own hybrid_search scores the keyword leg with other
+        # BM25 statistics than its keyword search does, and fuses the second and later queries
+        # of one request by wrongly counted ranks.
         window = fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
-        dense = AnnSearchRequest(data=self._query_vectors(queries), anns_field="dense",
-                                 param={"metric_type": "COSINE"}, limit=window)
-        sparse = AnnSearchRequest(data=list(queries), anns_field="sparse", param={"metric_type": "BM25"}, limit=window)
-        ranker = (
-            RRFRanker(setup.ranker_k) if setup.ranker_strategy == "rrf"
-            else WeightedRanker(setup.ranker_alpha, 1.0 - setup.ranker_alpha)
+        dense_found = self.client.search(
+            self.collection_name, data=self._query_vectors(queries), anns_field="dense", limit=window,
+            output_fields=fields, search_params={"metric_type": "COSINE"},
         )
-        found = self.client.hybrid_search(self.collection_name, [dense, sparse], ranker=ranker, limit=k,
-                                          output_fields=fields)
-        return [self._to_chunks(hits, negate=False) for hits in found]
+        sparse_found = self.client.search(
+            self.collection_name, data=list(queries), anns_field="sparse", limit=window,
+            output_fields=fields, search_params={"metric_type": "BM25"},
+        )
+        out = []
+        for dense_hits, sparse_hits in zip(dense_found, sparse_found):
+            by_id = {hit["id"]: hit for hit in list(sparse_hits) + list(dense_hits)}
+            sign = -1.0 if any(float(h["distance"]) < 0 for h in sparse_hits) else 1.0
+            dense = [(h["id"], float(h["distance"])) for h in dense_hits]
+            sparse = [(h["id"], sign * float(h["distance"])) for h in sparse_hits]
+            fused = (
+                rrf_fuse(dense, sparse, k=setup.ranker_k, limit=k) if setup.ranker_strategy == "rrf"
+                else weighted_fuse(dense, sparse, alpha=setup.ranker_alpha, limit=k)
+            )
+            out.append(self._to_chunks([{"id": item_id, "distance": score, "entity": by_id[item_id]["entity"]}
+                                        for item_id, score in fused], negate=False))
+        return out
 
     def _query_vectors(self, queries: list[str]) -> list[list[float]]:
         """The queries' vectors as lists: one query through ``embed_query``; several in one
@@ -454,11 +474,50 @@ class _Capture(logging.Handler):
             self.reasons.append(record.getMessage())
 
 
+def lite_engine() -> int:
+    """The major version of the installed Milvus Lite: 2 runs the Milvus engine as a native
+    binary in a child process, on a ``.db`` file; 3 is a pure-Python engine in this process,
+    on a ``.db`` folder.
+
+    Raises:
+        StoreError: Milvus Lite is not installed.
+    """
+    from importlib import metadata
+
+    try:
+        return int(metadata.version("milvus-lite").split(".")[0])
+    except metadata.PackageNotFoundError as exc:
+        raise StoreError("Milvus Lite is not installed: pip install milvus-lite") from exc
+
+
+class _RootCapture(logging.Filter):
+    """Keeps, and drops, what Milvus Lite 2 logs on the root logger while it starts (its
+    "the file has been opened by another program"), so its failure is told in one message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasons: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "milvus_lite" in (record.pathname or ""):
+            self.reasons.append(record.getMessage())
+            return False
+        return True
+
+
 def _open_lite(path: str) -> Any:
+    import warnings
+
     from pymilvus import MilvusClient
 
     target = Path(path)
-    if target.exists() and not target.is_dir():
+    engine = lite_engine()
+    if engine < 3 and target.is_dir():
+        raise StoreError(
+            f"{target} is a folder (a database of Milvus Lite 3, whose engine runs in Python), not a "
+            "Milvus Lite 2 database file: remove it or choose another output folder"
+        )
+    if engine >= 3 and target.exists() and not target.is_dir():
         raise StoreError(
             f"{target} is a file, not a Milvus Lite database folder: remove it or choose another output folder"
         )
@@ -468,23 +527,29 @@ def _open_lite(path: str) -> Any:
         grpc_log.addFilter(_LITE_FILTER)
     lite_log = logging.getLogger("milvus_lite")
     capture = _Capture()
+    root = _RootCapture()
     propagate = lite_log.propagate
     lite_log.addHandler(capture)
     lite_log.propagate = False
+    logging.getLogger().addFilter(root)
     try:
-        # Milvus Lite runs a local gRPC server too: no keepalive pings while idle, or it answers
-        # with GOAWAY "too_many_pings" (logged on stderr) after about a minute without calls.
-        return MilvusClient(str(target), grpc_options=dict(IDLE_PINGS_OFF))
+        with warnings.catch_warnings():
+            # Milvus Lite 2 imports pkg_resources, which warns that it is deprecated
+            warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+            # Milvus Lite runs a local gRPC server too: no keepalive pings while idle, or it answers
+            # with GOAWAY "too_many_pings" (logged on stderr) after about a minute without calls.
+            return MilvusClient(str(target), grpc_options=dict(IDLE_PINGS_OFF))
     except Exception as exc:  # pymilvus wraps the server's failure in its own types
-        reasons = " ".join(capture.reasons) or str(exc)
-        if "DataDirLockedError" in reasons or "lock" in reasons.lower():
+        reasons = " ".join(capture.reasons + root.reasons) or str(exc)
+        if "DataDirLockedError" in reasons or "lock" in reasons.lower() or "opened by another program" in reasons:
             raise StoreError(
                 f"Milvus Lite database {target} is in use by another process (only one process can open it): "
-                "wait for it to finish, use another output folder, or run 'milvus-lite server' and connect "
-                "with RAGTUNE_MILVUS_URI"
+                "wait for it to finish, use another output folder, or run a Milvus server "
+                "(scripts/services/milvus.sh starts one) and connect with RAGTUNE_MILVUS_URI"
             ) from exc
         raise StoreError(f"cannot open Milvus Lite database {target}: {reasons}") from exc
     finally:
+        logging.getLogger().removeFilter(root)
         lite_log.removeHandler(capture)
         lite_log.propagate = propagate
 

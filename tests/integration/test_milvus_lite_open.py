@@ -1,0 +1,60 @@
+"""Opening a Milvus Lite database: what is wrong is said in one message (real Milvus Lite)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from core.errors import StoreError
+from core.vectorstores import MilvusLiteConfig
+from core.vectorstores.milvus import lite_engine, open_client
+
+HOLD = """
+import sys, time, warnings
+warnings.simplefilter("ignore")
+from pymilvus import MilvusClient
+MilvusClient(sys.argv[1])
+print("open", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_database_of_the_other_engine_is_named(tmp_path):
+    path = tmp_path / "m.db"
+    if lite_engine() < 3:
+        path.mkdir()  # Milvus Lite 3 keeps a folder; 2 a file
+        match = "is a folder"
+    else:
+        path.write_bytes(b"not a folder")
+        match = "is a file"
+    with pytest.raises(StoreError, match=match) as caught:
+        open_client(MilvusLiteConfig(str(path)))
+    assert str(path) in str(caught.value)
+
+
+def test_a_database_another_process_holds_is_named(tmp_path):
+    path = tmp_path / "m.db"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        started = time.perf_counter()
+        with pytest.raises(StoreError, match="in use by another process") as caught:
+            open_client(MilvusLiteConfig(str(path)))
+        assert str(path) in str(caught.value) and "RAGTUNE_MILVUS_URI" in str(caught.value)
+        assert time.perf_counter() - started < 30
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_database_opens_again_after_its_process_ends(tmp_path):
+    path = tmp_path / "m.db"
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c",
+                           "import sys; from pymilvus import MilvusClient; "
+                           "MilvusClient(sys.argv[1]).create_collection('c', dimension=4)", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert open_client(MilvusLiteConfig(str(path))).list_collections() == ["c"]
