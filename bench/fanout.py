@@ -8,9 +8,12 @@ sha256) and a fixed text: a remote endpoint, no local compute. The experiment (`
 round: ``RAGTUNE_PARALLEL_EVALUATIONS`` is set to the same number) is started through
 ``prepare_experiment`` and run by the real orchestrator under the SDK's replay engine
 (``tests.support.durable.ReplayHost``); its evaluation messages are taken off the Azurite queue
-by ``--workers`` threads (default 1 and 8), each running the queue trigger
+by ``--workers`` queue workers (default 1 and 8), each running the queue trigger
 ``evaluate_from_queue`` as a host instance's queue listener would (polling an empty queue with
-an exponential back-off, as the host does). Each run starts cold: a new
+an exponential back-off, as the host does). By default the workers are threads of this process;
+with ``--processes`` they are spread over host processes of their own, as the instances of a
+scaled-out app are (each with its own output folder: its own caches and Milvus Lite database;
+started and imported before the clock starts, as warm instances are). Each run starts cold: a new
 output folder (embedding and reply caches, Milvus Lite), a new queue and a new report prefix;
 one unreported evaluation runs first, so imports and one-off set-up count in neither run.
 
@@ -18,7 +21,8 @@ It prints both wall times, the ratio and whether the goal (at least 4x faster wi
 is met.
 
 Usage: bash scripts/services/azurite.sh start; eval "$(bash scripts/services/azurite.sh env)";
-       python bench/fanout.py [--evaluations N] [--workers 1,8] [--questions N] [--delay-ms MS]
+       python bench/fanout.py [--evaluations N] [--workers 1,8] [--processes 0|N|each] [--questions N]
+       [--delay-ms MS]
 """
 
 from __future__ import annotations
@@ -384,10 +388,10 @@ def main() -> int:
     parser.add_argument("--evaluations", type=int, default=16, help="configurations evaluated (default 16)")
     parser.add_argument("--workers", default="1,8", help="queue workers per run, comma-separated (default 1,8)")
     parser.add_argument("--questions", type=int, default=20, help="first N questions of squad-mini (default 20)")
-    parser.add_argument("--processes", default="each",
-                        help="host processes the workers run in: 'each' (default: one per worker, as the "
-                             "instances of a scaled-out app), N (the workers spread over at most N), or 0 (all "
-                             "of them threads of this process)")
+    parser.add_argument("--processes", default="0",
+                        help="host processes the workers run in: 0 (default: all of them threads of this "
+                             "process), N (the workers spread over at most N), or 'each' (one per worker, as "
+                             "the instances of a scaled-out app)")
     parser.add_argument("--delay-ms", type=float, default=300.0, help="the endpoint's delay per request (default 300)")
     args = parser.parse_args()
     azurite = os.environ.get("RAGTUNE_TEST_AZURITE_CONNECTION_STRING")

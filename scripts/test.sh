@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up, start the test services, then run the whole test suite: unit, functions and
-# integration tests with the real Milvus Lite, a Milvus server (milvus-lite server),
+# integration tests with the real Milvus Lite, a Milvus server (Milvus Lite's binary on TCP),
 # PostgreSQL with pgvector, an S3 server (moto), Azurite (Blob storage) and the real local
 # embedding model. Services are stopped at the
 # end, also when tests fail. Extra arguments go to pytest.

@@ -20,3 +20,23 @@ def squad_dir() -> Path:
 def northwind_dir() -> Path:
     """The bundled northwind-benefits dataset folder (docs/ and golden files)."""
     return EXAMPLES / "northwind-benefits"
+
+
+@pytest.fixture(autouse=True)
+def _stop_milvus_lite_servers_a_test_started():
+    """Stop the Milvus Lite 2 servers (one native process per database) a test started, once
+    it ends: pymilvus keeps each until the interpreter exits, so a whole suite's databases
+    would otherwise all stay running. Servers started before the test (by fixtures of a wider
+    scope) keep running."""
+    import sys
+
+    def running() -> set[str]:
+        manager = sys.modules.get("milvus_lite.server_manager")
+        return set(getattr(getattr(manager, "server_manager_instance", None), "_servers", {}))
+
+    before = running()
+    yield
+    manager = sys.modules.get("milvus_lite.server_manager")
+    if manager is not None:
+        for path in running() - before:
+            manager.server_manager_instance.release_server(path)

@@ -72,7 +72,8 @@ class MilvusLiteConfig:
 
 @dataclass(frozen=True)
 class MilvusConfig:
-    """A Milvus server (or ``milvus-lite server``).
+    """A Milvus server (or Milvus Lite's binary listening on TCP, as
+    ``scripts/services/milvus.sh`` starts it).
 
     Attributes:
         uri: ``http://host:port``.
@@ -566,7 +567,7 @@ def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
         return _open_lite(config.uri)
     from pymilvus import MilvusClient
 
-    # No keepalive pings while idle: gRPC servers with default limits (milvus-lite server
+    # No keepalive pings while idle: gRPC servers with default limits (Milvus Lite's
     # among them) answer pings on an idle channel with GOAWAY "too_many_pings", and the
     # next client on that URI then fails. A dropped channel is reopened on the next call.
     kwargs: dict[str, Any] = {"uri": config.uri, "timeout": 30, "grpc_options": dict(IDLE_PINGS_OFF)}

@@ -1,5 +1,6 @@
 """The vector-store contract, run against every backend: Milvus Lite (embedded), a Milvus
-server (``milvus-lite server``) and PostgreSQL with pgvector, both started by ``scripts/test.sh``.
+server (Milvus Lite's binary on TCP, ``scripts/services/milvus.sh``) and PostgreSQL with
+pgvector, both started by ``scripts/test.sh``.
 
 Vectors come from a lookup-table embedding model (``tests/support/vectors.py``), so every
 ranking below is computed by hand.
