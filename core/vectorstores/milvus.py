@@ -37,7 +37,8 @@ logger = logging.getLogger(__name__)
 
 #: Rows per upsert request.
 UPSERT_BATCH = 2048
-#: Queries per search request of ``MilvusVectorStore.search_many``.
+#: Queries per search request of ``MilvusVectorStore.search_many`` (and chunk ids per request
+#: for the fields of the chunks a hybrid search keeps).
 SEARCH_BATCH = 256
 #: Longest wait, in seconds, for a new collection's indexes to be built.
 INDEX_WAIT_S = 120
@@ -392,26 +393,45 @@ class MilvusVectorStore:
         # BM25 statistics than its keyword search does, and fuses the second and later queries
         # of one request by wrongly counted ranks.
         window = fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
+        # The legs bring ids and scores only; the fields of the chunks the fusion keeps are then
+        # read in one request (a leg holds ranker_k + 2k candidates, the fused list k).
         dense_found = self.client.search(
             self.collection_name, data=self._query_vectors(queries), anns_field="dense", limit=window,
-            output_fields=fields, search_params={"metric_type": "COSINE"},
+            output_fields=[], search_params={"metric_type": "COSINE"},
         )
         sparse_found = self.client.search(
             self.collection_name, data=list(queries), anns_field="sparse", limit=window,
-            output_fields=fields, search_params={"metric_type": "BM25"},
+            output_fields=[], search_params={"metric_type": "BM25"},
         )
-        out = []
+        fused_lists = []
         for dense_hits, sparse_hits in zip(dense_found, sparse_found):
-            by_id = {hit["id"]: hit for hit in list(sparse_hits) + list(dense_hits)}
             sign = -1.0 if any(float(h["distance"]) < 0 for h in sparse_hits) else 1.0
             dense = [(h["id"], float(h["distance"])) for h in dense_hits]
             sparse = [(h["id"], sign * float(h["distance"])) for h in sparse_hits]
-            fused = (
+            fused_lists.append(
                 rrf_fuse(dense, sparse, k=setup.ranker_k, limit=k) if setup.ranker_strategy == "rrf"
                 else weighted_fuse(dense, sparse, alpha=setup.ranker_alpha, limit=k)
             )
-            out.append(self._to_chunks([{"id": item_id, "distance": score, "entity": by_id[item_id]["entity"]}
-                                        for item_id, score in fused], negate=False))
+        entities = self._entities({item_id for fused in fused_lists for item_id, _ in fused}, fields)
+        return [self._to_chunks([{"id": item_id, "distance": score, "entity": entities[item_id]}
+                                 for item_id, score in fused], negate=False) for fused in fused_lists]
+
+    def _entities(self, ids: set[Any], fields: list[str]) -> dict[Any, dict[str, Any]]:
+        """``fields`` of the chunks ``ids``, by id, in requests of :data:`SEARCH_BATCH` ids.
+
+        Raises:
+            StoreError: a chunk a search returned is gone (the collection changed meanwhile).
+        """
+        wanted = sorted(ids, key=str)
+        out: dict[Any, dict[str, Any]] = {}
+        for start in range(0, len(wanted), SEARCH_BATCH):
+            for row in self.client.get(self.collection_name, ids=wanted[start:start + SEARCH_BATCH],
+                                       output_fields=fields):
+                out[row["id"]] = {name: row.get(name) for name in fields}
+        missing = [item_id for item_id in wanted if item_id not in out]
+        if missing:
+            raise StoreError(f"collection {self.collection_name} no longer holds {len(missing)} chunk(s) its "
+                             f"search returned (for example {missing[0]}): was it rebuilt meanwhile?")
         return out
 
     def _query_vectors(self, queries: list[str]) -> list[list[float]]:

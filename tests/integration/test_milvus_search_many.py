@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from core.errors import StoreError
 from core.vectorstores import MilvusLiteConfig, get_vector_store
 from core.vectorstores import milvus as milvus_module
 from tests.support.vectors import chunks, docs, table_model
@@ -64,3 +65,25 @@ def test_search_many_known_rankings_and_batches(store, monkeypatch):
     assert [_plain(h) for h in store.search_many(QUERIES, k=2, search_mode="hybrid")] == \
         [_plain(store.search(q, k=2, search_mode="hybrid")) for q in QUERIES]
     assert store.search_many([], k=2) == []
+
+
+def test_hybrid_search_reads_the_kept_chunks_fields_in_one_request(store, monkeypatch):
+    calls = []
+    real_get = store.client.get
+
+    def get(name, ids, output_fields):
+        calls.append(list(ids))
+        return real_get(name, ids=ids, output_fields=output_fields)
+    monkeypatch.setattr(store.client, "get", get)
+    found = store.search_many(["zebra", "markets"], k=2, search_mode="hybrid")
+    # the fields of the kept chunks (2 per query, each read once), not of every candidate of both legs
+    assert len(calls) == 1 and sorted(calls[0]) == sorted({h.chunk.chunk_id for hits in found for h in hits})
+    assert all(h.chunk.text and h.chunk.document_id for hits in found for h in hits)
+
+
+def test_a_chunk_gone_between_search_and_read_is_a_store_error(store, monkeypatch):
+    real_get = store.client.get
+    monkeypatch.setattr(store.client, "get", lambda name, ids, output_fields: real_get(
+        name, ids=ids, output_fields=output_fields)[1:])
+    with pytest.raises(StoreError, match="no longer holds 1 chunk"):
+        store.search("zebra", k=2, search_mode="hybrid")
