@@ -23,20 +23,18 @@ def northwind_dir() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _stop_milvus_lite_servers_a_test_started():
-    """Stop the Milvus Lite 2 servers (one native process per database) a test started, once
-    it ends: pymilvus keeps each until the interpreter exits, so a whole suite's databases
-    would otherwise all stay running. Servers started before the test (by fixtures of a wider
-    scope) keep running."""
+def _stop_milvus_lite_servers_of_the_tests_folder(request):
+    """Stop the Milvus Lite 2 servers (one native process per database) of the databases in
+    the test's own ``tmp_path`` once it ends: pymilvus keeps each until the interpreter exits,
+    so a whole suite's databases would otherwise all stay running. Databases elsewhere (those
+    of fixtures shared by several tests) keep their servers."""
     import sys
 
-    def running() -> set[str]:
-        manager = sys.modules.get("milvus_lite.server_manager")
-        return set(getattr(getattr(manager, "server_manager_instance", None), "_servers", {}))
-
-    before = running()
+    folder = Path(request.getfixturevalue("tmp_path")).resolve() if "tmp_path" in request.fixturenames else None
     yield
     manager = sys.modules.get("milvus_lite.server_manager")
-    if manager is not None:
-        for path in running() - before:
+    if manager is None or folder is None:
+        return
+    for path in list(getattr(manager.server_manager_instance, "_servers", {})):
+        if Path(path).is_relative_to(folder):
             manager.server_manager_instance.release_server(path)
