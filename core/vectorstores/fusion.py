@@ -23,7 +23,7 @@ References:
 from __future__ import annotations
 
 import math
-from typing import Hashable, Literal, Sequence
+from typing import Any, Hashable, Literal, Sequence
 
 from core.errors import ConfigError
 
@@ -242,3 +242,28 @@ def weighted_fuse(
     for item_id, (_rank, score) in s_ranks.items():
         fused[item_id] = fused.get(item_id, 0.0) + (1.0 - a) * normalize_score(score, sparse_metric)
     return _ordered(fused, d_ranks, s_ranks, limit)
+
+
+def hybrid_window(k: int, setup: Any) -> int:
+    """:func:`fusion_window` for a hybrid search ``setup`` (a ``SearchSetup``): its
+    ``ranker_k`` with RRF, :data:`DEFAULT_RRF_K` with weighted fusion.
+
+    Raises:
+        ConfigError: as :func:`fusion_window`.
+    """
+    return fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
+
+
+def fuse(dense: Ranking, sparse: Ranking, setup: Any, limit: int) -> list[tuple[Hashable, float]]:
+    """Fuse the two legs of a hybrid search as ``setup`` (a ``SearchSetup``) says:
+    :func:`rrf_fuse` with its ``ranker_k``, or :func:`weighted_fuse` with its ``ranker_alpha``.
+
+    Returns:
+        At most ``limit`` ``(id, fused_score)`` pairs, best first.
+
+    Raises:
+        ConfigError: as :func:`rrf_fuse` and :func:`weighted_fuse`.
+    """
+    if setup.ranker_strategy == "rrf":
+        return rrf_fuse(dense, sparse, k=setup.ranker_k, limit=limit)
+    return weighted_fuse(dense, sparse, alpha=setup.ranker_alpha, limit=limit)

@@ -382,17 +382,15 @@ class MilvusVectorStore:
                 self.collection_name, data=list(queries), anns_field="sparse", limit=k,
                 output_fields=fields, search_params={"metric_type": "BM25"},
             )
-            # BM25 scores are >= 0 by definition; Milvus Lite (embedded or as a server) returns
-            # them negated, a Milvus server does not. A negative score can only mean negation.
-            return [self._to_chunks(hits, negate=any(float(h["distance"]) < 0 for h in hits)) for hits in found]
-        from core.vectorstores.fusion import DEFAULT_RRF_K, fusion_window, rrf_fuse, weighted_fuse
+            return [self._to_chunks(hits, negate=_negated(hits)) for hits in found]
+        from core.vectorstores.fusion import fuse, hybrid_window
 
         # Hybrid: both legs searched here, one request each for all the queries, and fused with
         # core.vectorstores.fusion (Milvus's RRFRanker and WeightedRanker formulas, as for
         # pgvector). Milvus Lite 2.5.1's own hybrid_search scores the keyword leg with other
         # BM25 statistics than its keyword search does, and fuses the second and later queries
         # of one request by wrongly counted ranks.
-        window = fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
+        window = hybrid_window(k, setup)
         # The legs bring ids and scores only; the fields of the chunks the fusion keeps are then
         # read in one request (a leg holds ranker_k + 2k candidates, the fused list k).
         dense_found = self.client.search(
@@ -405,13 +403,10 @@ class MilvusVectorStore:
         )
         fused_lists = []
         for dense_hits, sparse_hits in zip(dense_found, sparse_found):
-            sign = -1.0 if any(float(h["distance"]) < 0 for h in sparse_hits) else 1.0
+            sign = -1.0 if _negated(sparse_hits) else 1.0
             dense = [(h["id"], float(h["distance"])) for h in dense_hits]
             sparse = [(h["id"], sign * float(h["distance"])) for h in sparse_hits]
-            fused_lists.append(
-                rrf_fuse(dense, sparse, k=setup.ranker_k, limit=k) if setup.ranker_strategy == "rrf"
-                else weighted_fuse(dense, sparse, alpha=setup.ranker_alpha, limit=k)
-            )
+            fused_lists.append(fuse(dense, sparse, setup, k))
         entities = self._entities({item_id for fused in fused_lists for item_id, _ in fused}, fields)
         return [self._to_chunks([{"id": item_id, "distance": score, "entity": entities[item_id]}
                                  for item_id, score in fused], negate=False) for fused in fused_lists]
@@ -463,6 +458,13 @@ class MilvusVectorStore:
             score = float(hit["distance"])
             out.append(RetrievedChunk(chunk=chunk, score=-score if negate else score, rank=rank))
         return out
+
+
+def _negated(bm25_hits: Any) -> bool:
+    """Whether a BM25 search's hits carry negated scores. BM25 scores are >= 0 by definition;
+    Milvus Lite 3 (embedded or as a server) returns them negated, Milvus Lite 2 and a Milvus
+    server do not. A negative score can only mean negation."""
+    return any(float(h["distance"]) < 0 for h in bm25_hits)
 
 
 class _LiteNoiseFilter(logging.Filter):

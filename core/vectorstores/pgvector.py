@@ -59,7 +59,7 @@ from core.chunking.base import Chunk
 from core.errors import ConfigError, IndexingError, StoreError
 from core.models.embeddings import EmbeddingModel
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
-from core.vectorstores.fusion import DEFAULT_RRF_K, fusion_window, rrf_fuse, weighted_fuse
+from core.vectorstores.fusion import fuse, hybrid_window
 
 logger = logging.getLogger(__name__)
 
@@ -612,7 +612,7 @@ class PGVectorStore:
             with self._errors("searching"), conn.transaction():
                 rows = self._keyword_rows(query, k)
             return self._to_chunks([(r, r[5]) for r in rows])
-        window = fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
+        window = hybrid_window(k, setup)
         vector = self.embedding_model.embed_query(query)
         with self._errors("searching"), conn.transaction():
             dense_rows = self._vector_rows(vector, dim, window)
@@ -620,11 +620,7 @@ class PGVectorStore:
         by_id = {r[0]: r for r in dense_rows + sparse_rows}
         dense = [(r[0], float(r[5])) for r in dense_rows]
         sparse = [(r[0], float(r[5])) for r in sparse_rows]
-        if setup.ranker_strategy == "rrf":
-            fused = rrf_fuse(dense, sparse, k=setup.ranker_k, limit=k)
-        else:
-            fused = weighted_fuse(dense, sparse, alpha=setup.ranker_alpha, limit=k)
-        return self._to_chunks([(by_id[item_id], score) for item_id, score in fused])
+        return self._to_chunks([(by_id[item_id], score) for item_id, score in fuse(dense, sparse, setup, k)])
 
     def _vector_rows(self, vector: np.ndarray, dim: int, k: int) -> list[tuple[Any, ...]]:
         """Rows ``(id, text, document_id, sequence_number, meta, similarity)``, best first.
