@@ -265,7 +265,7 @@ class Hosts:
         done = 0
         while done < self.n:
             for conn in wait(self._conns, timeout=600):
-                kind, events = conn.recv()
+                _, events = conn.recv()  # ("done", the events raised)
                 done += 1
                 raised.extend(events)
         return raised
@@ -310,16 +310,14 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
         return getattr(fn, "client_function", fn)
 
     client = RecordingClient()
+    hosts = None
     if processes:
         hosts = Hosts(processes, workers, env=dict(os.environ), out_dir=out_root / run_id, azurite=azurite,
                       queue=queue, n=n)
 
-        def event(name: str) -> Any:
-            if not any(e == name for _, e, _ in client.raised):
-                client.raised.extend(hosts.run())
-            return next((data for _, e, data in client.raised if e == name), None)
+        def work() -> None:
+            client.raised.extend(hosts.run())
     else:
-        hosts = None
         evaluate = user("evaluate_from_queue")
         queue_client = QueueClient.from_connection_string(azurite, queue)
         lock = threading.Lock()
@@ -329,14 +327,18 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
         def worker() -> None:
             _poll(queue_client, evaluate, client, finished, lambda: _count(lock, done, n, finished))
 
-        def event(name: str) -> Any:
-            if not any(e == name for _, e, _ in client.raised) and workers == 1:
+        def work() -> None:
+            if workers == 1:
                 worker()  # in this thread (a profiler then sees it)
-            elif not any(e == name for _, e, _ in client.raised):
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    for future in [pool.submit(worker) for _ in range(workers)]:
-                        future.result()
-            return next((data for _, e, data in client.raised if e == name), None)
+                return
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for future in [pool.submit(worker) for _ in range(workers)]:
+                    future.result()
+
+    def event(name: str) -> Any:
+        if not any(e == name for _, e, _ in client.raised):
+            work()
+        return next((data for _, e, data in client.raised if e == name), None)
 
     spent: dict[str, float] = {}
 
