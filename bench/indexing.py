@@ -87,30 +87,19 @@ print(json.dumps({"wall_s": time.time() - start, "texts": n_texts, "collections"
 
 
 def _tree_rss(root: int) -> int:
-    """Resident bytes of process ``root`` and all its descendants now (Linux ``/proc``)."""
-    import os
+    """Resident bytes of process ``root`` and all its descendants now (0 once it has ended)."""
+    import psutil
 
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    parents[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    tree, frontier = {root}, [root]
-    while frontier:
-        pid = frontier.pop()
-        for child_pid, parent in parents.items():
-            if parent == pid and child_pid not in tree:
-                tree.add(child_pid)
-                frontier.append(child_pid)
+    try:
+        parent = psutil.Process(root)
+        processes = [parent, *parent.children(recursive=True)]
+    except psutil.Error:
+        return 0
     total = 0
-    for pid in tree:
+    for process in processes:
         try:
-            with open(f"/proc/{pid}/status") as f:
-                total += next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
-        except OSError:
+            total += process.memory_info().rss
+        except psutil.Error:  # ended meanwhile
             continue
     return total
 
