@@ -64,7 +64,7 @@ cmd_start() {
   # 9>&- : the server must not inherit the lock's file descriptor.
   if [ -n "$bin" ]; then
     [ -x "$bin" ] || die "$bin not found: pip install milvus-lite into .venv (scripts/setup.sh does)"
-    cd "$STATE"  # the binary writes beside its database
+    cd "$STATE"  # in its database's folder, as milvus_lite.server.Server starts it
     LD_LIBRARY_PATH="$(dirname "$bin")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
       nohup "$bin" "$STATE/data.db" "127.0.0.1:$port" ERROR >"$STATE/server.log" 2>&1 9>&- &
     echo $! >"$STATE/pid"
