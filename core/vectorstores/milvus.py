@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -535,6 +536,13 @@ def _open_lite(path: str) -> Any:
 
     target = Path(path)
     engine = lite_engine()
+    if engine < 3 and not (re.fullmatch(r"[A-Za-z0-9.\-_]+", target.name) and len(target.name) <= 36):
+        # Milvus Lite 2's own rule, checked here: its server object, built and refused, then
+        # prints an ignored exception from its finaliser
+        raise StoreError(
+            f"{target}: a Milvus Lite database name may only hold letters, digits, '.', '-' and '_', "
+            "and at most 36 of them: choose another RAGTUNE_MILVUS_LITE_PATH or output folder name"
+        )
     if engine < 3 and target.is_dir():
         raise StoreError(
             f"{target} is a folder (a database of Milvus Lite 3, whose engine runs in Python), not a "
