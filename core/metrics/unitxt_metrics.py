@@ -11,11 +11,14 @@ References:
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import logging
 import math
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from typing import Any, Sequence
 
 from core.errors import ConfigError
@@ -43,6 +46,13 @@ _UNITXT_LOCK = threading.Lock()
 #: catalog name -> (the fetched metric, the lock one evaluation holds while it runs it):
 #: fetched from the catalog once per process (one entry per metric of ``UNITXT_METRICS``).
 _METRICS: dict[str, tuple[Any, threading.Lock]] = {}
+#: Rows whose unitxt score a process remembers, per metric (least recently used dropped first).
+#: The three metrics score each row on its own (``InstanceMetric``: token overlap, MRR), so a
+#: row met again (the same answer and passages in another configuration's evaluation) gets the
+#: score unitxt gave it, without running unitxt again.
+ROW_MEMO_SIZE = 100_000
+_ROW_SCORES: dict[str, "OrderedDict[bytes, Any]"] = {}
+_ROW_LOCK = threading.Lock()
 
 
 def _unitxt_evaluate() -> Any:
@@ -116,6 +126,46 @@ def _unitxt_row(item: AnswerItem, metric: str) -> tuple[dict[str, Any] | None, Q
     return {"question": item.question, "answer": item.answer, "ground_truths": [item.reference]}, None
 
 
+def _scored_rows(catalog: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
+    """unitxt's score of each of ``rows`` with the metric ``catalog`` names, in the order of
+    ``rows``: rows this process scored before (by :func:`_row_key`) are taken from its memo,
+    the others (each distinct row once, as a copy: unitxt writes into the rows it is given) run
+    through ``unitxt.eval_utils.evaluate`` in one call.
+
+    Raises:
+        whatever unitxt raises (nothing new is remembered then).
+    """
+    evaluate = _unitxt_evaluate()
+    keys = [_row_key(row) for row in rows]
+    with _ROW_LOCK:
+        memo = _ROW_SCORES.setdefault(catalog, OrderedDict())
+        known = {key: memo[key] for key in keys if key in memo}
+        for key in known:
+            memo.move_to_end(key)
+    todo = list({key: row for key, row in zip(keys, rows) if key not in known}.items())
+    if todo:
+        # the list form of evaluate with the metric object: the catalog is read once per
+        # process, not once per call, and no DataFrame is built
+        unitxt_metric, lock = _unitxt_metric(catalog)
+        with lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            scored, _ = evaluate([dict(row) for _, row in todo], metric_names=[unitxt_metric],
+                                 compute_conf_intervals=False)
+        new = {key: entry[unitxt_metric] for (key, _), entry in zip(todo, scored)}
+        with _ROW_LOCK:
+            for key, value in new.items():
+                memo[key] = value
+            while len(memo) > ROW_MEMO_SIZE:
+                memo.popitem(last=False)
+        known.update(new)
+    return [known[key] for key in keys]
+
+
+def _row_key(row: dict[str, Any]) -> bytes:
+    """What a row's score is remembered by: the sha256 of its canonical JSON."""
+    return hashlib.sha256(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8")).digest()
+
+
 def _finite(value: Any) -> float | None:
     try:
         out = float(value)
@@ -180,24 +230,16 @@ class UnitxtEvaluator:
                 positions.append(i)
         if not rows:
             return MetricScores([s for s in scores if s is not None])
-        catalog = UNITXT_METRICS[metric]
-        evaluate = _unitxt_evaluate()
         try:
-            # the list form of evaluate with the metric object: the catalog is read once per
-            # process, not once per call, and no DataFrame is built
-            unitxt_metric, lock = _unitxt_metric(catalog)
-            with lock, warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                scored, _ = evaluate(rows, metric_names=[unitxt_metric], compute_conf_intervals=False)
-            values = [entry[unitxt_metric] for entry in scored]
+            values = _scored_rows(UNITXT_METRICS[metric], rows)
         except Exception as exc:  # unitxt raises many types; one metric failing must not stop the report
             logger.warning("unitxt %s failed: %s: %s", metric, type(exc).__name__, exc)
             reason = f"unitxt failed: {type(exc).__name__}: {excerpt(str(exc), 200)}"
             for i in positions:
                 scores[i] = QuestionScore(None, "failed", reason)
             return MetricScores([s for s in scores if s is not None])
-        for j, i in enumerate(positions):
-            value = _finite(values[j])
+        for i, raw in zip(positions, values):
+            value = _finite(raw)
             scores[i] = (
                 QuestionScore(value) if value is not None
                 else QuestionScore(None, "failed", "unitxt returned no score for this question")

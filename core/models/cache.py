@@ -3,13 +3,15 @@ model and no chat request is sent twice.
 
 Embedding keys are ``(model_id, sha256 of the text)``, values float32 vectors; reply keys are
 the sha256 of (model, messages, sampling parameters). The cache is one SQLite file (WAL mode,
-safe for several processes on one machine).
+safe for several processes on one machine). Recently used vectors are also kept in memory,
+up to a fixed number of bytes, so a text looked up again in the same process skips SQLite.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -30,19 +32,29 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+#: Bytes of vectors an :class:`EmbeddingCache` keeps in memory in front of its SQLite file
+#: (least recently used dropped first): 64 MiB, about 43,000 vectors of 384 float32s.
+MEMORY_BYTES = 64 * 1024 * 1024
+
+
 class EmbeddingCache:
-    """Vectors by ``(model_id, text sha256)`` in a SQLite file.
+    """Vectors by ``(model_id, text sha256)`` in a SQLite file, the most recently used also in
+    memory (at most ``memory_bytes`` of vector data).
 
     Args:
         path: the SQLite file; its folder is created. ``":memory:"`` keeps it in memory.
+        memory_bytes: vector bytes kept in memory in front of the file (0: none).
 
     Raises:
         StoreError: the file cannot be created or is not a SQLite database (names the path).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, memory_bytes: int = MEMORY_BYTES) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
+        self._memory: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._memory_bytes = 0
+        self._memory_limit = max(0, int(memory_bytes))
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -65,8 +77,16 @@ class EmbeddingCache:
         keys = list(dict.fromkeys(keys))
         found: dict[str, np.ndarray] = {}
         with self._lock:
-            for i in range(0, len(keys), 500):
-                part = keys[i : i + 500]
+            missing = []
+            for key in keys:
+                vector = self._memory.get((model_id, key))
+                if vector is None:
+                    missing.append(key)
+                else:
+                    self._memory.move_to_end((model_id, key))
+                    found[key] = vector.copy()
+            for i in range(0, len(missing), 500):
+                part = missing[i : i + 500]
                 marks = ",".join("?" * len(part))
                 rows = self._conn.execute(
                     f"SELECT text_sha256, dim, vector FROM embeddings WHERE model_id = ? AND text_sha256 IN ({marks})",
@@ -74,14 +94,32 @@ class EmbeddingCache:
                 ).fetchall()
                 for key, dim, blob in rows:
                     found[key] = np.frombuffer(blob, dtype=np.float32, count=dim).copy()
+                    self._remember(model_id, key, found[key])
         return found
+
+    def _remember(self, model_id: str, key: str, vector: np.ndarray) -> None:
+        """Keep a copy of ``vector`` in memory, dropping the least recently used past the limit
+        (the caller holds the lock)."""
+        if vector.nbytes > self._memory_limit:
+            return
+        old = self._memory.pop((model_id, key), None)
+        if old is not None:
+            self._memory_bytes -= old.nbytes
+        self._memory[(model_id, key)] = vector.copy()
+        self._memory_bytes += vector.nbytes
+        while self._memory_bytes > self._memory_limit:
+            _, dropped = self._memory.popitem(last=False)
+            self._memory_bytes -= dropped.nbytes
 
     def put_many(self, model_id: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         """Store ``(text sha256, vector)`` pairs for ``model_id`` (existing keys are replaced)."""
-        rows = [(model_id, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes()) for key, vec in items]
+        pairs = [(key, np.asarray(vec, dtype=np.float32)) for key, vec in items]
+        rows = [(model_id, key, int(vec.shape[0]), vec.tobytes()) for key, vec in pairs]
         with self._lock:
             self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)
             self._conn.commit()
+            for key, vec in pairs:
+                self._remember(model_id, key, vec)
 
     def count(self, model_id: str | None = None) -> int:
         """Number of cached vectors (for one model, or all)."""
@@ -91,9 +129,11 @@ class EmbeddingCache:
             return int(self._conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", [model_id]).fetchone()[0])
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connection (and drop the vectors kept in memory)."""
         with self._lock:
             self._conn.close()
+            self._memory.clear()
+            self._memory_bytes = 0
 
 
 class CachedEmbeddingModel:

@@ -9,6 +9,7 @@ report never mistakes it for an LLM.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any, Mapping, Sequence
@@ -36,11 +37,19 @@ _ABBREVIATIONS = frozenset({
 _BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*\s+")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n+|\n(?=[ \t]*(?:[-*\u2022\u25aa\u2013]|\d+[.)])\s)")
 _SPACES = re.compile(r"\s+")
+#: Characters of a candidate sentence end that :func:`_ends_with_abbreviation` looks at: more
+#: than the longest abbreviation with its quotes and brackets.
+_TAIL_CHARS = 40
+#: Passages whose sentences :class:`ExtractiveGenerator` keeps split (least recently used
+#: dropped first), so a passage retrieved for many questions or evaluations is split once.
+SPLIT_MEMO_PASSAGES = 2048
 _OPENERS = "\"'\u201c\u2018([\u00bf\u00a1"
 
 
 def _ends_with_abbreviation(text: str) -> bool:
-    match = re.search(r"(\S+)$", text)
+    # the last word only: a tail longer than any abbreviation is enough, and searching the whole
+    # text from its start would make a long paragraph quadratic
+    match = re.search(r"(\S+)$", text[-_TAIL_CHARS:])
     if not match:
         return False
     word = match.group(1).rstrip(".!?\u2026\"'\u201d\u2019)]").lstrip(_OPENERS).lower()
@@ -113,6 +122,12 @@ def split_sentences(text: str, max_chars: int = MAX_SENTENCE_CHARS) -> list[str]
     return out
 
 
+@functools.lru_cache(maxsize=SPLIT_MEMO_PASSAGES)
+def _passage_sentences(passage: str, max_chars: int) -> tuple[str, ...]:
+    """:func:`split_sentences` of one passage, remembered (bounded by ``SPLIT_MEMO_PASSAGES``)."""
+    return tuple(split_sentences(passage, max_chars))
+
+
 def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
@@ -177,7 +192,7 @@ class ExtractiveGenerator:
         if not isinstance(question, str) or not question.strip():
             raise ConfigError("the question is empty")
         sentences = list(dict.fromkeys(
-            s for passage in passages for s in split_sentences(passage, self.max_sentence_chars)
+            s for passage in passages for s in _passage_sentences(passage, self.max_sentence_chars)
         ))
         if not sentences:
             return []

@@ -83,3 +83,39 @@ def test_per_question_scores_from_threads_equal_the_reference(items, reference):
     for start, out in enumerate(outs):
         for metric, scores in out.items():
             assert [s.score for s in scores.per_question] == reference[metric][start:], (metric, start)
+
+
+def test_rows_met_again_are_not_scored_again_and_keep_their_scores(items, reference, monkeypatch):
+    import core.metrics.unitxt_metrics as um
+
+    monkeypatch.setattr(um, "_ROW_SCORES", {})
+    real = um._unitxt_evaluate()
+    sent: list[int] = []
+
+    def counting(rows, **kwargs):
+        sent.append(len(rows))
+        return real(rows, **kwargs)
+
+    monkeypatch.setattr(um, "_unitxt_evaluate", lambda: counting)
+    evaluator = UnitxtEvaluator(compute_conf_intervals=False)
+    evaluator.evaluate(items[:5], ["answer_correctness"])
+    assert sent == [5]
+    # 3 rows already scored, 7 new ones (one of them twice): unitxt gets only the 7 new ones
+    mixed = items[2:] + [items[7]]
+    out = evaluator.evaluate(mixed, ["answer_correctness"])
+    assert sent == [5, 7]
+    assert [s.score for s in out["answer_correctness"].per_question] == \
+        reference["answer_correctness"][2:] + [reference["answer_correctness"][7]]
+    evaluator.evaluate(items, ["answer_correctness"])
+    assert sent == [5, 7]  # every row known: unitxt is not run
+
+
+def test_the_row_memo_is_bounded(items, reference, monkeypatch):
+    import core.metrics.unitxt_metrics as um
+
+    monkeypatch.setattr(um, "_ROW_SCORES", {})
+    monkeypatch.setattr(um, "ROW_MEMO_SIZE", 4)
+    evaluator = UnitxtEvaluator(compute_conf_intervals=False)
+    out = evaluator.evaluate(items, ["faithfulness"])
+    assert [s.score for s in out["faithfulness"].per_question] == reference["faithfulness"]
+    assert len(um._ROW_SCORES[UNITXT_METRICS["faithfulness"]]) == 4

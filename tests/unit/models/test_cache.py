@@ -130,3 +130,32 @@ def test_a_query_is_cached_apart_from_the_same_words_as_a_passage(tmp_path):
     plain = CachedEmbeddingModel(CountingModel(), EmbeddingCache(tmp_path / "p.sqlite"))
     np.testing.assert_array_equal(plain.embed_query("banana"), plain.embed_documents(["banana"])[0])
     assert plain.model.sent == ["banana"]
+
+
+def test_vectors_in_memory_are_bounded_and_equal_to_the_file(tmp_path):
+    model = CountingModel()
+    # room for 3 vectors of 4 float32s in memory
+    cache = EmbeddingCache(tmp_path / "cache.sqlite", memory_bytes=3 * 16)
+    cached = CachedEmbeddingModel(model, cache)
+    texts = ["a", "aa", "aaa", "b", "bb"]
+    first = cached.embed_documents(texts)
+    assert cache._memory_bytes == 48 and len(cache._memory) == 3
+    # the two least recently used are gone from memory, still in the file
+    assert [k for _, k in cache._memory] == [cache_key("aaa"), cache_key("b"), cache_key("bb")]
+    again = cached.embed_documents(texts)
+    np.testing.assert_array_equal(first, again)
+    assert model.sent == texts  # nothing embedded twice
+    # a fresh cache over the same file (memory empty) reads the same vectors
+    other = EmbeddingCache(tmp_path / "cache.sqlite", memory_bytes=0)
+    found = other.get_many("counting", [cache_key(t) for t in texts])
+    np.testing.assert_array_equal(np.stack([found[cache_key(t)] for t in texts]), first)
+    assert other._memory_bytes == 0
+    # a vector handed out is a copy: changing it changes neither the memory nor later answers
+    again[0, 0] = -1.0
+    np.testing.assert_array_equal(cached.embed_documents(["a"])[0], first[0])
+
+
+def cache_key(text):
+    from core.models.embeddings import text_sha256
+
+    return text_sha256(text)
