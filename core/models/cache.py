@@ -32,14 +32,17 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
-#: Bytes of vectors an :class:`EmbeddingCache` keeps in memory in front of its SQLite file
-#: (least recently used dropped first): 64 MiB, about 43,000 vectors of 384 float32s.
+#: Bytes an :class:`EmbeddingCache` keeps in memory in front of its SQLite file (least
+#: recently used dropped first): 64 MiB, about 35,000 vectors of 384 float32s.
 MEMORY_BYTES = 64 * 1024 * 1024
+#: Bytes counted per vector kept in memory besides its data (its key, array header and entry).
+ENTRY_OVERHEAD_BYTES = 384
 
 
 class EmbeddingCache:
     """Vectors by ``(model_id, text sha256)`` in a SQLite file, the most recently used also in
-    memory (at most ``memory_bytes`` of vector data).
+    memory (at most ``memory_bytes``, each vector counted as its data plus
+    :data:`ENTRY_OVERHEAD_BYTES`).
 
     Args:
         path: the SQLite file; its folder is created. ``":memory:"`` keeps it in memory.
@@ -100,16 +103,16 @@ class EmbeddingCache:
     def _remember(self, model_id: str, key: str, vector: np.ndarray) -> None:
         """Keep a copy of ``vector`` in memory, dropping the least recently used past the limit
         (the caller holds the lock)."""
-        if vector.nbytes > self._memory_limit:
+        if vector.nbytes + ENTRY_OVERHEAD_BYTES > self._memory_limit:
             return
         old = self._memory.pop((model_id, key), None)
         if old is not None:
-            self._memory_bytes -= old.nbytes
+            self._memory_bytes -= old.nbytes + ENTRY_OVERHEAD_BYTES
         self._memory[(model_id, key)] = vector.copy()
-        self._memory_bytes += vector.nbytes
+        self._memory_bytes += vector.nbytes + ENTRY_OVERHEAD_BYTES
         while self._memory_bytes > self._memory_limit:
             _, dropped = self._memory.popitem(last=False)
-            self._memory_bytes -= dropped.nbytes
+            self._memory_bytes -= dropped.nbytes + ENTRY_OVERHEAD_BYTES
 
     def put_many(self, model_id: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         """Store ``(text sha256, vector)`` pairs for ``model_id`` (existing keys are replaced)."""

@@ -134,12 +134,15 @@ def test_a_query_is_cached_apart_from_the_same_words_as_a_passage(tmp_path):
 
 def test_vectors_in_memory_are_bounded_and_equal_to_the_file(tmp_path):
     model = CountingModel()
-    # room for 3 vectors of 4 float32s in memory
-    cache = EmbeddingCache(tmp_path / "cache.sqlite", memory_bytes=3 * 16)
+    from core.models.cache import ENTRY_OVERHEAD_BYTES
+
+    # room for 3 vectors of 4 float32s in memory, each counted with its overhead
+    entry = 16 + ENTRY_OVERHEAD_BYTES
+    cache = EmbeddingCache(tmp_path / "cache.sqlite", memory_bytes=3 * entry + entry - 1)
     cached = CachedEmbeddingModel(model, cache)
     texts = ["a", "aa", "aaa", "b", "bb"]
     first = cached.embed_documents(texts)
-    assert cache._memory_bytes == 48 and len(cache._memory) == 3
+    assert cache._memory_bytes == 3 * entry and len(cache._memory) == 3
     # the two least recently used are gone from memory, still in the file
     assert [k for _, k in cache._memory] == [cache_key("aaa"), cache_key("b"), cache_key("bb")]
     again = cached.embed_documents(texts)
