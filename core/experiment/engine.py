@@ -73,6 +73,13 @@ class Experiment:
     def _read(self, name: str) -> Any:
         return json.loads(self.files.read_bytes(f"{self.prefix}/{name}"))
 
+    def _read_optional(self, name: str, default: Any = None) -> Any:
+        """The stored ``name`` parsed, or ``default`` when it is absent (one request)."""
+        from core.reports.files import read_if_present
+
+        data = read_if_present(self.files, f"{self.prefix}/{name}")
+        return default if data is None else json.loads(data)
+
     def _has(self, name: str) -> bool:
         return self.files.exists(f"{self.prefix}/{name}")
 
@@ -91,7 +98,7 @@ class Experiment:
 
     def notes(self) -> list[str]:
         """What prepare noted (a space smaller than the budget, values an override removed)."""
-        return self._read("notes.json") if self._has("notes.json") else []
+        return self._read_optional("notes.json", [])
 
     def write_notes(self, notes: list[str]) -> None:
         """Store prepare's notes (``notes.json``), shown in the report."""
@@ -116,8 +123,7 @@ class Experiment:
 
     def result(self, key: str) -> dict[str, Any] | None:
         """The stored result of configuration ``key``, or None."""
-        name = f"results/{key}.json"
-        return self._read(name) if self._has(name) else None
+        return self._read_optional(f"results/{key}.json")
 
     def results(self) -> dict[str, dict[str, Any]]:
         """Every stored result by configuration key."""
@@ -133,7 +139,7 @@ class Experiment:
 
     def progress(self) -> dict[str, Any]:
         """What earlier runs cost (``progress.json``), or ``{}``."""
-        return self._read("progress.json") if self._has("progress.json") else {}
+        return self._read_optional("progress.json", {})
 
     def write_progress(self, progress: Mapping[str, Any]) -> None:
         """Store what the runs so far cost."""
@@ -353,8 +359,9 @@ class Experiment:
     def current_report(self) -> dict[str, Any] | None:
         """The final report when written, else the report so far, or None when the experiment
         is not stored."""
-        if self._has("report.json"):
-            return self._read("report.json")
+        report = self._read_optional("report.json")
+        if report is not None:
+            return report
         return self.build_report() if self.exists() else None
 
     def write_report(self, report: Mapping[str, Any] | None = None) -> str:

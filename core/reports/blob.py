@@ -166,6 +166,23 @@ class BlobFiles:
         except (AzureError, ValueError) as exc:
             raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
 
+    def read_or_none(self, key: str) -> bytes | None:
+        """The blob's bytes, or None when it (or its container) does not exist: one request
+        where ``exists`` then ``read_bytes`` make two.
+
+        Raises:
+            StoreError: the service refused or failed the request for another reason.
+        """
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        name = self._name(key)
+        try:
+            return self.container_client.get_blob_client(name).download_blob(max_concurrency=1).readall()
+        except ResourceNotFoundError:
+            return None
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+
     def write_bytes(self, key: str, data: bytes) -> None:
         """Write ``data`` with ``upload_blob(overwrite=True)`` (atomic: old or new content).
 

@@ -44,6 +44,19 @@ class Files(Protocol):
         ...
 
 
+def read_if_present(files: Any, key: str) -> bytes | None:
+    """The bytes at ``key``, or None when nothing is there, in one request when ``files`` has
+    ``read_or_none`` (every store here does), else ``exists`` then ``read_bytes``.
+
+    Raises:
+        StoreError: the store refused or failed the request for another reason.
+    """
+    read_or_none = getattr(files, "read_or_none", None)
+    if read_or_none is not None:
+        return read_or_none(key)
+    return files.read_bytes(key) if files.exists(key) else None
+
+
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 
 
@@ -97,6 +110,16 @@ class LocalFiles:
             return path.read_bytes()
         except FileNotFoundError as exc:
             raise StoreError(f"{path} does not exist") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc}") from exc
+
+    def read_or_none(self, key: str) -> bytes | None:
+        """The file's bytes, or None when it is missing. Raises StoreError when it cannot be read."""
+        path = self._path(key)
+        try:
+            return path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc}") from exc
 

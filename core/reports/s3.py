@@ -133,6 +133,27 @@ class S3Files:
         except BotoCoreError as exc:
             raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
 
+
+    def read_or_none(self, key: str) -> bytes | None:
+        """The object's bytes, or None when it (or the bucket) does not exist: one request
+        where ``exists`` then ``read_bytes`` make two.
+
+        Raises:
+            StoreError: S3 refused or failed the request for another reason.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        name = self._name(key)
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=name)
+            return response["Body"].read()
+        except ClientError as exc:
+            code = (exc.response.get("Error") or {}).get("Code", "")
+            if code in _NOT_FOUND or code == "NoSuchBucket":
+                return None
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+        except BotoCoreError as exc:
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
     def write_bytes(self, key: str, data: bytes) -> None:
         """Write ``data`` with one ``PutObject`` request (atomic: old or new content, never part).
 

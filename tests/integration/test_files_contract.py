@@ -233,6 +233,29 @@ def test_write_read_overwrite_exists(backend):
     assert not files.exists("r")  # a folder-like prefix is not a file
 
 
+def test_read_or_none_is_one_request(backend):
+    from core.reports.files import read_if_present
+
+    files = backend.files
+    assert files.read_or_none("r/missing.json") is None
+    files.write_bytes("r/here.json", b'{"n": 2}')
+    files.write_bytes("r/empty.json", b"")
+    assert files.read_or_none("r/here.json") == b'{"n": 2}'
+    assert files.read_or_none("r/empty.json") == b""  # empty, not missing
+    assert files.read_or_none("r") is None  # a folder-like prefix is not a file
+    if backend.name != "local":
+        backend.requests.clear()
+        assert files.read_or_none("r/here.json") == b'{"n": 2}'
+        assert files.read_or_none("r/missing.json") is None
+        assert len(backend.requests) == 2  # one request each, found or not
+    # a store without read_or_none: exists, then read
+    spy = Spy(files)
+    assert read_if_present(spy, "r/here.json") == b'{"n": 2}' and read_if_present(spy, "r/nope.json") is None
+    assert spy.calls == ["exists", "read_bytes", "exists"]
+    with pytest.raises(StoreError):
+        files.read_or_none("../escape.json")
+
+
 def test_list_is_recursive_sorted_and_relative(backend):
     files = backend.files
     for key in ["b/z.json", "a/2.json", "a/1/x.json", "ab.json", "a/1/y/z.json"]:
@@ -388,6 +411,7 @@ def test_s3_missing_bucket_is_named():
     with pytest.raises(StoreError, match=f"s3://{bucket}/p/x.json does not exist: there is no bucket"):
         files.read_bytes("x.json")
     assert not files.exists("x.json")
+    assert files.read_or_none("x.json") is None
     with pytest.raises(StoreError, match=f"cannot write s3://{bucket}/p/x.json: NoSuchBucket"):
         files.write_bytes("x.json", b"x")
 
@@ -403,6 +427,7 @@ def test_blob_container_is_created_on_first_write():
         assert not files.exists("x.json")
         with pytest.raises(StoreError, match=f"/{container}/p/x.json does not exist"):
             files.read_bytes("x.json")
+        assert files.read_or_none("x.json") is None  # no container yet
         files.write_bytes("x.json", b"x")
         assert files.read_bytes("x.json") == b"x"
         assert files.list() == ["x.json"]

@@ -254,6 +254,10 @@ class CountingFiles(LocalFiles):
         self.calls.append(("exists", key.rsplit("/", 1)[-1]))
         return super().exists(key)
 
+    def read_or_none(self, key):
+        self.calls.append(("read_or_none", key.rsplit("/", 1)[-1]))
+        return super().read_or_none(key)
+
     def list(self, prefix=""):
         self.calls.append(("list", prefix.rsplit("/", 1)[-1]))
         return super().list(prefix)
@@ -265,7 +269,7 @@ def test_an_evaluation_reads_the_spec_and_the_study_once_and_looks_up_only_its_r
     files = CountingFiles(data / "reports")
     outcome = Experiment(files, "exp-1").evaluate(experiment.evaluation_request(config.to_dict()), ok(0.5))
     assert outcome.status == "ok" and outcome.score == 0.5
-    assert files.calls == [("read", "study.json"), ("read", "spec.json"), ("exists", f"{config.key}.json")]
+    assert files.calls == [("read", "study.json"), ("read", "spec.json"), ("read_or_none", f"{config.key}.json")]
     with pytest.raises(ConfigError, match="no experiment 'exp-2' is stored"):
         Experiment(files, "exp-2").evaluate(experiment.evaluation_request(config.to_dict()), ok(0.5))
 
