@@ -17,11 +17,13 @@ empty output folder, against its floor measured in the same run, also in a fresh
 process start + loading the embedding model the optimize run used + embedding each distinct text
 once (the chunk texts of every chunking the optimize run evaluated, the questions, and the
 sentences its extractive answerer ranked, read from the run's stored results) + building
-each of its collections once (Milvus Lite). It prints both wall times, the ratio, the peak memory (resident, of each process with
+each of its collections once (Milvus Lite). Each is run ``--repeat N`` times (default 2), in
+turn, and the fastest of each is compared, since the machine can slow either. It prints the
+wall times, the ratio, the peak memory (resident, of each process with
 its child processes, Milvus Lite's server among them), and where the optimize run's seconds went by its report (start-up,
 chunking, indexing, searching, answering and scoring; the floor holds no search, answer or score). Goals: the ratio at most 1.5, the optimize run's peak at most 1.5 GB.
 
-Usage: python bench/indexing.py [--docs DIR] [--golden FILE] [--optimize]
+Usage: python bench/indexing.py [--docs DIR] [--golden FILE] [--optimize [--repeat N]]
 """
 
 from __future__ import annotations
@@ -153,20 +155,30 @@ def child(args: list[str]) -> tuple[float, int, str]:
         return wall, max(usage.ru_maxrss * 1024, peak[0]), out.read().decode()
 
 
-def optimize_vs_floor() -> None:
-    """The cold optimize run and its floor, each in a fresh process (see the module docstring)."""
-    with tempfile.TemporaryDirectory(prefix="ragtune-cold-") as tmp:
-        opt_wall, opt_peak, out = child([sys.executable, "-m", "core.cli", "optimize", "--docs", str(SQUAD / "docs"),
-                                         "--golden", str(SQUAD / "golden.jsonl"), "--max-evals", "8",
-                                         "--out", f"{tmp}/opt", "--json"])
-        report = json.loads(out)
-        chunkings = sorted({(r["parameters"]["chunking_method"], r["parameters"].get("chunk_size"),
-                             r["parameters"].get("chunk_overlap"), r["parameters"]["embedding_model"])
-                            for r in report["leaderboard"]}, key=lambda c: tuple(str(v) for v in c))
-        floor_wall, floor_peak, out = child([sys.executable, "-c", FLOOR_SCRIPT, str(time.time()), json.dumps(chunkings),
-                                             str(SQUAD / "docs"), str(SQUAD / "golden.jsonl"), f"{tmp}/floor",
-                                             f"{tmp}/opt"])
-        floor = json.loads(out.strip().splitlines()[-1])
+def optimize_vs_floor(repeat: int = 2) -> None:
+    """The cold optimize run and its floor, each in a fresh process, ``repeat`` times in turn
+    (optimize, floor, optimize, floor, ...); the ratio is that of the fastest of each (see the
+    module docstring)."""
+    opt_walls, floor_walls, opt_peak, floor_peak = [], [], 0, 0
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="ragtune-cold-") as tmp:
+            wall, peak, out = child([sys.executable, "-m", "core.cli", "optimize", "--docs", str(SQUAD / "docs"),
+                                     "--golden", str(SQUAD / "golden.jsonl"), "--max-evals", "8",
+                                     "--out", f"{tmp}/opt", "--json"])
+            run_report = json.loads(out)
+            if not opt_walls or wall < min(opt_walls):
+                report = run_report  # the phases printed are the fastest run's
+            opt_walls.append(wall)
+            opt_peak = max(opt_peak, peak)
+            chunkings = sorted({(r["parameters"]["chunking_method"], r["parameters"].get("chunk_size"),
+                                 r["parameters"].get("chunk_overlap"), r["parameters"]["embedding_model"])
+                                for r in run_report["leaderboard"]}, key=lambda c: tuple(str(v) for v in c))
+            wall, peak, out = child([sys.executable, "-c", FLOOR_SCRIPT, str(time.time()), json.dumps(chunkings),
+                                     str(SQUAD / "docs"), str(SQUAD / "golden.jsonl"), f"{tmp}/floor", f"{tmp}/opt"])
+            floor = json.loads(out.strip().splitlines()[-1])
+            floor_walls.append(wall)
+            floor_peak = max(floor_peak, peak)
+    opt_wall, floor_wall = min(opt_walls), min(floor_walls)
     c = report["counts"]
     print()
     print(f"cold optimize: ragtune optimize --max-evals 8 on squad-mini ({report['golden']['n_questions']} questions), "
@@ -178,9 +190,9 @@ def optimize_vs_floor() -> None:
           f"{floor['sentences']} sentences its extractive answerer ranked) once and building each collection once")
     if c["texts_unique"] != floor["texts"]:
         print(f"the optimize run asked for {c['texts_unique']} distinct texts, the floor embedded {floor['texts']}")
-    print(f"{'run':<16} {'wall s':>8} {'peak MB':>9}")
-    print(f"{'floor':<16} {floor_wall:>8.1f} {floor_peak / 1024**2:>9.0f}")
-    print(f"{'cold optimize':<16} {opt_wall:>8.1f} {opt_peak / 1024**2:>9.0f}")
+    print(f"{'run':<16} {'fastest s':>9} {'peak MB':>9}   every run, s")
+    print(f"{'floor':<16} {floor_wall:>9.1f} {floor_peak / 1024**2:>9.0f}   {', '.join(f'{w:.1f}' for w in floor_walls)}")
+    print(f"{'cold optimize':<16} {opt_wall:>9.1f} {opt_peak / 1024**2:>9.0f}   {', '.join(f'{w:.1f}' for w in opt_walls)}")
     # where the optimize run's own seconds went (its report's timings), to set beside the floor,
     # which holds no search, no answer and no score
     phases = {name: sum(float((r.get("timings") or {}).get(name) or 0.0) for r in report["results"].values())
@@ -191,7 +203,7 @@ def optimize_vs_floor() -> None:
           f"{report['golden']['n_questions']} questions; the first evaluation's also embeds the questions), "
           f"{phases['answers_s']:.1f} s answering and scoring")
     ratio = opt_wall / floor_wall
-    print(f"ratio optimize / floor: {ratio:.2f} (goal <= {GOAL_RATIO}); optimize peak "
+    print(f"ratio optimize / floor, fastest of {repeat} each: {ratio:.2f} (goal <= {GOAL_RATIO}); optimize peak "
           f"{opt_peak / 1024**3:.2f} GB (goal <= {GOAL_PEAK_BYTES / 1024**3:.1f} GB); this run "
           f"{'meets' if ratio <= GOAL_RATIO and opt_peak <= GOAL_PEAK_BYTES else 'does not meet'} both")
 
@@ -202,9 +214,11 @@ def main() -> int:
     parser.add_argument("--docs", default=str(NORTHWIND / "docs"))
     parser.add_argument("--golden", default=str(NORTHWIND / "golden_pages.jsonl"))
     parser.add_argument("--optimize", action="store_true", help="also time a cold 'ragtune optimize' against its floor")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="with --optimize: runs of each, in turn; the fastest of each is compared (default 2)")
     args = parser.parse_args()
     if args.optimize:
-        optimize_vs_floor()
+        optimize_vs_floor(max(1, args.repeat))
 
     model = LocalEmbeddingModel()
     model.embed_documents(["warm up"])  # load the weights outside every timing
