@@ -110,6 +110,26 @@ class S3Files:
     def _url(self, name: str) -> str:
         return f"s3://{self.bucket}/{name}"
 
+    def _fetch(self, name: str) -> bytes | str:
+        """The bytes of object ``name``, or the S3 error code when it or its bucket does not
+        exist.
+
+        Raises:
+            StoreError: S3 refused or failed the request for another reason.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=name)
+            return response["Body"].read()
+        except ClientError as exc:
+            code = (exc.response.get("Error") or {}).get("Code", "")
+            if code in _NOT_FOUND or code == "NoSuchBucket":
+                return code
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+        except BotoCoreError as exc:
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+
     def read_bytes(self, key: str) -> bytes:
         """Return the object's bytes.
 
@@ -117,22 +137,13 @@ class S3Files:
             StoreError: the object (or the bucket) does not exist (the message names
                 ``s3://bucket/key``), or S3 refused or failed the request.
         """
-        from botocore.exceptions import BotoCoreError, ClientError
-
         name = self._name(key)
-        try:
-            response = self.client.get_object(Bucket=self.bucket, Key=name)
-            return response["Body"].read()
-        except ClientError as exc:
-            code = (exc.response.get("Error") or {}).get("Code", "")
-            if code in _NOT_FOUND:
-                raise StoreError(f"{self._url(name)} does not exist") from exc
-            if code == "NoSuchBucket":
-                raise StoreError(f"{self._url(name)} does not exist: there is no bucket {self.bucket!r}") from exc
-            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
-        except BotoCoreError as exc:
-            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
-
+        found = self._fetch(name)
+        if found == "NoSuchBucket":
+            raise StoreError(f"{self._url(name)} does not exist: there is no bucket {self.bucket!r}")
+        if isinstance(found, str):
+            raise StoreError(f"{self._url(name)} does not exist")
+        return found
 
     def read_or_none(self, key: str) -> bytes | None:
         """The object's bytes, or None when it (or the bucket) does not exist: one request
@@ -141,19 +152,9 @@ class S3Files:
         Raises:
             StoreError: S3 refused or failed the request for another reason.
         """
-        from botocore.exceptions import BotoCoreError, ClientError
+        found = self._fetch(self._name(key))
+        return None if isinstance(found, str) else found
 
-        name = self._name(key)
-        try:
-            response = self.client.get_object(Bucket=self.bucket, Key=name)
-            return response["Body"].read()
-        except ClientError as exc:
-            code = (exc.response.get("Error") or {}).get("Code", "")
-            if code in _NOT_FOUND or code == "NoSuchBucket":
-                return None
-            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
-        except BotoCoreError as exc:
-            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
     def write_bytes(self, key: str, data: bytes) -> None:
         """Write ``data`` with one ``PutObject`` request (atomic: old or new content, never part).
 
