@@ -46,7 +46,8 @@ class EmbeddingCache:
 
     Args:
         path: the SQLite file; its folder is created. ``":memory:"`` keeps it in memory.
-        memory_bytes: vector bytes kept in memory in front of the file (0: none).
+        memory_bytes: bytes kept in memory in front of the file, vectors counted with their
+            overhead (0: none).
 
     Raises:
         StoreError: the file cannot be created or is not a SQLite database (names the path).
