@@ -135,7 +135,6 @@ def _scored_rows(catalog: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
     Raises:
         whatever unitxt raises (nothing new is remembered then).
     """
-    evaluate = _unitxt_evaluate()
     keys = [_row_key(row) for row in rows]
     with _ROW_LOCK:
         memo = _ROW_SCORES.setdefault(catalog, OrderedDict())
@@ -146,6 +145,7 @@ def _scored_rows(catalog: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
     if todo:
         # the list form of evaluate with the metric object: the catalog is read once per
         # process, not once per call, and no DataFrame is built
+        evaluate = _unitxt_evaluate()
         unitxt_metric, lock = _unitxt_metric(catalog)
         with lock, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)

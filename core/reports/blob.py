@@ -156,15 +156,10 @@ class BlobFiles:
             StoreError: the blob (or its container) does not exist (the message names the
                 blob's URL), or the service refused or failed the request.
         """
-        from azure.core.exceptions import AzureError, ResourceNotFoundError
-
-        name = self._name(key)
-        try:
-            return self.container_client.get_blob_client(name).download_blob(max_concurrency=1).readall()
-        except ResourceNotFoundError as exc:
-            raise StoreError(f"{self._url(name)} does not exist") from exc
-        except (AzureError, ValueError) as exc:
-            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+        data = self.read_or_none(key)
+        if data is None:
+            raise StoreError(f"{self._url(self._name(key))} does not exist")
+        return data
 
     def read_or_none(self, key: str) -> bytes | None:
         """The blob's bytes, or None when it (or its container) does not exist: one request
