@@ -53,6 +53,14 @@ _METRICS: dict[str, tuple[Any, threading.Lock]] = {}
 ROW_MEMO_SIZE = 100_000
 _ROW_SCORES: dict[str, "OrderedDict[bytes, Any]"] = {}
 _ROW_LOCK = threading.Lock()
+#: Texts whose normal form (``unitxt.metrics.normalize_answer``, SQuAD's lower-case, strip
+#: punctuation and articles, one space) a process remembers, least recently used dropped
+#: first, and the longest text remembered (longer ones are normalised each time): the
+#: faithfulness rows of one evaluation repeat the same retrieved chunks across questions, and
+#: the next evaluations with the same chunking repeat them again. At most
+#: 2 x ``NORMALIZED_MEMO_TEXTS`` x ``NORMALIZED_MEMO_MAX_CHARS`` characters are held.
+NORMALIZED_MEMO_TEXTS = 4096
+NORMALIZED_MEMO_MAX_CHARS = 8192
 
 
 def _unitxt_evaluate() -> Any:
@@ -65,9 +73,33 @@ def _unitxt_evaluate() -> Any:
         except ImportError as exc:
             raise ConfigError("unitxt metrics need the unitxt package: pip install unitxt") from exc
         if _UNITXT_IMPORT_S is None:
+            _remember_normalized_texts()
             _UNITXT_IMPORT_S = time.perf_counter() - started
             logger.info("imported unitxt in %.2f s", _UNITXT_IMPORT_S)
         return evaluate
+
+
+def _remember_normalized_texts() -> None:
+    """Put a bounded memo in front of ``unitxt.metrics.normalize_answer``, the function
+    ``TokenOverlap`` (behind the faithfulness and answer-correctness metrics) normalises its
+    prediction and each reference with: a pure function of one string, so its memo changes no
+    score, only how often a retrieved chunk met again is normalised (character by character).
+    Does nothing when the installed unitxt has no such function or it is already wrapped."""
+    import unitxt.metrics as unitxt_metrics
+
+    original = getattr(unitxt_metrics, "normalize_answer", None)
+    if not callable(original) or getattr(original, "__wrapped__", None) is not None:
+        return
+    remembered = functools.lru_cache(maxsize=NORMALIZED_MEMO_TEXTS)(original)
+
+    @functools.wraps(original)
+    def normalize_answer(text: Any) -> Any:
+        if type(text) is str and len(text) <= NORMALIZED_MEMO_MAX_CHARS:
+            return remembered(text)
+        return original(text)
+
+    normalize_answer.cache_info = remembered.cache_info  # type: ignore[attr-defined]
+    unitxt_metrics.normalize_answer = normalize_answer
 
 
 def _unitxt_metric(catalog: str) -> tuple[Any, threading.Lock]:
@@ -129,8 +161,9 @@ def _unitxt_row(item: AnswerItem, metric: str) -> tuple[dict[str, Any] | None, Q
 def _scored_rows(catalog: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
     """unitxt's score of each of ``rows`` with the metric ``catalog`` names, in the order of
     ``rows``: rows this process scored before (by :func:`_row_key`) are taken from its memo,
-    the others (each distinct row once, as a copy: unitxt writes into the rows it is given) run
-    through ``unitxt.eval_utils.evaluate`` in one call.
+    the others (each distinct row once, as a copy: unitxt writes into the rows it is given) are
+    scored by :func:`_direct_scorer`'s path when the metric has that shape, else through
+    ``unitxt.eval_utils.evaluate`` in one call.
 
     Raises:
         whatever unitxt raises (nothing new is remembered then).
@@ -143,15 +176,20 @@ def _scored_rows(catalog: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
             memo.move_to_end(key)
     todo = list({key: row for key, row in zip(keys, rows) if key not in known}.items())
     if todo:
-        # the list form of evaluate with the metric object: the catalog is read once per
-        # process, not once per call, and no DataFrame is built
         evaluate = _unitxt_evaluate()
         unitxt_metric, lock = _unitxt_metric(catalog)
+        direct = _direct_scorer(unitxt_metric)
         with lock, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            scored, _ = evaluate([dict(row) for _, row in todo], metric_names=[unitxt_metric],
-                                 compute_conf_intervals=False)
-        new = {key: entry[unitxt_metric] for (key, _), entry in zip(todo, scored)}
+            if direct is not None:
+                values = [direct(row) for _, row in todo]
+            else:
+                # the list form of evaluate with the metric object: the catalog is read once
+                # per process, not once per call, and no DataFrame is built
+                scored, _ = evaluate([dict(row) for _, row in todo], metric_names=[unitxt_metric],
+                                     compute_conf_intervals=False)
+                values = [entry[unitxt_metric] for entry in scored]
+        new = {key: value for (key, _), value in zip(todo, values)}
         with _ROW_LOCK:
             for key, value in new.items():
                 memo[key] = value
@@ -160,6 +198,52 @@ def _scored_rows(catalog: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
         known.update(new)
     return [known[key] for key in keys]
 
+
+def _direct_scorer(pipeline: Any) -> Any:
+    """A function scoring one row as ``unitxt.eval_utils.evaluate`` does with ``pipeline``, or
+    None when ``pipeline`` is not of the shape it handles.
+
+    The three metrics of :data:`UNITXT_METRICS` are unitxt ``MetricPipeline``s: preprocess
+    steps that only ``Copy`` fields (``field_to_field``, or ``field`` to ``to_field``) or
+    ``Wrap`` one inside a list, then one ``InstanceMetric`` (``TokenOverlap``, ``MRR``) that
+    reads ``references`` and ``prediction``, and no postprocess steps. For one instance,
+    ``evaluate`` runs those steps, then ``InstanceMetric.compute_instance_scores`` calls
+    ``metric.compute(references=..., prediction=..., task_data=...)`` and the pipeline reports
+    its entry ``main_score`` as the instance's score. The function returned applies the same
+    steps to a copy of the row and calls the same ``compute`` with the same arguments,
+    without unitxt's stream operators around each row (most of the time ``evaluate`` took on
+    short rows). Any other shape (another unitxt version, another metric) gives None, and the
+    rows go through ``evaluate``.
+    """
+    from unitxt.metric_utils import get_remote_metrics_names
+    from unitxt.metrics import InstanceMetric, MetricPipeline
+    from unitxt.operator import InstanceOperator
+
+    metric = getattr(pipeline, "metric", None)
+    steps = list(getattr(pipeline, "preprocess_steps", None) or [])
+    if (
+        type(pipeline) is not MetricPipeline
+        or not isinstance(metric, InstanceMetric)
+        or getattr(pipeline, "postprocess_steps", None)
+        or not all(isinstance(step, InstanceOperator) for step in steps)
+        or (metric.reference_field, metric.prediction_field) != ("references", "prediction")
+        or get_remote_metrics_names()  # evaluate may send a metric to a remote service then
+    ):
+        return None
+    main_score = pipeline.main_score
+
+    def score(row: dict[str, Any]) -> Any:
+        instance = dict(row)
+        for step in steps:
+            instance = step.process_instance(instance)
+        instance = metric.verify_instance(instance)
+        references, prediction = instance["references"], instance["prediction"]
+        metric._validate_prediction(prediction)
+        metric._validate_reference(references)
+        return metric.compute(references=references, prediction=prediction,
+                              task_data=instance.get("task_data", {}))[main_score]
+
+    return score
 
 def _row_key(row: dict[str, Any]) -> bytes:
     """What a row's score is remembered by: the sha256 of its canonical JSON."""
@@ -177,10 +261,12 @@ def _finite(value: Any) -> float | None:
 class UnitxtEvaluator:
     """The unitxt RAG metrics ``faithfulness``, ``answer_correctness``, ``context_correctness``.
 
-    Each metric runs through ``unitxt.eval_utils.evaluate(rows, metric_names=[metric],
-    compute_conf_intervals=False)`` on the questions it applies to, with the metric object
-    fetched from unitxt's catalog once per process (see the module docstring
-    for the formulas and what is unscorable); the interval of the mean is the BCa bootstrap
+    Each metric scores the questions it applies to with the metric object fetched from
+    unitxt's catalog once per process: each row through the metric's own ``compute``, as
+    ``unitxt.eval_utils.evaluate(rows, metric_names=[metric], compute_conf_intervals=False)``
+    would call it (see :func:`_direct_scorer`; other metric shapes run through ``evaluate``
+    itself), rows met before from a memo (see the module docstring for the formulas and what
+    is unscorable); the interval of the mean is the BCa bootstrap
     of :func:`core.metrics.bootstrap.bootstrap_interval` over the per-question scores (the
     method unitxt itself uses, vectorised: unitxt's own bootstrap recomputes each resample's
     mean in Python). unitxt is imported on first use.

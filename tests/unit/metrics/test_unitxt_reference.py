@@ -89,18 +89,23 @@ def test_rows_met_again_are_not_scored_again_and_keep_their_scores(items, refere
     import core.metrics.unitxt_metrics as um
 
     monkeypatch.setattr(um, "_ROW_SCORES", {})
-    real = um._unitxt_evaluate()
+    real = um._direct_scorer
     sent: list[int] = []
 
-    def counting(rows, **kwargs):
-        sent.append(len(rows))
-        return real(rows, **kwargs)
+    def counting(pipeline):
+        score = real(pipeline)
+        sent.append(0)
 
-    monkeypatch.setattr(um, "_unitxt_evaluate", lambda: counting)
+        def counted(row):
+            sent[-1] += 1
+            return score(row)
+        return counted
+
+    monkeypatch.setattr(um, "_direct_scorer", counting)
     evaluator = UnitxtEvaluator(compute_conf_intervals=False)
     evaluator.evaluate(items[:5], ["answer_correctness"])
     assert sent == [5]
-    # 3 rows already scored, 7 new ones (one of them twice): unitxt gets only the 7 new ones
+    # 3 rows already scored, 7 new ones (one of them twice): unitxt scores only the 7 new ones
     mixed = items[2:] + [items[7]]
     out = evaluator.evaluate(mixed, ["answer_correctness"])
     assert sent == [5, 7]
@@ -108,6 +113,42 @@ def test_rows_met_again_are_not_scored_again_and_keep_their_scores(items, refere
         reference["answer_correctness"][2:] + [reference["answer_correctness"][7]]
     evaluator.evaluate(items, ["answer_correctness"])
     assert sent == [5, 7]  # every row known: unitxt is not run
+
+
+def test_the_three_metrics_are_scored_by_their_own_compute_and_others_by_evaluate(items, reference, monkeypatch):
+    import core.metrics.unitxt_metrics as um
+    from unitxt.artifact import fetch_artifact
+
+    um._unitxt_evaluate()
+    for catalog in UNITXT_METRICS.values():
+        assert um._direct_scorer(um._unitxt_metric(catalog)[0]) is not None, catalog
+    # a bare metric (no pipeline around it) is not of the shape: its rows would go through evaluate
+    bare, _ = fetch_artifact("metrics.token_overlap")
+    assert um._direct_scorer(bare) is None
+    # with the direct path turned off, evaluate gives the same scores
+    monkeypatch.setattr(um, "_ROW_SCORES", {})
+    monkeypatch.setattr(um, "_direct_scorer", lambda pipeline: None)
+    out = UnitxtEvaluator(compute_conf_intervals=False).evaluate(items, list(UNITXT_METRICS))
+    for metric, scores in out.items():
+        assert [s.score for s in scores.per_question] == reference[metric], metric
+
+
+def test_the_normalised_text_memo_changes_no_text_and_is_bounded():
+    import unitxt.metrics as unitxt_metrics
+
+    import core.metrics.unitxt_metrics as um
+
+    um._unitxt_evaluate()
+    wrapped = unitxt_metrics.normalize_answer
+    original = wrapped.__wrapped__
+    um._remember_normalized_texts()  # a second call does not wrap the wrapper
+    assert unitxt_metrics.normalize_answer is wrapped
+    texts = ["The Cat, sat on a mat!", "an  apple\tand THE pear", "", "Théâtre — l'été, 1,234.5",
+             "x" * (um.NORMALIZED_MEMO_MAX_CHARS + 1) + " The end."]
+    for text in texts * 2:
+        assert wrapped(text) == original(text)
+    assert wrapped("The Cat, sat on a mat!") == "cat sat on mat"
+    assert wrapped.cache_info().maxsize == um.NORMALIZED_MEMO_TEXTS
 
 
 def test_the_row_memo_is_bounded(items, reference, monkeypatch):
