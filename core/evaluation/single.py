@@ -127,6 +127,13 @@ class Corpus:
         return cls(shown_address(docs_dir), loaded.documents, loaded.skipped, corpus_fingerprint(loaded.documents))
 
 
+def _leg_memo() -> Any:
+    """A new ``core.vectorstores.legs.LegMemo`` with its default bounds."""
+    from core.vectorstores.legs import LegMemo
+
+    return LegMemo()
+
+
 @dataclass
 class EvaluationContext:
     """What every evaluation of a study shares: models, stores, caches and counters.
@@ -154,6 +161,11 @@ class EvaluationContext:
             model, messages and parameters, so a rerun makes no calls; False asks afresh.
         with_answers: generate and score answers; False evaluates retrieval only (cheaper,
             for benchmarks and retrieval objectives).
+        legs: the run's ``core.vectorstores.legs.LegMemo``, handed to the Milvus Lite stores
+            :meth:`vector_store` makes, so evaluations sharing a collection search each leg
+            (dense, BM25) of a question and read each chunk once; None searches afresh every
+            time. Not for Milvus servers or PostgreSQL, which other processes (the Durable
+            Functions' evaluations) may write to meanwhile.
         collections_built: collections created (counter).
         n_embedded: chunk texts sent to an embedding model while indexing (counter, all
             models; questions and the extractive baseline's sentences are counted by each
@@ -174,6 +186,7 @@ class EvaluationContext:
     collections_built: int = 0
     n_embedded: int = 0
     cache_replies: bool = True
+    legs: Any = field(default_factory=_leg_memo)
     _cache: Any = None
     _cached_models: dict[str, Any] = field(default_factory=dict)
     _cached_chats: dict[str, Any] = field(default_factory=dict)
@@ -187,7 +200,8 @@ class EvaluationContext:
         """The store of ``collection`` (``core.vectorstores.get_vector_store``; a collection it
         creates gets a keyword index when ``keyword_index``); Milvus Lite stores share one
         client per database folder, since only one client may open it, so evaluations in
-        threads of one process use the same database."""
+        threads of one process use the same database, and the run's leg memo (``legs``),
+        since only this process writes to that database."""
         from core.vectorstores import MilvusLiteConfig, get_vector_store
 
         if not isinstance(config, MilvusLiteConfig):
@@ -198,7 +212,8 @@ class EvaluationContext:
             client = self._lite_clients.get(config.uri)
             if client is None:
                 client = self._lite_clients[config.uri] = open_client(config)
-        return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index)
+        return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index,
+                                 legs=self.legs)
 
     def needs_keyword_index(self, configuration: Mapping[str, Any]) -> bool:
         """True when ``configuration``'s collection needs a keyword index: it searches by
@@ -211,9 +226,12 @@ class EvaluationContext:
         return indexing_key(configuration) in self.keyword_indexes
 
     def close(self) -> None:
-        """Close the shared Milvus Lite clients (the next evaluation opens them again)."""
+        """Close the shared Milvus Lite clients (the next evaluation opens them again) and empty
+        the leg memo (another process may write to the databases once they are closed)."""
         with self._lock:
             clients, self._lite_clients = list(self._lite_clients.values()), {}
+        if self.legs is not None:
+            self.legs.clear()
         for client in clients:
             client.close()
 
@@ -376,7 +394,9 @@ def _generator(configuration: Mapping[str, Any], context: EvaluationContext) -> 
 def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext, keyword_index: bool) -> bool:
     """Fill ``store`` with ``chunks`` unless it already holds them (with a keyword index when
     ``keyword_index``: a vector-only collection is then built again, its vectors from the
-    embedding cache); True when reused."""
+    embedding cache); True when reused. A store with a leg memo drops the memo's entries of
+    its collection before it is deleted and after every write (``MilvusVectorStore``), so a
+    collection rebuilt never answers from its former lists; one reused keeps them."""
     from core.evaluation.retrieval import fill_collection
 
     if store.exists() and store.count() == len(chunks) and (not keyword_index or store.has_keyword_index()):

@@ -19,9 +19,10 @@ import json
 import logging
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from core.chunking.base import Chunk
 from core.errors import ConfigError, IndexingError, StoreError
 from core.models.embeddings import EmbeddingModel
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
+
+if TYPE_CHECKING:
+    from core.vectorstores.legs import Binding, LegMemo
 
 #: gRPC channel options: no keepalive pings on an idle channel (servers with default limits,
 #: milvus-lite among them, answer those with GOAWAY "too_many_pings").
@@ -47,6 +51,8 @@ INDEX_WAIT_S = 120
 MAX_CONNECT_ATTEMPTS = 3
 #: Longest text Milvus's VARCHAR field holds, in bytes.
 MAX_TEXT_BYTES = 65535
+#: The fields of a chunk a search returns (besides its id).
+CHUNK_FIELDS = ("text", "document_id", "sequence_number", "meta")
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,12 @@ class MilvusVectorStore:
         keyword_index: give a collection this store creates the ``sparse`` field and its BM25
             function (needed by keyword and hybrid search); False creates a vector-only
             collection, on which keyword and hybrid searches raise ``StoreError``.
+        legs: a :class:`~core.vectorstores.legs.LegMemo` shared by the stores of one run
+            (optional): searches then answer each leg (dense, BM25) of a query from it when it
+            holds it, and read only the fields of chunks it lacks; deleting the collection or
+            writing to it drops the memo's entries of this collection. Only for a collection
+            no other process writes to meanwhile (a Milvus Lite database). Without it every
+            search asks Milvus.
 
     Raises:
         ConfigError: invalid collection name.
@@ -128,11 +140,14 @@ class MilvusVectorStore:
         *,
         client: Any = None,
         keyword_index: bool = True,
+        legs: "LegMemo | None" = None,
     ) -> None:
         self.embedding_model = embedding_model
         self.config = config
         self.collection_name = validate_collection_name(collection_name)
         self.keyword_index = bool(keyword_index)
+        self.legs = legs
+        self._binding: "Binding | None" = None
         self._client = client
         self._shared_client = client is not None
         self._loaded = False
@@ -145,6 +160,26 @@ class MilvusVectorStore:
         if self._client is None:
             self._client = open_client(self.config)
         return self._client
+
+    @property
+    def binding(self) -> "Binding":
+        """``(database location, collection name)``: what the leg memo knows this collection by
+        (the Milvus Lite path, or the server's URI and database); worked out once."""
+        if self._binding is None:
+            location = self.config.uri if isinstance(self.config, MilvusLiteConfig) else \
+                f"{self.config.uri}/{self.config.db_name}"
+            self._binding = (location, self.collection_name)
+        return self._binding
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Wrap a write to the collection: the leg memo's entries of it are dropped before and
+        after (see :meth:`core.vectorstores.legs.LegMemo.changing`)."""
+        if self.legs is None:
+            yield
+            return
+        with self.legs.changing(self.binding):
+            yield
 
     def close(self) -> None:
         """Close the client (a client passed in by the caller is left open)."""
@@ -239,6 +274,11 @@ class MilvusVectorStore:
         """
         if not chunks:
             return 0
+        with self._changing():
+            return self._add_documents(chunks, vectors)
+
+    def _add_documents(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> int:
+        """:meth:`add_documents` for a non-empty ``chunks``."""
         for chunk in chunks:
             if len(chunk.text.encode("utf-8")) > MAX_TEXT_BYTES:
                 raise IndexingError(
@@ -273,7 +313,8 @@ class MilvusVectorStore:
         """Seal what was inserted so searches use built indexes (searching freshly inserted,
         unsealed rows is several times slower). Call it once after the last insert."""
         if self.exists():
-            self.client.flush(self.collection_name)
+            with self._changing():  # rows written before become visible to every search
+                self.client.flush(self.collection_name)
 
     def count(self) -> int:
         """Number of chunks in the collection (0 when it does not exist)."""
@@ -290,8 +331,9 @@ class MilvusVectorStore:
 
     def delete_collection(self) -> None:
         """Drop the collection (nothing happens when it does not exist)."""
-        if self.exists():
-            self.client.drop_collection(self.collection_name)
+        with self._changing():
+            if self.exists():
+                self.client.drop_collection(self.collection_name)
         self._loaded = self._present = False
         self._has_keyword = None
 
@@ -340,7 +382,8 @@ class MilvusVectorStore:
         """:meth:`search` for every query of ``queries`` with the same setup, in one request
         per :data:`SEARCH_BATCH` queries (two for hybrid search: one per leg; the queries
         embedded in one batch): the results are those of one :meth:`search` per query, without
-        a round trip per query.
+        a round trip per query. With a leg memo (``legs``), a leg it answers for a query is not
+        searched (nor the query embedded for it), and chunks whose fields it holds are not read.
 
         Returns:
             One list of at most ``k`` chunks (best first) per query, in the order of ``queries``.
@@ -369,65 +412,101 @@ class MilvusVectorStore:
         return out
 
     def _search_batch(self, queries: list[str], k: int, setup: SearchSetup) -> list[list[RetrievedChunk]]:
-        """One search request for ``queries`` (at most :data:`SEARCH_BATCH`)."""
-        fields = ["text", "document_id", "sequence_number", "meta"]
-        if setup.search_mode == "vector":
-            vectors = self._query_vectors(queries)
-            found = self.client.search(
-                self.collection_name, data=vectors, anns_field="dense", limit=k,
-                output_fields=fields, search_params={"metric_type": "COSINE"},
-            )
-            return [self._to_chunks(hits, negate=False) for hits in found]
-        if setup.search_mode == "keyword":
+        """Search ``queries`` (at most :data:`SEARCH_BATCH`): one request per leg the search
+        needs and the memo (``legs``) cannot answer, then one for the fields of the chunks kept
+        that it lacks."""
+        fields = list(CHUNK_FIELDS)
+        if setup.search_mode != "hybrid" and self.legs is None:
+            # no memo: one request brings the ranking and the fields together
+            if setup.search_mode == "vector":
+                found = self.client.search(
+                    self.collection_name, data=self._query_vectors(queries), anns_field="dense", limit=k,
+                    output_fields=fields, search_params={"metric_type": "COSINE"},
+                )
+                return [self._to_chunks(hits, negate=False) for hits in found]
             found = self.client.search(
                 self.collection_name, data=list(queries), anns_field="sparse", limit=k,
                 output_fields=fields, search_params={"metric_type": "BM25"},
             )
             return [self._to_chunks(hits, negate=_negated(hits)) for hits in found]
-        from core.vectorstores.fusion import fuse, hybrid_window
+        # read before any search: what is fetched is kept only if nothing was written meanwhile
+        generation = self.legs.generation(self.binding) if self.legs is not None else None
+        if setup.search_mode == "vector":
+            ranked = self._leg("dense", queries, k, generation)
+        elif setup.search_mode == "keyword":
+            ranked = self._leg("sparse", queries, k, generation)
+        else:
+            from core.vectorstores.fusion import fuse, hybrid_window
 
-        # Hybrid: both legs searched here, one request each for all the queries, and fused with
-        # core.vectorstores.fusion (Milvus's RRFRanker and WeightedRanker formulas, as for
-        # pgvector). Milvus Lite 2.5.1's own hybrid_search scores the keyword leg with other
-        # BM25 statistics than its keyword search does, and fuses the second and later queries
-        # of one request by wrongly counted ranks.
-        window = hybrid_window(k, setup)
-        # The legs bring ids and scores only; the fields of the chunks the fusion keeps are then
-        # read in one request (a leg holds ranker_k + 2k candidates, the fused list k).
-        dense_found = self.client.search(
-            self.collection_name, data=self._query_vectors(queries), anns_field="dense", limit=window,
-            output_fields=[], search_params={"metric_type": "COSINE"},
-        )
-        sparse_found = self.client.search(
-            self.collection_name, data=list(queries), anns_field="sparse", limit=window,
-            output_fields=[], search_params={"metric_type": "BM25"},
-        )
-        fused_lists = []
-        for dense_hits, sparse_hits in zip(dense_found, sparse_found):
-            sign = -1.0 if _negated(sparse_hits) else 1.0
-            dense = [(h["id"], float(h["distance"])) for h in dense_hits]
-            sparse = [(h["id"], sign * float(h["distance"])) for h in sparse_hits]
-            fused_lists.append(fuse(dense, sparse, setup, k))
-        entities = self._entities({item_id for fused in fused_lists for item_id, _ in fused}, fields)
+            # Hybrid: both legs searched here (ids and scores only) and fused with
+            # core.vectorstores.fusion (Milvus's RRFRanker and WeightedRanker formulas, as for
+            # pgvector). Milvus Lite 2.5.1's own hybrid_search scores the keyword leg with other
+            # BM25 statistics than its keyword search does, and fuses the second and later
+            # queries of one request by wrongly counted ranks.
+            window = hybrid_window(k, setup)
+            dense = self._leg("dense", queries, window, generation)
+            sparse = self._leg("sparse", queries, window, generation)
+            ranked = [fuse(d, s, setup, k) for d, s in zip(dense, sparse)]
+        # the fields of the chunks kept (k per query), not of every candidate of both legs
+        entities = self._entities({item_id for pairs in ranked for item_id, _ in pairs}, fields, generation)
         return [self._to_chunks([{"id": item_id, "distance": score, "entity": entities[item_id]}
-                                 for item_id, score in fused], negate=False) for fused in fused_lists]
+                                 for item_id, score in pairs], negate=False) for pairs in ranked]
 
-    def _entities(self, ids: set[Any], fields: list[str]) -> dict[Any, dict[str, Any]]:
-        """``fields`` of the chunks ``ids``, by id, in requests of :data:`SEARCH_BATCH` ids.
+    def _leg(self, leg: str, queries: list[str], depth: int, generation: Any) -> list[list[tuple[Any, float]]]:
+        """The ``depth`` best ``(id, score)`` pairs of one leg (``"dense"``: cosine on the
+        query vectors; ``"sparse"``: BM25 on the query texts, scores turned back to >= 0) for
+        each of ``queries``, best first: from the memo where it answers, else in one request
+        for the distinct queries it does not (only those are embedded), whose lists it then
+        keeps (unless the collection was written to since ``generation``).
+
+        Returns:
+            One list per query, in the order of ``queries``.
+        """
+        distinct = list(dict.fromkeys(queries))
+        known: dict[str, list[tuple[Any, float]] | None] = {}
+        if self.legs is not None:
+            known = {q: self.legs.leg(self.binding, leg, q, depth) for q in distinct}
+        todo = [q for q in distinct if known.get(q) is None]
+        if todo:
+            if leg == "dense":
+                data, metric = self._query_vectors(todo), "COSINE"
+            else:
+                data, metric = list(todo), "BM25"
+            found = self.client.search(self.collection_name, data=data, anns_field=leg, limit=depth,
+                                       output_fields=[], search_params={"metric_type": metric})
+            for query, hits in zip(todo, found):
+                sign = -1.0 if leg == "sparse" and _negated(hits) else 1.0
+                pairs = [(h["id"], sign * float(h["distance"])) for h in hits]
+                known[query] = pairs
+                if self.legs is not None:
+                    self.legs.remember_leg(self.binding, generation, leg, query, depth, pairs)
+        return [list(known[q] or []) for q in queries]
+
+    def _entities(self, ids: set[Any], fields: list[str], generation: Any = None) -> dict[Any, dict[str, Any]]:
+        """``fields`` of the chunks ``ids``, by id: from the memo (``legs``) where it holds them,
+        the others read in requests of :data:`SEARCH_BATCH` ids (and kept in the memo, unless
+        the collection was written to since ``generation``).
 
         Raises:
             StoreError: a chunk a search returned is gone (the collection changed meanwhile).
         """
         wanted = sorted(ids, key=str)
         out: dict[Any, dict[str, Any]] = {}
-        for start in range(0, len(wanted), SEARCH_BATCH):
-            for row in self.client.get(self.collection_name, ids=wanted[start:start + SEARCH_BATCH],
+        if self.legs is not None:
+            out.update(self.legs.fields(self.binding, wanted))
+        unseen = [item_id for item_id in wanted if item_id not in out]
+        read: dict[Any, dict[str, Any]] = {}
+        for start in range(0, len(unseen), SEARCH_BATCH):
+            for row in self.client.get(self.collection_name, ids=unseen[start:start + SEARCH_BATCH],
                                        output_fields=fields):
-                out[row["id"]] = {name: row.get(name) for name in fields}
-        missing = [item_id for item_id in wanted if item_id not in out]
+                read[row["id"]] = {name: row.get(name) for name in fields}
+        missing = [item_id for item_id in unseen if item_id not in read]
         if missing:
             raise StoreError(f"collection {self.collection_name} no longer holds {len(missing)} chunk(s) its "
                              f"search returned (for example {missing[0]}): was it rebuilt meanwhile?")
+        if self.legs is not None and read:
+            self.legs.remember_fields(self.binding, generation, read)
+        out.update(read)
         return out
 
     def _query_vectors(self, queries: list[str]) -> list[list[float]]:

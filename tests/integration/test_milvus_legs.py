@@ -1,0 +1,217 @@
+"""MilvusVectorStore with a LegMemo on Milvus Lite: the results are those of a store without
+it, a second evaluation over the same collection asks Milvus nothing, a rebuilt collection
+never answers from its former lists, and the bound holds.
+
+The reference is the same collection searched by a store without a memo (whose rankings
+``test_milvus_search_many`` and the vector-store contract check); requests are counted by a
+thin wrapper around the real client. The collection holds 150 chunks with table vectors
+(``tests/support/vectors.TableModel``), so hybrid windows (66 to 80 candidates) cut the legs;
+five chunks share one vector and many texts score alike in BM25, so both legs have ties.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from core.chunking.base import Chunk, make_chunk_id
+from core.vectorstores import MilvusLiteConfig
+from core.vectorstores.legs import LegMemo
+from core.vectorstores.milvus import MilvusVectorStore, open_client
+from tests.support.vectors import TableModel
+
+pytestmark = pytest.mark.integration
+
+DIM = 8
+WORDS = ["zebra", "lion", "market", "river", "stone", "cloud", "apple", "tiger"]
+#: Plain queries: vectors with nothing on the last axis, where the five tied chunks lie, so
+#: their dense top lists have distinct scores. "tied" points at those five (cosine 1 each,
+#: and 0 for every other chunk).
+QUERIES = ["zebra lion", "market river stone", "cloud", "apple tiger zebra", "lion lion river"]
+TIED = "tied"
+SETUPS = [
+    {"search_mode": "vector"},
+    {"search_mode": "keyword"},
+    {"search_mode": "hybrid", "ranker_strategy": "rrf", "ranker_k": 60},
+    {"search_mode": "hybrid", "ranker_strategy": "weighted", "ranker_alpha": 0.3},
+]
+
+
+def corpus(seed: int = 7, n: int = 150) -> tuple[list[Chunk], dict[str, list[float]]]:
+    """``n`` chunks and the table of their vectors and the queries'. A chunk's text is 3 to 6
+    of :data:`WORDS` and its own number: many chunks have the same length and the same counts
+    of a query's words, hence equal BM25 scores."""
+    rng = np.random.default_rng(seed)
+    table: dict[str, list[float]] = {}
+    out = []
+    for i in range(n):
+        text = " ".join(rng.choice(WORDS, size=int(rng.integers(3, 7)))) + f" n{i}"
+        if i < 5:
+            vector = [0.0] * (DIM - 1) + [1.0]  # five chunks, one vector: tied dense scores
+        else:
+            vector = list(rng.normal(size=DIM - 1)) + [0.0]
+        out.append(Chunk(text, make_chunk_id(f"d{i}.txt", 0, text),
+                         {"document_id": f"d{i}.txt", "sequence_number": 0, "pages": [1], "headings": []}))
+        table[text] = vector
+    for q in QUERIES:
+        table[q] = list(rng.normal(size=DIM - 1)) + [0.0]
+    table[TIED] = [0.0] * (DIM - 1) + [1.0]
+    return out, table
+
+
+class Counting:
+    """The real client, with its ``search`` and ``get`` requests counted (and the ids asked)."""
+
+    def __init__(self, client):
+        self._client = client
+        self.searches: list[tuple[str, int, int]] = []  # (leg, limit, queries)
+        self.got: list[str] = []
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def search(self, collection_name, data, anns_field, limit, **kwargs):
+        self.searches.append((anns_field, limit, len(data)))
+        return self._client.search(collection_name, data=data, anns_field=anns_field, limit=limit, **kwargs)
+
+    def get(self, collection_name, ids, **kwargs):
+        self.got.extend(ids)
+        return self._client.get(collection_name, ids=ids, **kwargs)
+
+    def reset(self):
+        self.searches, self.got = [], []
+
+
+class CountingModel(TableModel):
+    """A table model counting the texts it embeds."""
+
+    embedded = 0
+
+    def embed_documents(self, texts):
+        self.embedded += len(texts)
+        return super().embed_documents(texts)
+
+    def embed_query(self, text):
+        self.embedded += 1
+        return super().embed_query(text)
+
+
+@pytest.fixture()
+def setting(tmp_path):
+    chunks, table = corpus()
+    config = MilvusLiteConfig(str(tmp_path / "m.db"))
+    client = Counting(open_client(config))
+    name = f"ragtune_legs_{uuid.uuid4().hex[:8]}"
+    model = CountingModel(table)
+    plain = MilvusVectorStore(model, config, name, client=client)
+    plain.add_documents(chunks)
+    plain.flush()
+    memo = LegMemo()
+
+    def store(legs=memo):
+        return MilvusVectorStore(model, config, name, client=client, legs=legs)
+
+    yield plain, store, memo, client, model
+    plain.delete_collection()
+    client._client.close()
+
+
+def plain_hits(found):
+    return [[(h.chunk.chunk_id, h.chunk.text, h.chunk.metadata, h.rank, h.score) for h in hits] for hits in found]
+
+
+@pytest.mark.parametrize("setup", SETUPS, ids=lambda s: "-".join(str(v) for v in s.values()))
+def test_results_with_the_memo_equal_results_without(setting, setup):
+    plain, store, memo, client, model = setting
+    queries = [*QUERIES, TIED, QUERIES[0]]
+    remembering = store()
+    for k in (10, 3, 5, 1, 10, 20):  # shallower after deeper (prefixes), deeper after shallower
+        assert plain_hits(remembering.search_many(queries, k=k, **setup)) == \
+            plain_hits(plain.search_many(queries, k=k, **setup)), k
+    assert memo.stats()["leg_hits"] > 0
+
+
+def test_a_shallower_search_uses_the_prefix_and_a_deeper_one_searches_again(setting):
+    plain, store, memo, client, model = setting
+    s = store()
+    s.search_many(QUERIES, k=10, search_mode="vector")
+    client.reset()
+    assert plain_hits(s.search_many(QUERIES, k=3, search_mode="vector")) == \
+        plain_hits(plain.search_many(QUERIES, k=3, search_mode="vector"))[:len(QUERIES)]
+    assert [leg for leg, _, _ in client.searches] == ["dense"]  # only the plain store's own search
+    client.reset()
+    s.search_many(QUERIES, k=20, search_mode="vector")
+    assert client.searches == [("dense", 20, len(QUERIES))]  # deeper than remembered: all searched again
+    # "tied": five chunks at cosine 1, then 145 at 0; a prefix would pick tied chunks Milvus's
+    # search at that depth may not, so every other depth is searched
+    s.search_many([TIED], k=10, search_mode="vector")
+    client.reset()
+    s.search_many([TIED], k=3, search_mode="vector")
+    s.search_many([TIED], k=10, search_mode="vector")  # the same depth again: remembered
+    assert client.searches == [("dense", 3, 1)]
+
+
+def test_a_second_evaluation_asks_milvus_nothing(setting):
+    plain, store, memo, client, model = setting
+    first = store()
+    expected = {}
+    for setup in SETUPS:
+        for k in (3, 10):
+            expected[(str(setup), k)] = plain_hits(first.search_many(QUERIES, k=k, **setup))
+    read_before = set(client.got)
+    client.reset()
+    embedded = model.embedded
+    second = store()  # another evaluation of the run: a new store, the run's memo
+    for setup in SETUPS:
+        for k in (3, 10):
+            assert plain_hits(second.search_many(QUERIES, k=k, **setup)) == expected[(str(setup), k)]
+    assert client.searches == [] and client.got == []
+    assert model.embedded == embedded  # no query embedded for legs the memo holds
+    # rrf at k = 5 fetches the window 70 once; weighted at k = 5 then reuses both legs, and reads
+    # only chunks no search kept before
+    second.search_many(QUERIES, k=5, search_mode="hybrid", ranker_strategy="rrf")
+    assert sorted(leg for leg, _, _ in client.searches) == ["dense", "sparse"]
+    client.reset()
+    seen = read_before | set(client.got)
+    weighted = second.search_many(QUERIES, k=5, search_mode="hybrid", ranker_strategy="weighted", ranker_alpha=0.8)
+    assert client.searches == [] and not set(client.got) & seen
+    assert plain_hits(weighted) == plain_hits(plain.search_many(QUERIES, k=5, search_mode="hybrid",
+                                                                ranker_strategy="weighted", ranker_alpha=0.8))
+
+
+def test_a_rebuilt_collection_never_answers_from_its_former_lists(setting):
+    plain, store, memo, client, model = setting
+    s = store()
+    before = plain_hits(s.search_many(QUERIES, k=5, search_mode="hybrid"))
+    kept = memo.stats()["leg_pairs"]
+    again = store()  # reused unchanged (exists, count): the entries stay
+    assert again.exists() and again.count() == 150 and memo.stats()["leg_pairs"] == kept > 0
+    # rebuilt with other contents by a store holding the memo (as core.evaluation.single does)
+    chunks, table = corpus(seed=8)
+    model.table.update({t: np.asarray(v, dtype=np.float32) for t, v in table.items() if t not in QUERIES})
+    again.delete_collection()
+    assert memo.stats()["leg_pairs"] == 0 and memo.stats()["chunks"] == 0
+    again.add_documents(chunks)
+    again.flush()
+    after = plain_hits(again.search_many(QUERIES, k=5, search_mode="hybrid"))
+    assert after == plain_hits(plain.search_many(QUERIES, k=5, search_mode="hybrid")) != before
+
+
+def test_the_bound_holds_and_the_least_recently_used_goes_first(setting):
+    plain, store, memo, client, model = setting
+    small = LegMemo(max_pairs=3 * 10)  # three dense lists of 10
+    s = store(small)
+    for q in QUERIES[:3]:
+        s.search_many([q], k=10, search_mode="vector")
+    s.search_many([QUERIES[0]], k=10, search_mode="vector")  # used again: the most recent
+    s.search_many([QUERIES[3]], k=10, search_mode="vector")  # QUERIES[1], the oldest, goes
+    assert small.stats()["leg_pairs"] == 30
+    client.reset()
+    for q in (QUERIES[0], QUERIES[2], QUERIES[3]):
+        s.search_many([q], k=10, search_mode="vector")
+    assert client.searches == []
+    found = s.search_many([QUERIES[1]], k=10, search_mode="vector")
+    assert client.searches == [("dense", 10, 1)]
+    assert plain_hits(found) == plain_hits(plain.search_many([QUERIES[1]], k=10, search_mode="vector"))
