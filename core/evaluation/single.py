@@ -360,6 +360,41 @@ def _search_setup(configuration: Mapping[str, Any]) -> Any:
     return SearchSetup(mode, **kwargs)
 
 
+def leg_depth(configuration: Mapping[str, Any]) -> int:
+    """How deep the search of ``configuration`` fetches each leg (dense or BM25) of a query:
+    the first stage's depth (``number_of_chunks``, or with a reranker its ``retrieval_depth``,
+    ``RERANK_DEPTH`` by default), widened for hybrid search to
+    ``core.vectorstores.fusion.hybrid_window``.
+
+    Raises:
+        ConfigError: bad search settings (as ``SearchSetup``).
+    """
+    from core.vectorstores.fusion import hybrid_window
+    from core.vectorstores.rerank import RERANK_DEPTH
+
+    k = int(configuration.get("number_of_chunks", 5))
+    reranker = configuration.get("reranker")
+    if _applies(reranker) and reranker != "none":
+        depth = configuration.get("retrieval_depth")
+        k = max(k, RERANK_DEPTH if not _applies(depth) else int(depth))
+    setup = _search_setup(configuration)
+    return hybrid_window(k, setup) if setup.search_mode == "hybrid" else k
+
+
+def widest_leg(configurations: Any) -> int:
+    """The largest :func:`leg_depth` over ``configurations`` (0 for none): the depth a run's
+    leg memo fetches a leg at on its first search (``LegMemo.fetch_depth``), so that every
+    other configuration's search of that leg is its prefix. A configuration whose settings
+    are bad counts for nothing here (its evaluation reports the error)."""
+    deepest = 0
+    for configuration in configurations:
+        try:
+            deepest = max(deepest, leg_depth(configuration))
+        except (ConfigError, TypeError, ValueError):
+            continue
+    return deepest
+
+
 def _chunker(configuration: Mapping[str, Any], context: "EvaluationContext", model: Any) -> Any:
     """The configuration's chunker. ``semantic`` measures sentence similarity with the
     configuration's embedding model ``model``; ``llm`` and ``contextual`` ask the

@@ -204,7 +204,8 @@ class StoredEvaluator:
         self._loaded: tuple[Any, Any, Any, Any] | None = None
 
     def _inputs(self, spec: ExperimentSpec) -> tuple[Any, Any, Any]:
-        from core.evaluation.single import Corpus, EvaluationContext
+        from core.evaluation.keyword_index import keyword_indexed_space
+        from core.evaluation.single import Corpus, EvaluationContext, widest_leg
         from core.golden import read_golden
         from core.inputs import shown_address
         from core.optimization.stored import models_from_settings
@@ -225,19 +226,21 @@ class StoredEvaluator:
                                         vector_store_configs=settings.vector_store_configs(settings.out_dir),
                                         judge=settings.judge_model(),
                                         rerankers={r.model_id: r for r in [settings.reranker()] if r is not None})
-            context.keyword_indexes = self._keyword_indexes(spec)
+            space = self._space(spec)
+            context.keyword_indexes = keyword_indexed_space(space) if space is not None else None
+            if space is not None and context.legs is not None:
+                context.legs.fetch_depth = widest_leg(space.valid_configurations())
             self._loaded = (which, corpus, golden, context)
             return corpus, golden, context
 
-    def _keyword_indexes(self, spec: ExperimentSpec) -> frozenset[str] | None:
-        """The collections keyword or hybrid configurations of the experiment's space search
-        (``core.evaluation.keyword_index``), from its stored study; None when it cannot be read
-        (every collection then gets a keyword index)."""
+    def _space(self, spec: ExperimentSpec) -> Any:
+        """The experiment's search space, from its stored study; None when it cannot be read
+        (every collection then gets a keyword index, and search legs are fetched at the depth
+        each search asks for)."""
         from core.errors import StoreError
-        from core.evaluation.keyword_index import keyword_indexed_space
 
         try:
-            return keyword_indexed_space(Experiment(self.settings.report_store().files, spec.experiment_id).study().space)
+            return Experiment(self.settings.report_store().files, spec.experiment_id).study().space
         except (StoreError, ConfigError) as exc:
             logger.info("experiment %s: no stored space (%s); every collection gets a keyword index",
                         spec.experiment_id, exc)

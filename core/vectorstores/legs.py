@@ -32,6 +32,12 @@ Why a remembered list answers exactly what a new search would:
   for the dense leg, every chunk sharing a term with the query for BM25), so with strictly
   decreasing scores it also answers any deeper request.
 
+Depth fetched: a store fetches a leg the memo misses at least at :attr:`LegMemo.fetch_depth`,
+which a run sets to the deepest leg any of its configurations searches
+(``core.evaluation.single.widest_leg``), so that the first configuration to search a
+collection fetches what the others' shallower searches are prefixes of; a query whose deep
+list has tied scores at a shallower cut is then searched at that depth.
+
 Invalidation: a store holding a memo drops the entries of its collection before and after
 it deletes the collection, writes rows or flushes (:meth:`LegMemo.changing`), and every
 write bumps the collection's generation; a search records the generation it started from,
@@ -106,6 +112,12 @@ class _List:
         return self.distinct >= min(depth + 1, n)
 
 
+def leg_answers(fetched_depth: int, pairs: Sequence[tuple[Hashable, float]], depth: int) -> bool:
+    """Whether ``pairs``, a leg's ranking fetched at ``fetched_depth``, answers a search of the
+    same leg at ``depth`` exactly by its first ``depth`` pairs (see the module docstring)."""
+    return _List(fetched_depth, pairs).answers(depth)
+
+
 class LegMemo:
     """Leg rankings and chunk fields of Milvus collections, shared by the stores of one run.
 
@@ -116,6 +128,10 @@ class LegMemo:
     Args:
         max_pairs: ``(id, score)`` pairs kept over all leg lists (>= 0; 0 keeps none).
         max_field_chars: characters of chunk fields kept (>= 0; 0 keeps none).
+        fetch_depth: the least depth a store fetches a leg at when the memo misses it (>= 0;
+            0: the depth asked for). A run sets it to the deepest leg its configurations search
+            (:func:`core.evaluation.single.widest_leg`), so that the first search of a leg
+            answers the shallower ones of the others. Settable.
 
     Attributes:
         leg_hits, leg_misses: leg lists answered from the memo, and not (counters).
@@ -125,9 +141,12 @@ class LegMemo:
         ConfigError: a negative bound.
     """
 
-    def __init__(self, *, max_pairs: int = MAX_LEG_PAIRS, max_field_chars: int = MAX_FIELD_CHARS) -> None:
-        if int(max_pairs) < 0 or int(max_field_chars) < 0:
-            raise ConfigError(f"bounds must be >= 0, got max_pairs={max_pairs}, max_field_chars={max_field_chars}")
+    def __init__(self, *, max_pairs: int = MAX_LEG_PAIRS, max_field_chars: int = MAX_FIELD_CHARS,
+                 fetch_depth: int = 0) -> None:
+        if int(max_pairs) < 0 or int(max_field_chars) < 0 or int(fetch_depth) < 0:
+            raise ConfigError(f"bounds must be >= 0, got max_pairs={max_pairs}, max_field_chars={max_field_chars}, "
+                              f"fetch_depth={fetch_depth}")
+        self.fetch_depth = int(fetch_depth)
         self.max_pairs = int(max_pairs)
         self.max_field_chars = int(max_field_chars)
         self._lock = threading.Lock()
@@ -178,6 +197,12 @@ class LegMemo:
             self._legs.move_to_end(key)
             self.leg_hits += 1
             return list(found.pairs[:depth])
+
+    def deepest(self, binding: Binding, leg: Leg, query: str) -> int:
+        """The deepest depth a list of ``leg`` for ``query`` is remembered at (0: none)."""
+        with self._lock:
+            lists = self._legs.get((binding, leg, query))
+            return max(lists, default=0) if lists else 0
 
     def remember_leg(self, binding: Binding, generation: Generation, leg: Leg, query: str, depth: int,
                      pairs: Sequence[tuple[Hashable, float]]) -> None:

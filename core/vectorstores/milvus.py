@@ -34,6 +34,8 @@ from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collect
 if TYPE_CHECKING:
     from core.vectorstores.legs import Binding, LegMemo
 
+from core.vectorstores.legs import leg_answers
+
 #: gRPC channel options: no keepalive pings on an idle channel (servers with default limits,
 #: milvus-lite among them, answer those with GOAWAY "too_many_pings").
 IDLE_PINGS_OFF = {"grpc.keepalive_permit_without_calls": False}
@@ -452,12 +454,15 @@ class MilvusVectorStore:
         return [self._to_chunks([{"id": item_id, "distance": score, "entity": entities[item_id]}
                                  for item_id, score in pairs], negate=False) for pairs in ranked]
 
-    def _leg(self, leg: str, queries: list[str], depth: int, generation: Any) -> list[list[tuple[Any, float]]]:
+    def _leg(self, leg: str, queries: list[str], depth: int, generation: Any,
+             fetch: int | None = None) -> list[list[tuple[Any, float]]]:
         """The ``depth`` best ``(id, score)`` pairs of one leg (``"dense"``: cosine on the
         query vectors; ``"sparse"``: BM25 on the query texts, scores turned back to >= 0) for
         each of ``queries``, best first: from the memo where it answers, else in one request
         for the distinct queries it does not (only those are embedded), whose lists it then
-        keeps (unless the collection was written to since ``generation``).
+        keeps (unless the collection was written to since ``generation``). A miss is fetched
+        at ``fetch`` (default: the memo's ``fetch_depth`` when deeper than ``depth``) and
+        answered by its prefix when that is exact, else searched again at ``depth``.
 
         Returns:
             One list per query, in the order of ``queries``.
@@ -467,19 +472,35 @@ class MilvusVectorStore:
         if self.legs is not None:
             known = {q: self.legs.leg(self.binding, leg, q, depth) for q in distinct}
         todo = [q for q in distinct if known.get(q) is None]
-        if todo:
+        # a miss is fetched at the run's widest leg (LegMemo.fetch_depth), so that the other
+        # configurations' shallower searches of the same leg are answered by its prefix; a
+        # query already remembered that deep (its list has tied scores at this cut) is fetched
+        # at the depth asked
+        if fetch is None:
+            fetch = max(depth, int(getattr(self.legs, "fetch_depth", 0) or 0)) if self.legs is not None else depth
+        if fetch > depth:
+            exact = [q for q in todo if self.legs.deepest(self.binding, leg, q) >= fetch]
+            if exact:
+                known.update(zip(exact, self._leg(leg, exact, depth, generation, fetch=depth)))
+                todo = [q for q in todo if known.get(q) is None]
+        while todo:
             if leg == "dense":
                 data, metric = self._query_vectors(todo), "COSINE"
             else:
                 data, metric = list(todo), "BM25"
-            found = self.client.search(self.collection_name, data=data, anns_field=leg, limit=depth,
+            found = self.client.search(self.collection_name, data=data, anns_field=leg, limit=fetch,
                                        output_fields=[], search_params={"metric_type": metric})
+            again = []
             for query, hits in zip(todo, found):
                 sign = -1.0 if leg == "sparse" and _negated(hits) else 1.0
                 pairs = [(h["id"], sign * float(h["distance"])) for h in hits]
-                known[query] = pairs
                 if self.legs is not None:
-                    self.legs.remember_leg(self.binding, generation, leg, query, depth, pairs)
+                    self.legs.remember_leg(self.binding, generation, leg, query, fetch, pairs)
+                if fetch == depth or leg_answers(fetch, pairs, depth):
+                    known[query] = pairs[:depth]
+                else:  # tied scores at the cut: only a search at this very depth says which come first
+                    again.append(query)
+            todo, fetch = again, depth
         return [list(known[q] or []) for q in queries]
 
     def _entities(self, ids: set[Any], fields: list[str], generation: Any = None) -> dict[Any, dict[str, Any]]:

@@ -215,3 +215,42 @@ def test_the_bound_holds_and_the_least_recently_used_goes_first(setting):
     found = s.search_many([QUERIES[1]], k=10, search_mode="vector")
     assert client.searches == [("dense", 10, 1)]
     assert plain_hits(found) == plain_hits(plain.search_many([QUERIES[1]], k=10, search_mode="vector"))
+
+
+@pytest.mark.parametrize("setup", SETUPS, ids=lambda s: "-".join(str(v) for v in s.values()))
+def test_a_miss_is_fetched_at_the_fetch_depth_and_answers_shallower_searches(setting, setup):
+    plain, store, memo, client, model = setting
+    memo.fetch_depth = 80
+    s = store()
+    queries = [*QUERIES, TIED]
+    expected = {k: plain_hits(plain.search_many(queries, k=k, **setup)) for k in (3, 10, 5)}
+    client.reset()
+    for k in (3, 10, 5):
+        assert plain_hits(s.search_many(queries, k=k, **setup)) == expected[k], k
+    # the first search of each leg fetched 80 for every query, and no later one fetched that
+    # deep again: a later request only for the queries whose lists have tied scores at its cut
+    # (this corpus has many), at the depth that search asks for
+    legs = {"vector": ["dense"], "keyword": ["sparse"], "hybrid": ["dense", "sparse"]}[setup["search_mode"]]
+    asked = {"vector": {3, 10, 5}, "keyword": {3, 10, 5}, "hybrid": {66, 80, 70}}[setup["search_mode"]]
+    assert [(leg, n) for leg, limit, n in client.searches if limit == 80] == [(leg, len(queries)) for leg in legs]
+    assert all(limit in asked and n < len(queries) for _, limit, n in client.searches if limit != 80), client.searches
+
+
+def test_leg_depth_of_each_kind_of_configuration():
+    from core.evaluation.single import leg_depth, widest_leg
+
+    assert leg_depth({"search_mode": "vector", "number_of_chunks": 5}) == 5
+    assert leg_depth({"search_mode": "keyword", "number_of_chunks": 3}) == 3
+    # hybrid: ranker_k + 2k (weighted fusion uses the default RRF constant, 60)
+    assert leg_depth({"search_mode": "hybrid", "ranker_strategy": "rrf", "ranker_k": 40, "number_of_chunks": 10}) == 60
+    assert leg_depth({"search_mode": "hybrid", "ranker_strategy": "weighted", "ranker_alpha": 0.5,
+                      "number_of_chunks": 3}) == 66
+    # a reranker's first stage: retrieval_depth, else 20
+    assert leg_depth({"search_mode": "vector", "number_of_chunks": 5, "reranker": "local:x"}) == 20
+    assert leg_depth({"search_mode": "hybrid", "ranker_strategy": "rrf", "ranker_k": 60, "number_of_chunks": 5,
+                      "reranker": "local:x", "retrieval_depth": 30}) == 120
+    assert leg_depth({"search_mode": "vector", "number_of_chunks": 5, "reranker": "none"}) == 5
+    assert widest_leg([]) == 0
+    assert widest_leg([{"search_mode": "vector", "number_of_chunks": 5},
+                       {"search_mode": "hybrid", "ranker_strategy": "rrf", "ranker_k": -1, "number_of_chunks": 5},
+                       {"search_mode": "keyword", "number_of_chunks": 10}]) == 10
