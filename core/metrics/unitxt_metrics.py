@@ -73,7 +73,7 @@ def _unitxt_evaluate() -> Any:
         except ImportError as exc:
             raise ConfigError("unitxt metrics need the unitxt package: pip install unitxt") from exc
         if _UNITXT_IMPORT_S is None:
-            _remember_normalized_texts()
+            _remember_normalized_texts()  # imports unitxt.metrics, which eval_utils does not
             _UNITXT_IMPORT_S = time.perf_counter() - started
             logger.info("imported unitxt in %.2f s", _UNITXT_IMPORT_S)
         return evaluate
@@ -114,6 +114,18 @@ def _unitxt_metric(catalog: str) -> tuple[Any, threading.Lock]:
             metric, _ = fetch_artifact(catalog)
             found = _METRICS[catalog] = (metric, threading.Lock())
         return found
+
+
+def preload() -> None:
+    """Import unitxt and fetch the metrics of :data:`UNITXT_METRICS` from its catalog, as the
+    first scoring would (for a caller that does it ahead, in a thread of its own).
+
+    Raises:
+        ConfigError: unitxt is not installed.
+    """
+    _unitxt_evaluate()
+    for catalog in UNITXT_METRICS.values():
+        _unitxt_metric(catalog)
 
 
 def unitxt_import_s() -> float | None:

@@ -29,28 +29,34 @@ logger = logging.getLogger(__name__)
 
 #: Worker threads when the models are endpoints (network-bound); a local model uses 1.
 DEFAULT_ENDPOINT_WORKERS = 4
-#: The module the answer metrics import on first use (unitxt, with pandas and datasets).
-ANSWER_METRICS_MODULE = "unitxt.eval_utils"
+#: What the answer metrics load on first use, as ``module:function``: unitxt (with pandas and
+#: datasets) imported and its metrics fetched from its catalog.
+ANSWER_METRICS_MODULE = "core.metrics.unitxt_metrics:preload"
 
 
-def _import_in_background(module: str) -> Any:
-    """Start importing ``module`` in a daemon thread and return the thread.
+def _import_in_background(target: str) -> Any:
+    """Start importing ``target`` (a module name, or ``module:function`` to call that function
+    of the module once it is imported) in a daemon thread and return the thread.
 
     An import is Python work that holds the interpreter lock for seconds, while the first
     evaluation spends its first seconds in the embedding model, which releases it: importing
     meanwhile overlaps the two instead of paying them one after the other. Whoever imports
-    ``module`` later waits for this import (Python's import lock) and gets the same module. A
+    the module later waits for this import (Python's import lock) and gets the same module. A
     failure here is only logged: the later import raises it again where it is handled (a
     missing unitxt is a ``ConfigError`` of the unitxt metrics).
     """
     import importlib
     import threading
 
+    module, _, function = target.partition(":")
+
     def run() -> None:
         try:
-            importlib.import_module(module)
+            loaded = importlib.import_module(module)
+            if function:
+                getattr(loaded, function)()
         except Exception as exc:  # noqa: BLE001 - reported by the import that needs the module
-            logger.debug("background import of %s failed: %s: %s", module, type(exc).__name__, exc)
+            logger.debug("background import of %s failed: %s: %s", target, type(exc).__name__, exc)
 
     thread = threading.Thread(target=run, name=f"ragtune-import-{module}", daemon=True)
     thread.start()

@@ -31,3 +31,24 @@ def test_a_missing_module_only_logs(caplog):
     assert "no_such_module_for_ragtune" not in sys.modules
     assert any("background import of no_such_module_for_ragtune failed: ModuleNotFoundError" in r.getMessage()
                for r in caplog.records)
+
+
+def test_a_function_of_the_module_is_called_once_it_is_imported(tmp_path, monkeypatch):
+    (tmp_path / "ragtune_bg_probe.py").write_text("calls = []\ndef load():\n    calls.append('loaded')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("ragtune_bg_probe", None)
+    thread = _import_in_background("ragtune_bg_probe:load")
+    thread.join(timeout=30)
+    import ragtune_bg_probe
+
+    assert ragtune_bg_probe.calls == ["loaded"]
+
+
+def test_the_answer_metrics_preload_fetches_the_unitxt_metrics():
+    import core.metrics.unitxt_metrics as um
+    from core.optimization.runner import ANSWER_METRICS_MODULE
+
+    thread = _import_in_background(ANSWER_METRICS_MODULE)
+    thread.join(timeout=120)
+    assert "unitxt.metrics" in sys.modules and "unitxt.eval_utils" in sys.modules
+    assert set(um.UNITXT_METRICS.values()) <= set(um._METRICS)
