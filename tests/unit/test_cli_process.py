@@ -1,0 +1,43 @@
+"""The ``ragtune`` command's process entry (``core.cli.run``): it exits with the command's
+code, and its collector settings apply to that process only, not to ``main`` called within
+another program."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+
+from core.cli import FULL_COLLECTION_EVERY, main
+
+PROBE = textwrap.dedent("""
+    import atexit, gc, sys
+    import core.cli as cli
+    # runs after the command: the full-collection threshold and the frozen objects it left
+    atexit.register(lambda: print(gc.get_threshold()[2], gc.get_freeze_count() > 0))
+    sys.argv = ["ragtune", "check", sys.argv[1]]
+    cli.run()
+""")
+
+
+def _golden(tmp_path, text):
+    path = tmp_path / "golden.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_run_exits_with_the_commands_code_and_sets_the_collector_of_its_process(tmp_path):
+    bad = _golden(tmp_path, '{"question": "", "expected": ["a.txt"]}\n')
+    done = subprocess.run([sys.executable, "-c", PROBE, bad], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr  # the check's own code: the line has an error
+    assert done.stdout.strip().splitlines()[-1] == f"{FULL_COLLECTION_EVERY} True"
+    good = _golden(tmp_path, '{"question": "What is it?", "expected": ["a.txt"]}\n')
+    done = subprocess.run([sys.executable, "-c", PROBE, good], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_main_leaves_the_collector_of_its_caller_alone(tmp_path):
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    assert main(["check", _golden(tmp_path, '{"question": "What is it?", "expected": ["a.txt"]}\n')]) == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
