@@ -47,6 +47,10 @@ UPSERT_BATCH = 2048
 #: Queries per search request of ``MilvusVectorStore.search_many`` (and chunk ids per request
 #: for the fields of the chunks a hybrid search keeps).
 SEARCH_BATCH = 256
+#: The largest ``limit`` Milvus accepts for a search (its default ``topK`` limit; Milvus Lite
+#: 2.5.1 refuses 16385 with "invalid parameter"). A leg memo's ``fetch_depth`` is cut to it: a
+#: deeper leg is the error of the one configuration asking for it, not of every search.
+MAX_SEARCH_LIMIT = 16384
 #: Longest wait, in seconds, for a new collection's indexes to be built.
 INDEX_WAIT_S = 120
 #: Attempts to open a client on a Milvus server before giving up.
@@ -461,7 +465,8 @@ class MilvusVectorStore:
         each of ``queries``, best first: from the memo where it answers, else in one request
         for the distinct queries it does not (only those are embedded), whose lists it then
         keeps (unless the collection was written to since ``generation``). A miss is fetched
-        at ``fetch`` (default: the memo's ``fetch_depth`` when deeper than ``depth``) and
+        at ``fetch`` (default: the memo's ``fetch_depth``, at most :data:`MAX_SEARCH_LIMIT`,
+        when deeper than ``depth``) and
         answered by its prefix when that is exact, else searched again at ``depth``.
 
         Returns:
@@ -477,7 +482,8 @@ class MilvusVectorStore:
         # query already remembered that deep (its list has tied scores at this cut) is fetched
         # at the depth asked
         if fetch is None:
-            fetch = max(depth, int(getattr(self.legs, "fetch_depth", 0) or 0)) if self.legs is not None else depth
+            widest = min(int(getattr(self.legs, "fetch_depth", 0) or 0), MAX_SEARCH_LIMIT)
+            fetch = max(depth, widest) if self.legs is not None else depth
         if fetch > depth:
             exact = [q for q in todo if self.legs.deepest(self.binding, leg, q) >= fetch]
             if exact:

@@ -254,3 +254,14 @@ def test_leg_depth_of_each_kind_of_configuration():
     assert widest_leg([{"search_mode": "vector", "number_of_chunks": 5},
                        {"search_mode": "hybrid", "ranker_strategy": "rrf", "ranker_k": -1, "number_of_chunks": 5},
                        {"search_mode": "keyword", "number_of_chunks": 10}]) == 10
+
+
+def test_a_fetch_depth_past_milvus_limit_does_not_fail_the_searches_within_it(setting):
+    # one configuration of a run asking for more than Milvus's largest limit (16384) fails its
+    # own evaluation; the others' searches, fetched at the run's widest leg, must not fail too
+    plain, store, memo, client, model = setting
+    memo.fetch_depth = 20_000
+    s = store()
+    for setup in SETUPS:
+        assert plain_hits(s.search_many(QUERIES, k=5, **setup)) == plain_hits(plain.search_many(QUERIES, k=5, **setup))
+    assert {limit for _, limit, _ in client.searches} <= {5, 66, 70, 16384}
