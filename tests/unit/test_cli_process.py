@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from core.cli import FULL_COLLECTION_EVERY, main
 
 PROBE = textwrap.dedent("""
@@ -41,3 +43,31 @@ def test_main_leaves_the_collector_of_its_caller_alone(tmp_path):
     before = (gc.get_threshold(), gc.get_freeze_count())
     assert main(["check", _golden(tmp_path, '{"question": "What is it?", "expected": ["a.txt"]}\n')]) == 0
     assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+MILVUS_LITE_PROBE = textwrap.dedent("""
+    import sys
+    import core.cli as cli
+    from core.vectorstores import MilvusLiteConfig
+    from core.vectorstores.milvus import open_client
+    # a Milvus Lite database opened by the command, as evaluate and run do
+    open_client(MilvusLiteConfig(sys.argv[1])).has_collection("none")
+    sys.argv = ["ragtune", "check", sys.argv[2]]
+    cli.run()
+""")
+
+
+def test_run_stops_the_milvus_lite_server_its_command_started(tmp_path):
+    # Milvus Lite stops its server (waits for it, removes its lock file) from a finaliser that
+    # the exit's collection no longer reaches once gc.freeze has run: run stops it before
+    pytest.importorskip("milvus_lite")
+    from core.vectorstores.milvus import lite_engine
+
+    if lite_engine() >= 3:
+        pytest.skip("Milvus Lite 3 runs no server process")
+    db = tmp_path / "m.db"
+    golden = _golden(tmp_path, '{"question": "What is it?", "expected": ["a.txt"]}\n')
+    done = subprocess.run([sys.executable, "-c", MILVUS_LITE_PROBE, str(db), golden], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (tmp_path / ".m.db.lock").exists()
