@@ -57,6 +57,7 @@ MILVUS_LITE_PROBE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.integration
 def test_run_stops_the_milvus_lite_server_its_command_started(tmp_path):
     # Milvus Lite stops its server (waits for it, removes its lock file) from a finaliser that
     # the exit's collection no longer reaches once gc.freeze has run: run stops it before
