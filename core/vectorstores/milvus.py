@@ -51,6 +51,10 @@ SEARCH_BATCH = 256
 #: 2.5.1 refuses 16385 with "invalid parameter"). A leg memo's ``fetch_depth`` is cut to it: a
 #: deeper leg is the error of the one configuration asking for it, not of every search.
 MAX_SEARCH_LIMIT = 16384
+#: The deepest a leg memo widens a search to (its ``fetch_depth``, cut to this): a space with
+#: one very deep configuration must not make every other search fetch and parse thousands of
+#: candidates per question; a leg deeper than this is fetched at the depth asked.
+MAX_WIDENED_DEPTH = 1024
 #: Longest wait, in seconds, for a new collection's indexes to be built.
 INDEX_WAIT_S = 120
 #: Attempts to open a client on a Milvus server before giving up.
@@ -465,7 +469,7 @@ class MilvusVectorStore:
         each of ``queries``, best first: from the memo where it answers, else in one request
         for the distinct queries it does not (only those are embedded), whose lists it then
         keeps (unless the collection was written to since ``generation``). A miss is fetched
-        at ``fetch`` (default: the memo's ``fetch_depth``, at most :data:`MAX_SEARCH_LIMIT`,
+        at ``fetch`` (default: the memo's ``fetch_depth``, at most :data:`MAX_WIDENED_DEPTH`,
         when deeper than ``depth``) and
         answered by its prefix when that is exact, else searched again at ``depth``.
 
@@ -482,7 +486,7 @@ class MilvusVectorStore:
         # query already remembered that deep (its list has tied scores at this cut) is fetched
         # at the depth asked
         if fetch is None:
-            widest = min(int(getattr(self.legs, "fetch_depth", 0) or 0), MAX_SEARCH_LIMIT)
+            widest = min(int(getattr(self.legs, "fetch_depth", 0) or 0), MAX_WIDENED_DEPTH, MAX_SEARCH_LIMIT)
             fetch = max(depth, widest) if self.legs is not None else depth
         if fetch > depth:
             exact = [q for q in todo if self.legs.deepest(self.binding, leg, q) >= fetch]

@@ -264,4 +264,8 @@ def test_a_fetch_depth_past_milvus_limit_does_not_fail_the_searches_within_it(se
     s = store()
     for setup in SETUPS:
         assert plain_hits(s.search_many(QUERIES, k=5, **setup)) == plain_hits(plain.search_many(QUERIES, k=5, **setup))
-    assert {limit for _, limit, _ in client.searches} <= {5, 66, 70, 16384}
+    # and the widening stops at MAX_WIDENED_DEPTH: no search of k = 5 fetches thousands
+    from core.vectorstores.milvus import MAX_WIDENED_DEPTH
+
+    assert {limit for _, limit, _ in client.searches} <= {5, 66, 70, MAX_WIDENED_DEPTH}
+    assert MAX_WIDENED_DEPTH in {limit for _, limit, _ in client.searches}
