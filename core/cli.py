@@ -1046,34 +1046,18 @@ def run() -> None:
     permanent generation (``gc.freeze``), which no collection examines, so the collection
     Python runs as it exits does not walk them all once more to free what the end of the
     process frees anyway (objects are still released by reference counting as modules are
-    torn down, and ``atexit`` handlers run). Finalisers of objects left in reference cycles
-    no longer run then: the Milvus Lite servers the command started, which Milvus Lite stops
-    only from such a finaliser, are stopped before (:func:`_stop_milvus_lite`). Not in
-    :func:`main`, which tests and other programs call in a process that goes on.
+    torn down, and ``atexit`` handlers run; finalisers of objects left in reference cycles do
+    not, which is why ``core.vectorstores.milvus`` stops the Milvus Lite servers it started
+    from an ``atexit`` handler). Not in :func:`main`, which tests and other programs call in a
+    process that goes on.
     """
     import gc
 
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
     code = main()
-    _stop_milvus_lite()
     gc.freeze()
     sys.exit(code)
-
-
-def _stop_milvus_lite() -> None:
-    """Stop the Milvus Lite servers this process started (each a process of its own, holding
-    its database's lock file): as Milvus Lite's server manager does when it is finalised at
-    exit, which it no longer is once :func:`run` has frozen the objects it holds (it would
-    leave the lock file behind and not wait for the server to end). Nothing when Milvus Lite
-    was not imported."""
-    manager = getattr(sys.modules.get("milvus_lite.server_manager"), "server_manager_instance", None)
-    if manager is None or not callable(getattr(manager, "release_all", None)):
-        return
-    try:
-        manager.release_all()
-    except Exception as exc:  # noqa: BLE001 - the command is done; its exit code stands
-        logging.getLogger(__name__).debug("stopping Milvus Lite failed: %s: %s", type(exc).__name__, exc)
 
 
 if __name__ == "__main__":

@@ -639,6 +639,35 @@ class _RootCapture(logging.Filter):
         return True
 
 
+_STOP_AT_EXIT: list[bool] = []
+
+
+def _stop_lite_servers_at_exit() -> None:
+    """Make sure the Milvus Lite servers this process starts are stopped when it exits (once
+    per process). Milvus Lite stops them (waits for each, removes its database's lock file)
+    only from its server manager's finaliser, which a process that skips the collection at
+    exit (``gc.freeze``, as the ``ragtune`` command does) never runs; an ``atexit`` handler
+    always does. Stopping twice is harmless: a stopped server is forgotten."""
+    import atexit
+
+    if _STOP_AT_EXIT:
+        return
+    _STOP_AT_EXIT.append(True)
+
+    def stop() -> None:
+        import sys
+
+        manager = getattr(sys.modules.get("milvus_lite.server_manager"), "server_manager_instance", None)
+        if manager is None or not callable(getattr(manager, "release_all", None)):
+            return
+        try:
+            manager.release_all()
+        except Exception as exc:  # noqa: BLE001 - the process is ending; nothing to hand it to
+            logger.debug("stopping Milvus Lite failed: %s: %s", type(exc).__name__, exc)
+
+    atexit.register(stop)
+
+
 def _open_lite(path: str) -> Any:
     import warnings
 
@@ -663,6 +692,7 @@ def _open_lite(path: str) -> Any:
             f"{target} is a file, not a Milvus Lite database folder: remove it or choose another output folder"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
+    _stop_lite_servers_at_exit()
     grpc_log = logging.getLogger("grpc._server")
     if _LITE_FILTER not in grpc_log.filters:
         grpc_log.addFilter(_LITE_FILTER)

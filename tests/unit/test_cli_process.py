@@ -60,7 +60,8 @@ MILVUS_LITE_PROBE = textwrap.dedent("""
 @pytest.mark.integration
 def test_run_stops_the_milvus_lite_server_its_command_started(tmp_path):
     # Milvus Lite stops its server (waits for it, removes its lock file) from a finaliser that
-    # the exit's collection no longer reaches once gc.freeze has run: run stops it before
+    # the exit's collection no longer reaches once gc.freeze has run: the atexit handler
+    # core.vectorstores.milvus registers when it opens a database stops it
     pytest.importorskip("milvus_lite")
     from core.vectorstores.milvus import lite_engine
 
