@@ -215,6 +215,17 @@ class EvaluationContext:
         return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index,
                                  legs=self.legs)
 
+    def fit_to_space(self, space: Any) -> None:
+        """Set what depends on the study's search space (a ``core.optimization.SearchSpace``):
+        ``keyword_indexes`` (vector-only collections skip BM25) and the leg memo's
+        ``fetch_depth`` (:func:`widest_leg`: a leg's first search is deep enough for every
+        configuration's)."""
+        from core.evaluation.keyword_index import keyword_indexed_space
+
+        self.keyword_indexes = keyword_indexed_space(space)
+        if self.legs is not None:
+            self.legs.fetch_depth = widest_leg(space.valid_configurations())
+
     def needs_keyword_index(self, configuration: Mapping[str, Any]) -> bool:
         """True when ``configuration``'s collection needs a keyword index: it searches by
         keyword, or a keyword or hybrid configuration of the space shares its collection (see

@@ -204,8 +204,7 @@ class StoredEvaluator:
         self._loaded: tuple[Any, Any, Any, Any] | None = None
 
     def _inputs(self, spec: ExperimentSpec) -> tuple[Any, Any, Any]:
-        from core.evaluation.keyword_index import keyword_indexed_space
-        from core.evaluation.single import Corpus, EvaluationContext, widest_leg
+        from core.evaluation.single import Corpus, EvaluationContext
         from core.golden import read_golden
         from core.inputs import shown_address
         from core.optimization.stored import models_from_settings
@@ -227,9 +226,8 @@ class StoredEvaluator:
                                         judge=settings.judge_model(),
                                         rerankers={r.model_id: r for r in [settings.reranker()] if r is not None})
             space = self._space(spec)
-            context.keyword_indexes = keyword_indexed_space(space) if space is not None else None
-            if space is not None and context.legs is not None:
-                context.legs.fetch_depth = widest_leg(space.valid_configurations())
+            if space is not None:  # else every collection gets a keyword index
+                context.fit_to_space(space)
             self._loaded = (which, corpus, golden, context)
             return corpus, golden, context
 

@@ -195,8 +195,6 @@ def run_experiment(
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from core.evaluation.retrieval import corpus_warnings, package_versions
-    from core.evaluation.keyword_index import keyword_indexed_space
-    from core.evaluation.single import widest_leg
     from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, check_objective, run_single_evaluation
     from core.experiment.engine import Experiment, TransientEvaluationError
     from core.experiment.prepare import budget_note
@@ -301,9 +299,7 @@ def run_experiment(
                               golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
                               n_questions=len(golden.questions), corpus_fingerprint=corpus.fingerprint)
         study = Study(space, spec.sampler(), objective, spec.seed, max_evals=spec.max_evals)
-    context.keyword_indexes = keyword_indexed_space(space)  # vector-only collections skip BM25
-    if context.legs is not None:  # a leg's first search is deep enough for every configuration's
-        context.legs.fetch_depth = widest_leg(space.valid_configurations())
+    context.fit_to_space(space)
     note = budget_note(space.n_valid, options.max_evals if not options.experiment_id else None)
     if note:
         notes.insert(0, note)

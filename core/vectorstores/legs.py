@@ -34,7 +34,7 @@ Why a remembered list answers exactly what a new search would:
 
 Depth fetched: a store fetches a leg the memo misses at least at :attr:`LegMemo.fetch_depth`,
 which a run sets to the deepest leg any of its configurations searches
-(``core.evaluation.single.widest_leg``), so that the first configuration to search a
+(``EvaluationContext.fit_to_space``, ``core.evaluation.single.widest_leg``), so that the first configuration to search a
 collection fetches what the others' shallower searches are prefixes of; a query whose deep
 list has tied scores at a shallower cut is then searched at that depth.
 
