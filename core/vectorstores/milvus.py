@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -31,10 +31,7 @@ from core.errors import ConfigError, IndexingError, StoreError
 from core.models.embeddings import EmbeddingModel
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
 
-if TYPE_CHECKING:
-    from core.vectorstores.legs import Binding, LegMemo
-
-from core.vectorstores.legs import leg_answers
+from core.vectorstores.legs import Binding, LegMemo, leg_answers
 
 #: gRPC channel options: no keepalive pings on an idle channel (servers with default limits,
 #: milvus-lite among them, answer those with GOAWAY "too_many_pings").
@@ -150,14 +147,14 @@ class MilvusVectorStore:
         *,
         client: Any = None,
         keyword_index: bool = True,
-        legs: "LegMemo | None" = None,
+        legs: LegMemo | None = None,
     ) -> None:
         self.embedding_model = embedding_model
         self.config = config
         self.collection_name = validate_collection_name(collection_name)
         self.keyword_index = bool(keyword_index)
         self.legs = legs
-        self._binding: "Binding | None" = None
+        self._binding: Binding | None = None
         self._client = client
         self._shared_client = client is not None
         self._loaded = False
@@ -172,7 +169,7 @@ class MilvusVectorStore:
         return self._client
 
     @property
-    def binding(self) -> "Binding":
+    def binding(self) -> Binding:
         """``(database location, collection name)``: what the leg memo knows this collection by
         (the Milvus Lite path, or the server's URI and database); worked out once."""
         if self._binding is None:
@@ -486,8 +483,8 @@ class MilvusVectorStore:
         # query already remembered that deep (its list has tied scores at this cut) is fetched
         # at the depth asked
         if fetch is None:
-            widest = min(int(getattr(self.legs, "fetch_depth", 0) or 0), MAX_WIDENED_DEPTH, MAX_SEARCH_LIMIT)
-            fetch = max(depth, widest) if self.legs is not None else depth
+            fetch = depth if self.legs is None else \
+                max(depth, min(self.legs.fetch_depth, MAX_WIDENED_DEPTH, MAX_SEARCH_LIMIT))
         if fetch > depth:
             exact = [q for q in todo if self.legs.deepest(self.binding, leg, q) >= fetch]
             if exact:
