@@ -318,4 +318,4 @@ def _weight(leg_list: _List) -> int:
     return max(1, len(leg_list.pairs))
 
 
-__all__ = ["FIELD_OVERHEAD_CHARS", "LEGS", "LegMemo", "MAX_FIELD_CHARS", "MAX_LEG_PAIRS"]
+__all__ = ["FIELD_OVERHEAD_CHARS", "LEGS", "LegMemo", "MAX_FIELD_CHARS", "MAX_LEG_PAIRS", "leg_answers"]
