@@ -242,36 +242,69 @@ class OpenAIChatModel:
                 reraise=True,
             ):
                 with attempt:
-                    response = self._get_client().chat.completions.create(**kwargs)
+                    # the request body is already plain JSON (check_messages), so it is posted as
+                    # it is and the reply read as JSON: the client's typed create() would walk
+                    # the body against its TypedDicts and build pydantic models of the reply,
+                    # most of a request's CPU time (see the openai README, "Undocumented
+                    # requests", for client.post)
+                    reply = self._get_client().post("/chat/completions", body=kwargs, cast_to=object)
         except openai.OpenAIError as exc:
             raise GenerationError(f"chat model {self.model_id} failed: {type(exc).__name__}: {exc}") from exc
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            raise GenerationError(f"chat model {self.model_id} returned no choices")
-        choice = choices[0]
-        content = getattr(choice.message, "content", None)
+        except ValueError as exc:  # a 200 whose body is not JSON
+            raise GenerationError(f"chat model {self.model_id} answered with a body that is not JSON: {exc}") from exc
+        content, reason, usage = _reply_parts(reply, self.model_id)
         if not isinstance(content, str) or not content.strip():
-            reason = getattr(choice, "finish_reason", None)
             hint = " (the token limit was reached before any text)" if reason == "length" else ""
             raise EmptyReplyError(f"chat model {self.model_id} returned an empty reply (finish_reason={reason!r}){hint}")
-        usage = getattr(response, "usage", None)
+        prompt, completion = _usage_tokens(usage)
         with self._lock:
             self.usage["requests"] += 1
-            if usage is not None:
-                self.usage["prompt_tokens"] += int(getattr(usage, "prompt_tokens", 0) or 0)
-                self.usage["completion_tokens"] += int(getattr(usage, "completion_tokens", 0) or 0)
+            self.usage["prompt_tokens"] += prompt or 0
+            self.usage["completion_tokens"] += completion or 0
         spend = current_spend()
         if spend is not None:
-            spend.add_request(*_usage_tokens(usage))
+            spend.add_request(prompt, completion)
         return content
 
 
+def _reply_parts(reply: Any, model_id: str) -> tuple[Any, Any, Any]:
+    """``(content, finish_reason, usage)`` of a chat completion's JSON (``choices[0].message.
+    content``, ``choices[0].finish_reason``, ``usage``; OpenAI's chat completion object).
+
+    Raises:
+        GenerationError: the reply is not a chat completion object, or has no choices.
+    """
+    import json
+
+    if isinstance(reply, str):  # a JSON body sent without a JSON content type
+        try:
+            reply = json.loads(reply)
+        except ValueError:
+            raise GenerationError(f"chat model {model_id} answered with a body that is not JSON") from None
+    if not isinstance(reply, Mapping):
+        raise GenerationError(f"chat model {model_id} answered with {type(reply).__name__}, not a chat completion object")
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise GenerationError(f"chat model {model_id} returned no choices")
+    choice = choices[0] if isinstance(choices[0], Mapping) else {}
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return content, choice.get("finish_reason"), reply.get("usage")
+
+
 def _usage_tokens(usage: Any) -> tuple[int | None, int | None]:
-    """``(prompt_tokens, completion_tokens)`` of a reply's ``usage`` (None each when absent)."""
-    if usage is None:
+    """``(prompt_tokens, completion_tokens)`` of a reply's ``usage`` object (None each when
+    absent or not a whole number)."""
+    if not isinstance(usage, Mapping):
         return None, None
-    prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
-    return (None if prompt is None else int(prompt)), (None if completion is None else int(completion))
+
+    def count(name: str) -> int | None:
+        value = usage.get(name)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    return count("prompt_tokens"), count("completion_tokens")
 
 
 def _check_generation_params(max_completion_tokens: int | None, temperature: float | None) -> None:
