@@ -208,12 +208,51 @@ class EvaluationContext:
             return get_vector_store(model, config, collection, keyword_index=keyword_index)
         from core.vectorstores.milvus import MilvusVectorStore, open_client
 
-        with self._lock:
-            client = self._lite_clients.get(config.uri)
-            if client is None:
-                client = self._lite_clients[config.uri] = open_client(config)
+        client = self._lite_client(config, open_client)
         return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index,
                                  legs=self.legs)
+
+    def _lite_client(self, config: Any, open_client: Any) -> Any:
+        """The shared client of Milvus Lite database ``config.uri``, opened by the first thread
+        that asks (the others wait for it, without holding the context's lock meanwhile); a
+        failed open is forgotten, so the next call tries again."""
+        from concurrent.futures import Future
+
+        with self._lock:
+            future = self._lite_clients.get(config.uri)
+            opener = future is None
+            if opener:
+                future = self._lite_clients[config.uri] = Future()
+        if opener:
+            try:
+                future.set_result(open_client(config))
+            except BaseException as exc:
+                with self._lock:
+                    self._lite_clients.pop(config.uri, None)
+                future.set_exception(exc)
+                raise
+        return future.result()
+
+    def open_store_early(self) -> None:
+        """Start opening the default store's database in a background thread, when it is Milvus
+        Lite (its server takes a while to start), so it opens while the documents load; the
+        first :meth:`vector_store` then waits for it. An open that fails is retried, and its
+        error raised, by that first evaluation."""
+        from core.vectorstores import MilvusLiteConfig
+
+        config = self.vector_store_config
+        if not isinstance(config, MilvusLiteConfig):
+            return
+
+        def open_now() -> None:
+            from core.vectorstores.milvus import open_client
+
+            try:
+                self._lite_client(config, open_client)
+            except Exception as exc:  # noqa: BLE001 - the evaluation that needs it raises it
+                logger.debug("opening %s early failed (%s); the first evaluation opens it again", config.uri, exc)
+
+        threading.Thread(target=open_now, name="ragtune-open-store", daemon=True).start()
 
     def fit_to_space(self, space: Any) -> None:
         """Set what depends on the study's search space (a ``core.optimization.SearchSpace``):
@@ -240,11 +279,12 @@ class EvaluationContext:
         """Close the shared Milvus Lite clients (the next evaluation opens them again) and empty
         the leg memo (another process may write to the databases once they are closed)."""
         with self._lock:
-            clients, self._lite_clients = list(self._lite_clients.values()), {}
+            opening, self._lite_clients = list(self._lite_clients.values()), {}
         if self.legs is not None:
             self.legs.clear()
-        for client in clients:
-            client.close()
+        for future in opening:  # one still opening is waited for, then closed
+            if future.exception() is None:
+                future.result().close()
 
     def chunks(self, corpus: "Corpus", chunker: Any) -> list[Any]:
         """The corpus's chunks by ``chunker``, chunked once per chunking and kept for the

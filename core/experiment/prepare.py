@@ -217,7 +217,6 @@ class StoredEvaluator:
             if golden.sha256 != spec.golden_sha256:
                 raise ConfigError(f"the golden file {shown_address(spec.golden)} changed since the experiment started "
                                   f"(sha256 {golden.sha256[:12]}..., expected {spec.golden_sha256[:12]}...)")
-            corpus = Corpus.load(spec.documents)
             settings = self.settings
             embedding, chat = models_from_settings(settings)
             context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
@@ -225,7 +224,18 @@ class StoredEvaluator:
                                         vector_store_configs=settings.vector_store_configs(settings.out_dir),
                                         judge=settings.judge_model(),
                                         rerankers={r.model_id: r for r in [settings.reranker()] if r is not None})
-            space = self._space(spec)
+            # a cold instance opens its database while the documents load (a warm one has the
+            # last experiment's context, whose evaluations may still run)
+            cold = self._loaded is None
+            if cold:
+                context.open_store_early()
+            try:
+                corpus = Corpus.load(spec.documents)
+                space = self._space(spec)
+            except BaseException:
+                if cold:
+                    context.close()
+                raise
             if space is not None:  # else every collection gets a keyword index
                 context.fit_to_space(space)
             self._loaded = (which, corpus, golden, context)

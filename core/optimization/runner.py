@@ -241,16 +241,17 @@ def run_experiment(
     if options.experiment_id and not experiment.exists():
         raise ConfigError(f"no experiment {experiment_id!r} to resume in {where}")
 
+    context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
+                                vector_store_config=default_store, vector_store_configs=dict(vector_store_configs or {}),
+                                judge=judge, cache_replies=options.cache_replies, rerankers=rerankers)
+    store_config = default_store
+    context.open_store_early()  # while the documents load
     corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
     for skipped in corpus.skipped:
         status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
     warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
     for w in warnings:
         status("warning", w.format(shown_address(golden_path)), "golden")
-    store_config = default_store
-    context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
-                                vector_store_config=store_config, vector_store_configs=dict(vector_store_configs or {}),
-                                judge=judge, cache_replies=options.cache_replies, rerankers=rerankers)
 
     preselection = None
     previous: dict[str, Any] = {}

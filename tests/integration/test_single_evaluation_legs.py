@@ -12,6 +12,7 @@ from the very chunks the retrieval scores (``SearchMemo``), which are what is co
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import Future
 
 import pytest
 
@@ -64,7 +65,9 @@ def test_a_warm_evaluation_searches_nothing_and_scores_as_before(squad_dir, tmp_
                                 with_answers=False)
     config = MilvusLiteConfig(str(tmp_path / "out" / "milvus.db"))
     client = Counting(open_client(config))
-    context._lite_clients[config.uri] = client  # the context's shared client, counted
+    opened = Future()
+    opened.set_result(client)
+    context._lite_clients[config.uri] = opened  # the context's shared client, counted
     try:
         cold = run_single_evaluation(COLD, corpus, golden, context=context)
         assert cold["status"] == "ok", cold["error"]
