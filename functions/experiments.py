@@ -240,16 +240,7 @@ def enqueue_evaluations(batch: dict) -> dict:
     experiment = _experiment(batch["experiment_id"], settings)
     queue = settings.queue_client(settings.evaluations_queue)
     _ensure_queue(queue)
-    keys, sent = [], 0
-    sent_before = experiment.enqueued_keys()  # one listing for the round
-    for configuration in batch["configurations"]:
-        message = experiment.evaluation_request(configuration)
-        keys.append(message.key)
-        if message.key in sent_before:
-            continue  # a retried activity: sent before
-        queue.send_message(message.to_json().encode("utf-8"))
-        experiment.mark_enqueued(message.key)
-        sent += 1
+    keys, sent = experiment.enqueue(batch["configurations"], queue.send_message)
     logger.info("experiment %s: %d evaluations enqueued", batch["experiment_id"], sent)
     return {"keys": keys}
 

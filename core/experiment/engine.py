@@ -41,6 +41,21 @@ logger = logging.getLogger(__name__)
 
 #: Prefix of the experiments in the store.
 EXPERIMENTS_PREFIX = "experiments"
+#: Store requests in flight at once when a step reads or writes many objects (a round's
+#: results, a report's, a round's messages): each is a network round trip to Blob or S3.
+STORE_REQUESTS_AT_ONCE = 8
+
+
+def _each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``[fn(item) for item in items]``, up to :data:`STORE_REQUESTS_AT_ONCE` at a time, in
+    order; the first exception raised is raised (after the calls in flight end)."""
+    if len(items) <= 1:
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(STORE_REQUESTS_AT_ONCE, len(items)),
+                            thread_name_prefix="ragtune-store") as pool:
+        return list(pool.map(fn, items))
 
 
 class Experiment:
@@ -127,11 +142,9 @@ class Experiment:
 
     def results(self) -> dict[str, dict[str, Any]]:
         """Every stored result by configuration key."""
-        out = {}
-        for key in self.files.list(f"{self.prefix}/results"):
-            if key.endswith(".json"):
-                out[key.rsplit("/", 1)[-1].removesuffix(".json")] = json.loads(self.files.read_bytes(key))
-        return out
+        keys = [key for key in self.files.list(f"{self.prefix}/results") if key.endswith(".json")]
+        read = _each(lambda key: json.loads(self.files.read_bytes(key)), keys)
+        return {key.rsplit("/", 1)[-1].removesuffix(".json"): result for key, result in zip(keys, read)}
 
     def write_result(self, key: str, result: Mapping[str, Any]) -> None:
         """Store configuration ``key``'s result."""
@@ -212,6 +225,29 @@ class Experiment:
     def mark_enqueued(self, key: str) -> None:
         """Record that configuration ``key``'s evaluation message was sent."""
         self.files.write_bytes(f"{self.prefix}/queued/{key}", b"")
+
+    def enqueue(self, configurations: list[Mapping[str, Any]], send: Callable[[bytes], Any]) -> tuple[list[str], int]:
+        """Send one evaluation message (:class:`EvaluationRequest` as JSON bytes, through
+        ``send``) per configuration not sent before (one listing of the markers), each marked
+        sent once ``send`` returned; up to :data:`STORE_REQUESTS_AT_ONCE` at a time. A retried
+        step sends only what an earlier try did not mark.
+
+        Returns:
+            ``(keys, sent)``: every configuration's key, in order, and how many were sent now.
+
+        Raises:
+            Exception: what ``send`` or the store raised (the messages before it may be sent).
+        """
+        messages = [self.evaluation_request(c) for c in configurations]
+        sent_before = self.enqueued_keys()
+        todo = list({m.key: m for m in messages if m.key not in sent_before}.values())
+
+        def send_one(message: EvaluationRequest) -> None:
+            send(message.to_json().encode("utf-8"))
+            self.mark_enqueued(message.key)
+
+        _each(send_one, todo)
+        return [m.key for m in messages], len(todo)
 
     def check_configuration(self, configuration: Mapping[str, Any], study: Any = None) -> Any:
         """The ``Configuration`` of ``configuration`` when the study asked for it.
@@ -326,11 +362,11 @@ class Experiment:
         study = self.study() if study is None else study
         by_key = {t.configuration.key: t for t in study.pending_trials}
         objective = study.objective_metric
-        for key in keys:
-            trial = by_key.get(key)
-            if trial is None:
-                continue
-            result = self.result(key)
+        wanted = list(dict.fromkeys(key for key in keys if key in by_key))
+        stored = dict(zip(wanted, _each(self.result, wanted)))
+        for key in wanted:
+            trial = by_key[key]
+            result = stored[key]
             if result is None:
                 reason = missing.get(key) if isinstance(missing, Mapping) else missing
                 if reason is not None:

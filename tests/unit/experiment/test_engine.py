@@ -285,3 +285,98 @@ def test_enqueued_keys_are_listed_once(data):
     assert sent == {first.key}
     assert second.key not in sent
     assert files.calls[0] == ("list", "queued")
+
+
+BIG_SPACE = {"chunking_method": ["recursive"], "chunk_size": [128, 256, 512], "chunk_overlap": [0],
+             "search_mode": ["vector", "hybrid"], "number_of_chunks": [3, 5]}
+
+
+class SlowFiles(LocalFiles):
+    """A local store whose reads and writes each take ``delay_s`` and count how many are in
+    flight at once (a network store's round trips)."""
+
+    def __init__(self, root, delay_s=0.02):
+        super().__init__(root)
+        import threading
+
+        self.delay_s, self.lock, self.now, self.most = delay_s, threading.Lock(), 0, 0
+
+    def _slow(self, fn, *args):
+        import time
+
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            time.sleep(self.delay_s)
+            return fn(*args)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+    def read_bytes(self, key):
+        return self._slow(super().read_bytes, key)
+
+    def read_or_none(self, key):
+        return self._slow(super().read_or_none, key)
+
+    def write_bytes(self, key, data):
+        return self._slow(super().write_bytes, key, data)
+
+
+def test_enqueue_sends_each_configuration_once_and_marks_it(data):
+    from core.experiment.engine import STORE_REQUESTS_AT_ONCE
+
+    experiment, _ = prepared(data, space=BIG_SPACE, max_evals=12)
+    configs = [c.to_dict() for c in experiment.ask(12)]
+    files = SlowFiles(data / "reports")
+    sent_bodies = []
+
+    def send(body):
+        sent_bodies.append(json.loads(body))
+
+    keys, sent = Experiment(files, "exp-1").enqueue(configs + configs[:2], send)  # two given twice
+    assert keys == [Configuration(c).key for c in configs + configs[:2]] and sent == 12
+    assert sorted(b["key"] for b in sent_bodies) == sorted(keys[:12])
+    assert all(b == EvaluationRequest("exp-1", b["key"], b["configuration"]).to_dict() for b in sent_bodies)
+    assert experiment.enqueued_keys() == set(keys)
+    assert 1 < files.most <= STORE_REQUESTS_AT_ONCE  # marked several at a time, never more than the bound
+    # a retried step sends nothing again
+    assert Experiment(files, "exp-1").enqueue(configs, send) == (keys[:12], 0) and len(sent_bodies) == 12
+
+
+def test_a_message_that_cannot_be_sent_is_not_marked_and_the_error_is_raised(data):
+    experiment, _ = prepared(data, space=BIG_SPACE, max_evals=4)
+    configs = [c.to_dict() for c in experiment.ask(4)]
+    refused = Configuration(configs[2]).key
+
+    def send(body):
+        if json.loads(body)["key"] == refused:
+            raise StoreError("the queue refused the message")
+
+    with pytest.raises(StoreError, match="refused"):
+        experiment.enqueue(configs, send)
+    assert refused not in experiment.enqueued_keys()
+    assert experiment.enqueued_keys() == {Configuration(c).key for c in configs} - {refused}
+    keys, sent = experiment.enqueue(configs, lambda body: None)  # the retry sends the one left
+    assert sent == 1 and experiment.enqueued_keys() == set(keys)
+
+
+def test_many_results_are_read_a_few_at_a_time_and_told_once(data):
+    from core.experiment.engine import STORE_REQUESTS_AT_ONCE
+
+    experiment, _ = prepared(data, space=BIG_SPACE, max_evals=12)
+    configs = experiment.ask(12)
+    for i, config in enumerate(configs):
+        experiment.evaluate(experiment.evaluation_request(config), ok(i / 100))
+    files = SlowFiles(data / "reports")
+    slow = Experiment(files, "exp-1")
+    keys = [c.key for c in configs]
+    summary = slow.tell(keys + keys[:3])  # keys given twice are told once
+    assert (summary.evaluated, summary.failed, summary.best_score, summary.best_key) == (12, 0, 0.11, keys[11])
+    assert 1 < files.most <= STORE_REQUESTS_AT_ONCE
+    files.most = 0
+    results = Experiment(files, "exp-1").results()
+    assert sorted(results) == sorted(keys)
+    assert {k: r["metrics"]["mrr"] for k, r in results.items()} == {k: i / 100 for i, k in enumerate(keys)}
+    assert 1 < files.most <= STORE_REQUESTS_AT_ONCE
