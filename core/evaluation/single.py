@@ -227,8 +227,9 @@ class EvaluationContext:
             try:
                 future.set_result(open_client(config))
             except BaseException as exc:
-                with self._lock:
-                    self._lite_clients.pop(config.uri, None)
+                with self._lock:  # forgotten, unless close() and a newer open replaced it meanwhile
+                    if self._lite_clients.get(config.uri) is future:
+                        del self._lite_clients[config.uri]
                 future.set_exception(exc)
                 raise
         return future.result()

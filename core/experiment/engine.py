@@ -48,14 +48,34 @@ STORE_REQUESTS_AT_ONCE = 8
 
 def _each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     """``[fn(item) for item in items]``, up to :data:`STORE_REQUESTS_AT_ONCE` at a time, in
-    order; the first exception raised is raised (after the calls in flight end)."""
+    order. The first exception is raised once the calls in flight end; no call starts after a
+    call failed (a store that is down is not asked once per item)."""
     if len(items) <= 1:
         return [fn(item) for item in items]
+    import threading
     from concurrent.futures import ThreadPoolExecutor
+
+    failed = threading.Event()
+    errors: list[BaseException] = []
+
+    def call(item: Any) -> Any:
+        if failed.is_set():
+            return None  # not made: an earlier call failed
+        try:
+            return fn(item)
+        except BaseException as exc:
+            errors.append(exc)
+            failed.set()
+            raise
 
     with ThreadPoolExecutor(max_workers=min(STORE_REQUESTS_AT_ONCE, len(items)),
                             thread_name_prefix="ragtune-store") as pool:
-        return list(pool.map(fn, items))
+        futures = [pool.submit(call, item) for item in items]
+        for future in futures:
+            future.exception()  # wait for every call (those after a failure return at once)
+    if errors:
+        raise errors[0]
+    return [future.result() for future in futures]
 
 
 class Experiment:
@@ -361,7 +381,6 @@ class Experiment:
         """
         study = self.study() if study is None else study
         by_key = {t.configuration.key: t for t in study.pending_trials}
-        objective = study.objective_metric
         wanted = list(dict.fromkeys(key for key in keys if key in by_key))
         stored = dict(zip(wanted, _each(self.result, wanted)))
         for key in wanted:

@@ -250,7 +250,7 @@ class OpenAIChatModel:
                     reply = self._get_client().post("/chat/completions", body=kwargs, cast_to=object)
         except openai.OpenAIError as exc:
             raise GenerationError(f"chat model {self.model_id} failed: {type(exc).__name__}: {exc}") from exc
-        except ValueError as exc:  # a 200 whose body is not JSON
+        except (ValueError, RecursionError) as exc:  # a 200 whose body is not JSON (or nested past parsing)
             raise GenerationError(f"chat model {self.model_id} answered with a body that is not JSON: {exc}") from exc
         content, reason, usage = _reply_parts(reply, self.model_id)
         if not isinstance(content, str) or not content.strip():
@@ -279,7 +279,7 @@ def _reply_parts(reply: Any, model_id: str) -> tuple[Any, Any, Any]:
     if isinstance(reply, str):  # a JSON body sent without a JSON content type
         try:
             reply = json.loads(reply)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise GenerationError(f"chat model {model_id} answered with a body that is not JSON") from None
     if not isinstance(reply, Mapping):
         raise GenerationError(f"chat model {model_id} answered with {type(reply).__name__}, not a chat completion object")

@@ -13,7 +13,6 @@ in several processes use a Milvus server or pgvector.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -246,125 +245,130 @@ def run_experiment(
                                 judge=judge, cache_replies=options.cache_replies, rerankers=rerankers)
     store_config = default_store
     context.open_store_early()  # while the documents load
-    corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
-    for skipped in corpus.skipped:
-        status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
-    warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
-    for w in warnings:
-        status("warning", w.format(shown_address(golden_path)), "golden")
+    try:  # until the loop's own finally takes over, a failure closes the store opened above
+        corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
+        for skipped in corpus.skipped:
+            status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
+        warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
+        for w in warnings:
+            status("warning", w.format(shown_address(golden_path)), "golden")
 
-    preselection = None
-    previous: dict[str, Any] = {}
-    if options.experiment_id:
-        spec = experiment.spec()
-        changed = [f"{name} ({what})" for name, mine, what in (
-            ("golden_sha256", golden.sha256, "the golden file"),
-            ("corpus_fingerprint", corpus.fingerprint, "the documents"))
-            if getattr(spec, name) not in (None, "", mine)]
-        if changed:
-            raise ConfigError(f"experiment {experiment_id} was run on other data: {', '.join(changed)} differ; "
-                              "resume it with the same --docs and --golden, or start a new experiment")
-        # The stored experiment's optimizer settings win over the command line's.
-        for name in ("optimizer", "n_random_nodes", "evals_per_trial"):
-            if getattr(spec, name) != getattr(options, name):
-                status("warning", f"resuming with the experiment's {name} = {getattr(spec, name)!r}, "
-                                  f"not {getattr(options, name)!r}", "resume")
-        study = experiment.study()
-        space = study.space
-        objective = study.objective_metric
-        done = study.n_evaluated
-        if options.resume_budget is not None:
-            if options.resume_budget < done:
-                status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
-                                  f"made; the budget stays at {done} and nothing more is evaluated", "resume")
-            study.set_budget(max(options.resume_budget, done))
-        previous = experiment.progress()
-        asked = len(study.pending_trials)
-        status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
-                       + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
-    else:
-        preselection = preselect_models(
-            space, corpus, golden, context=context, objective=objective, keep_embedding=options.keep_embedding,
-            keep_foundation=options.keep_foundation, n_questions=options.preselection_questions, seed=options.seed,
-        )
-        if preselection["ran"]:
-            space = space.with_overrides({"embedding_model": tuple(preselection["embedding_models"]),
-                                          "foundation_model": tuple(preselection["foundation_models"])},
-                                         source="model pre-selection")
-            status("info", f"model pre-selection kept {preselection['embedding_models']} and "
-                           f"{preselection['foundation_models']}", "preselection")
-        spec = ExperimentSpec(experiment_id=experiment_id, golden=str(golden_path), documents=str(docs_dir),
-                              objective=objective, optimizer=options.optimizer, max_evals=options.max_evals,
-                              seed=options.seed, n_random_nodes=options.n_random_nodes,
-                              evals_per_trial=options.evals_per_trial, overrides=dict(options.overrides),
-                              golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
-                              n_questions=len(golden.questions), corpus_fingerprint=corpus.fingerprint)
-        study = Study(space, spec.sampler(), objective, spec.seed, max_evals=spec.max_evals)
-    context.fit_to_space(space)
-    note = budget_note(space.n_valid, options.max_evals if not options.experiment_id else None)
-    if note:
-        notes.insert(0, note)
-    for text in notes:
-        status("warning", text, "space")
-    status("info", f"experiment {experiment_id}: {plural(space.n_valid, 'valid configuration')}; evaluating up to "
-                   f"{study.max_evals} with {spec.optimizer}"
-                   + (f", {workers} at a time" if workers > 1 else ""), "space")
+        preselection = None
+        previous: dict[str, Any] = {}
+        if options.experiment_id:
+            spec = experiment.spec()
+            changed = [f"{name} ({what})" for name, mine, what in (
+                ("golden_sha256", golden.sha256, "the golden file"),
+                ("corpus_fingerprint", corpus.fingerprint, "the documents"))
+                if getattr(spec, name) not in (None, "", mine)]
+            if changed:
+                raise ConfigError(f"experiment {experiment_id} was run on other data: {', '.join(changed)} differ; "
+                                  "resume it with the same --docs and --golden, or start a new experiment")
+            # The stored experiment's optimizer settings win over the command line's.
+            for name in ("optimizer", "n_random_nodes", "evals_per_trial"):
+                if getattr(spec, name) != getattr(options, name):
+                    status("warning", f"resuming with the experiment's {name} = {getattr(spec, name)!r}, "
+                                      f"not {getattr(options, name)!r}", "resume")
+            study = experiment.study()
+            space = study.space
+            objective = study.objective_metric
+            done = study.n_evaluated
+            if options.resume_budget is not None:
+                if options.resume_budget < done:
+                    status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
+                                      f"made; the budget stays at {done} and nothing more is evaluated", "resume")
+                study.set_budget(max(options.resume_budget, done))
+            previous = experiment.progress()
+            asked = len(study.pending_trials)
+            status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
+                           + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
+        else:
+            preselection = preselect_models(
+                space, corpus, golden, context=context, objective=objective, keep_embedding=options.keep_embedding,
+                keep_foundation=options.keep_foundation, n_questions=options.preselection_questions, seed=options.seed,
+            )
+            if preselection["ran"]:
+                space = space.with_overrides({"embedding_model": tuple(preselection["embedding_models"]),
+                                              "foundation_model": tuple(preselection["foundation_models"])},
+                                             source="model pre-selection")
+                status("info", f"model pre-selection kept {preselection['embedding_models']} and "
+                               f"{preselection['foundation_models']}", "preselection")
+            spec = ExperimentSpec(experiment_id=experiment_id, golden=str(golden_path), documents=str(docs_dir),
+                                  objective=objective, optimizer=options.optimizer, max_evals=options.max_evals,
+                                  seed=options.seed, n_random_nodes=options.n_random_nodes,
+                                  evals_per_trial=options.evals_per_trial, overrides=dict(options.overrides),
+                                  golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
+                                  n_questions=len(golden.questions), corpus_fingerprint=corpus.fingerprint)
+            study = Study(space, spec.sampler(), objective, spec.seed, max_evals=spec.max_evals)
+        context.fit_to_space(space)
+        note = budget_note(space.n_valid, options.max_evals if not options.experiment_id else None)
+        if note:
+            notes.insert(0, note)
+        for text in notes:
+            status("warning", text, "space")
+        status("info", f"experiment {experiment_id}: {plural(space.n_valid, 'valid configuration')}; evaluating up to "
+                       f"{study.max_evals} with {spec.optimizer}"
+                       + (f", {workers} at a time" if workers > 1 else ""), "space")
 
-    # Pending trials of a resumed study were asked but never told: evaluate them first, as far
-    # as the budget (the experiment's total, evaluations already made included) allows.
-    pending = [t.configuration for t in study.pending_trials]
-    iteration = study.n_evaluated
-    room = max(0, study.max_evals - iteration)
-    if len(pending) > room:
-        status("warning", f"the budget of {study.max_evals} evaluations leaves {len(pending) - room} asked "
-                          "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them", "resume")
-        pending = pending[:room]
-    started_at = previous.get("started_at") or started.isoformat(timespec="seconds")
-    preselection = preselection if not options.experiment_id else previous.get("preselection")
-    prev_counts = previous.get("counts") or {}
-    prev_timings = previous.get("timings_s") or {}
+        # Pending trials of a resumed study were asked but never told: evaluate them first, as far
+        # as the budget (the experiment's total, evaluations already made included) allows.
+        pending = [t.configuration for t in study.pending_trials]
+        iteration = study.n_evaluated
+        room = max(0, study.max_evals - iteration)
+        if len(pending) > room:
+            status("warning", f"the budget of {study.max_evals} evaluations leaves {len(pending) - room} asked "
+                              "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them",
+                   "resume")
+            pending = pending[:room]
+        started_at = previous.get("started_at") or started.isoformat(timespec="seconds")
+        preselection = preselection if not options.experiment_id else previous.get("preselection")
+        prev_counts = previous.get("counts") or {}
+        prev_timings = previous.get("timings_s") or {}
 
-    # One-off start-up, timed once outside the evaluations: loading each embedding model (its
-    # context length was read while building the space), opening the vector store. Then the
-    # answer metrics' library starts importing in the background, overlapping the first
-    # evaluation (see _import_in_background); what of it is left when the first answers are
-    # scored is waited for there, in that evaluation's seconds.
-    t0 = time.perf_counter()
-    for model_id in dict.fromkeys(str(c) for c in space["embedding_model"].values):
-        if model_id in embedding_models:
-            _ = context.embedding_model(model_id).embedding_dimension
-    if isinstance(store_config, MilvusLiteConfig):
-        context.vector_store(None, store_config, "ragtune_start_up").close()
-    if context.with_answers:
-        _import_in_background(ANSWER_METRICS_MODULE)
-    startup_s = round(time.perf_counter() - t0 + space_s, 3)
+        # One-off start-up, timed once outside the evaluations: loading each embedding model (its
+        # context length was read while building the space), opening the vector store. Then the
+        # answer metrics' library starts importing in the background, overlapping the first
+        # evaluation (see _import_in_background); what of it is left when the first answers are
+        # scored is waited for there, in that evaluation's seconds.
+        t0 = time.perf_counter()
+        for model_id in dict.fromkeys(str(c) for c in space["embedding_model"].values):
+            if model_id in embedding_models:
+                _ = context.embedding_model(model_id).embedding_dimension
+        if isinstance(store_config, MilvusLiteConfig):
+            context.vector_store(None, store_config, "ragtune_start_up").close()
+        if context.with_answers:
+            _import_in_background(ANSWER_METRICS_MODULE)
+        startup_s = round(time.perf_counter() - t0 + space_s, 3)
 
-    def progress() -> dict[str, Any]:
-        """What the experiment has cost so far, earlier runs included (``progress.json``)."""
-        stats = [m.stats() for m in context._cached_models.values()]
-        return {
-            "started_at": started_at, "preselection": preselection,
-            "counts": {"collections_built": context.collections_built + prev_counts.get("collections_built", 0),
-                       **{name: sum(int(st[name]) for st in stats) + prev_counts.get(name, 0)
-                          for name in ("texts_embedded", "texts_from_cache", "texts_unique")},
-                       **{name: value + prev_counts.get(name, 0) for name, value in context.reply_stats().items()}},
-            "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3),
-                          "startup_s": round(startup_s + prev_timings.get("startup_s", 0.0), 3)},
-        }
+        def progress() -> dict[str, Any]:
+            """What the experiment has cost so far, earlier runs included (``progress.json``)."""
+            stats = [m.stats() for m in context._cached_models.values()]
+            return {
+                "started_at": started_at, "preselection": preselection,
+                "counts": {"collections_built": context.collections_built + prev_counts.get("collections_built", 0),
+                           **{name: sum(int(st[name]) for st in stats) + prev_counts.get(name, 0)
+                              for name in ("texts_embedded", "texts_from_cache", "texts_unique")},
+                           **{name: value + prev_counts.get(name, 0) for name, value in context.reply_stats().items()}},
+                "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3),
+                              "startup_s": round(startup_s + prev_timings.get("startup_s", 0.0), 3)},
+            }
 
-    # Stored before the first evaluation, so a run stopped at any point from here on resumes.
-    if not options.experiment_id:
-        Experiment.create(files, spec, study)
-        experiment.write_progress(progress())
+        # Stored before the first evaluation, so a run stopped at any point from here on resumes.
+        if not options.experiment_id:
+            Experiment.create(files, spec, study)
+            experiment.write_progress(progress())
 
-    def run(configuration: dict[str, Any]) -> dict[str, Any]:
-        return run_single_evaluation(configuration, corpus, golden, context=context)
+        def run(configuration: dict[str, Any]) -> dict[str, Any]:
+            return run_single_evaluation(configuration, corpus, golden, context=context)
 
-    def evaluate(config: Any) -> Any:
-        try:
-            return experiment.evaluate(experiment.evaluation_request(config), run, study=study)
-        except TransientEvaluationError as exc:  # no queue retries here: recorded, the search goes on
-            return experiment.record_failure(config, str(exc))
+        def evaluate(config: Any) -> Any:
+            try:
+                return experiment.evaluate(experiment.evaluation_request(config), run, study=study)
+            except TransientEvaluationError as exc:  # no queue retries here: recorded, the search goes on
+                return experiment.record_failure(config, str(exc))
+    except BaseException:
+        context.close()
+        raise
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     try:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
 
 import pytest
 
 from core.errors import ConfigError, EmbeddingError, StoreError
 from core.experiment import EvaluationRequest, Experiment, MAX_MESSAGE_BYTES, TransientEvaluationError
+from core.experiment.engine import STORE_REQUESTS_AT_ONCE, _each
 from core.experiment.prepare import StoredEvaluator, evaluate_request, prepare_request
 from core.optimization import Configuration
 from core.optimization.stored import parse_experiment_request
@@ -297,13 +300,9 @@ class SlowFiles(LocalFiles):
 
     def __init__(self, root, delay_s=0.02):
         super().__init__(root)
-        import threading
-
         self.delay_s, self.lock, self.now, self.most = delay_s, threading.Lock(), 0, 0
 
     def _slow(self, fn, *args):
-        import time
-
         with self.lock:
             self.now += 1
             self.most = max(self.most, self.now)
@@ -325,8 +324,6 @@ class SlowFiles(LocalFiles):
 
 
 def test_enqueue_sends_each_configuration_once_and_marks_it(data):
-    from core.experiment.engine import STORE_REQUESTS_AT_ONCE
-
     experiment, _ = prepared(data, space=BIG_SPACE, max_evals=12)
     configs = [c.to_dict() for c in experiment.ask(12)]
     files = SlowFiles(data / "reports")
@@ -356,15 +353,15 @@ def test_a_message_that_cannot_be_sent_is_not_marked_and_the_error_is_raised(dat
 
     with pytest.raises(StoreError, match="refused"):
         experiment.enqueue(configs, send)
-    assert refused not in experiment.enqueued_keys()
-    assert experiment.enqueued_keys() == {Configuration(c).key for c in configs} - {refused}
-    keys, sent = experiment.enqueue(configs, lambda body: None)  # the retry sends the one left
-    assert sent == 1 and experiment.enqueued_keys() == set(keys)
+    marked = experiment.enqueued_keys()
+    assert refused not in marked and marked <= {Configuration(c).key for c in configs}
+    resent = []
+    keys, sent = experiment.enqueue(configs, lambda body: resent.append(json.loads(body)["key"]))
+    assert sorted(resent) == sorted(set(keys) - marked) and refused in resent  # the retry sends what is left
+    assert sent == len(resent) and experiment.enqueued_keys() == set(keys)
 
 
 def test_many_results_are_read_a_few_at_a_time_and_told_once(data):
-    from core.experiment.engine import STORE_REQUESTS_AT_ONCE
-
     experiment, _ = prepared(data, space=BIG_SPACE, max_evals=12)
     configs = experiment.ask(12)
     for i, config in enumerate(configs):
@@ -380,3 +377,105 @@ def test_many_results_are_read_a_few_at_a_time_and_told_once(data):
     assert sorted(results) == sorted(keys)
     assert {k: r["metrics"]["mrr"] for k, r in results.items()} == {k: i / 100 for i, k in enumerate(keys)}
     assert 1 < files.most <= STORE_REQUESTS_AT_ONCE
+
+
+def test_each_keeps_order_and_raises_the_first_error():
+    assert _each(lambda x: x * 2, list(range(50))) == [x * 2 for x in range(50)]
+    with pytest.raises(ValueError, match="3"):
+        _each(lambda x: (_ for _ in ()).throw(ValueError(str(x))) if x in (3, 30) else x, list(range(40)))
+
+
+def test_enqueue_stops_sending_soon_after_the_queue_fails(data):
+    """The queue is down: every send fails after a while (a client's own timeout). The step
+    fails once the sends in flight end; it does not try every message."""
+    experiment, _ = prepared(data, space=BIG_SPACE, max_evals=12)
+    configs = [c.to_dict() for c in experiment.ask(12)]
+    calls = []
+    lock = threading.Lock()
+
+    def send(body):
+        with lock:
+            calls.append(json.loads(body)["key"])
+        time.sleep(0.2)
+        raise ConnectionError("queue unreachable")
+
+    started = time.perf_counter()
+    with pytest.raises(ConnectionError):
+        experiment.enqueue(configs, send)
+    took = time.perf_counter() - started
+    assert experiment.enqueued_keys() == set()
+    assert len(calls) <= STORE_REQUESTS_AT_ONCE, f"{len(calls)} sends tried after the first failed ({took:.1f} s)"
+
+
+def test_enqueue_whose_marker_write_fails_raises_and_the_retry_resends_only_that(data):
+    experiment, _ = prepared(data, space=BIG_SPACE, max_evals=6)
+    configs = [c.to_dict() for c in experiment.ask(6)]
+    bad = Configuration(configs[3]).key
+
+    class Flaky(LocalFiles):
+        def write_bytes(self, key, body):
+            if key.endswith(f"queued/{bad}"):
+                raise StoreError("store down")
+            return super().write_bytes(key, body)
+
+    sent = []
+    with pytest.raises(StoreError):
+        Experiment(Flaky(data / "reports"), "exp-1").enqueue(configs, lambda b: sent.append(json.loads(b)["key"]))
+    assert bad in sent and bad not in experiment.enqueued_keys()  # sent, but its marker was not written
+    marked = experiment.enqueued_keys()
+    assert marked <= set(sent)
+    again = []
+    keys, n = experiment.enqueue(configs, lambda b: again.append(json.loads(b)["key"]))
+    # the retry sends only what is not marked: the one whose marker failed, and any not reached
+    assert sorted(again) == sorted(set(keys) - marked) and bad in again and n == len(again)
+
+
+def test_tell_with_duplicate_and_unknown_keys(data):
+    experiment, _ = prepared(data, space=BIG_SPACE, max_evals=6)
+    configs = experiment.ask(6)
+    for i, c in enumerate(configs):
+        experiment.evaluate(experiment.evaluation_request(c), ok(i / 10))
+    keys = [c.key for c in configs]
+    summary = experiment.tell(keys + keys + ["nope", "../../etc"], missing="timeout")
+    assert summary.evaluated == 6 and summary.failed == 0
+    again = experiment.tell(keys, missing="timeout")  # a retried step changes nothing
+    assert again.to_dict() == summary.to_dict()
+
+
+def test_tell_of_a_corrupt_result_raises_and_saves_nothing(data):
+    experiment, _ = prepared(data, space=BIG_SPACE, max_evals=4)
+    configs = experiment.ask(4)
+    for i, c in enumerate(configs):
+        experiment.evaluate(experiment.evaluation_request(c), ok(i / 10))
+    (data / "reports" / "experiments" / "exp-1" / "results" / f"{configs[2].key}.json").write_bytes(b"\xff{")
+    before = experiment.summary().to_dict()
+    with pytest.raises(ValueError):
+        experiment.tell([c.key for c in configs])
+    assert experiment.summary().to_dict() == before
+
+
+def test_results_while_results_are_being_written(data):
+    experiment, _ = prepared(data, space=BIG_SPACE, max_evals=12)
+    configs = experiment.ask(12)
+    stop = threading.Event()
+    errors = []
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            c = configs[i % 12]
+            experiment.write_result(c.key, {"key": c.key, "status": "ok", "metrics": {"mrr": i}})
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for _ in range(200):
+            try:
+                experiment.results()
+            except Exception as exc:  # noqa: BLE001
+                errors.append(repr(exc))
+    finally:
+        stop.set()
+        t.join()
+    assert errors == []

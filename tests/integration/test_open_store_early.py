@@ -1,0 +1,184 @@
+"""Opening a Milvus Lite database early (``EvaluationContext.open_store_early``) on real Milvus
+Lite: a locked database, a folder that cannot be made, ``close()`` during the open, a failed
+open racing a newer one, and ``run_experiment`` failing after the early open: each gives a
+clear error, leaves no opener thread and leaves the database free for another process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+from core.errors import StoreError
+from core.evaluation.single import EvaluationContext
+from core.vectorstores import MilvusLiteConfig
+from core.vectorstores.milvus import open_client
+
+HOLD = """
+import sys, time, warnings
+warnings.simplefilter("ignore")
+from pymilvus import MilvusClient
+MilvusClient(sys.argv[1])
+print("open", flush=True)
+time.sleep(120)
+"""
+
+TRY_OPEN = """
+import sys
+from core.vectorstores import MilvusLiteConfig
+from core.vectorstores.milvus import open_client
+try:
+    open_client(MilvusLiteConfig(sys.argv[1])).close()
+    print("opened")
+except Exception as exc:
+    print("failed:", exc)
+"""
+
+
+def opener_threads():
+    return [t for t in threading.enumerate() if t.name == "ragtune-open-store"]
+
+
+def wait_openers(limit=120):
+    end = time.time() + limit
+    while opener_threads() and time.time() < end:
+        time.sleep(0.1)
+    return opener_threads()
+
+
+def context(path):
+    return EvaluationContext(out_dir=path.parent, embedding_models={}, vector_store_config=MilvusLiteConfig(str(path)))
+
+
+def other_process_can_open(path) -> str:
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", TRY_OPEN, str(path)], capture_output=True,
+                          text=True, timeout=120, cwd=str(Path(__file__).parents[2]))
+    return done.stdout.strip()
+
+
+def test_early_open_of_a_locked_database_reports_it_and_leaves_no_thread(tmp_path):
+    path = tmp_path / "m.db"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        ctx = context(path)
+        started = time.perf_counter()
+        ctx.open_store_early()
+        with pytest.raises(StoreError, match="in use by another process"):
+            ctx.vector_store(None, ctx.vector_store_config, "c")
+        assert time.perf_counter() - started < 60
+        assert wait_openers() == []
+        assert ctx._lite_clients == {}  # the failure is forgotten: the next try opens again
+        ctx.close()
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is gone: the same context opens it now
+    client = ctx._lite_client(ctx.vector_store_config, open_client)
+    assert client.list_collections() == []
+    ctx.close()
+
+
+def test_early_open_in_a_folder_that_cannot_be_made_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    ctx = context(blocker / "m.db")
+    ctx.open_store_early()
+    with pytest.raises((StoreError, OSError)) as caught:
+        ctx.vector_store(None, ctx.vector_store_config, "c")
+    assert str(blocker) in str(caught.value)
+    assert wait_openers() == []
+    ctx.close()
+
+
+def test_close_right_after_early_open_waits_and_releases_the_database(tmp_path):
+    path = tmp_path / "m.db"
+    ctx = context(path)
+    ctx.open_store_early()
+    time.sleep(0.05)
+    ctx.close()
+    assert wait_openers() == []
+    ctx.close()  # twice is harmless
+    import milvus_lite.server_manager as sm
+
+    sm.server_manager_instance.release_server(str(path))  # what the process exit does
+    assert other_process_can_open(path) == "opened"
+
+
+def test_a_failed_open_finishing_after_close_does_not_forget_a_newer_open(tmp_path):
+    """close() while an open is in progress, then a new open of the same URI: when the old
+    open fails, it must not pop the *new* open's future (two opens of one database would then
+    run at once, and the second one fails 'in use')."""
+    config = MilvusLiteConfig(str(tmp_path / "m.db"))
+    ctx = context(tmp_path / "m.db")
+    first_started, first_may_fail = threading.Event(), threading.Event()
+    second_started, second_may_end = threading.Event(), threading.Event()
+    opens = []
+
+    def failing_open(cfg):
+        opens.append("first")
+        first_started.set()
+        first_may_fail.wait(10)
+        raise StoreError("first open failed")
+
+    def slow_open(cfg):
+        opens.append("second")
+        second_started.set()
+        second_may_end.wait(10)
+        return "client-2"
+
+    def quick_open(cfg):
+        opens.append("third")
+        return "client-3"
+
+    errors = []
+    t1 = threading.Thread(target=lambda: errors.append(pytest.raises(StoreError, ctx._lite_client, config, failing_open)))
+    t1.start()
+    first_started.wait(5)
+    closer = threading.Thread(target=ctx.close)
+    closer.start()
+    time.sleep(0.1)  # close() now waits for the first open
+    got = []
+    t2 = threading.Thread(target=lambda: got.append(ctx._lite_client(config, slow_open)))
+    t2.start()
+    second_started.wait(5)
+    first_may_fail.set()
+    t1.join(5)
+    closer.join(5)
+    got.append(ctx._lite_client(config, quick_open))  # must wait for the second open, not start a third
+    second_may_end.set()
+    t2.join(5)
+    assert opens == ["first", "second"], opens
+
+
+def test_run_experiment_whose_documents_fail_to_load_closes_the_database_it_opened(tmp_path, squad_dir,
+                                                                                     monkeypatch):
+    """run_experiment opens the store early, then Corpus.load raises: the client opened early is
+    closed (not left for the process's lifetime) and no opener thread keeps running."""
+    import core.vectorstores.milvus as milvus
+    from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
+    from core.optimization.runner import ExperimentOptions, run_experiment
+
+    opened = []
+
+    def recording_open(config):
+        opened.append(open_client(config))
+        return opened[-1]
+
+    monkeypatch.setattr(milvus, "open_client", recording_open)
+    empty = tmp_path / "no-docs"
+    empty.mkdir()
+    with pytest.raises(Exception, match="no-docs"):  # no documents: the corpus cannot load
+        run_experiment(empty, squad_dir / "golden.jsonl", out_dir=tmp_path / "out",
+                       embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()},
+                       options=ExperimentOptions(max_evals=1, show_progress=False))
+    assert wait_openers() == []
+    assert len(opened) == 1
+    with pytest.raises(Exception, match="should create connection first"):  # closed
+        opened[0].list_collections()
