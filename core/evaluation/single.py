@@ -212,10 +212,12 @@ class EvaluationContext:
         return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index,
                                  legs=self.legs)
 
-    def _lite_client(self, config: Any, open_client: Any) -> Any:
+    def _lite_client(self, config: Any, open_client: Any, *, early: bool = False) -> Any:
         """The shared client of Milvus Lite database ``config.uri``, opened by the first thread
         that asks (the others wait for it, without holding the context's lock meanwhile); a
-        failed open is forgotten, so the next call tries again."""
+        failed open is forgotten, so the next call tries again. A thread that waited for an
+        early open (``early``: the background one of :meth:`open_store_early`) which failed
+        opens the database again itself, once: its own error is the one raised."""
         from concurrent.futures import Future
 
         with self._lock:
@@ -223,6 +225,13 @@ class EvaluationContext:
             opener = future is None
             if opener:
                 future = self._lite_clients[config.uri] = Future()
+                future.early = early  # type: ignore[attr-defined]
+        if not opener and getattr(future, "early", False):
+            try:
+                return future.result()
+            except Exception as exc:  # noqa: BLE001 - opened again below, and that error raised
+                logger.info("opening %s early failed (%s); opening it again", config.uri, exc)
+                return self._lite_client(config, open_client)
         if opener:
             try:
                 future.set_result(open_client(config))
@@ -237,8 +246,9 @@ class EvaluationContext:
     def open_store_early(self) -> None:
         """Start opening the default store's database in a background thread, when it is Milvus
         Lite (its server takes a while to start), so it opens while the documents load; the
-        first :meth:`vector_store` then waits for it. An open that fails is retried, and its
-        error raised, by that first evaluation."""
+        first :meth:`vector_store` then waits for it. An open that fails is tried again by the
+        evaluation that needs the database (waiting for it or coming later), and that try's
+        error is the one raised."""
         from core.vectorstores import MilvusLiteConfig
 
         config = self.vector_store_config
@@ -249,8 +259,8 @@ class EvaluationContext:
             from core.vectorstores.milvus import open_client
 
             try:
-                self._lite_client(config, open_client)
-            except Exception as exc:  # noqa: BLE001 - the evaluation that needs it raises it
+                self._lite_client(config, open_client, early=True)
+            except Exception as exc:  # noqa: BLE001 - the evaluation that needs it opens it again
                 logger.debug("opening %s early failed (%s); the first evaluation opens it again", config.uri, exc)
 
         threading.Thread(target=open_now, name="ragtune-open-store", daemon=True).start()

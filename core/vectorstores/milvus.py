@@ -689,6 +689,8 @@ def _open_lite(path: str) -> Any:
             f"{target} is a file, not a Milvus Lite database folder: remove it or choose another output folder"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
+    if engine < 3 and _locked_elsewhere(target):
+        raise StoreError(_in_use(target))
     _stop_lite_servers_at_exit()
     grpc_log = logging.getLogger("grpc._server")
     if _LITE_FILTER not in grpc_log.filters:
@@ -708,18 +710,65 @@ def _open_lite(path: str) -> Any:
             # with GOAWAY "too_many_pings" (logged on stderr) after about a minute without calls.
             return MilvusClient(str(target), grpc_options=dict(IDLE_PINGS_OFF))
     except Exception as exc:  # pymilvus wraps the server's failure in its own types
+        if engine < 3:
+            _forget_dead_lite_server(target)
         reasons = " ".join(capture.reasons + root.reasons) or str(exc)
         if "DataDirLockedError" in reasons or "lock" in reasons.lower() or "opened by another program" in reasons:
-            raise StoreError(
-                f"Milvus Lite database {target} is in use by another process (only one process can open it): "
-                "wait for it to finish, use another output folder, or run a Milvus server "
-                "(scripts/services/milvus.sh starts one) and connect with RAGTUNE_MILVUS_URI"
-            ) from exc
+            raise StoreError(_in_use(target)) from exc
         raise StoreError(f"cannot open Milvus Lite database {target}: {reasons}") from exc
     finally:
         logging.getLogger().removeFilter(root)
         lite_log.removeHandler(capture)
         lite_log.propagate = propagate
+
+
+def _in_use(target: Path) -> str:
+    return (f"Milvus Lite database {target} is in use by another process (only one process can open it): "
+            "wait for it to finish, use another output folder, or run a Milvus server "
+            "(scripts/services/milvus.sh starts one) and connect with RAGTUNE_MILVUS_URI")
+
+
+def _lite_servers() -> dict[str, Any]:
+    """Milvus Lite 2's servers started by this process, by resolved database path."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    return server_manager_instance._servers
+
+
+def _locked_elsewhere(target: Path) -> bool:
+    """Whether another process holds Milvus Lite 2's lock on database ``target`` (an exclusive
+    ``lockf`` on ``.<name>.lock`` beside it, as ``milvus_lite.server.Server.start`` takes it).
+
+    Asked before Milvus Lite tries: when its own try fails, its server's finaliser deletes the
+    lock file it never held, and the next open, in any process, then starts a second server on
+    the same database. A database this process already serves is not probed (``lockf`` locks
+    belong to the process: closing the probe's file would release the server's lock)."""
+    import fcntl
+
+    if str(target.absolute().resolve()) in _lite_servers():
+        return False
+    lock = target.parent / f".{target.name}.lock"
+    if not lock.exists():
+        return False
+    with open(lock, "a") as probe:
+        try:
+            fcntl.lockf(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.lockf(probe, fcntl.LOCK_UN)
+    return False
+
+
+def _forget_dead_lite_server(target: Path) -> None:
+    """Drop this process's Milvus Lite 2 server of ``target`` when its process has exited (it
+    can die after the half second Milvus Lite waits for it to start, for example on a disk
+    error): the next open then starts a new one instead of connecting to a dead socket."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    server = _lite_servers().get(str(target.absolute().resolve()))
+    process = getattr(server, "_p", None)
+    if server is not None and process is not None and process.poll() is not None:
+        server_manager_instance.release_server(str(target))
 
 
 def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:

@@ -50,6 +50,49 @@ def test_a_database_another_process_holds_is_named(tmp_path):
         holder.wait()
 
 
+def test_a_refused_open_leaves_the_other_process_its_lock_and_is_refused_again(tmp_path):
+    """Milvus Lite 2's own refused try deletes the lock file of the process that holds the
+    database, after which a second try starts a second server on the same file; ragtune asks
+    for the lock first, so every try is refused and the lock file stays."""
+    if lite_engine() >= 3:
+        pytest.skip("Milvus Lite 3 keeps no lock file beside a database file")
+    path = tmp_path / "m.db"
+    lock = tmp_path / ".m.db.lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        inode = lock.stat().st_ino
+        for _ in range(2):
+            with pytest.raises(StoreError, match="in use by another process"):
+                open_client(MilvusLiteConfig(str(path)))
+            assert lock.stat().st_ino == inode  # the holder's own lock file, still there
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_server_that_died_is_let_go_and_started_again(tmp_path):
+    """A Milvus Lite 2 server that exits after starting (a disk error, a kill) stays registered
+    in the process; a failed open lets a dead one go (``_forget_dead_lite_server``), a live one
+    stays, and the next open starts a new server on the same database."""
+    if lite_engine() >= 3:
+        pytest.skip("Milvus Lite 3 runs no server process")
+    from core.vectorstores.milvus import _forget_dead_lite_server, _lite_servers
+
+    path = tmp_path / "m.db"
+    client = open_client(MilvusLiteConfig(str(path)))
+    client.create_collection("c", dimension=4)
+    client.close()
+    _forget_dead_lite_server(path)  # alive: kept
+    server = _lite_servers()[str(path.resolve())]
+    server._p.kill()
+    server._p.wait()
+    _forget_dead_lite_server(path)
+    assert str(path.resolve()) not in _lite_servers()
+    assert open_client(MilvusLiteConfig(str(path))).list_collections() == ["c"]
+    assert _lite_servers()[str(path.resolve())]._p.poll() is None  # a new server, running
+
+
 def test_a_database_opens_again_after_its_process_ends(tmp_path):
     path = tmp_path / "m.db"
     done = subprocess.run([sys.executable, "-W", "ignore", "-c",

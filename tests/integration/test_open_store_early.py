@@ -182,3 +182,65 @@ def test_run_experiment_whose_documents_fail_to_load_closes_the_database_it_open
     assert len(opened) == 1
     with pytest.raises(Exception, match="should create connection first"):  # closed
         opened[0].list_collections()
+
+
+def test_a_thread_waiting_for_an_early_open_that_fails_opens_the_database_again(tmp_path):
+    """The background open fails (say the server did not start) while an evaluation waits for
+    it: the evaluation opens the database itself, once, and raises its own error if that fails
+    too. Openers are scripted, to place the failure while the evaluation waits."""
+    config = MilvusLiteConfig(str(tmp_path / "m.db"))
+    ctx = context(tmp_path / "m.db")
+    early_started, early_may_fail = threading.Event(), threading.Event()
+    opens = []
+
+    def failing_early(cfg):
+        opens.append("early")
+        early_started.set()
+        early_may_fail.wait(10)
+        raise StoreError("the server did not start")
+
+    def again(cfg):
+        opens.append("again")
+        return "client"
+
+    early = threading.Thread(target=lambda: pytest.raises(StoreError, ctx._lite_client, config, failing_early,
+                                                          early=True))
+    early.start()
+    early_started.wait(5)
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(ctx._lite_client(config, again)))
+    waiter.start()
+    time.sleep(0.1)  # the evaluation now waits for the early open
+    early_may_fail.set()
+    early.join(5)
+    waiter.join(5)
+    assert got == ["client"] and opens == ["early", "again"]
+
+    def failing_too(cfg):
+        opens.append("fails too")
+        raise StoreError("still no server")
+
+    ctx2 = context(tmp_path / "m2.db")
+    early_started.clear()
+    early_may_fail.clear()
+    config2 = MilvusLiteConfig(str(tmp_path / "m2.db"))
+    early = threading.Thread(target=lambda: pytest.raises(StoreError, ctx2._lite_client, config2, failing_early,
+                                                          early=True))
+    early.start()
+    early_started.wait(5)
+    raised = []
+
+    def wait_and_fail():
+        try:
+            ctx2._lite_client(config2, failing_too)
+        except StoreError as exc:
+            raised.append(str(exc))
+
+    waiter = threading.Thread(target=wait_and_fail)
+    waiter.start()
+    time.sleep(0.1)
+    early_may_fail.set()
+    early.join(5)
+    waiter.join(5)
+    assert raised == ["still no server"]  # its own error, after one more try
+    assert ctx2._lite_clients == {}
