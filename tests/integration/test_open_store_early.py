@@ -62,6 +62,21 @@ def other_process_can_open(path) -> str:
     return done.stdout.strip()
 
 
+def failing_opener(opens, name, message):
+    """A scripted open: records ``name`` in ``opens``, sets ``.started``, waits for ``.may_fail``
+    and raises ``StoreError(message)``."""
+    started, may_fail = threading.Event(), threading.Event()
+
+    def open_(cfg):
+        opens.append(name)
+        started.set()
+        may_fail.wait(10)
+        raise StoreError(message)
+
+    open_.started, open_.may_fail = started, may_fail
+    return open_
+
+
 def test_early_open_of_a_locked_database_reports_it_and_leaves_no_thread(tmp_path):
     path = tmp_path / "m.db"
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True)
@@ -117,15 +132,10 @@ def test_a_failed_open_finishing_after_close_does_not_forget_a_newer_open(tmp_pa
     run at once, and the second one fails 'in use')."""
     config = MilvusLiteConfig(str(tmp_path / "m.db"))
     ctx = context(tmp_path / "m.db")
-    first_started, first_may_fail = threading.Event(), threading.Event()
     second_started, second_may_end = threading.Event(), threading.Event()
     opens = []
-
-    def failing_open(cfg):
-        opens.append("first")
-        first_started.set()
-        first_may_fail.wait(10)
-        raise StoreError("first open failed")
+    failing_open = failing_opener(opens, "first", "first open failed")
+    first_started, first_may_fail = failing_open.started, failing_open.may_fail
 
     def slow_open(cfg):
         opens.append("second")
@@ -190,14 +200,8 @@ def test_a_thread_waiting_for_an_early_open_that_fails_opens_the_database_again(
     too. Openers are scripted, to place the failure while the evaluation waits."""
     config = MilvusLiteConfig(str(tmp_path / "m.db"))
     ctx = context(tmp_path / "m.db")
-    early_started, early_may_fail = threading.Event(), threading.Event()
     opens = []
-
-    def failing_early(cfg):
-        opens.append("early")
-        early_started.set()
-        early_may_fail.wait(10)
-        raise StoreError("the server did not start")
+    failing_early = failing_opener(opens, "early", "the server did not start")
 
     def again(cfg):
         opens.append("again")
@@ -206,12 +210,12 @@ def test_a_thread_waiting_for_an_early_open_that_fails_opens_the_database_again(
     early = threading.Thread(target=lambda: pytest.raises(StoreError, ctx._lite_client, config, failing_early,
                                                           early=True))
     early.start()
-    early_started.wait(5)
+    failing_early.started.wait(5)
     got = []
     waiter = threading.Thread(target=lambda: got.append(ctx._lite_client(config, again)))
     waiter.start()
     time.sleep(0.1)  # the evaluation now waits for the early open
-    early_may_fail.set()
+    failing_early.may_fail.set()
     early.join(5)
     waiter.join(5)
     assert got == ["client"] and opens == ["early", "again"]
@@ -221,13 +225,12 @@ def test_a_thread_waiting_for_an_early_open_that_fails_opens_the_database_again(
         raise StoreError("still no server")
 
     ctx2 = context(tmp_path / "m2.db")
-    early_started.clear()
-    early_may_fail.clear()
+    failing_early = failing_opener(opens, "early", "the server did not start")
     config2 = MilvusLiteConfig(str(tmp_path / "m2.db"))
     early = threading.Thread(target=lambda: pytest.raises(StoreError, ctx2._lite_client, config2, failing_early,
                                                           early=True))
     early.start()
-    early_started.wait(5)
+    failing_early.started.wait(5)
     raised = []
 
     def wait_and_fail():
@@ -239,7 +242,7 @@ def test_a_thread_waiting_for_an_early_open_that_fails_opens_the_database_again(
     waiter = threading.Thread(target=wait_and_fail)
     waiter.start()
     time.sleep(0.1)
-    early_may_fail.set()
+    failing_early.may_fail.set()
     early.join(5)
     waiter.join(5)
     assert raised == ["still no server"]  # its own error, after one more try
