@@ -730,7 +730,11 @@ def _in_use(target: Path) -> str:
 
 def _lite_servers() -> dict[str, Any]:
     """Milvus Lite 2's servers started by this process, by resolved database path."""
-    from milvus_lite.server_manager import server_manager_instance
+    import warnings
+
+    with warnings.catch_warnings():  # Milvus Lite 2 imports pkg_resources, which warns that it is deprecated
+        warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+        from milvus_lite.server_manager import server_manager_instance
 
     return server_manager_instance._servers
 
@@ -763,11 +767,12 @@ def _forget_dead_lite_server(target: Path) -> None:
     """Drop this process's Milvus Lite 2 server of ``target`` when its process has exited (it
     can die after the half second Milvus Lite waits for it to start, for example on a disk
     error): the next open then starts a new one instead of connecting to a dead socket."""
-    from milvus_lite.server_manager import server_manager_instance
-
-    server = _lite_servers().get(str(target.absolute().resolve()))
+    servers = _lite_servers()
+    server = servers.get(str(target.absolute().resolve()))
     process = getattr(server, "_p", None)
     if server is not None and process is not None and process.poll() is not None:
+        from milvus_lite.server_manager import server_manager_instance  # imported by _lite_servers
+
         server_manager_instance.release_server(str(target))
 
 
