@@ -382,10 +382,8 @@ class Experiment:
         study = self.study() if study is None else study
         by_key = {t.configuration.key: t for t in study.pending_trials}
         wanted = list(dict.fromkeys(key for key in keys if key in by_key))
-        stored = dict(zip(wanted, _each(self.result, wanted)))
-        for key in wanted:
+        for key, result in zip(wanted, _each(self.result, wanted)):
             trial = by_key[key]
-            result = stored[key]
             if result is None:
                 reason = missing.get(key) if isinstance(missing, Mapping) else missing
                 if reason is not None:

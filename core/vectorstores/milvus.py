@@ -666,8 +666,6 @@ def _stop_lite_servers_at_exit() -> None:
 
 
 def _open_lite(path: str) -> Any:
-    import warnings
-
     from pymilvus import MilvusClient
 
     target = Path(path)
@@ -703,9 +701,7 @@ def _open_lite(path: str) -> Any:
     lite_log.propagate = False
     logging.getLogger().addFilter(root)
     try:
-        with warnings.catch_warnings():
-            # Milvus Lite 2 imports pkg_resources, which warns that it is deprecated
-            warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+        with _no_pkg_resources_warning():
             # Milvus Lite runs a local gRPC server too: no keepalive pings while idle, or it answers
             # with GOAWAY "too_many_pings" (logged on stderr) after about a minute without calls.
             return MilvusClient(str(target), grpc_options=dict(IDLE_PINGS_OFF))
@@ -728,15 +724,29 @@ def _in_use(target: Path) -> str:
             "(scripts/services/milvus.sh starts one) and connect with RAGTUNE_MILVUS_URI")
 
 
-def _lite_servers() -> dict[str, Any]:
-    """Milvus Lite 2's servers started by this process, by resolved database path."""
+@contextmanager
+def _no_pkg_resources_warning() -> Iterator[None]:
+    """Silence the one warning Milvus Lite 2's import gives (it imports pkg_resources, which
+    warns that it is deprecated)."""
     import warnings
 
-    with warnings.catch_warnings():  # Milvus Lite 2 imports pkg_resources, which warns that it is deprecated
+    with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+        yield
+
+
+def _lite_server_manager() -> Any:
+    """Milvus Lite 2's server manager (``milvus_lite.server_manager.server_manager_instance``),
+    which keeps this process's servers by resolved database path."""
+    with _no_pkg_resources_warning():
         from milvus_lite.server_manager import server_manager_instance
 
-    return server_manager_instance._servers
+    return server_manager_instance
+
+
+def _lite_server_of(target: Path) -> Any:
+    """This process's Milvus Lite 2 server of database ``target``, or None."""
+    return _lite_server_manager()._servers.get(str(target.absolute().resolve()))
 
 
 def _locked_elsewhere(target: Path) -> bool:
@@ -749,7 +759,7 @@ def _locked_elsewhere(target: Path) -> bool:
     belong to the process: closing the probe's file would release the server's lock)."""
     import fcntl
 
-    if str(target.absolute().resolve()) in _lite_servers():
+    if _lite_server_of(target) is not None:
         return False
     lock = target.parent / f".{target.name}.lock"
     if not lock.exists():
@@ -767,13 +777,9 @@ def _forget_dead_lite_server(target: Path) -> None:
     """Drop this process's Milvus Lite 2 server of ``target`` when its process has exited (it
     can die after the half second Milvus Lite waits for it to start, for example on a disk
     error): the next open then starts a new one instead of connecting to a dead socket."""
-    servers = _lite_servers()
-    server = servers.get(str(target.absolute().resolve()))
-    process = getattr(server, "_p", None)
-    if server is not None and process is not None and process.poll() is not None:
-        from milvus_lite.server_manager import server_manager_instance  # imported by _lite_servers
-
-        server_manager_instance.release_server(str(target))
+    process = getattr(_lite_server_of(target), "_p", None)
+    if process is not None and process.poll() is not None:
+        _lite_server_manager().release_server(str(target))
 
 
 def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:

@@ -77,20 +77,20 @@ def test_a_server_that_died_is_let_go_and_started_again(tmp_path):
     stays, and the next open starts a new server on the same database."""
     if lite_engine() >= 3:
         pytest.skip("Milvus Lite 3 runs no server process")
-    from core.vectorstores.milvus import _forget_dead_lite_server, _lite_servers
+    from core.vectorstores.milvus import _forget_dead_lite_server, _lite_server_of
 
     path = tmp_path / "m.db"
     client = open_client(MilvusLiteConfig(str(path)))
     client.create_collection("c", dimension=4)
     client.close()
     _forget_dead_lite_server(path)  # alive: kept
-    server = _lite_servers()[str(path.resolve())]
+    server = _lite_server_of(path)
     server._p.kill()
     server._p.wait()
     _forget_dead_lite_server(path)
-    assert str(path.resolve()) not in _lite_servers()
+    assert _lite_server_of(path) is None
     assert open_client(MilvusLiteConfig(str(path))).list_collections() == ["c"]
-    assert _lite_servers()[str(path.resolve())]._p.poll() is None  # a new server, running
+    assert _lite_server_of(path)._p.poll() is None  # a new server, running
 
 
 def test_a_database_opens_again_after_its_process_ends(tmp_path):
