@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from core.errors import ConfigError, RagtuneError, is_transient
 from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
@@ -192,6 +192,7 @@ class EvaluationContext:
     _cached_chats: dict[str, Any] = field(default_factory=dict)
     _collection_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lite_clients: dict[str, Any] = field(default_factory=dict)
+    _early_embeddings: dict[tuple[str, str], threading.Thread] = field(default_factory=dict)
     _chunks: dict[str, list[Any]] = field(default_factory=dict)
     _chunk_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -264,6 +265,45 @@ class EvaluationContext:
                 logger.debug("opening %s early failed (%s); the first evaluation opens it again", config.uri, exc)
 
         threading.Thread(target=open_now, name="ragtune-open-store", daemon=True).start()
+
+    def embed_questions_early(self, questions: Sequence[str], model_ids: Iterable[str]) -> None:
+        """Start embedding the golden questions with each of ``model_ids`` in a background
+        thread (through the embedding cache, as the searches embed them: ``query_text``), so
+        that they are embedded while the documents load, are chunked and indexed; an evaluation
+        that needs them meanwhile waits for that very request (the cache's in-flight texts).
+        The same questions and model are started once per context. A model that is not
+        configured is skipped (its evaluations fail with the reason); a failure here is logged,
+        and the evaluation that needs the vectors embeds them itself and raises its own error.
+        The texts are counted in the model's totals, not in any one evaluation's spend.
+
+        Args:
+            questions: the question texts (order kept; duplicates embedded once).
+            model_ids: embedding model ids of the space.
+        """
+        from core.models.embeddings import query_text
+
+        texts = list(dict.fromkeys(questions))
+        if not texts:
+            return
+        digest = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()
+        for model_id in dict.fromkeys(str(m) for m in model_ids):
+            if model_id not in self.embedding_models:
+                continue
+            with self._lock:
+                if (model_id, digest) in self._early_embeddings:
+                    continue
+                model = self._embedding_model_locked(model_id)
+
+                def embed(model: Any = model) -> None:
+                    try:
+                        model.embed_documents([query_text(model, text) for text in texts])
+                    except Exception as exc:  # noqa: BLE001 - the evaluation embeds them again and raises
+                        logger.info("embedding the questions early with %s failed (%s); the evaluations embed them",
+                                    model.model_id, exc)
+
+                thread = threading.Thread(target=embed, name="ragtune-embed-questions", daemon=True)
+                self._early_embeddings[(model_id, digest)] = thread
+            thread.start()
 
     def fit_to_space(self, space: Any) -> None:
         """Set what depends on the study's search space (a ``core.optimization.SearchSpace``):
@@ -345,16 +385,20 @@ class EvaluationContext:
         Raises:
             ConfigError: no such model is configured.
         """
+        with self._lock:
+            return self._embedding_model_locked(model_id)
+
+    def _embedding_model_locked(self, model_id: str) -> Any:
+        """:meth:`embedding_model`, for a caller holding the context's lock."""
         from core.models import CachedEmbeddingModel
 
-        with self._lock:
-            if model_id not in self._cached_models:
-                if model_id not in self.embedding_models:
-                    known = ", ".join(sorted(self.embedding_models)) or "none"
-                    raise ConfigError(f"embedding model {model_id!r} is not configured (configured: {known})")
-                self._cached_models[model_id] = CachedEmbeddingModel(self.embedding_models[model_id],
-                                                                     self._embedding_cache())
-            return self._cached_models[model_id]
+        if model_id not in self._cached_models:
+            if model_id not in self.embedding_models:
+                known = ", ".join(sorted(self.embedding_models)) or "none"
+                raise ConfigError(f"embedding model {model_id!r} is not configured (configured: {known})")
+            self._cached_models[model_id] = CachedEmbeddingModel(self.embedding_models[model_id],
+                                                                 self._embedding_cache())
+        return self._cached_models[model_id]
 
     def store_config(self, backend: str | None = None) -> Any:
         """The configuration of ``backend`` (None: the context's own store; Milvus Lite in

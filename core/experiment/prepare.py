@@ -230,8 +230,12 @@ class StoredEvaluator:
             if cold:
                 context.open_store_early()
             try:
-                corpus = Corpus.load(spec.documents)
                 space = self._space(spec)
+                # the questions are embedded while the documents load and the first collections
+                # are built
+                context.embed_questions_early([q.question for q in golden.questions],
+                                              space["embedding_model"].values if space is not None else embedding)
+                corpus = Corpus.load(spec.documents)
             except BaseException:
                 if cold:
                     context.close()

@@ -121,9 +121,11 @@ def leg_answers(fetched_depth: int, pairs: Sequence[tuple[Hashable, float]], dep
 class LegMemo:
     """Leg rankings and chunk fields of Milvus collections, shared by the stores of one run.
 
-    Safe under threads. Two evaluations missing the same leg at once may both search it (the
-    lists are the same). See the module docstring for why answers are exact, how entries are
-    invalidated and bounded.
+    Safe under threads. A store fetching what the memo misses holds :meth:`fetch_lock` of that
+    collection and leg (or of its chunk fields) meanwhile, so evaluations missing the same leg
+    at once (the first wave of a parallel run) search it once: the others wait, then take what
+    was kept. See the module docstring for why answers are exact, how entries are invalidated
+    and bounded.
 
     Args:
         max_pairs: ``(id, score)`` pairs kept over all leg lists (>= 0; 0 keeps none).
@@ -150,6 +152,8 @@ class LegMemo:
         self.max_pairs = int(max_pairs)
         self.max_field_chars = int(max_field_chars)
         self._lock = threading.Lock()
+        # (binding, leg or "fields") -> the lock held while a store fetches what the memo misses
+        self._fetching: dict[tuple[Binding, str], threading.RLock] = {}
         # (binding, leg, query) -> {depth: _List}
         self._legs: OrderedDict[tuple[Binding, str, str], dict[int, _List]] = OrderedDict()
         self._pairs = 0
@@ -170,7 +174,15 @@ class LegMemo:
     def _token(self, binding: Binding) -> Generation:
         return (self._epoch, self._generations.get(binding, 0))
 
-    def leg(self, binding: Binding, leg: Leg, query: str, depth: int) -> Pairs | None:
+    def fetch_lock(self, binding: Binding, what: str) -> threading.RLock:
+        """The lock a store holds while it fetches what the memo misses of ``binding``'s ``what``
+        (a leg of :data:`LEGS`, or ``"fields"``), one per pair: a store that finds it held waits,
+        then looks in the memo again, so concurrent misses of the same leg are searched once.
+        Re-entrant: a fetch may search the same leg again at another depth."""
+        with self._lock:
+            return self._fetching.setdefault((binding, what), threading.RLock())
+
+    def leg(self, binding: Binding, leg: Leg, query: str, depth: int, *, count: bool = True) -> Pairs | None:
         """The first ``depth`` pairs of ``leg`` for ``query``, when a remembered list answers a
         search at ``depth`` exactly; None otherwise.
 
@@ -179,6 +191,8 @@ class LegMemo:
             leg: ``"dense"`` or ``"sparse"``.
             query: the query text.
             depth: the search's limit (>= 1).
+            count: add to ``leg_hits`` / ``leg_misses`` (False: a second look after waiting
+                for another store's fetch, already counted).
 
         Returns:
             ``[(id, score), ...]`` best first (scores higher-is-better, as remembered), a new
@@ -192,10 +206,10 @@ class LegMemo:
                 exact = lists.get(depth)
                 found = exact if exact is not None else next((x for x in lists.values() if x.answers(depth)), None)
             if found is None:
-                self.leg_misses += 1
+                self.leg_misses += count
                 return None
             self._legs.move_to_end(key)
-            self.leg_hits += 1
+            self.leg_hits += count
             return list(found.pairs[:depth])
 
     def deepest(self, binding: Binding, leg: Leg, query: str) -> int:
@@ -236,18 +250,19 @@ class LegMemo:
                 _, dropped = self._legs.popitem(last=False)
                 self._pairs -= sum(_weight(x) for x in dropped.values())
 
-    def fields(self, binding: Binding, ids: Iterable[Hashable]) -> dict[Hashable, dict[str, Any]]:
+    def fields(self, binding: Binding, ids: Iterable[Hashable], *, count: bool = True) -> dict[Hashable, dict[str, Any]]:
         """The remembered fields of those of ``ids`` whose fields are kept, by id (a chunk not
-        kept is absent). The dicts are the memo's own: do not change them."""
+        kept is absent). The dicts are the memo's own: do not change them. ``count``: add to
+        ``field_hits`` / ``field_misses`` (False: a second look, already counted)."""
         out: dict[Hashable, dict[str, Any]] = {}
         with self._lock:
             for item_id in ids:
                 entry = self._fields.get((binding, item_id))
                 if entry is None:
-                    self.field_misses += 1
+                    self.field_misses += count
                     continue
                 self._fields.move_to_end((binding, item_id))
-                self.field_hits += 1
+                self.field_hits += count
                 out[item_id] = entry[0]
         return out
 

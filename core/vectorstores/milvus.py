@@ -478,6 +478,26 @@ class MilvusVectorStore:
         if self.legs is not None:
             known = {q: self.legs.leg(self.binding, leg, q, depth) for q in distinct}
         todo = [q for q in distinct if known.get(q) is None]
+        if not todo:
+            return [list(known[q] or []) for q in queries]
+        if self.legs is None:
+            return self._fetch_leg(leg, queries, todo, known, depth, generation, fetch)
+        lock = self.legs.fetch_lock(self.binding, leg)
+        if not lock.acquire(blocking=False):
+            # another search is fetching this leg (the same questions, as a rule): wait for it,
+            # then take what it kept
+            lock.acquire()
+            known.update({q: self.legs.leg(self.binding, leg, q, depth, count=False) for q in todo})
+            todo = [q for q in todo if known.get(q) is None]
+        try:
+            return self._fetch_leg(leg, queries, todo, known, depth, generation, fetch)
+        finally:
+            lock.release()
+
+    def _fetch_leg(self, leg: str, queries: list[str], todo: list[str], known: dict[str, Any], depth: int,
+                   generation: Any, fetch: int | None) -> list[list[tuple[Any, float]]]:
+        """:meth:`_leg`'s search of the queries ``todo`` the memo missed, into ``known``
+        (query -> pairs); returns one list per query of ``queries``."""
         # a miss is fetched at the run's widest leg (LegMemo.fetch_depth), so that the other
         # configurations' shallower searches of the same leg are answered by its prefix; a
         # query already remembered that deep (its list has tied scores at this cut) is fetched
@@ -523,6 +543,21 @@ class MilvusVectorStore:
         if self.legs is not None:
             out.update(self.legs.fields(self.binding, wanted))
         unseen = [item_id for item_id in wanted if item_id not in out]
+        if not unseen or self.legs is None:
+            return self._read_entities(unseen, fields, generation, out)
+        lock = self.legs.fetch_lock(self.binding, "fields")
+        if not lock.acquire(blocking=False):  # another search is reading chunks: wait, then look again
+            lock.acquire()
+            out.update(self.legs.fields(self.binding, unseen, count=False))
+            unseen = [item_id for item_id in unseen if item_id not in out]
+        try:
+            return self._read_entities(unseen, fields, generation, out)
+        finally:
+            lock.release()
+
+    def _read_entities(self, unseen: list[Any], fields: list[str], generation: Any,
+                       out: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+        """:meth:`_entities`'s read of the chunks ``unseen`` the memo lacks, added to ``out``."""
         read: dict[Any, dict[str, Any]] = {}
         for start in range(0, len(unseen), SEARCH_BATCH):
             for row in self.client.get(self.collection_name, ids=unseen[start:start + SEARCH_BATCH],

@@ -269,3 +269,56 @@ def test_a_fetch_depth_past_milvus_limit_does_not_fail_the_searches_within_it(se
 
     assert {limit for _, limit, _ in client.searches} <= {5, 66, 70, MAX_WIDENED_DEPTH}
     assert MAX_WIDENED_DEPTH in {limit for _, limit, _ in client.searches}
+
+
+class Slow(Counting):
+    """A counting client whose searches and reads take ``delay_s`` longer: long enough for
+    every thread of a test to ask while the first one's request is under way."""
+
+    def __init__(self, client, delay_s):
+        super().__init__(client)
+        self.delay_s = delay_s
+
+    def search(self, *args, **kwargs):
+        import time
+
+        time.sleep(self.delay_s)
+        return super().search(*args, **kwargs)
+
+    def get(self, *args, **kwargs):
+        import time
+
+        time.sleep(self.delay_s)
+        return super().get(*args, **kwargs)
+
+
+@pytest.mark.parametrize("setup", SETUPS[::2], ids=lambda s: s["search_mode"])
+def test_evaluations_missing_the_same_leg_at_once_search_it_once(setting, setup):
+    """Four stores (four evaluations of a run's first wave) search the same questions at the
+    same moment: each leg is searched once and each chunk read once, and every store gets the
+    plain store's results."""
+    import threading
+
+    plain, store, memo, client, model = setting
+    expected = plain_hits(plain.search_many(QUERIES, k=5, **setup))
+    slow = Slow(client._client, 0.2)
+    stores = [MilvusVectorStore(model, plain.config, plain.collection_name, client=slow, legs=memo)
+              for _ in range(4)]
+    start = threading.Barrier(len(stores))
+    found: dict[int, list] = {}
+
+    def search(i):
+        start.wait()
+        found[i] = plain_hits(stores[i].search_many(QUERIES, k=5, **setup))
+
+    threads = [threading.Thread(target=search, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert [found[i] for i in range(len(stores))] == [expected] * len(stores)
+    legs = ["dense"] if setup["search_mode"] == "vector" else ["dense", "sparse"]
+    assert sorted(leg for leg, _, _ in slow.searches) == legs  # each leg once, not once per store
+    assert len(slow.got) == len(set(slow.got))  # each chunk read once
+    # every store's first look missed; the second look of those that waited is not counted
+    assert (memo.stats()["leg_misses"], memo.stats()["leg_hits"]) == (len(stores) * len(legs) * len(QUERIES), 0)

@@ -1,0 +1,110 @@
+"""EvaluationContext.embed_questions_early: the golden questions are embedded in the background,
+once per model and question set, through the embedding cache; an evaluation asking for them
+meanwhile waits for that request instead of sending its own; a model not configured is
+skipped and a failing one is left to the evaluations."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from core.errors import EmbeddingError
+from core.evaluation.single import EvaluationContext
+from core.models.embeddings import query_text
+
+QUESTIONS = ["Who wrote it?", "When?", "Who wrote it?", "Où est la gare ?"]
+
+
+class Slow:
+    """An embedding model that takes ``delay_s`` per call and counts the texts it is sent; a
+    query instruction, as bge models have, so the texts embedded are ``query_text``'s."""
+
+    query_instruction = "query: "
+    max_input_tokens = None
+    embedding_dimension = 3
+
+    def __init__(self, model_id: str = "slow", delay_s: float = 0.0, fail: bool = False) -> None:
+        self.model_id = model_id
+        self.delay_s = delay_s
+        self.fail = fail
+        self.sent: list[str] = []
+        self.calls = 0
+        self.started = threading.Event()
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        self.started.set()
+        time.sleep(self.delay_s)
+        if self.fail:
+            raise EmbeddingError("the endpoint is down")
+        self.sent.extend(texts)
+        return np.asarray([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+    def embed_query(self, text):
+        return self.embed_documents([query_text(self, text)])[0]
+
+
+def _context(tmp_path, **models) -> EvaluationContext:
+    return EvaluationContext(out_dir=tmp_path, embedding_models=models)
+
+
+def _join(context: EvaluationContext) -> None:
+    for thread in list(context._early_embeddings.values()):
+        thread.join(timeout=30)
+
+
+def test_each_distinct_question_is_embedded_once_with_the_query_instruction(tmp_path):
+    model = Slow()
+    context = _context(tmp_path, slow=model)
+    context.embed_questions_early(QUESTIONS, ["slow"])
+    context.embed_questions_early(QUESTIONS, ["slow", "slow"])  # the same questions again: not started twice
+    _join(context)
+    assert model.calls == 1
+    assert model.sent == ["query: Who wrote it?", "query: When?", "query: Où est la gare ?"]
+    cached = context.embedding_model("slow")
+    before = cached.n_embedded
+    cached.embed_documents([query_text(cached, q) for q in QUESTIONS])  # what an evaluation asks
+    assert cached.n_embedded == before == 3 and model.calls == 1
+
+
+def test_an_evaluation_asking_meanwhile_waits_for_the_early_request(tmp_path):
+    model = Slow(delay_s=0.3)
+    context = _context(tmp_path, slow=model)
+    context.embed_questions_early(QUESTIONS, ["slow"])
+    assert model.started.wait(10)  # the early request is under way
+    cached = context.embedding_model("slow")
+    vectors = cached.embed_documents([query_text(cached, q) for q in QUESTIONS])
+    _join(context)
+    assert model.calls == 1 and len(model.sent) == 3  # nothing sent twice
+    assert vectors[:, 0].tolist() == [len("query: " + q) for q in QUESTIONS]
+    stats = cached.stats()
+    assert (stats["texts_embedded"], stats["texts_unique"]) == (3, 3)
+
+
+def test_models_not_configured_are_skipped_and_each_configured_one_started(tmp_path):
+    a, b = Slow("a"), Slow("b")
+    context = _context(tmp_path, a=a, b=b)
+    context.embed_questions_early(QUESTIONS, ["missing", "b", "a"])
+    _join(context)
+    assert (a.calls, b.calls) == (1, 1)
+    context.embed_questions_early([], ["a"])  # no questions: nothing to start
+    assert a.calls == 1
+
+
+def test_a_failure_is_logged_and_the_evaluation_embeds_them_itself(tmp_path, caplog):
+    model = Slow(fail=True)
+    context = _context(tmp_path, slow=model)
+    with caplog.at_level(logging.INFO, logger="core.evaluation.single"):
+        context.embed_questions_early(QUESTIONS, ["slow"])
+        _join(context)
+    assert "embedding the questions early with slow failed" in caplog.text
+    cached = context.embedding_model("slow")
+    with pytest.raises(EmbeddingError, match="down"):  # the evaluation's own call raises its own error
+        cached.embed_documents([query_text(cached, q) for q in QUESTIONS])
+    model.fail = False
+    assert cached.embed_documents([query_text(cached, q) for q in QUESTIONS]).shape == (4, 3)
+    assert model.sent == ["query: Who wrote it?", "query: When?", "query: Où est la gare ?"]
