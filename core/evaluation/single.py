@@ -274,7 +274,8 @@ class EvaluationContext:
         The same questions and model are started once per context. A model that is not
         configured is skipped (its evaluations fail with the reason); a failure here is logged,
         and the evaluation that needs the vectors embeds them itself and raises its own error.
-        The texts are counted in the model's totals, not in any one evaluation's spend.
+        The texts are charged to the first evaluation that asks for them (see
+        ``core.models.CachedEmbeddingModel``), as if it had embedded them itself.
 
         Args:
             questions: the question texts (order kept; duplicates embedded once).

@@ -37,6 +37,9 @@ CREATE TABLE IF NOT EXISTS embeddings (
 MEMORY_BYTES = 64 * 1024 * 1024
 #: Bytes counted per vector kept in memory besides its data (its key, array header and entry).
 ENTRY_OVERHEAD_BYTES = 384
+#: Texts a :class:`CachedEmbeddingModel` remembers as embedded outside any spend and not yet
+#: charged to one (64-character keys, some 10 MB at the bound).
+MAX_UNBILLED = 100_000
 
 
 class EmbeddingCache:
@@ -154,6 +157,13 @@ class CachedEmbeddingModel:
     ``n_embedded`` plus the distinct texts found in the cache (``texts_from_cache`` in
     :meth:`stats`). Remembering which texts were seen costs 32 bytes per distinct text.
 
+    What one piece of work spent (``core.models.spend``): texts embedded outside any open
+    spend (ahead of the work that needs them, as ``EvaluationContext.embed_questions_early``
+    does) are charged to the first spend that asks for them, as texts it embedded, so the
+    evaluations' own costs still add up to what was sent to the model. At most
+    :data:`MAX_UNBILLED` such texts are remembered; past that, later ones count as found in the
+    cache.
+
     Args:
         model: the model to wrap.
         cache: where vectors are kept.
@@ -171,6 +181,7 @@ class CachedEmbeddingModel:
         self._lock = threading.Lock()
         self._inflight: dict[str, threading.Event] = {}
         self._seen: set[bytes] = set()
+        self._unbilled: set[str] = set()  # keys embedded outside a spend, not yet charged to one
 
     @property
     def n_unique(self) -> int:
@@ -224,6 +235,8 @@ class CachedEmbeddingModel:
                 with self._lock:
                     self.embed_seconds += elapsed
                     self.n_embedded += len(mine)
+                    if current_spend() is None:  # charged to the first work that asks for them
+                        self._unbilled.update(list(mine)[:max(0, MAX_UNBILLED - len(self._unbilled))])
         finally:
             with self._lock:
                 for key in mine:
@@ -236,13 +249,18 @@ class CachedEmbeddingModel:
             if lost:  # the other thread failed: embed them here
                 by_key = dict(zip(keys, texts))
                 found.update(zip(lost, self.embed_documents([by_key[k] for k in lost])))
+        spend = current_spend()
         with self._lock:
             self.n_texts += len(texts)
             self.n_cache_hits += len(texts) - sum(1 for k in keys if k in mine)
             self._seen.update(bytes.fromhex(k) for k in keys)
-        spend = current_spend()
+            billed = 0
+            if spend is not None and self._unbilled:
+                ahead = self._unbilled.intersection(keys)
+                self._unbilled -= ahead
+                billed = len(ahead)
         if spend is not None:
-            spend.add_embedding(keys, len(mine))
+            spend.add_embedding(keys, len(mine) + billed)
         if not texts:
             return np.zeros((0, self.embedding_dimension), dtype=np.float32)
         out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

@@ -108,3 +108,24 @@ def test_a_failure_is_logged_and_the_evaluation_embeds_them_itself(tmp_path, cap
     model.fail = False
     assert cached.embed_documents([query_text(cached, q) for q in QUESTIONS]).shape == (4, 3)
     assert model.sent == ["query: Who wrote it?", "query: When?", "query: Où est la gare ?"]
+
+
+def test_the_texts_are_charged_to_the_first_evaluation_that_asks_for_them(tmp_path):
+    """Per-evaluation costs still add up to what the model was sent: the first evaluation's
+    spend counts the early texts as embedded, the next one's as found in the cache."""
+    from core.models.spend import spending
+
+    model = Slow(delay_s=0.2)
+    context = _context(tmp_path, slow=model)
+    context.embed_questions_early(QUESTIONS, ["slow"])
+    assert model.started.wait(10)
+    cached = context.embedding_model("slow")
+    texts = [query_text(cached, q) for q in QUESTIONS] + ["query: a new one"]
+    with spending() as first:
+        cached.embed_documents(texts)  # waits for the early request, then sends the new text
+    with spending() as second:
+        cached.embed_documents(texts)
+    assert model.calls == 2 and len(model.sent) == 4
+    assert (first.to_dict()["texts_embedded"], first.to_dict()["texts_from_cache"]) == (4, 0)
+    assert (second.to_dict()["texts_embedded"], second.to_dict()["texts_from_cache"]) == (0, 4)
+    assert first.texts_embedded + second.texts_embedded == cached.stats()["texts_embedded"] == 4
