@@ -289,11 +289,15 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures import TimeoutError as FutureTimeout
 
+    from core.heap import freeze_loaded_heap
+
     spec = experiment.spec()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-evaluation")
     future = pool.submit(experiment.evaluate, request, lambda configuration: evaluator(spec, configuration))
     try:
-        return future.result(timeout=timeout_s)
+        outcome = future.result(timeout=timeout_s)
+        freeze_loaded_heap()  # the libraries an evaluation needs are loaded: later collections skip them
+        return outcome
     except FutureTimeout:
         logger.error("configuration %s of experiment %s passed its budget of %s s", request.key,
                      experiment.experiment_id, timeout_s)
