@@ -193,6 +193,7 @@ class EvaluationContext:
     _collection_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lite_clients: dict[str, Any] = field(default_factory=dict)
     _early_embeddings: dict[tuple[str, str], threading.Thread] = field(default_factory=dict)
+    _new_lite: set[str] = field(default_factory=set)
     _chunks: dict[str, list[Any]] = field(default_factory=dict)
     _chunk_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -227,6 +228,8 @@ class EvaluationContext:
             if opener:
                 future = self._lite_clients[config.uri] = Future()
                 future.early = early  # type: ignore[attr-defined]
+                if not Path(config.uri).exists():
+                    self._new_lite.add(config.uri)
         if not opener and getattr(future, "early", False):
             try:
                 return future.result()
@@ -265,6 +268,19 @@ class EvaluationContext:
                 logger.debug("opening %s early failed (%s); the first evaluation opens it again", config.uri, exc)
 
         threading.Thread(target=open_now, name="ragtune-open-store", daemon=True).start()
+
+    def new_store_opening(self, config: Any) -> bool:
+        """True when ``config`` is a Milvus Lite database this context is still opening and
+        that did not exist before this context opened it: no collection in it can be reused
+        (those this context built since have their vectors in the embedding cache), so an
+        evaluation can embed its chunks while the database opens."""
+        from core.vectorstores import MilvusLiteConfig
+
+        if not isinstance(config, MilvusLiteConfig):
+            return False
+        with self._lock:
+            future = self._lite_clients.get(config.uri)
+            return future is not None and not future.done() and config.uri in self._new_lite
 
     def embed_questions_early(self, questions: Sequence[str], model_ids: Iterable[str]) -> None:
         """Start embedding the golden questions with each of ``model_ids`` in a background
@@ -639,10 +655,15 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
         result["store_binding"] = {"backend": backend_name(store_config), "location": describe_store(store_config),
                                    "collection": collection}
         keyword_index = context.needs_keyword_index(configuration)
+        t0 = time.perf_counter()
+        before = model.n_embedded
+        if context.new_store_opening(store_config):
+            # a new database holds no collection to reuse: the chunks are embedded while it opens
+            model.embed_documents([c.text for c in chunks])
+            with context._lock:
+                context.n_embedded += model.n_embedded - before
         store = context.vector_store(model, store_config, collection, keyword_index=keyword_index)
         try:
-            t0 = time.perf_counter()
-            before = model.n_embedded
             with context.collection_lock(json.dumps(result["store_binding"], sort_keys=True)):
                 result["collection_reused"] = _index(store, chunks, model, context, keyword_index)
             result["n_embedded"] = model.n_embedded - before

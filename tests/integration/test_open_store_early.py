@@ -247,3 +247,73 @@ def test_a_thread_waiting_for_an_early_open_that_fails_opens_the_database_again(
     waiter.join(5)
     assert raised == ["still no server"]  # its own error, after one more try
     assert ctx2._lite_clients == {}
+
+
+def test_a_new_database_is_known_new_only_while_it_opens(tmp_path):
+    """``new_store_opening``: True while a database that did not exist is being opened, False
+    once it is open, and never for a database that existed before."""
+    path = tmp_path / "new.db"
+    ctx = context(path)
+    config = ctx.vector_store_config
+    assert ctx.new_store_opening(config) is False  # nothing asked to open it yet
+    ctx.open_store_early()
+    deadline = time.time() + 5
+    while not ctx._lite_clients and time.time() < deadline:  # the opener thread registers its open
+        time.sleep(0.01)
+    assert ctx.new_store_opening(config) is True
+    ctx._lite_client(config, open_client)  # wait for it
+    assert ctx.new_store_opening(config) is False
+    ctx.close()
+    assert not wait_openers()
+    again = context(path)  # the database exists now
+    again.open_store_early()
+    deadline = time.time() + 5
+    while not again._lite_clients and time.time() < deadline:
+        time.sleep(0.01)
+    assert again.new_store_opening(again.vector_store_config) is False
+    again.close()
+    assert ctx.new_store_opening(MilvusLiteConfig(str(tmp_path / "other.db"))) is False  # never opened here
+
+
+def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_path, squad_dir):
+    """The first evaluation of a context whose database is new embeds its chunks before the
+    database is open, each once; its metrics and counts are those of an evaluation on a
+    context that opened its database first."""
+    from core.evaluation.single import Corpus, run_single_evaluation
+    from core.golden import read_golden
+    from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
+    from tests.support.corpora import first_questions
+
+    configuration = {"chunking_method": "recursive", "chunk_size": 256, "chunk_overlap": 0,
+                     "embedding_model": LOCAL_MODEL_ID, "number_of_chunks": 3, "search_mode": "vector",
+                     "ranker_strategy": "n/a", "ranker_k": "n/a", "ranker_alpha": "n/a", "foundation_model": "extractive"}
+    golden = read_golden(first_questions(squad_dir / "golden.jsonl", 10, tmp_path))
+    corpus = Corpus.load(squad_dir / "docs")
+    model = LocalEmbeddingModel()
+    results = {}
+    for name, early in (("first-open", False), ("early", True)):
+        out = tmp_path / name
+        ctx = EvaluationContext(out_dir=out, embedding_models={LOCAL_MODEL_ID: model}, with_answers=False,
+                                vector_store_config=MilvusLiteConfig(str(out / "milvus.db")))
+        opened = []
+        if early:
+            ctx.open_store_early()
+            deadline = time.time() + 5
+            while not ctx._lite_clients and time.time() < deadline:
+                time.sleep(0.01)
+            cached = ctx.embedding_model(LOCAL_MODEL_ID)
+            real = cached.embed_documents
+
+            def embed(texts, real=real, ctx=ctx):
+                opened.append(ctx.new_store_opening(ctx.vector_store_config))
+                return real(texts)
+            cached.embed_documents = embed
+        else:
+            ctx._lite_client(ctx.vector_store_config, open_client)
+        results[name] = (run_single_evaluation(configuration, corpus, golden, context=ctx), ctx.n_embedded, opened)
+        ctx.close()
+    plain, early = results["first-open"], results["early"]
+    assert early[0]["status"] == plain[0]["status"] == "ok"
+    assert early[0]["metrics"] == plain[0]["metrics"]
+    assert early[0]["n_embedded"] == plain[0]["n_embedded"] > 0 and early[1] == plain[1] > 0
+    assert early[2][0] is True  # the chunks went to the model while the database was still opening
