@@ -378,6 +378,7 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
     finally:
         if hosts is not None:
             hosts.stop()
+        _drop_queues(azurite, queue)
     if status != "completed":
         raise SystemExit(f"the experiment with {workers} workers failed: {out}")
     from statistics import median
@@ -388,7 +389,6 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
     results = Experiment(Settings.from_env().report_store().files, request["experiment_id"]).results().values()
     parts = {name: round(median((r.get("timings") or {}).get(name, 0.0) for r in results), 2)
              for name in ("chunk_s", "index_s", "retrieve_s", "answers_s", "total_s")}
-    _drop_queues(azurite, queue)
     return {"workers": workers, "processes": processes, "wall_s": wall, "cpu_s": cpu, "evaluated": out["evaluated"], "best_score": out["best_score"],
             "requests": app.requests() - requests_before, "median_timings_s": parts,
             "activities_s": {k: round(v, 2) for k, v in spent.items()}}

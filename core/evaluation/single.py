@@ -287,23 +287,26 @@ class EvaluationContext:
         thread (through the embedding cache, as the searches embed them: ``query_text``), so
         that they are embedded while the documents load, are chunked and indexed; an evaluation
         that needs them meanwhile waits for that very request (the cache's in-flight texts).
-        The same questions and model are started once per context. A model that is not
-        configured is skipped (its evaluations fail with the reason); a failure here is logged,
-        and the evaluation that needs the vectors embeds them itself and raises its own error.
-        The texts are charged to the first evaluation that asks for them (see
+        The same questions and model are started once per context. Only a space of one
+        embedding model is embedded early: every evaluation then uses that model, while with
+        several the budget or a model pre-selection may never evaluate some of them. A model that
+        is not configured is skipped (its evaluations fail with the reason); a failure here is
+        logged, and the evaluation that needs the vectors embeds them itself and raises its own
+        error. The texts are charged to the first evaluation that asks for them (see
         ``core.models.CachedEmbeddingModel``), as if it had embedded them itself.
 
         Args:
             questions: the question texts (order kept; duplicates embedded once).
-            model_ids: embedding model ids of the space.
+            model_ids: the embedding model ids of the space.
         """
         from core.models.embeddings import query_text
 
         texts = list(dict.fromkeys(questions))
-        if not texts:
+        models = list(dict.fromkeys(str(m) for m in model_ids))
+        if not texts or len(models) != 1:
             return
         digest = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()
-        for model_id in dict.fromkeys(str(m) for m in model_ids):
+        for model_id in models:
             if model_id not in self.embedding_models:
                 continue
             with self._lock:
@@ -556,14 +559,20 @@ def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext
     its collection before it is deleted and after every write (``MilvusVectorStore``), so a
     collection rebuilt never answers from its former lists; one reused keeps them."""
     from core.evaluation.retrieval import fill_collection
+    from core.models.spend import current_spend
 
     if store.exists() and store.count() == len(chunks) and (not keyword_index or store.has_keyword_index()):
         return True
-    before = model.n_embedded
+    spend = current_spend()  # this evaluation's texts, not those of threads sharing the model
+
+    def sent() -> int:
+        return spend.texts_embedded if spend is not None else model.n_embedded
+
+    before = sent()
     fill_collection(store, chunks, model)
     with context._lock:
         context.collections_built += 1
-        context.n_embedded += model.n_embedded - before
+        context.n_embedded += sent() - before
     return False
 
 
@@ -615,6 +624,7 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
     from core.evaluation.retrieval import choose_rank_grain
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.models.embeddings import query_text
+    from core.models.spend import current_spend
     from core.vectorstores import backend_name, collection_name_for, describe_store
 
     from core.optimization.configuration import Configuration
@@ -656,17 +666,26 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
                                    "collection": collection}
         keyword_index = context.needs_keyword_index(configuration)
         t0 = time.perf_counter()
-        before = model.n_embedded
+        spend = current_spend()  # what this evaluation sent, not other threads sharing the model
+
+        def sent() -> int:
+            return spend.texts_embedded if spend is not None else model.n_embedded
+
+        before = sent()
         if context.new_store_opening(store_config):
-            # a new database holds no collection to reuse: the chunks are embedded while it opens
-            model.embed_documents([c.text for c in chunks])
+            # a new database holds no collection to reuse: the chunks are embedded while it
+            # opens, in the batches fill_collection would send (each cached once embedded)
+            from core.evaluation.retrieval import EMBED_BATCH
+
+            for i in range(0, len(chunks), EMBED_BATCH):
+                model.embed_documents([c.text for c in chunks[i:i + EMBED_BATCH]])
             with context._lock:
-                context.n_embedded += model.n_embedded - before
+                context.n_embedded += sent() - before
         store = context.vector_store(model, store_config, collection, keyword_index=keyword_index)
         try:
             with context.collection_lock(json.dumps(result["store_binding"], sort_keys=True)):
                 result["collection_reused"] = _index(store, chunks, model, context, keyword_index)
-            result["n_embedded"] = model.n_embedded - before
+            result["n_embedded"] = sent() - before
             timings["index_s"] = round(time.perf_counter() - t0, 3)
 
             setup = _search_setup(configuration)

@@ -231,10 +231,9 @@ class StoredEvaluator:
                 context.open_store_early()
             try:
                 space = self._space(spec)
-                # the questions are embedded while the documents load and the first collections
-                # are built
-                context.embed_questions_early([q.question for q in golden.questions],
-                                              space["embedding_model"].values if space is not None else embedding)
+                if space is not None:  # the questions are embedded while the documents load
+                    context.embed_questions_early([q.question for q in golden.questions],
+                                                  space["embedding_model"].values)
                 corpus = Corpus.load(spec.documents)
             except BaseException:
                 if cold:

@@ -224,19 +224,29 @@ class CachedEmbeddingModel:
                 else:
                     mine[key] = text
                     self._inflight[key] = threading.Event()
+        spend = current_spend()
         try:
             if mine:
                 start = time.perf_counter()
                 vectors = self.model.embed_documents(list(mine.values()))
                 elapsed = time.perf_counter() - start
                 new = dict(zip(mine.keys(), vectors))
-                self.cache.put_many(self.model_id, new.items())
+                unbilled: list[str] = []
+                if spend is None:  # charged to the first work that asks for them: recorded before
+                    # the vectors can be found in the cache, so no reader sees them unrecorded
+                    with self._lock:
+                        unbilled = list(mine)[:max(0, MAX_UNBILLED - len(self._unbilled))]
+                        self._unbilled.update(unbilled)
+                try:
+                    self.cache.put_many(self.model_id, new.items())
+                except BaseException:
+                    with self._lock:
+                        self._unbilled.difference_update(unbilled)
+                    raise
                 found.update(new)
                 with self._lock:
                     self.embed_seconds += elapsed
                     self.n_embedded += len(mine)
-                    if current_spend() is None:  # charged to the first work that asks for them
-                        self._unbilled.update(list(mine)[:max(0, MAX_UNBILLED - len(self._unbilled))])
         finally:
             with self._lock:
                 for key in mine:
@@ -249,14 +259,13 @@ class CachedEmbeddingModel:
             if lost:  # the other thread failed: embed them here
                 by_key = dict(zip(keys, texts))
                 found.update(zip(lost, self.embed_documents([by_key[k] for k in lost])))
-        spend = current_spend()
         with self._lock:
             self.n_texts += len(texts)
             self.n_cache_hits += len(texts) - sum(1 for k in keys if k in mine)
             self._seen.update(bytes.fromhex(k) for k in keys)
             billed = 0
             if spend is not None and self._unbilled:
-                ahead = self._unbilled.intersection(keys)
+                ahead = self._unbilled.intersection(k for k in keys if k not in mine)
                 self._unbilled -= ahead
                 billed = len(ahead)
         if spend is not None:

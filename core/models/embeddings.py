@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 from urllib.parse import urlparse
@@ -145,6 +146,7 @@ class LocalEmbeddingModel:
         self.batch_size = batch_size
         self.model_id = model_id
         self._model: Any = None
+        self._load_lock = threading.Lock()
 
     @property
     def path(self) -> Path:
@@ -152,8 +154,15 @@ class LocalEmbeddingModel:
         return self._path or local_model_path()
 
     def _load(self) -> Any:
+        """The loaded model, loaded by the first thread that asks (the others wait for it)."""
         if self._model is not None:
             return self._model
+        with self._load_lock:
+            if self._model is None:
+                self._model = self._load_now()
+            return self._model
+
+    def _load_now(self) -> Any:
         path = self.path
         weights = path / "model.safetensors"
         if not weights.is_file():
@@ -174,8 +183,7 @@ class LocalEmbeddingModel:
         hf_logging.disable_progress_bar()
 
         logger.info("loading embedding model from %s", path)
-        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        return self._model
+        return SentenceTransformer(str(path), device="cpu", local_files_only=True)
 
     @property
     def embedding_dimension(self) -> int:

@@ -245,8 +245,9 @@ def run_experiment(
                                 judge=judge, cache_replies=options.cache_replies, rerankers=rerankers)
     store_config = default_store
     context.open_store_early()  # while the documents load
-    context.embed_questions_early([q.question for q in golden.questions], space["embedding_model"].values)
     try:  # until the loop's own finally takes over, a failure closes the store opened above
+        if not options.experiment_id:  # a resumed experiment's space is the stored one, read below
+            context.embed_questions_early([q.question for q in golden.questions], space["embedding_model"].values)
         corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
         for skipped in corpus.skipped:
             status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")

@@ -275,10 +275,12 @@ def test_a_new_database_is_known_new_only_while_it_opens(tmp_path):
     assert ctx.new_store_opening(MilvusLiteConfig(str(tmp_path / "other.db"))) is False  # never opened here
 
 
-def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_path, squad_dir):
+def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_path, squad_dir, monkeypatch):
     """The first evaluation of a context whose database is new embeds its chunks before the
-    database is open, each once; its metrics and counts are those of an evaluation on a
-    context that opened its database first."""
+    database is open, each once, in the batches indexing sends (so each batch is cached once
+    embedded); its metrics and counts are those of an evaluation on a context that opened its
+    database first."""
+    import core.evaluation.retrieval as retrieval
     from core.evaluation.single import Corpus, run_single_evaluation
     from core.golden import read_golden
     from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
@@ -290,6 +292,7 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
     golden = read_golden(first_questions(squad_dir / "golden.jsonl", 10, tmp_path))
     corpus = Corpus.load(squad_dir / "docs")
     model = LocalEmbeddingModel()
+    monkeypatch.setattr(retrieval, "EMBED_BATCH", 16)
     results = {}
     for name, early in (("first-open", False), ("early", True)):
         out = tmp_path / name
@@ -305,7 +308,7 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
             real = cached.embed_documents
 
             def embed(texts, real=real, ctx=ctx):
-                opened.append(ctx.new_store_opening(ctx.vector_store_config))
+                opened.append((ctx.new_store_opening(ctx.vector_store_config), len(texts)))
                 return real(texts)
             cached.embed_documents = embed
         else:
@@ -316,4 +319,6 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
     assert early[0]["status"] == plain[0]["status"] == "ok"
     assert early[0]["metrics"] == plain[0]["metrics"]
     assert early[0]["n_embedded"] == plain[0]["n_embedded"] > 0 and early[1] == plain[1] > 0
-    assert early[2][0] is True  # the chunks went to the model while the database was still opening
+    while_opening = [n for opening, n in early[2] if opening]
+    assert while_opening and len(while_opening) > 1  # sent while the database was still opening,
+    assert max(while_opening) <= 16  # in batches of EMBED_BATCH

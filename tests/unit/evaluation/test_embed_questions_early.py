@@ -85,14 +85,19 @@ def test_an_evaluation_asking_meanwhile_waits_for_the_early_request(tmp_path):
     assert (stats["texts_embedded"], stats["texts_unique"]) == (3, 3)
 
 
-def test_models_not_configured_are_skipped_and_each_configured_one_started(tmp_path):
+def test_only_a_space_of_one_configured_model_is_embedded_early(tmp_path):
+    """With several models the budget or a pre-selection may never evaluate some of them, so
+    nothing is sent early; a model that is not configured is skipped."""
     a, b = Slow("a"), Slow("b")
     context = _context(tmp_path, a=a, b=b)
-    context.embed_questions_early(QUESTIONS, ["missing", "b", "a"])
+    context.embed_questions_early(QUESTIONS, ["b", "a"])
+    context.embed_questions_early(QUESTIONS, ["missing"])
     _join(context)
-    assert (a.calls, b.calls) == (1, 1)
+    assert (a.calls, b.calls) == (0, 0) and not context._early_embeddings
     context.embed_questions_early([], ["a"])  # no questions: nothing to start
-    assert a.calls == 1
+    context.embed_questions_early(QUESTIONS, ["a", "a"])  # one model, named twice
+    _join(context)
+    assert (a.calls, b.calls) == (1, 0)
 
 
 def test_a_failure_is_logged_and_the_evaluation_embeds_them_itself(tmp_path, caplog):
@@ -129,3 +134,60 @@ def test_the_texts_are_charged_to_the_first_evaluation_that_asks_for_them(tmp_pa
     assert (first.to_dict()["texts_embedded"], first.to_dict()["texts_from_cache"]) == (4, 0)
     assert (second.to_dict()["texts_embedded"], second.to_dict()["texts_from_cache"]) == (0, 4)
     assert first.texts_embedded + second.texts_embedded == cached.stats()["texts_embedded"] == 4
+
+
+def test_texts_stored_but_not_yet_recorded_are_never_seen(tmp_path):
+    """The early texts are recorded as not yet charged before they can be found in the cache:
+    an evaluation reading them while the early thread is still storing them is charged."""
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.models.spend import spending
+
+    model = Slow()
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    stored = threading.Event()
+    go_on = threading.Event()
+    real_put = cache.put_many
+
+    def put_many(model_id, items):
+        real_put(model_id, items)
+        stored.set()  # found in the cache from now on
+        go_on.wait(10)
+
+    cache.put_many = put_many
+    cached = CachedEmbeddingModel(model, cache)
+    texts = [query_text(cached, q) for q in QUESTIONS]
+    early = threading.Thread(target=cached.embed_documents, args=(texts,))
+    early.start()
+    assert stored.wait(10)
+    try:
+        with spending() as first:
+            cached.embed_documents(texts)
+    finally:
+        go_on.set()
+        early.join(10)
+    with spending() as second:
+        cached.embed_documents(texts)
+    assert (first.texts_embedded, second.texts_embedded, model.calls) == (3, 0, 1)
+
+
+def test_a_local_model_loads_once_when_threads_ask_at_once(monkeypatch):
+    """The question thread and an evaluation may ask for the local model at once: it loads
+    once, the other waits."""
+    from core.models.embeddings import LocalEmbeddingModel
+
+    loads = []
+
+    def load_now(self):
+        loads.append(threading.current_thread().name)
+        time.sleep(0.2)
+        return object()
+
+    monkeypatch.setattr(LocalEmbeddingModel, "_load_now", load_now)
+    model = LocalEmbeddingModel()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(model._load())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(loads) == 1 and len(got) == 4 and len({id(g) for g in got}) == 1
