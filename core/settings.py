@@ -314,12 +314,16 @@ class Settings:
         """
         from azure.storage.queue import BinaryBase64DecodePolicy, BinaryBase64EncodePolicy, QueueClient
 
+        from core.reports.blob import http_options
+
         policies = {"message_encode_policy": BinaryBase64EncodePolicy(),
                     "message_decode_policy": BinaryBase64DecodePolicy()}
         if self.storage_connection:
-            return QueueClient.from_connection_string(self.storage_connection, name, **policies)
+            url = QueueClient.from_connection_string(self.storage_connection, name).url
+            return QueueClient.from_connection_string(self.storage_connection, name, **policies, **http_options(url))
         if self.storage_queue_uri:
-            return QueueClient(self.storage_queue_uri, name, credential=self.storage_credential(), **policies)
+            return QueueClient(self.storage_queue_uri, name, credential=self.storage_credential(), **policies,
+                               **http_options(self.storage_queue_uri))
         raise ConfigError("no storage for queues: set RAGTUNE_STORAGE_CONNECTION (a connection string) or "
                           "RAGTUNE_STORAGE_CONNECTION__queueServiceUri (identity-based)")
 

@@ -41,6 +41,11 @@ NOISE_FRACTION = 0.20
 TIE_ALPHA = 0.05
 #: Chunks embedded per call, so progress can be shown.
 EMBED_BATCH = 256
+#: Chunks embedded per call when a new collection's chunks are embedded before its database is
+#: open (``core.evaluation.single``; no progress to show): the most inputs one OpenAI embeddings
+#: request takes, so an endpoint gets whole requests, while a failure loses at most one batch
+#: and the vectors held at once stay bounded.
+EARLY_EMBED_BATCH = 1024
 #: Report names of the search methods, by ``SearchSetup.search_mode`` (the store's word).
 METHOD_NAMES = {"vector": "dense", "keyword": "keyword", "hybrid": "hybrid"}
 

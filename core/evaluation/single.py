@@ -674,11 +674,11 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
         before = sent()
         if context.new_store_opening(store_config):
             # a new database holds no collection to reuse: the chunks are embedded while it
-            # opens, in the batches fill_collection would send (each cached once embedded)
-            from core.evaluation.retrieval import EMBED_BATCH
+            # opens, in bounded batches (each cached once embedded)
+            from core.evaluation.retrieval import EARLY_EMBED_BATCH
 
-            for i in range(0, len(chunks), EMBED_BATCH):
-                model.embed_documents([c.text for c in chunks[i:i + EMBED_BATCH]])
+            for i in range(0, len(chunks), EARLY_EMBED_BATCH):
+                model.embed_documents([c.text for c in chunks[i:i + EARLY_EMBED_BATCH]])
             with context._lock:
                 context.n_embedded += sent() - before
         store = context.vector_store(model, store_config, collection, keyword_index=keyword_index)

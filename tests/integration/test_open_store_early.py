@@ -277,7 +277,7 @@ def test_a_new_database_is_known_new_only_while_it_opens(tmp_path):
 
 def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_path, squad_dir, monkeypatch):
     """The first evaluation of a context whose database is new embeds its chunks before the
-    database is open, each once, in the batches indexing sends (so each batch is cached once
+    database is open, each once, in batches of ``EARLY_EMBED_BATCH`` (each cached once
     embedded); its metrics and counts are those of an evaluation on a context that opened its
     database first."""
     import core.evaluation.retrieval as retrieval
@@ -292,7 +292,7 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
     golden = read_golden(first_questions(squad_dir / "golden.jsonl", 10, tmp_path))
     corpus = Corpus.load(squad_dir / "docs")
     model = LocalEmbeddingModel()
-    monkeypatch.setattr(retrieval, "EMBED_BATCH", 16)
+    monkeypatch.setattr(retrieval, "EARLY_EMBED_BATCH", 16)
     results = {}
     for name, early in (("first-open", False), ("early", True)):
         out = tmp_path / name
@@ -321,4 +321,4 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
     assert early[0]["n_embedded"] == plain[0]["n_embedded"] > 0 and early[1] == plain[1] > 0
     while_opening = [n for opening, n in early[2] if opening]
     assert while_opening and len(while_opening) > 1  # sent while the database was still opening,
-    assert max(while_opening) <= 16  # in batches of EMBED_BATCH
+    assert max(while_opening) <= 16  # in batches of EARLY_EMBED_BATCH
