@@ -529,6 +529,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
         cache_replies=not args.no_cache,
     )
+    if not args.resume:  # a resumed experiment checks its data against the stored spec
+        from core.golden import read_golden
+
+        _check_expected_documents(read_golden(args.golden), args.docs)
     handlers: list[Any] = [LoggingHandler(quiet=not args.json)]
     bar = None
     if not args.json:

@@ -146,6 +146,7 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
             (missing or empty), the objective, the space or the settings are unusable.
     """
     from core.documents import list_document_ids
+    from core.evaluation.gate import missing_documents_reason
     from core.evaluation.single import EXTRACTIVE, check_objective
     from core.golden import read_golden
     from core.inputs import shown_address
@@ -162,9 +163,15 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     if request.get("objective"):
         check_objective(request["objective"], has_judge=judge is not None)
     golden = read_golden(request["golden"])
-    if not list_document_ids(request["documents"]):
+    document_ids = list_document_ids(request["documents"])
+    if not document_ids:
         raise ConfigError(f"{shown_address(request['documents'])} holds no documents to load "
                           "(missing, empty, or no supported file types)")
+    expected = {t.document_id for q in golden.questions for t in q.expected}
+    missing = missing_documents_reason(expected, document_ids, shown_address(request["documents"])) \
+        if expected else None
+    if missing:  # every score would be 0
+        raise ConfigError(missing)
     embedding, chat = models_from_settings(settings)
     objective = request.get("objective") or default_objective(golden, has_generator=bool(chat) or judge is not None)
     overrides = request_overrides(request)

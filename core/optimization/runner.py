@@ -25,6 +25,8 @@ from core.experiment.spec import default_objective
 from core.text import plural
 
 logger = logging.getLogger(__name__)
+#: Warnings about the golden file's labels shown before a run (the rest are counted).
+GOLDEN_WARNINGS_SHOWN = 10
 
 #: Worker threads when the models are endpoints (network-bound); a local model uses 1.
 DEFAULT_ENDPOINT_WORKERS = 4
@@ -252,8 +254,12 @@ def run_experiment(
         for skipped in corpus.skipped:
             status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
         warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
-        for w in warnings:
-            status("warning", w.format(shown_address(golden_path)), "golden")
+        shown = shown_address(golden_path)
+        for w in warnings[:GOLDEN_WARNINGS_SHOWN]:  # the handlers say "warning" themselves
+            where = f"{shown}:{w.line}" if w.line is not None else shown
+            status("warning", f"{where}: " + (f"field '{w.field}': " if w.field else "") + w.message, "golden")
+        if len(warnings) > GOLDEN_WARNINGS_SHOWN:
+            status("warning", f"... and {len(warnings) - GOLDEN_WARNINGS_SHOWN} more like these about {shown}", "golden")
 
         preselection = None
         previous: dict[str, Any] = {}

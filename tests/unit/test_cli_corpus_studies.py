@@ -1,5 +1,5 @@
-"""compare-chunking, sweep and cutoff stop before any work, with the reason, when none of the
-golden file's expected documents is in --docs (as evaluate does)."""
+"""compare-chunking, sweep, cutoff and optimize stop before any work, with the reason, when
+none of the golden file's expected documents is in --docs (as evaluate does)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from core.cli import main
 
 
 @pytest.mark.parametrize("command", [["compare-chunking", "--techniques", "sentence", "--sizes", "64"], ["sweep"],
-                                     ["cutoff", "--unanswerable", "UNANSWERABLE"]])
+                                     ["cutoff", "--unanswerable", "UNANSWERABLE"], ["optimize", "--max-evals", "1"]])
 def test_golden_whose_documents_are_all_missing_is_exit_1(command, tmp_path, capsys):
     docs = tmp_path / "docs"
     docs.mkdir()

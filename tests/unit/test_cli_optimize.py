@@ -37,3 +37,26 @@ def test_a_set_that_removes_a_chunker_says_which_and_why():
                      f"--set removed every configuration with chunk_overlap=128: {rule}"]
     assert {c["chunking_method"] for c in space.valid_configurations()} == {"hybrid"}
     assert {c["chunk_size"] for c in space.valid_configurations()} == {128, 256}
+
+
+def test_golden_warnings_are_shown_once_each_and_at_most_ten(tmp_path, capsys):
+    """Twelve of thirteen questions expect documents that are not in --docs: ten warnings are
+    printed, each with the file, line and field and one "warning:", then a count of the rest."""
+    import json
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.txt").write_text("Green tea is brewed at 80 degrees. " * 20, encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    rows = [{"id": "q0", "question": "How hot is green tea brewed?", "expected": ["tea.txt"]}]
+    rows += [{"id": f"q{i}", "question": f"What is in report {i}?", "expected": [f"gone-{i}.txt"]} for i in range(1, 13)]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "out"),
+          "--max-evals", "1", "--set", "chunking_method=recursive", "--set", "chunk_size=128",
+          "--set", "search_mode=keyword", "--set", "number_of_chunks=3"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "golden.jsonl:" in line and "gone-" in line]
+    assert len(lines) == 10, err
+    assert all(line.count("warning:") == 1 for line in lines), lines
+    assert "golden.jsonl:2: field 'expected': " in lines[0]
+    assert "... and 2 more like these about" in err

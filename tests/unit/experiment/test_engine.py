@@ -48,6 +48,15 @@ def prepared(data, space=None, max_evals=2, name="exp-1"):
     return Experiment(files, name), out
 
 
+def test_prepare_refuses_documents_that_hold_none_of_the_expected_ones(data):
+    """As the CLI does: every score would be 0, so the experiment does not start (the
+    orchestration ends Failed with this reason) and nothing is stored."""
+    (data / "docs" / "plan.md").rename(data / "docs" / "other.md")
+    with pytest.raises(ConfigError, match=r"the golden file expects 1 document and none is in .*'plan.md'"):
+        prepared(data)
+    assert not Experiment(LocalFiles(data / "reports"), "exp-1").exists()
+
+
 def test_prepare_stores_the_spec_and_the_study(data):
     experiment, out = prepared(data)
     assert out.to_dict() == {"objective": "mrr", "n_valid": 2, "max_evals": 2, "notes": []}
