@@ -162,7 +162,9 @@ def test_gam_experiment_through_the_queue(app_functions, azurite, azure_env, squ
     monkeypatch.setattr(single, "run_single_evaluation", fake_evaluation)
     monkeypatch.setattr(single.Corpus, "load", classmethod(lambda cls, d: cls(str(d), [])))
     _upload(azure_env["service"], azure_env["inputs"], "golden.jsonl", (squad_dir / "golden.jsonl").read_bytes())
-    _upload(azure_env["service"], azure_env["inputs"], "docs/a.txt", b"Only listed: the evaluation is replaced.")
+    # one of the golden file's documents (prepare refuses a folder holding none), only listed
+    _upload(azure_env["service"], azure_env["inputs"], "docs/Computational_complexity_theory_p00.txt",
+            b"Only listed: the evaluation is replaced.")
     host = Host(app_functions, azurite, azure_env["queue"])
     body = {"golden": f"{azure_env['inputs_address']}/golden.jsonl", "documents": f"{azure_env['inputs_address']}/docs",
             "optimizer": "gam", "max_evals": 6, "seed": 1, "objective": "mrr",

@@ -452,7 +452,7 @@ def test_messages_stay_small_for_a_large_golden_file(queued_experiment, tmp_path
                               for i in range(1000)))
     fn = queued_experiment["fn"]
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "handbook.md").write_text("The handbook.")
+    (tmp_path / "docs" / "doc-0.md").write_text("The handbook.")
     fn["prepare_experiment"]({**REQUEST, "golden": str(golden), "documents": str(tmp_path / "docs"),
                               "optimizer": "random", "max_evals": 2, "space": NARROW, "objective": "mrr"})
     ref = {"experiment_id": EXPERIMENT_ID}
