@@ -193,6 +193,12 @@ def compare_with_baseline(report: dict[str, Any], baseline: dict[str, Any], setu
     return BaselineFinding(worse, message)
 
 
+def golden_documents_reason(golden: Any, document_ids: Iterable[str], docs: str) -> str | None:
+    """:func:`missing_documents_reason` for the documents ``golden``'s questions expect."""
+    return missing_documents_reason({t.document_id for q in golden.questions for t in q.expected}, document_ids,
+                                    docs)
+
+
 def missing_documents_reason(expected: Iterable[str], document_ids: Iterable[str], docs: str) -> str | None:
     """Why a run would score nothing: none of the documents the golden file expects is in
     the corpus (None when at least one is there, or when the file expects no document, as

@@ -303,27 +303,24 @@ class EvaluationContext:
 
         texts = list(dict.fromkeys(questions))
         models = list(dict.fromkeys(str(m) for m in model_ids))
-        if not texts or len(models) != 1:
+        if not texts or len(models) != 1 or models[0] not in self.embedding_models:
             return
-        digest = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()
-        for model_id in models:
-            if model_id not in self.embedding_models:
-                continue
-            with self._lock:
-                if (model_id, digest) in self._early_embeddings:
-                    continue
-                model = self._embedding_model_locked(model_id)
+        key = (models[0], hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest())
+        with self._lock:
+            if key in self._early_embeddings:
+                return
+            model = self._embedding_model_locked(models[0])
 
-                def embed(model: Any = model) -> None:
-                    try:
-                        model.embed_documents([query_text(model, text) for text in texts])
-                    except Exception as exc:  # noqa: BLE001 - the evaluation embeds them again and raises
-                        logger.info("embedding the questions early with %s failed (%s); the evaluations embed them",
-                                    model.model_id, exc)
+            def embed() -> None:
+                try:
+                    model.embed_documents([query_text(model, text) for text in texts])
+                except Exception as exc:  # noqa: BLE001 - the evaluation embeds them again and raises
+                    logger.info("embedding the questions early with %s failed (%s); the evaluations embed them",
+                                model.model_id, exc)
 
-                thread = threading.Thread(target=embed, name="ragtune-embed-questions", daemon=True)
-                self._early_embeddings[(model_id, digest)] = thread
-            thread.start()
+            thread = self._early_embeddings[key] = threading.Thread(target=embed, name="ragtune-embed-questions",
+                                                                    daemon=True)
+        thread.start()
 
     def fit_to_space(self, space: Any) -> None:
         """Set what depends on the study's search space (a ``core.optimization.SearchSpace``):
@@ -559,21 +556,25 @@ def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext
     its collection before it is deleted and after every write (``MilvusVectorStore``), so a
     collection rebuilt never answers from its former lists; one reused keeps them."""
     from core.evaluation.retrieval import fill_collection
-    from core.models.spend import current_spend
 
     if store.exists() and store.count() == len(chunks) and (not keyword_index or store.has_keyword_index()):
         return True
-    spend = current_spend()  # this evaluation's texts, not those of threads sharing the model
-
-    def sent() -> int:
-        return spend.texts_embedded if spend is not None else model.n_embedded
-
-    before = sent()
+    before = _texts_sent(model)
     fill_collection(store, chunks, model)
     with context._lock:
         context.collections_built += 1
-        context.n_embedded += sent() - before
+        context.n_embedded += _texts_sent(model) - before
     return False
+
+
+def _texts_sent(model: Any) -> int:
+    """Texts the current evaluation has sent to an embedding model so far: its spend's count
+    (``core.models.spend``), not the model's own counter, which threads sharing the model (other
+    evaluations, the early question embedding) add to as well; the model's counter outside a spend."""
+    from core.models.spend import current_spend
+
+    spend = current_spend()
+    return spend.texts_embedded if spend is not None else model.n_embedded
 
 
 def run_single_evaluation(
@@ -624,7 +625,6 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
     from core.evaluation.retrieval import choose_rank_grain
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.models.embeddings import query_text
-    from core.models.spend import current_spend
     from core.vectorstores import backend_name, collection_name_for, describe_store
 
     from core.optimization.configuration import Configuration
@@ -666,12 +666,7 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
                                    "collection": collection}
         keyword_index = context.needs_keyword_index(configuration)
         t0 = time.perf_counter()
-        spend = current_spend()  # what this evaluation sent, not other threads sharing the model
-
-        def sent() -> int:
-            return spend.texts_embedded if spend is not None else model.n_embedded
-
-        before = sent()
+        before = _texts_sent(model)
         if context.new_store_opening(store_config):
             # a new database holds no collection to reuse: the chunks are embedded while it
             # opens, in bounded batches (each cached once embedded)
@@ -680,12 +675,12 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
             for i in range(0, len(chunks), EARLY_EMBED_BATCH):
                 model.embed_documents([c.text for c in chunks[i:i + EARLY_EMBED_BATCH]])
             with context._lock:
-                context.n_embedded += sent() - before
+                context.n_embedded += _texts_sent(model) - before
         store = context.vector_store(model, store_config, collection, keyword_index=keyword_index)
         try:
             with context.collection_lock(json.dumps(result["store_binding"], sort_keys=True)):
                 result["collection_reused"] = _index(store, chunks, model, context, keyword_index)
-            result["n_embedded"] = sent() - before
+            result["n_embedded"] = _texts_sent(model) - before
             timings["index_s"] = round(time.perf_counter() - t0, 3)
 
             setup = _search_setup(configuration)

@@ -146,7 +146,7 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
             (missing or empty), the objective, the space or the settings are unusable.
     """
     from core.documents import list_document_ids
-    from core.evaluation.gate import missing_documents_reason
+    from core.evaluation.gate import golden_documents_reason
     from core.evaluation.single import EXTRACTIVE, check_objective
     from core.golden import read_golden
     from core.inputs import shown_address
@@ -167,9 +167,7 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     if not document_ids:
         raise ConfigError(f"{shown_address(request['documents'])} holds no documents to load "
                           "(missing, empty, or no supported file types)")
-    expected = {t.document_id for q in golden.questions for t in q.expected}
-    missing = missing_documents_reason(expected, document_ids, shown_address(request["documents"])) \
-        if expected else None
+    missing = golden_documents_reason(golden, document_ids, shown_address(request["documents"]))
     if missing:  # every score would be 0
         raise ConfigError(missing)
     embedding, chat = models_from_settings(settings)

@@ -149,14 +149,15 @@ class Problem:
     line: int | None = None
     field: str | None = None
 
-    def format(self, path: str = "") -> str:
-        """Return ``"path:line: severity: field 'x': message"`` (parts that are None omitted)."""
+    def format(self, path: str = "", *, severity: bool = True) -> str:
+        """Return ``"path:line: severity: field 'x': message"`` (parts that are None omitted;
+        without ``severity: `` when ``severity`` is False, for a caller that says it itself)."""
         where = path
         if self.line is not None:
             where = f"{where}:{self.line}" if where else f"line {self.line}"
         head = f"{where}: " if where else ""
         fld = f"field '{self.field}': " if self.field else ""
-        return f"{head}{self.severity}: {fld}{self.message}"
+        return f"{head}{self.severity + ': ' if severity else ''}{fld}{self.message}"
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{severity, line, field, message}``."""

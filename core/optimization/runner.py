@@ -256,8 +256,7 @@ def run_experiment(
         warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
         shown = shown_address(golden_path)
         for w in warnings[:GOLDEN_WARNINGS_SHOWN]:  # the handlers say "warning" themselves
-            where = f"{shown}:{w.line}" if w.line is not None else shown
-            status("warning", f"{where}: " + (f"field '{w.field}': " if w.field else "") + w.message, "golden")
+            status("warning", w.format(shown, severity=False), "golden")
         if len(warnings) > GOLDEN_WARNINGS_SHOWN:
             status("warning", f"... and {len(warnings) - GOLDEN_WARNINGS_SHOWN} more like these about {shown}", "golden")
 

@@ -121,7 +121,7 @@ def leg_answers(fetched_depth: int, pairs: Sequence[tuple[Hashable, float]], dep
 class LegMemo:
     """Leg rankings and chunk fields of Milvus collections, shared by the stores of one run.
 
-    Safe under threads. A store fetching what the memo misses holds :meth:`fetch_lock` of that
+    Safe under threads. A store fetching what the memo misses holds :meth:`fetching` of that
     collection and leg (or of its chunk fields) meanwhile, so evaluations missing the same leg
     at once (the first wave of a parallel run) search it once: the others wait, then take what
     was kept. See the module docstring for why answers are exact, how entries are invalidated
@@ -174,13 +174,22 @@ class LegMemo:
     def _token(self, binding: Binding) -> Generation:
         return (self._epoch, self._generations.get(binding, 0))
 
-    def fetch_lock(self, binding: Binding, what: str) -> threading.RLock:
-        """The lock a store holds while it fetches what the memo misses of ``binding``'s ``what``
-        (a leg of :data:`LEGS`, or ``"fields"``), one per pair: a store that finds it held waits,
-        then looks in the memo again, so concurrent misses of the same leg are searched once.
-        Re-entrant: a fetch may search the same leg again at another depth."""
+    @contextmanager
+    def fetching(self, binding: Binding, what: str) -> Iterator[bool]:
+        """Hold, while a store fetches what the memo misses of ``binding``'s ``what`` (a leg of
+        :data:`LEGS`, or ``"fields"``), the lock of that pair; yields whether another store held
+        it first, in which case the caller looks in the memo again before fetching, so
+        concurrent misses of the same leg are searched once. Re-entrant: a fetch may search the
+        same leg again at another depth."""
         with self._lock:
-            return self._fetching.setdefault((binding, what), threading.RLock())
+            lock = self._fetching.setdefault((binding, what), threading.RLock())
+        waited = not lock.acquire(blocking=False)
+        if waited:
+            lock.acquire()
+        try:
+            yield waited
+        finally:
+            lock.release()
 
     def leg(self, binding: Binding, leg: Leg, query: str, depth: int, *, count: bool = True) -> Pairs | None:
         """The first ``depth`` pairs of ``leg`` for ``query``, when a remembered list answers a

@@ -482,17 +482,11 @@ class MilvusVectorStore:
             return [list(known[q] or []) for q in queries]
         if self.legs is None:
             return self._fetch_leg(leg, queries, todo, known, depth, generation, fetch)
-        lock = self.legs.fetch_lock(self.binding, leg)
-        if not lock.acquire(blocking=False):
-            # another search is fetching this leg (the same questions, as a rule): wait for it,
-            # then take what it kept
-            lock.acquire()
-            known.update({q: self.legs.leg(self.binding, leg, q, depth, count=False) for q in todo})
-            todo = [q for q in todo if known.get(q) is None]
-        try:
+        with self.legs.fetching(self.binding, leg) as waited:
+            if waited:  # another search fetched this leg (the same questions, as a rule): take what it kept
+                known.update({q: self.legs.leg(self.binding, leg, q, depth, count=False) for q in todo})
+                todo = [q for q in todo if known.get(q) is None]
             return self._fetch_leg(leg, queries, todo, known, depth, generation, fetch)
-        finally:
-            lock.release()
 
     def _fetch_leg(self, leg: str, queries: list[str], todo: list[str], known: dict[str, Any], depth: int,
                    generation: Any, fetch: int | None) -> list[list[tuple[Any, float]]]:
@@ -545,15 +539,11 @@ class MilvusVectorStore:
         unseen = [item_id for item_id in wanted if item_id not in out]
         if not unseen or self.legs is None:
             return self._read_entities(unseen, fields, generation, out)
-        lock = self.legs.fetch_lock(self.binding, "fields")
-        if not lock.acquire(blocking=False):  # another search is reading chunks: wait, then look again
-            lock.acquire()
-            out.update(self.legs.fields(self.binding, unseen, count=False))
-            unseen = [item_id for item_id in unseen if item_id not in out]
-        try:
+        with self.legs.fetching(self.binding, "fields") as waited:
+            if waited:  # another search read chunks meanwhile: take what it kept
+                out.update(self.legs.fields(self.binding, unseen, count=False))
+                unseen = [item_id for item_id in unseen if item_id not in out]
             return self._read_entities(unseen, fields, generation, out)
-        finally:
-            lock.release()
 
     def _read_entities(self, unseen: list[Any], fields: list[str], generation: Any,
                        out: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
