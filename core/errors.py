@@ -54,13 +54,16 @@ class StoreError(RagtuneError):
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception it was raised from) may go away on a retry: a storage
     failure (:class:`StoreError`), a timeout or lost connection, an HTTP 429 or 5xx from a
-    model endpoint (``openai`` errors), as opposed to bad data or a bad configuration.
+    model endpoint (``openai`` errors, or an exception's own ``transient`` flag), as opposed to bad data or a bad configuration.
     """
     seen = 0
     current: BaseException | None = exc
     while current is not None and seen < 10:
         if isinstance(current, (StoreError, TimeoutError, ConnectionError)):
             return True
+        flag = getattr(current, "transient", None)  # core.models.endpoint.EndpointError
+        if isinstance(flag, bool):
+            return flag
         kind = type(current)
         if kind.__module__.split(".")[0] in ("openai", "httpx", "httpcore"):
             status = getattr(current, "status_code", None)

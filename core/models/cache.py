@@ -3,7 +3,9 @@ model and no chat request is sent twice.
 
 Embedding keys are ``(model_id, sha256 of the text)``, values float32 vectors; reply keys are
 the sha256 of (model, messages, sampling parameters). The cache is one SQLite file (WAL mode,
-safe for several processes on one machine). Recently used vectors are also kept in memory,
+safe for several processes on one machine, with ``synchronous=NORMAL``: a commit is not
+synced to disk on its own, so a power cut can lose the last entries, which are then asked
+again, but never leaves the file inconsistent; see https://www.sqlite.org/wal.html). Recently used vectors are also kept in memory,
 up to a fixed number of bytes, so a text looked up again in the same process skips SQLite.
 """
 
@@ -69,6 +71,9 @@ class EmbeddingCache:
             with self._lock:
                 if self.path != ":memory:":
                     self._conn.execute("PRAGMA journal_mode=WAL")
+                    # a cache: an entry lost to a power cut is asked again, so commits (one per
+                    # chat reply) skip the fsync that FULL makes them wait for
+                    self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.execute(_SCHEMA)
                 self._conn.commit()
         except OSError as exc:

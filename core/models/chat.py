@@ -98,10 +98,10 @@ def check_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]
 class OpenAIChatModel:
     """Any OpenAI-compatible chat completions endpoint: OpenAI, Azure OpenAI, Ollama, vLLM, ...
 
-    Requests go through the ``openai`` client with its own retries switched off
-    (``max_retries=0``); rate limits (429), server errors (5xx), timeouts and dropped
-    connections are retried here with exponential backoff and jitter (tenacity), up to
-    ``max_attempts`` attempts. Other errors (400, 401, 404, ...) fail at once. Every failure,
+    Requests are sent by :class:`core.models.endpoint.JSONEndpoint` (the URL and headers the
+    ``openai`` client would send, at a fraction of its CPU time per request), each once; rate
+    limits (429), server errors (5xx), timeouts and dropped connections are retried here with
+    exponential backoff and jitter (tenacity), up to ``max_attempts`` attempts. Other errors (400, 401, 404, ...) fail at once. Every failure,
     and a reply with no text, raises :class:`GenerationError` naming the model.
 
     Args:
@@ -118,8 +118,8 @@ class OpenAIChatModel:
             the endpoint.
         temperature: default sampling temperature in [0, 2], or None to leave it to the
             endpoint (reasoning models accept only their default).
-        azure_api_version: set it (with ``base_url`` = the Azure endpoint) to use
-            ``openai.AzureOpenAI``; ``model`` is then the deployment name. Without ``api_key``
+        azure_api_version: set it (with ``base_url`` = the Azure endpoint) for Azure OpenAI's
+            deployment route; ``model`` is then the deployment name. Without ``api_key``
             it authenticates with Microsoft Entra ID tokens (see :mod:`core.models.azure`).
         azure_ad_token_provider: for Azure OpenAI without a key, where tokens come from
             (default ``DefaultAzureCredential``'s, see :func:`core.models.azure.token_provider`).
@@ -184,14 +184,14 @@ class OpenAIChatModel:
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_id!r})"
 
-    def _get_client(self) -> Any:
+    def _endpoint(self) -> Any:
         with self._lock:
             if self._client is None:
-                from core.models.azure import openai_client
+                from core.models.endpoint import JSONEndpoint
 
-                self._client = openai_client(base_url=self.base_url, api_key=self._api_key,
-                                             azure_api_version=self.azure_api_version, timeout_s=self.timeout_s,
-                                             ad_token_provider=self._ad_token_provider)
+                self._client = JSONEndpoint(base_url=self.base_url, api_key=self._api_key,
+                                            azure_api_version=self.azure_api_version, timeout_s=self.timeout_s,
+                                            ad_token_provider=self._ad_token_provider)
             return self._client
 
     def chat(
@@ -217,8 +217,9 @@ class OpenAIChatModel:
                 subclass :class:`EmptyReplyError` when the reply holds no text (the message gives
                 the model id and the finish reason).
         """
-        import openai
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+        from core.models.endpoint import EndpointError
 
         payload = check_messages(messages)
         tokens = max_completion_tokens if max_completion_tokens is not None else self.max_completion_tokens
@@ -231,9 +232,7 @@ class OpenAIChatModel:
             kwargs["temperature"] = float(temp)
 
         def retryable(exc: BaseException) -> bool:
-            if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
-                return True
-            return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+            return isinstance(exc, EndpointError) and exc.transient
 
         try:
             for attempt in Retrying(
@@ -242,15 +241,12 @@ class OpenAIChatModel:
                 reraise=True,
             ):
                 with attempt:
-                    # the request body is already plain JSON (check_messages), so it is posted as
-                    # it is and the reply read as JSON: the client's typed create() would walk
-                    # the body against its TypedDicts and build pydantic models of the reply,
-                    # most of a request's CPU time (see the openai README, "Undocumented
-                    # requests", for client.post)
-                    reply = self._get_client().post("/chat/completions", body=kwargs, cast_to=object)
-        except openai.OpenAIError as exc:
-            raise GenerationError(f"chat model {self.model_id} failed: {type(exc).__name__}: {exc}") from exc
-        except (ValueError, RecursionError) as exc:  # a 200 whose body is not JSON (or nested past parsing)
+                    # the body is already plain JSON (check_messages): posted as it is, and the
+                    # reply read as JSON (core.models.endpoint)
+                    reply = self._endpoint().post("/chat/completions", kwargs, deployment=self.model)
+        except EndpointError as exc:
+            raise GenerationError(f"chat model {self.model_id} failed: {exc}") from exc
+        except (ValueError, RecursionError) as exc:  # a 2xx whose body is not JSON (or nested past parsing)
             raise GenerationError(f"chat model {self.model_id} answered with a body that is not JSON: {exc}") from exc
         content, reason, usage = _reply_parts(reply, self.model_id)
         if not isinstance(content, str) or not content.strip():

@@ -162,3 +162,15 @@ def cache_key(text):
     from core.models.embeddings import text_sha256
 
     return text_sha256(text)
+
+
+def test_the_cache_file_is_in_wal_mode_and_commits_without_waiting_for_a_sync(tmp_path):
+    import sqlite3
+
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    assert cache._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert cache._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    cache.put_many("m", [("k", np.ones(4, dtype=np.float32))])
+    # what a second process (a second connection) reads back
+    other = sqlite3.connect(tmp_path / "cache.sqlite")
+    assert other.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1

@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat client through the real ``openai`` client against a local HTTP server."""
+"""OpenAI-compatible chat client (core.models.endpoint) against a local HTTP server."""
 
 from __future__ import annotations
 

@@ -235,3 +235,90 @@ def test_concurrent_chats_count_usage(serve):
     with ThreadPoolExecutor(16) as pool:
         assert set(pool.map(lambda _: m.chat(USER), range(200))) == {"Paris."}
     assert m.usage == {"requests": 200, "prompt_tokens": 600, "completion_tokens": 200}
+
+
+# The transport (core.models.endpoint) -----------------------------------------------------------
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                   "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "OPENAI_BASE_URL")
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_requests_go_through_the_proxy_of_the_environment_unless_no_proxy_names_the_host(serve, clean_env):
+    proxy = serve(OK)
+    clean_env.setenv("HTTP_PROXY", proxy.root)
+    m = OpenAIChatModel("m", base_url="http://chat.invalid/v1", api_key="k", max_attempts=1, timeout_s=5)
+    assert m.chat(USER) == "Paris."
+    assert proxy.paths == ["http://chat.invalid/v1/chat/completions"]  # the absolute form a proxy is sent
+    clean_env.setenv("NO_PROXY", "chat.invalid")
+    with pytest.raises(GenerationError, match="APIConnectionError"):  # straight to a host that does not exist
+        OpenAIChatModel("m", base_url="http://chat.invalid/v1", api_key="k", max_attempts=1, timeout_s=5).chat(USER)
+    assert len(proxy.paths) == 1
+
+
+def test_a_reply_over_the_size_limit_is_an_error_and_its_connection_is_not_reused(serve, monkeypatch):
+    import core.models.endpoint as endpoint
+
+    monkeypatch.setattr(endpoint, "MAX_REPLY_BYTES", 1000)
+    m = model(serve((200, "application/json", completion("x" * 5000)), OK))
+    with pytest.raises(GenerationError, match="longer than 1000 bytes"):
+        m.chat(USER)
+    assert m.chat(USER) == "Paris."  # the next request reads its own reply, not the rest of the last
+
+
+def test_status_errors_name_the_status_and_the_body_and_say_whether_a_retry_may_help(serve):
+    from core.errors import is_transient
+
+    with pytest.raises(GenerationError) as refused:
+        model(serve((400, "application/json", {"error": {"message": "bad temperature"}}))).chat(USER)
+    assert "BadRequestError: Error code: 400 - " in str(refused.value) and "bad temperature" in str(refused.value)
+    assert not is_transient(refused.value)
+    with pytest.raises(GenerationError) as limited:
+        model(serve((429, "text/plain", b"slow down"))).chat(USER)
+    assert "RateLimitError: Error code: 429 - slow down" in str(limited.value) and is_transient(limited.value)
+
+
+def _self_signed(tmp_path):
+    """A certificate for 127.0.0.1 and its key, as PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+def test_https_trusts_the_certificates_of_ssl_cert_file_and_refuses_an_unknown_one(serve, clean_env, tmp_path):
+    import ssl
+
+    server = serve(OK)
+    cert_file, key_file = _self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+    url = f"https://127.0.0.1:{server.httpd.server_address[1]}/v1"
+    with pytest.raises(GenerationError, match="(?i)certificate"):  # not in certifi's bundle
+        OpenAIChatModel("m", base_url=url, api_key="k", max_attempts=1, timeout_s=5).chat(USER)
+    clean_env.setenv("SSL_CERT_FILE", str(cert_file))
+    assert OpenAIChatModel("m", base_url=url, api_key="k", max_attempts=1, timeout_s=5).chat(USER) == "Paris."

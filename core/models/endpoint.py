@@ -1,0 +1,184 @@
+"""One JSON request to an OpenAI-compatible or Azure OpenAI endpoint, over a pooled ``urllib3``
+connection: what ``OpenAIChatModel`` sends every chat completion through.
+
+The ``openai`` client spends about twice the CPU time of the request itself building and
+reading each one (typed options, header merging, response wrapping); a chat model sends one
+request per question, from many threads at once, and posts a body it has already checked, so
+the request is made here: the URL and headers the ``openai`` client would send, the body as
+JSON, the reply parsed as JSON whatever its content type. Retries are the caller's (this sends
+each request once), as with ``openai``'s ``max_retries=0``.
+
+- OpenAI-compatible: ``POST {base_url}/chat/completions`` with ``Authorization: Bearer <key>``
+  (``base_url`` default ``OPENAI_BASE_URL``, else ``https://api.openai.com/v1``).
+- Azure OpenAI: ``POST {endpoint}/openai/deployments/{deployment}/chat/completions?api-version=
+  {version}`` with ``api-key: <key>``, or without a key ``Authorization: Bearer <Entra ID token>``.
+- Proxies from ``HTTP(S)_PROXY`` / ``ALL_PROXY`` unless ``NO_PROXY`` names the host, read once
+  (as ``requests`` reads them); certificates from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set,
+  else ``certifi``'s bundle (as ``httpx``, and so ``openai``, does).
+
+References:
+    OpenAI API reference, chat completions: https://platform.openai.com/docs/api-reference/chat/create ;
+    Azure OpenAI REST reference: https://learn.microsoft.com/azure/ai-services/openai/reference ;
+    error names as ``openai-python`` raises them (``openai/_exceptions.py``, ``_make_status_error``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any, Callable
+from urllib.parse import quote
+
+#: Largest reply body read, in bytes (64 MiB); a longer one is an error, not read on.
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+#: Idle connections kept per host; more requests at once open more and close them after use.
+POOL_CONNECTIONS = 256
+#: The error name of each HTTP status, as ``openai-python`` names its exceptions.
+STATUS_ERRORS = {400: "BadRequestError", 401: "AuthenticationError", 403: "PermissionDeniedError",
+                 404: "NotFoundError", 409: "ConflictError", 422: "UnprocessableEntityError",
+                 429: "RateLimitError"}
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+__all__ = ["EndpointError", "JSONEndpoint", "MAX_REPLY_BYTES", "STATUS_ERRORS"]
+
+
+class EndpointError(Exception):
+    """A request that got no usable answer.
+
+    Attributes:
+        name: ``openai-python``'s name for it (``RateLimitError``, ``InternalServerError``,
+            ``APITimeoutError``, ``APIConnectionError``, ...), so messages read as before.
+        status_code: the HTTP status, or None when no answer came.
+        transient: whether a retry may succeed (429, 5xx, a timeout, a lost connection);
+            ``core.errors.is_transient`` reads it.
+    """
+
+    def __init__(self, name: str, message: str, *, status_code: int | None = None, transient: bool) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.status_code = status_code
+        self.transient = transient
+
+
+def _status_error(status: int, body: bytes) -> EndpointError:
+    name = STATUS_ERRORS.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
+    text = body[:500].decode("utf-8", errors="replace").strip()
+    return EndpointError(name, f"Error code: {status}" + (f" - {text}" if text else ""), status_code=status,
+                         transient=status == 429 or status >= 500)
+
+
+def _ssl_context() -> Any:
+    import ssl
+
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context()  # OpenSSL reads both variables
+    try:
+        import certifi
+    except ImportError:  # pragma: no cover - certifi comes with requests and httpx
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+class JSONEndpoint:
+    """POSTs JSON bodies to one endpoint's path and returns the parsed replies (thread-safe).
+
+    Args:
+        base_url: an OpenAI-compatible ``.../v1`` URL, or with ``azure_api_version`` the Azure
+            OpenAI resource endpoint; None: ``OPENAI_BASE_URL``, else :data:`DEFAULT_BASE_URL`.
+        api_key: the key (never logged); None or empty: ``"not-needed"`` for an OpenAI-compatible
+            server, Entra ID tokens from ``ad_token_provider`` for Azure OpenAI.
+        azure_api_version: the Azure OpenAI API version, or None.
+        timeout_s: seconds to connect, and seconds to wait for each part of the reply.
+        ad_token_provider: for Azure OpenAI without a key: gives a bearer token (default
+            ``core.models.azure.token_provider()``, made on first use).
+    """
+
+    def __init__(self, *, base_url: str | None, api_key: str | None, azure_api_version: str | None,
+                 timeout_s: float, ad_token_provider: Callable[[], str] | None = None) -> None:
+        self.azure_api_version = azure_api_version
+        root = base_url or ("" if azure_api_version else os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        self.root = root.rstrip("/")
+        self._api_key = api_key or None
+        self._token_provider = ad_token_provider
+        self.timeout_s = float(timeout_s)
+        self._lock = threading.Lock()
+        self._pool: Any = None
+
+    def url(self, path: str, deployment: str | None = None) -> str:
+        """The URL of ``path`` (``"/chat/completions"``); for Azure OpenAI under the deployment's
+        route, with the API version."""
+        if self.azure_api_version:
+            return (f"{self.root}/openai/deployments/{quote(deployment or '', safe='')}{path}"
+                    f"?api-version={quote(self.azure_api_version, safe='')}")
+        return f"{self.root}{path}"
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "ragtune"}
+        if self.azure_api_version:
+            if self._api_key:
+                headers["api-key"] = self._api_key
+            else:
+                with self._lock:
+                    if self._token_provider is None:
+                        from core.models.azure import token_provider
+
+                        self._token_provider = token_provider()
+                headers["Authorization"] = f"Bearer {self._token_provider()}"
+        else:
+            headers["Authorization"] = f"Bearer {self._api_key or 'not-needed'}"
+        return headers
+
+    def _pool_for(self, url: str) -> Any:
+        with self._lock:
+            if self._pool is None:
+                import urllib3
+                from requests.utils import get_environ_proxies
+
+                proxy = get_environ_proxies(url).get(url.split(":", 1)[0].lower()) or get_environ_proxies(url).get("all")
+                options = {"maxsize": POOL_CONNECTIONS, "block": False, "retries": False}
+                if url.lower().startswith("https:"):
+                    options["ssl_context"] = _ssl_context()
+                self._pool = urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
+            return self._pool
+
+    def post(self, path: str, body: dict[str, Any], *, deployment: str | None = None) -> Any:
+        """POST ``body`` as JSON and return the reply's JSON (any JSON value, whatever the
+        content type says).
+
+        Raises:
+            EndpointError: no answer (``APITimeoutError``, ``APIConnectionError``, a connection
+                cut mid-reply: transient), or an HTTP status other than 2xx (named by status).
+            ValueError / RecursionError: a 2xx reply whose body is not JSON, or nested past
+                parsing; ``ValueError`` too for a body over :data:`MAX_REPLY_BYTES`.
+        """
+        import urllib3
+        from urllib3.exceptions import HTTPError, NewConnectionError, TimeoutError as UrllibTimeout
+
+        url = self.url(path, deployment)
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        timeout = urllib3.Timeout(connect=self.timeout_s, read=self.timeout_s)
+        try:
+            response = self._pool_for(url).request("POST", url, body=data, headers=self._headers(), timeout=timeout,
+                                                   preload_content=False, redirect=False)
+            try:
+                raw = response.read(MAX_REPLY_BYTES + 1, cache_content=False)
+            except BaseException:
+                response.close()  # the connection may hold the rest of the body: not reused
+                raise
+            if len(raw) > MAX_REPLY_BYTES:
+                response.close()
+            else:
+                response.release_conn()
+        except NewConnectionError as exc:  # a ConnectTimeoutError too, in urllib3's classes
+            raise EndpointError("APIConnectionError", f"Connection error ({exc})", transient=True) from exc
+        except UrllibTimeout as exc:
+            raise EndpointError("APITimeoutError", f"Request timed out ({type(exc).__name__})", transient=True) from exc
+        except (HTTPError, OSError) as exc:
+            raise EndpointError("APIConnectionError", f"Connection error ({type(exc).__name__}: {exc})",
+                                transient=True) from exc
+        if not 200 <= response.status < 300:
+            raise _status_error(response.status, raw)
+        if len(raw) > MAX_REPLY_BYTES:
+            raise ValueError(f"the reply is longer than {MAX_REPLY_BYTES} bytes")
+        return json.loads(raw)
