@@ -151,18 +151,19 @@ def _poll(queue_client: Any, evaluate: Any, client: Any, finished: threading.Eve
     import azure.functions as func
 
     wait = POLL_MIN_S
-    while not finished.is_set():
-        messages = list(queue_client.receive_messages(max_messages=1, visibility_timeout=600))
-        if not messages:  # an empty queue: poll again later, sooner when the run ends
-            finished.wait(wait)
-            wait = min(2 * wait, POLL_MAX_S)
-            continue
-        wait = POLL_MIN_S
-        m = messages[0]
-        body = base64.b64decode(m.content)
-        asyncio.run(evaluate(func.QueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt), client))
-        queue_client.delete_message(m)
-        on_done()
+    with asyncio.Runner() as runner:  # one event loop, as a language worker runs its functions in
+        while not finished.is_set():
+            messages = list(queue_client.receive_messages(max_messages=1, visibility_timeout=600))
+            if not messages:  # an empty queue: poll again later, sooner when the run ends
+                finished.wait(wait)
+                wait = min(2 * wait, POLL_MAX_S)
+                continue
+            wait = POLL_MIN_S
+            m = messages[0]
+            body = base64.b64decode(m.content)
+            runner.run(evaluate(func.QueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt), client))
+            queue_client.delete_message(m)
+            on_done()
 
 
 def _listener(azurite: str, queue: str) -> Any:

@@ -78,6 +78,51 @@ def _each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     return [future.result() for future in futures]
 
 
+#: Experiments whose spec and last-read study this process remembers (least recently used
+#: forgotten first), so that each evaluation message does not read and parse both again.
+REMEMBERED_EXPERIMENTS = 16
+
+
+class _Remembered:
+    """What this process read of recent experiments: the spec (stored once, never changed)
+    and the last study read (asked trials are never taken back, so a study that holds a
+    configuration's trial answers for it later too). Thread-safe; at most
+    :data:`REMEMBERED_EXPERIMENTS` experiments."""
+
+    def __init__(self) -> None:
+        import threading
+        from collections import OrderedDict
+
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+
+    def get(self, key: tuple[str, str] | None, what: str) -> Any:
+        if key is None:
+            return None
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item.get(what)
+
+    def put(self, key: tuple[str, str] | None, what: str, value: Any) -> None:
+        if key is None:
+            return
+        with self._lock:
+            self._items.setdefault(key, {})[what] = value
+            self._items.move_to_end(key)
+            while len(self._items) > REMEMBERED_EXPERIMENTS:
+                self._items.popitem(last=False)
+
+    def forget(self, key: tuple[str, str] | None) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
+
+_REMEMBERED = _Remembered()
+
+
 class Experiment:
     """One experiment's state in a ``Files`` store (see the module docstring for the layout).
 
@@ -139,12 +184,41 @@ class Experiment:
         """Store prepare's notes (``notes.json``), shown in the report."""
         self._write("notes.json", list(notes))
 
+    def _memo_key(self) -> tuple[str, str] | None:
+        """This experiment's key among what the process remembers: the store's root and the
+        id (None for a store without a root: nothing remembered)."""
+        root = getattr(self.files, "root", None)
+        return None if root is None else (str(root), self.experiment_id)
+
     def spec(self) -> ExperimentSpec:
-        """The stored spec (read once per ``Experiment``: prepare writes it once and nothing
-        changes it). Raises ``StoreError`` when absent."""
+        """The stored spec (read once per process: prepare writes it once and nothing changes
+        it). Raises ``StoreError`` when absent."""
         if self._spec is None:
-            self._spec = ExperimentSpec.from_dict(self._read("spec.json"))
+            spec = _REMEMBERED.get(self._memo_key(), "spec")
+            if spec is None:
+                spec = ExperimentSpec.from_dict(self._read("spec.json"))
+                _REMEMBERED.put(self._memo_key(), "spec", spec)
+            self._spec = spec
         return self._spec
+
+    def study_with(self, configuration: Mapping[str, Any]) -> Any:
+        """A study that asked ``configuration``, if the stored one did: the study this process
+        read last, when it already holds the configuration's trial (trials are never taken
+        back), else the stored study, read again (and remembered).
+
+        Raises:
+            StoreError: the study cannot be read.
+        """
+        study = _REMEMBERED.get(self._memo_key(), "study")
+        if study is not None:
+            try:
+                if study.trial_of(study.space.configuration(configuration, check=False)) is not None:
+                    return study
+            except ConfigError:
+                pass  # not a configuration of the space: checked on the stored study below
+        study = self.study()
+        _REMEMBERED.put(self._memo_key(), "study", study)
+        return study
 
     def study(self) -> Any:
         """The stored ``Study``. Raises ``StoreError`` when absent."""
@@ -320,7 +394,7 @@ class Experiment:
         missing = ConfigError(f"no experiment {self.experiment_id!r} is stored: nothing evaluated")
         if study is None:
             try:
-                study = self.study()  # read once: checked here, its round kept below
+                study = self.study_with(request.configuration)  # checked here, its round kept below
             except StoreError:
                 if not self.exists():  # looked up only when the study cannot be read
                     raise missing from None

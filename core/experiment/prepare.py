@@ -209,6 +209,8 @@ class StoredEvaluator:
         self._loaded: tuple[Any, Any, Any, Any] | None = None
 
     def _inputs(self, spec: ExperimentSpec) -> tuple[Any, Any, Any]:
+        from concurrent.futures import ThreadPoolExecutor
+
         from core.evaluation.single import Corpus, EvaluationContext
         from core.golden import read_golden
         from core.inputs import shown_address
@@ -218,32 +220,38 @@ class StoredEvaluator:
             which = (spec.experiment_id, spec.golden, spec.golden_sha256, spec.documents)
             if self._loaded is not None and self._loaded[0] == which:
                 return self._loaded[1:]
-            golden = read_golden(spec.golden)
-            if golden.sha256 != spec.golden_sha256:
-                raise ConfigError(f"the golden file {shown_address(spec.golden)} changed since the experiment started "
-                                  f"(sha256 {golden.sha256[:12]}..., expected {spec.golden_sha256[:12]}...)")
-            settings = self.settings
-            embedding, chat = models_from_settings(settings)
-            context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
-                                        vector_store_config=settings.vector_store_config(settings.out_dir),
-                                        vector_store_configs=settings.vector_store_configs(settings.out_dir),
-                                        judge=settings.judge_model(),
-                                        rerankers={r.model_id: r for r in [settings.reranker()] if r is not None})
-            # a cold instance opens its database while the documents load (a warm one has the
-            # last experiment's context, whose evaluations may still run)
+            # the documents (the longest read) load while the golden file and the space are read
+            loading = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-corpus")
+            corpus_future = loading.submit(Corpus.load, spec.documents)
+            context = None
             cold = self._loaded is None
-            if cold:
-                context.open_store_early()
             try:
+                golden = read_golden(spec.golden)
+                if golden.sha256 != spec.golden_sha256:
+                    raise ConfigError(f"the golden file {shown_address(spec.golden)} changed since the experiment "
+                                      f"started (sha256 {golden.sha256[:12]}..., expected {spec.golden_sha256[:12]}...)")
+                settings = self.settings
+                embedding, chat = models_from_settings(settings)
+                context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
+                                            vector_store_config=settings.vector_store_config(settings.out_dir),
+                                            vector_store_configs=settings.vector_store_configs(settings.out_dir),
+                                            judge=settings.judge_model(),
+                                            rerankers={r.model_id: r for r in [settings.reranker()] if r is not None})
+                # a cold instance opens its database while the documents load (a warm one has
+                # the last experiment's context, whose evaluations may still run)
+                if cold:
+                    context.open_store_early()
                 space = self._space(spec)
                 if space is not None:  # the questions are embedded while the documents load
                     context.embed_questions_early([q.question for q in golden.questions],
                                                   space["embedding_model"].values)
-                corpus = Corpus.load(spec.documents)
+                corpus = corpus_future.result()
             except BaseException:
-                if cold:
+                if cold and context is not None:
                     context.close()
                 raise
+            finally:
+                loading.shutdown(wait=True)  # a load still running after a failure ends before this returns
             if space is not None:  # else every collection gets a keyword index
                 context.fit_to_space(space)
             self._loaded = (which, corpus, golden, context)

@@ -275,15 +275,36 @@ class CountingFiles(LocalFiles):
         return super().list(prefix)
 
 
-def test_an_evaluation_reads_the_spec_and_the_study_once_and_looks_up_only_its_result(data):
-    experiment, _ = prepared(data)
-    (config,) = experiment.ask(1)
+def test_an_evaluation_reads_the_spec_and_the_study_once_per_process_and_looks_up_only_its_result(data, monkeypatch):
+    import core.experiment.engine as engine
+
+    experiment, _ = prepared(data, space={"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0],
+                                          "search_mode": ["vector"], "number_of_chunks": [2, 3, 4, 5, 6]}, max_evals=5)
+    first, second = experiment.ask(2)
+    monkeypatch.setattr(engine, "_REMEMBERED", engine._Remembered())  # what a new process remembers
     files = CountingFiles(data / "reports")
-    outcome = Experiment(files, "exp-1").evaluate(experiment.evaluation_request(config.to_dict()), ok(0.5))
+    outcome = Experiment(files, "exp-1").evaluate(experiment.evaluation_request(first.to_dict()), ok(0.5))
     assert outcome.status == "ok" and outcome.score == 0.5
-    assert files.calls == [("read", "study.json"), ("read", "spec.json"), ("read_or_none", f"{config.key}.json")]
+    assert files.calls == [("read", "study.json"), ("read", "spec.json"), ("read_or_none", f"{first.key}.json")]
+    # the next message of the same experiment: the study read holds its trial, the spec never changes
+    files.calls.clear()
+    outcome = Experiment(files, "exp-1").evaluate(experiment.evaluation_request(second.to_dict()), ok(0.4))
+    assert outcome.score == 0.4 and files.calls == [("read_or_none", f"{second.key}.json")]
+    # a configuration asked after that read: the study is read again, and its round is the new one
+    third = experiment.ask(3)[2]
+    files.calls.clear()
+    outcome = Experiment(files, "exp-1").evaluate(experiment.evaluation_request(third.to_dict()), ok(0.3))
+    assert files.calls == [("read", "study.json"), ("read_or_none", f"{third.key}.json")]
+    stored = Experiment(files, "exp-1").result(third.key)
+    assert stored["round"] == experiment.study().trial_of(third).round
+    # a configuration never asked is refused after one more read, and nothing is stored
+    fourth = experiment.study().ask(1)[0]  # asked of a copy that is never saved
+    files.calls.clear()
+    with pytest.raises(ConfigError, match="never asked"):
+        Experiment(files, "exp-1").evaluate(experiment.evaluation_request(fourth.to_dict()), ok(0.9))
+    assert files.calls == [("read", "study.json")] and Experiment(files, "exp-1").result(fourth.key) is None
     with pytest.raises(ConfigError, match="no experiment 'exp-2' is stored"):
-        Experiment(files, "exp-2").evaluate(experiment.evaluation_request(config.to_dict()), ok(0.5))
+        Experiment(files, "exp-2").evaluate(experiment.evaluation_request(first.to_dict()), ok(0.5))
 
 
 def test_enqueued_keys_are_listed_once(data):
