@@ -135,7 +135,8 @@ class JSONEndpoint:
                 import urllib3
                 from requests.utils import get_environ_proxies
 
-                proxy = get_environ_proxies(url).get(url.split(":", 1)[0].lower()) or get_environ_proxies(url).get("all")
+                proxies = get_environ_proxies(url)  # {} when NO_PROXY names the host
+                proxy = proxies.get(url.split(":", 1)[0].lower()) or proxies.get("all")
                 options = {"maxsize": POOL_CONNECTIONS, "block": False, "retries": False}
                 if url.lower().startswith("https:"):
                     options["ssl_context"] = _ssl_context()
