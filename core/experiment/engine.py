@@ -115,9 +115,18 @@ class _Remembered:
             while len(self._items) > REMEMBERED_EXPERIMENTS:
                 self._items.popitem(last=False)
 
-    def forget(self, key: tuple[str, str] | None) -> None:
+    def reading(self, key: tuple[str, str] | None, what: str) -> Any:
+        """A lock to hold while looking up ``what`` and reading it on a miss, so that threads
+        that miss at once (a new instance's first messages) read it once."""
+        import contextlib
+        import threading
+
+        if key is None:
+            return contextlib.nullcontext()
         with self._lock:
-            self._items.pop(key, None)
+            item = self._items.setdefault(key, {})
+            self._items.move_to_end(key)
+            return item.setdefault(f"{what}-lock", threading.Lock())
 
 
 _REMEMBERED = _Remembered()
@@ -194,10 +203,12 @@ class Experiment:
         """The stored spec (read once per process: prepare writes it once and nothing changes
         it). Raises ``StoreError`` when absent."""
         if self._spec is None:
-            spec = _REMEMBERED.get(self._memo_key(), "spec")
-            if spec is None:
-                spec = ExperimentSpec.from_dict(self._read("spec.json"))
-                _REMEMBERED.put(self._memo_key(), "spec", spec)
+            key = self._memo_key()
+            with _REMEMBERED.reading(key, "spec"):
+                spec = _REMEMBERED.get(key, "spec")
+                if spec is None:
+                    spec = ExperimentSpec.from_dict(self._read("spec.json"))
+                    _REMEMBERED.put(key, "spec", spec)
             self._spec = spec
         return self._spec
 
@@ -209,16 +220,18 @@ class Experiment:
         Raises:
             StoreError: the study cannot be read.
         """
-        study = _REMEMBERED.get(self._memo_key(), "study")
-        if study is not None:
-            try:
-                if study.trial_of(study.space.configuration(configuration, check=False)) is not None:
-                    return study
-            except ConfigError:
-                pass  # not a configuration of the space: checked on the stored study below
-        study = self.study()
-        _REMEMBERED.put(self._memo_key(), "study", study)
-        return study
+        key = self._memo_key()
+        with _REMEMBERED.reading(key, "study"):
+            study = _REMEMBERED.get(key, "study")
+            if study is not None:
+                try:
+                    if study.trial_of(study.space.configuration(configuration, check=False)) is not None:
+                        return study
+                except ConfigError:
+                    pass  # not a configuration of the space: checked on the stored study below
+            study = self.study()
+            _REMEMBERED.put(key, "study", study)
+            return study
 
     def study(self) -> Any:
         """The stored ``Study``. Raises ``StoreError`` when absent."""

@@ -307,6 +307,37 @@ def test_an_evaluation_reads_the_spec_and_the_study_once_per_process_and_looks_u
         Experiment(files, "exp-2").evaluate(experiment.evaluation_request(first.to_dict()), ok(0.5))
 
 
+def test_evaluations_that_start_at_once_on_a_new_instance_read_the_spec_and_the_study_once(data, monkeypatch):
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import core.experiment.engine as engine
+
+    experiment, _ = prepared(data, space={"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0],
+                                          "search_mode": ["vector"], "number_of_chunks": [2, 3, 4, 5, 6]}, max_evals=5)
+    configs = experiment.ask(5)
+    monkeypatch.setattr(engine, "_REMEMBERED", engine._Remembered())
+    files = CountingFiles(data / "reports")
+    slow_read = files.read_bytes
+    start = threading.Barrier(5)
+
+    def read_bytes(key):
+        time.sleep(0.05)  # a network read: the other threads arrive meanwhile
+        return slow_read(key)
+
+    files.read_bytes = read_bytes
+
+    def evaluate(config):
+        start.wait()
+        return Experiment(files, "exp-1").evaluate(experiment.evaluation_request(config.to_dict()), ok(0.5)).status
+
+    with ThreadPoolExecutor(5) as pool:
+        assert list(pool.map(evaluate, configs)) == ["ok"] * 5
+    reads = sorted(name for kind, name in files.calls if kind == "read")
+    assert reads == ["spec.json", "study.json"]
+
+
 def test_enqueued_keys_are_listed_once(data):
     experiment, _ = prepared(data)
     first, second = experiment.ask(2)
