@@ -175,7 +175,10 @@ class OpenAIChatModel:
         self.temperature = temperature
         self.azure_api_version = azure_api_version
         self.token_limit_field = token_limit_field
-        host = urlparse(base_url).netloc if base_url else "api.openai.com"
+        try:
+            host = urlparse(base_url).netloc if base_url else "api.openai.com"
+        except ValueError as exc:
+            raise ConfigError(f"chat model {model}: base_url {base_url!r} is not a URL ({exc})") from None
         self.model_id = f"{'azure' if azure_api_version else 'openai'}:{host}/{model}"
         self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._lock = threading.Lock()

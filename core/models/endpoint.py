@@ -154,14 +154,20 @@ class JSONEndpoint:
                 parsing; ``ValueError`` too for a body over :data:`MAX_REPLY_BYTES`.
         """
         import urllib3
-        from urllib3.exceptions import HTTPError, NewConnectionError, TimeoutError as UrllibTimeout
+        from urllib3.exceptions import HTTPError, LocationValueError, NewConnectionError
+        from urllib3.exceptions import TimeoutError as UrllibTimeout
 
         url = self.url(path, deployment)
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = json.dumps(body).encode("ascii")  # escaped: a lone surrogate in a text cannot fail here
         timeout = urllib3.Timeout(connect=self.timeout_s, read=self.timeout_s)
         try:
-            response = self._pool_for(url).request("POST", url, body=data, headers=self._headers(), timeout=timeout,
-                                                   preload_content=False, redirect=False)
+            pool = self._pool_for(url)
+        except (LocationValueError, ValueError) as exc:  # an unusable URL or proxy: no retry helps
+            raise EndpointError("APIConnectionError", f"cannot send to {url.split('?', 1)[0]}: {exc}",
+                                transient=False) from exc
+        try:
+            response = pool.request("POST", url, body=data, headers=self._headers(), timeout=timeout,
+                                    preload_content=False, redirect=False)
             try:
                 raw = response.read(MAX_REPLY_BYTES + 1, cache_content=False)
             except BaseException:
@@ -171,6 +177,9 @@ class JSONEndpoint:
                 response.close()
             else:
                 response.release_conn()
+        except LocationValueError as exc:  # a URL urllib3 cannot parse: no retry helps
+            raise EndpointError("APIConnectionError", f"cannot send to {url.split('?', 1)[0]}: {exc}",
+                                transient=False) from exc
         except NewConnectionError as exc:  # a ConnectTimeoutError too, in urllib3's classes
             raise EndpointError("APIConnectionError", f"Connection error ({exc})", transient=True) from exc
         except UrllibTimeout as exc:

@@ -322,3 +322,51 @@ def test_https_trusts_the_certificates_of_ssl_cert_file_and_refuses_an_unknown_o
         OpenAIChatModel("m", base_url=url, api_key="k", max_attempts=1, timeout_s=5).chat(USER)
     clean_env.setenv("SSL_CERT_FILE", str(cert_file))
     assert OpenAIChatModel("m", base_url=url, api_key="k", max_attempts=1, timeout_s=5).chat(USER) == "Paris."
+
+
+def test_a_lone_surrogate_in_a_message_is_sent_escaped(serve):
+    server = serve(OK)
+    assert model(server).chat([{"role": "user", "content": "broken \ud800 text, café"}]) == "Paris."
+    assert server.bodies[0]["messages"][0]["content"] == "broken \ud800 text, café"
+
+
+def test_an_unusable_proxy_fails_at_once_with_a_clear_error(clean_env):
+    from core.errors import ConfigError, is_transient
+
+    clean_env.setenv("HTTP_PROXY", "socks5://127.0.0.1:1")  # a proxy urllib3 cannot use
+    m = OpenAIChatModel("m", base_url="http://chat.invalid/v1", api_key="k", max_attempts=3, retry_wait_s=5.0,
+                        timeout_s=5)
+    with pytest.raises(GenerationError, match="cannot send to http://chat.invalid/v1/chat/completions") as failed:
+        m.chat(USER)  # not retried: three attempts 5 s apart would take over 10 s
+    assert not is_transient(failed.value)
+    with pytest.raises(ConfigError, match="is not a URL"):
+        OpenAIChatModel("m", base_url="http://[::1/v1")
+
+
+def test_a_compressed_reply_that_expands_past_the_limit_is_refused_without_expanding_it(serve, monkeypatch):
+    import gzip
+    import tracemalloc
+
+    import core.models.endpoint as endpoint
+
+    monkeypatch.setattr(endpoint, "MAX_REPLY_BYTES", 1024 * 1024)
+    bomb = gzip.compress(b"[" + b" " * (200 * 1024 * 1024) + b"]", compresslevel=9)  # 200 MiB of JSON
+
+    def send_bomb(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Encoding", "gzip")
+        handler.send_header("Content-Length", str(len(bomb)))
+        handler.end_headers()
+        handler.wfile.write(bomb)
+
+    m = model(serve(send_bomb, OK))
+    tracemalloc.start()
+    try:
+        with pytest.raises(GenerationError, match="longer than 1048576 bytes"):
+            m.chat(USER)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 * 1024 * 1024  # a few times the limit, not the 200 MiB it expands to
+    assert m.chat(USER) == "Paris."
