@@ -325,7 +325,8 @@ def run(workers: int, *, fns: dict, azurite: str, blob_endpoint: str, inputs: st
         "RAGTUNE_CHAT_BASE_URL": app.base_url, "RAGTUNE_CHAT_API_KEY": "bench", "RAGTUNE_VECTOR_STORE": "milvus-lite",
     }
     os.environ.update(env)
-    experiments._EVALUATOR = None  # a cold process: nothing loaded yet
+    experiments._EVALUATOR = None  # a cold process: nothing loaded yet, no store client made
+    experiments._FILES = None
     def user(name: str) -> Any:
         fn = fns[name].get_user_function()
         return getattr(fn, "client_function", fn)

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -64,10 +65,25 @@ def _settings() -> Any:
     return Settings.from_env()
 
 
+_FILES: tuple[Any, Any] | None = None
+_FILES_LOCK = threading.Lock()
+
+
+def _report_files(settings: Any) -> Any:
+    """The report store's ``Files`` for ``settings``, one object while the settings stay the
+    same: its HTTP connections, and what ``core.experiment`` remembers of each experiment,
+    serve every message of the process."""
+    global _FILES
+    with _FILES_LOCK:
+        if _FILES is None or _FILES[0] != settings:
+            _FILES = (settings, settings.report_store().files)
+        return _FILES[1]
+
+
 def _experiment(experiment_id: str, settings: Any = None) -> Any:
     from core.experiment import Experiment
 
-    return Experiment((settings or _settings()).report_store().files, experiment_id)
+    return Experiment(_report_files(settings or _settings()), experiment_id)
 
 
 # Starter --------------------------------------------------------------------------------------

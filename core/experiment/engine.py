@@ -78,58 +78,72 @@ def _each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     return [future.result() for future in futures]
 
 
-#: Experiments whose spec and last-read study this process remembers (least recently used
-#: forgotten first), so that each evaluation message does not read and parse both again.
+#: Experiments of one store whose spec and last-read study a process remembers (least recently
+#: used forgotten first), so that each evaluation message does not read and parse both again.
 REMEMBERED_EXPERIMENTS = 16
 
 
 class _Remembered:
-    """What this process read of recent experiments: the spec (stored once, never changed)
-    and the last study read (asked trials are never taken back, so a study that holds a
-    configuration's trial answers for it later too). Thread-safe; at most
-    :data:`REMEMBERED_EXPERIMENTS` experiments."""
+    """What this process read of one store's recent experiments, by experiment id: the spec
+    (stored once, never changed) and the last study read (asked trials are never taken back,
+    so a study that holds a configuration's trial answers for it later too). Thread-safe; at
+    most :data:`REMEMBERED_EXPERIMENTS` experiments. Nothing here removes an experiment from a
+    store; one removed by hand while a process runs stays known to that process's store
+    object (its late messages are evaluated as before the removal)."""
 
     def __init__(self) -> None:
         import threading
         from collections import OrderedDict
 
         self._lock = threading.Lock()
-        self._items: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._items: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
-    def get(self, key: tuple[str, str] | None, what: str) -> Any:
-        if key is None:
-            return None
+    def get(self, experiment_id: str, what: str) -> Any:
         with self._lock:
-            item = self._items.get(key)
+            item = self._items.get(experiment_id)
             if item is None:
                 return None
-            self._items.move_to_end(key)
+            self._items.move_to_end(experiment_id)
             return item.get(what)
 
-    def put(self, key: tuple[str, str] | None, what: str, value: Any) -> None:
-        if key is None:
-            return
+    def put(self, experiment_id: str, what: str, value: Any) -> None:
         with self._lock:
-            self._items.setdefault(key, {})[what] = value
-            self._items.move_to_end(key)
+            self._items.setdefault(experiment_id, {})[what] = value
+            self._items.move_to_end(experiment_id)
             while len(self._items) > REMEMBERED_EXPERIMENTS:
                 self._items.popitem(last=False)
 
-    def reading(self, key: tuple[str, str] | None, what: str) -> Any:
+    def reading(self, experiment_id: str, what: str) -> Any:
         """A lock to hold while looking up ``what`` and reading it on a miss, so that threads
         that miss at once (a new instance's first messages) read it once."""
-        import contextlib
         import threading
 
-        if key is None:
-            return contextlib.nullcontext()
         with self._lock:
-            item = self._items.setdefault(key, {})
-            self._items.move_to_end(key)
+            item = self._items.setdefault(experiment_id, {})
+            self._items.move_to_end(experiment_id)
             return item.setdefault(f"{what}-lock", threading.Lock())
 
 
-_REMEMBERED = _Remembered()
+_MEMOS: Any = None
+_MEMOS_LOCK = __import__("threading").Lock()
+
+
+def _memo_of(files: Any) -> _Remembered | None:
+    """The memo of the store object ``files`` (one per object, gone with it: two objects are
+    never taken for the same store), or None for an object that cannot be weakly referenced."""
+    global _MEMOS
+    import weakref
+
+    with _MEMOS_LOCK:
+        if _MEMOS is None:
+            _MEMOS = weakref.WeakKeyDictionary()
+        try:
+            memo = _MEMOS.get(files)
+            if memo is None:
+                memo = _MEMOS[files] = _Remembered()
+        except TypeError:
+            return None
+        return memo
 
 
 class Experiment:
@@ -193,22 +207,19 @@ class Experiment:
         """Store prepare's notes (``notes.json``), shown in the report."""
         self._write("notes.json", list(notes))
 
-    def _memo_key(self) -> tuple[str, str] | None:
-        """This experiment's key among what the process remembers: the store's root and the
-        id (None for a store without a root: nothing remembered)."""
-        root = getattr(self.files, "root", None)
-        return None if root is None else (str(root), self.experiment_id)
-
     def spec(self) -> ExperimentSpec:
-        """The stored spec (read once per process: prepare writes it once and nothing changes
-        it). Raises ``StoreError`` when absent."""
+        """The stored spec (read once per store object in a process: prepare writes it once and
+        nothing changes it). Raises ``StoreError`` when absent."""
         if self._spec is None:
-            key = self._memo_key()
-            with _REMEMBERED.reading(key, "spec"):
-                spec = _REMEMBERED.get(key, "spec")
+            memo = _memo_of(self.files)
+            if memo is None:
+                self._spec = ExperimentSpec.from_dict(self._read("spec.json"))
+                return self._spec
+            with memo.reading(self.experiment_id, "spec"):
+                spec = memo.get(self.experiment_id, "spec")
                 if spec is None:
                     spec = ExperimentSpec.from_dict(self._read("spec.json"))
-                    _REMEMBERED.put(key, "spec", spec)
+                    memo.put(self.experiment_id, "spec", spec)
             self._spec = spec
         return self._spec
 
@@ -220,9 +231,11 @@ class Experiment:
         Raises:
             StoreError: the study cannot be read.
         """
-        key = self._memo_key()
-        with _REMEMBERED.reading(key, "study"):
-            study = _REMEMBERED.get(key, "study")
+        memo = _memo_of(self.files)
+        if memo is None:
+            return self.study()
+        with memo.reading(self.experiment_id, "study"):
+            study = memo.get(self.experiment_id, "study")
             if study is not None:
                 try:
                     if study.trial_of(study.space.configuration(configuration, check=False)) is not None:
@@ -230,7 +243,7 @@ class Experiment:
                 except ConfigError:
                     pass  # not a configuration of the space: checked on the stored study below
             study = self.study()
-            _REMEMBERED.put(key, "study", study)
+            memo.put(self.experiment_id, "study", study)
             return study
 
     def study(self) -> Any:

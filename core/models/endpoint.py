@@ -180,6 +180,10 @@ class JSONEndpoint:
         except LocationValueError as exc:  # a URL urllib3 cannot parse: no retry helps
             raise EndpointError("APIConnectionError", f"cannot send to {url.split('?', 1)[0]}: {exc}",
                                 transient=False) from exc
+        except ValueError as exc:  # a header value HTTP cannot carry (the message may hold the key)
+            raise EndpointError("APIConnectionError", f"cannot send to {url.split('?', 1)[0]}: a header holds characters "
+                                "HTTP headers cannot carry (a line break or a non-Latin-1 character in the API key?)",
+                                transient=False) from None
         except NewConnectionError as exc:  # a ConnectTimeoutError too, in urllib3's classes
             raise EndpointError("APIConnectionError", f"Connection error ({exc})", transient=True) from exc
         except UrllibTimeout as exc:

@@ -468,3 +468,18 @@ def test_prepare_reports_an_unusable_golden_file(app_functions, clean_env, tmp_p
     clean_env.setenv("RAGTUNE_REPORTS", str(tmp_path))
     out = app_functions["prepare_experiment"].get_user_function()({**REQUEST, "golden": str(tmp_path / "missing.jsonl")})
     assert out["error"].startswith("GoldenError") and "not found" in out["error"]
+
+
+def test_messages_share_one_store_object_while_the_settings_stay_the_same(tmp_path, monkeypatch):
+    """So its HTTP connections and what the engine remembers of each experiment (spec, study)
+    serve every message of a process; other settings get another store."""
+    import functions.experiments as experiments
+
+    monkeypatch.setattr(experiments, "_FILES", None)
+    monkeypatch.setenv("RAGTUNE_OUT_DIR", str(tmp_path / "out"))
+    monkeypatch.setenv("RAGTUNE_REPORTS", str(tmp_path / "reports-1"))
+    first = experiments._experiment("e-1").files
+    assert experiments._experiment("e-2").files is first and str(first.root).endswith("reports-1")
+    monkeypatch.setenv("RAGTUNE_REPORTS", str(tmp_path / "reports-2"))
+    other = experiments._experiment("e-1").files
+    assert other is not first and str(other.root).endswith("reports-2")

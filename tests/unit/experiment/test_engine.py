@@ -275,13 +275,10 @@ class CountingFiles(LocalFiles):
         return super().list(prefix)
 
 
-def test_an_evaluation_reads_the_spec_and_the_study_once_per_process_and_looks_up_only_its_result(data, monkeypatch):
-    import core.experiment.engine as engine
-
+def test_an_evaluation_reads_the_spec_and_the_study_once_per_process_and_looks_up_only_its_result(data):
     experiment, _ = prepared(data, space={"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0],
                                           "search_mode": ["vector"], "number_of_chunks": [2, 3, 4, 5, 6]}, max_evals=5)
     first, second = experiment.ask(2)
-    monkeypatch.setattr(engine, "_REMEMBERED", engine._Remembered())  # what a new process remembers
     files = CountingFiles(data / "reports")
     outcome = Experiment(files, "exp-1").evaluate(experiment.evaluation_request(first.to_dict()), ok(0.5))
     assert outcome.status == "ok" and outcome.score == 0.5
@@ -307,17 +304,14 @@ def test_an_evaluation_reads_the_spec_and_the_study_once_per_process_and_looks_u
         Experiment(files, "exp-2").evaluate(experiment.evaluation_request(first.to_dict()), ok(0.5))
 
 
-def test_evaluations_that_start_at_once_on_a_new_instance_read_the_spec_and_the_study_once(data, monkeypatch):
+def test_evaluations_that_start_at_once_on_a_new_instance_read_the_spec_and_the_study_once(data):
     import threading
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    import core.experiment.engine as engine
-
     experiment, _ = prepared(data, space={"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0],
                                           "search_mode": ["vector"], "number_of_chunks": [2, 3, 4, 5, 6]}, max_evals=5)
     configs = experiment.ask(5)
-    monkeypatch.setattr(engine, "_REMEMBERED", engine._Remembered())
     files = CountingFiles(data / "reports")
     slow_read = files.read_bytes
     start = threading.Barrier(5)
@@ -540,3 +534,33 @@ def test_results_while_results_are_being_written(data):
         stop.set()
         t.join()
     assert errors == []
+
+
+def test_what_a_process_remembers_belongs_to_one_store_object(tmp_path):
+    """Two stores holding an experiment of the same id never answer for each other, even when
+    their roots read the same (a relative folder from two working directories)."""
+    import os
+
+    spaces = {"a": [3, 5], "b": [7, 9]}
+    stores = {}
+    for name, ks in spaces.items():
+        root = tmp_path / name
+        root.mkdir()
+        (root / "golden.jsonl").write_bytes(GOLDEN)
+        (root / "docs").mkdir()
+        (root / "docs" / "plan.md").write_text("The deductible is 500 dollars.")
+        stores[name] = prepared(root, space={"chunking_method": ["recursive"], "chunk_size": [256],
+                                             "chunk_overlap": [0], "search_mode": ["vector"], "number_of_chunks": ks})[0]
+    config_a = stores["a"].ask(1)[0]
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path / "a")
+        in_a = Experiment(LocalFiles("reports"), "exp-1")
+        assert in_a.evaluate(in_a.evaluation_request(config_a.to_dict()), ok(0.5)).status == "ok"
+        os.chdir(tmp_path / "b")
+        in_b = Experiment(LocalFiles("reports"), "exp-1")  # the same root text, another store
+        with pytest.raises(ConfigError, match="not in experiment exp-1's space"):
+            in_b.evaluate(in_b.evaluation_request(config_a.to_dict()), ok(0.5))
+        assert in_b.spec().documents.endswith(str(tmp_path / "b" / "docs"))
+    finally:
+        os.chdir(cwd)

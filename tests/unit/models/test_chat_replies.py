@@ -370,3 +370,14 @@ def test_a_compressed_reply_that_expands_past_the_limit_is_refused_without_expan
         tracemalloc.stop()
     assert peak < 32 * 1024 * 1024  # a few times the limit, not the 200 MiB it expands to
     assert m.chat(USER) == "Paris."
+
+
+@pytest.mark.parametrize("key", ["sk-abc\n", "sk-abc…"])  # a pasted line break, a pasted ellipsis
+def test_an_api_key_http_cannot_carry_fails_at_once_without_showing_the_key(serve, key):
+    from core.errors import is_transient
+
+    server = serve(OK)
+    m = OpenAIChatModel("m", base_url=server.base_url, api_key=key, max_attempts=3, retry_wait_s=5.0, timeout_s=5)
+    with pytest.raises(GenerationError, match="API key") as failed:
+        m.chat(USER)
+    assert "sk-abc" not in str(failed.value) and not is_transient(failed.value) and server.paths == []
