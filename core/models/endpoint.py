@@ -13,7 +13,7 @@ each request once), as with ``openai``'s ``max_retries=0``.
 - Azure OpenAI: ``POST {endpoint}/openai/deployments/{deployment}/chat/completions?api-version=
   {version}`` with ``api-key: <key>``, or without a key ``Authorization: Bearer <Entra ID token>``.
 - Proxies from ``HTTP(S)_PROXY`` / ``ALL_PROXY`` unless ``NO_PROXY`` names the host, read once
-  (as ``requests`` reads them); certificates from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set,
+  (as ``requests`` reads them; ``host:port`` means ``http://host:port``); certificates from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set,
   else ``certifi``'s bundle (as ``httpx``, and so ``openai``, does).
 
 References:
@@ -28,10 +28,15 @@ import json
 import os
 import threading
 from typing import Any, Callable
-from urllib.parse import quote
+from urllib.parse import quote, urljoin, urlsplit
 
-#: Largest reply body read, in bytes (64 MiB); a longer one is an error, not read on.
-MAX_REPLY_BYTES = 64 * 1024 * 1024
+#: Largest reply body read, in bytes (16 MiB, some thousand times a long answer); a longer one
+#: is an error, not read on.
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+#: Bytes of an error reply (a status other than 2xx) read for its message.
+MAX_ERROR_BYTES = 4096
+#: Redirects followed (307 and 308 only, which keep the POST and its body).
+MAX_REDIRECTS = 5
 #: Idle connections kept per host; more requests at once open more and close them after use.
 POOL_CONNECTIONS = 256
 #: The error name of each HTTP status, as ``openai-python`` names its exceptions.
@@ -40,7 +45,7 @@ STATUS_ERRORS = {400: "BadRequestError", 401: "AuthenticationError", 403: "Permi
                  429: "RateLimitError"}
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-__all__ = ["EndpointError", "JSONEndpoint", "MAX_REPLY_BYTES", "STATUS_ERRORS"]
+__all__ = ["EndpointError", "JSONEndpoint", "MAX_ERROR_BYTES", "MAX_REDIRECTS", "MAX_REPLY_BYTES", "STATUS_ERRORS"]
 
 
 class EndpointError(Exception):
@@ -124,7 +129,12 @@ class JSONEndpoint:
                         from core.models.azure import token_provider
 
                         self._token_provider = token_provider()
-                headers["Authorization"] = f"Bearer {self._token_provider()}"
+                try:
+                    token = self._token_provider()
+                except Exception as exc:  # noqa: BLE001 - azure-identity's errors, named in the message
+                    raise EndpointError("AuthenticationError", f"no Microsoft Entra ID token for Azure OpenAI: "
+                                        f"{type(exc).__name__}: {exc}", transient=False) from exc
+                headers["Authorization"] = f"Bearer {token}"
         else:
             headers["Authorization"] = f"Bearer {self._api_key or 'not-needed'}"
         return headers
@@ -137,6 +147,8 @@ class JSONEndpoint:
 
                 proxies = get_environ_proxies(url)  # {} when NO_PROXY names the host
                 proxy = proxies.get(url.split(":", 1)[0].lower()) or proxies.get("all")
+                if proxy and "://" not in proxy:  # "host:port", as requests and httpx read it
+                    proxy = f"http://{proxy}"
                 options = {"maxsize": POOL_CONNECTIONS, "block": False, "retries": False}
                 if url.lower().startswith("https:"):
                     options["ssl_context"] = _ssl_context()
@@ -152,37 +164,58 @@ class JSONEndpoint:
                 cut mid-reply: transient), or an HTTP status other than 2xx (named by status).
             ValueError / RecursionError: a 2xx reply whose body is not JSON, or nested past
                 parsing; ``ValueError`` too for a body over :data:`MAX_REPLY_BYTES`.
+
+        A 307 or 308 answer is followed (up to :data:`MAX_REDIRECTS`), as the ``openai`` client
+        follows redirects; the key is not sent on to another origin (scheme and host).
         """
+        url = self.url(path, deployment)
+        data = json.dumps(body).encode("ascii")  # escaped: a lone surrogate in a text cannot fail here
+        headers = self._headers()
+        for _ in range(MAX_REDIRECTS + 1):
+            status, raw, location = self._send(url, data, headers)
+            if status not in (307, 308) or not location:
+                break
+            target = urljoin(url, location)
+            if urlsplit(target)[:2] != urlsplit(url)[:2]:  # another origin: the key stays here
+                headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "api-key")}
+            url = target
+        if not 200 <= status < 300:
+            raise _status_error(status, raw)
+        if len(raw) > MAX_REPLY_BYTES:
+            raise ValueError(f"the reply is longer than {MAX_REPLY_BYTES} bytes")
+        return json.loads(raw)
+
+    def _send(self, url: str, data: bytes, headers: dict[str, str]) -> tuple[int, bytes, str | None]:
+        """One POST: ``(status, body, Location header)``; the body of a 2xx read up to one byte
+        over :data:`MAX_REPLY_BYTES`, of anything else up to :data:`MAX_ERROR_BYTES`."""
         import urllib3
         from urllib3.exceptions import HTTPError, LocationValueError, NewConnectionError
         from urllib3.exceptions import TimeoutError as UrllibTimeout
 
-        url = self.url(path, deployment)
-        data = json.dumps(body).encode("ascii")  # escaped: a lone surrogate in a text cannot fail here
+        shown = url.split("?", 1)[0]
         timeout = urllib3.Timeout(connect=self.timeout_s, read=self.timeout_s)
         try:
             pool = self._pool_for(url)
         except (LocationValueError, ValueError) as exc:  # an unusable URL or proxy: no retry helps
-            raise EndpointError("APIConnectionError", f"cannot send to {url.split('?', 1)[0]}: {exc}",
-                                transient=False) from exc
+            raise EndpointError("APIConnectionError", f"cannot send to {shown}: {exc}", transient=False) from exc
         try:
-            response = pool.request("POST", url, body=data, headers=self._headers(), timeout=timeout,
+            response = pool.request("POST", url, body=data, headers=headers, timeout=timeout,
                                     preload_content=False, redirect=False)
+            whole = 200 <= response.status < 300
             try:
-                raw = response.read(MAX_REPLY_BYTES + 1, cache_content=False)
+                raw = response.read((MAX_REPLY_BYTES if whole else MAX_ERROR_BYTES) + 1, cache_content=False)
             except BaseException:
                 response.close()  # the connection may hold the rest of the body: not reused
                 raise
-            if len(raw) > MAX_REPLY_BYTES:
-                response.close()
-            else:
+            if whole and len(raw) <= MAX_REPLY_BYTES:
                 response.release_conn()
+            else:
+                response.close()  # the rest of the body is not read: the connection is not reused
         except LocationValueError as exc:  # a URL urllib3 cannot parse: no retry helps
-            raise EndpointError("APIConnectionError", f"cannot send to {url.split('?', 1)[0]}: {exc}",
-                                transient=False) from exc
-        except ValueError as exc:  # a header value HTTP cannot carry (the message may hold the key)
-            raise EndpointError("APIConnectionError", f"cannot send to {url.split('?', 1)[0]}: a header holds characters "
-                                "HTTP headers cannot carry (a line break or a non-Latin-1 character in the API key?)",
+            raise EndpointError("APIConnectionError", f"cannot send to {shown}: {exc}", transient=False) from exc
+        except ValueError:  # a header value HTTP cannot carry (the message may hold the key)
+            raise EndpointError("APIConnectionError", f"cannot send to {shown}: a header holds characters HTTP "
+                                "headers cannot carry (a line break or a non-Latin-1 character in the API key?)",
                                 transient=False) from None
         except NewConnectionError as exc:  # a ConnectTimeoutError too, in urllib3's classes
             raise EndpointError("APIConnectionError", f"Connection error ({exc})", transient=True) from exc
@@ -191,8 +224,4 @@ class JSONEndpoint:
         except (HTTPError, OSError) as exc:
             raise EndpointError("APIConnectionError", f"Connection error ({type(exc).__name__}: {exc})",
                                 transient=True) from exc
-        if not 200 <= response.status < 300:
-            raise _status_error(response.status, raw)
-        if len(raw) > MAX_REPLY_BYTES:
-            raise ValueError(f"the reply is longer than {MAX_REPLY_BYTES} bytes")
-        return json.loads(raw)
+        return response.status, raw, response.headers.get("Location")

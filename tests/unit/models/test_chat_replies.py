@@ -381,3 +381,78 @@ def test_an_api_key_http_cannot_carry_fails_at_once_without_showing_the_key(serv
     with pytest.raises(GenerationError, match="API key") as failed:
         m.chat(USER)
     assert "sk-abc" not in str(failed.value) and not is_transient(failed.value) and server.paths == []
+
+
+def test_a_proxy_given_as_host_and_port_is_an_http_proxy(serve, clean_env):
+    proxy = serve(OK)
+    clean_env.setenv("HTTP_PROXY", proxy.root.removeprefix("http://"))
+    assert OpenAIChatModel("m", base_url="http://chat.invalid/v1", api_key="k", max_attempts=1).chat(USER) == "Paris."
+    assert proxy.paths == ["http://chat.invalid/v1/chat/completions"]
+
+
+def _redirect(status, location, seen):
+    def step(handler):
+        seen.append(handler.headers.get("Authorization"))
+        handler.send_response(status)
+        handler.send_header("Location", location)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+    return step
+
+
+def _answer(seen):
+    def step(handler):
+        seen.append(handler.headers.get("Authorization"))
+        raw = json.dumps(completion("moved")).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(raw)))
+        handler.end_headers()
+        handler.wfile.write(raw)
+    return step
+
+
+def test_307_and_308_are_followed_and_the_key_stays_with_its_origin(serve):
+    seen_there: list = []
+    there = serve(_answer(seen_there))
+    seen: list = []
+    here = serve(_redirect(307, "/v2/chat/completions", seen), _redirect(308, f"{there.base_url}/chat/completions", seen))
+    assert model(here).chat(USER) == "moved"
+    assert here.paths == ["/v1/chat/completions", "/v2/chat/completions"]
+    assert seen == ["Bearer k", "Bearer k"]  # the same origin gets the key
+    assert there.paths == ["/v1/chat/completions"] and seen_there == [None]  # another origin does not
+    assert there.bodies[0]["messages"] == USER  # the POST and its body are kept
+
+
+def test_a_redirect_loop_and_a_303_are_errors(serve):
+    seen: list = []
+    with pytest.raises(GenerationError, match="APIStatusError: Error code: 307"):
+        model(serve(_redirect(307, "/v1/chat/completions", seen))).chat(USER)
+    assert len(seen) == 6  # the request and five redirects
+    with pytest.raises(GenerationError, match="APIStatusError: Error code: 303"):
+        model(serve(_redirect(303, "/elsewhere", []))).chat(USER)
+
+
+def test_an_error_reply_is_read_only_as_far_as_its_message_needs(serve):
+    import time
+
+    huge = b"x" * (50 * 1024 * 1024)
+    m = model(serve((500, "text/plain", huge), OK), attempts=1)
+    started = time.perf_counter()
+    with pytest.raises(GenerationError, match="InternalServerError: Error code: 500 - xxx"):
+        m.chat(USER)
+    assert time.perf_counter() - started < 5
+    assert m.chat(USER) == "Paris."  # on a new connection: the rest of that body is never read
+
+
+def test_an_entra_id_token_that_cannot_be_had_is_a_generation_error():
+    from core.errors import is_transient
+
+    def no_token():
+        raise RuntimeError("ManagedIdentityCredential: no identity endpoint")
+
+    m = OpenAIChatModel("dep", base_url="http://127.0.0.1:9", azure_api_version="2024-10-21",
+                        azure_ad_token_provider=no_token, max_attempts=3, retry_wait_s=5.0)
+    with pytest.raises(GenerationError, match="AuthenticationError: no Microsoft Entra ID token.*no identity") as e:
+        m.chat(USER)
+    assert not is_transient(e.value)
