@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 from urllib.parse import urlparse
@@ -147,6 +148,7 @@ class LocalEmbeddingModel:
         self.model_id = model_id
         self._model: Any = None
         self._load_lock = threading.Lock()
+        self.load_s: float | None = None  # seconds the load took (checks included), once loaded
 
     @property
     def path(self) -> Path:
@@ -159,8 +161,19 @@ class LocalEmbeddingModel:
             return self._model
         with self._load_lock:
             if self._model is None:
+                started = time.perf_counter()
                 self._model = self._load_now()
+                self.load_s = round(time.perf_counter() - started, 3)
             return self._model
+
+    def load(self) -> None:
+        """Load the model now (once; later calls return at once); :attr:`load_s` then says
+        how long it took.
+
+        Raises:
+            ConfigError: the weights are missing or their sha256 differs.
+        """
+        self._load()
 
     def _load_now(self) -> Any:
         path = self.path

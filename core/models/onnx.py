@@ -42,6 +42,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -146,6 +147,7 @@ class _OnnxRunner:
         self._tokenizer: Any = None
         self._verified = False
         self._lock = threading.Lock()
+        self.load_s: float | None = None  # seconds the load took (checks included), once loaded
 
     @property
     def path(self) -> Path:
@@ -159,6 +161,7 @@ class _OnnxRunner:
     def load(self) -> tuple[Any, Any]:
         with self._lock:
             if self._session is None:
+                started = time.perf_counter()
                 self.verify()
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
@@ -172,6 +175,7 @@ class _OnnxRunner:
                 tokenizer.enable_truncation(self.files.max_tokens, strategy="longest_first")
                 tokenizer.no_padding()
                 self._tokenizer = tokenizer
+                self.load_s = round(time.perf_counter() - started, 3)
         return self._session, self._tokenizer
 
     def encode(self, inputs: Sequence[Any]) -> tuple[list[Any], int]:
@@ -241,6 +245,19 @@ class OnnxEmbeddingModel:
             ConfigError: a file is missing or its sha256 differs (names the file).
         """
         self._runner.verify()
+
+    def load(self) -> None:
+        """Check the files and load the session now (once; later calls return at once).
+
+        Raises:
+            ConfigError: a file is missing or its sha256 differs.
+        """
+        self._runner.load()
+
+    @property
+    def load_s(self) -> float | None:
+        """Seconds the load took (the sha256 check included), or None before it."""
+        return self._runner.load_s
 
     @property
     def embedding_dimension(self) -> int:

@@ -125,3 +125,19 @@ def test_a_missing_file_is_refused(tmp_path):
     model = OnnxEmbeddingModel(model_path=tmp_path)
     with pytest.raises(ConfigError, match="is missing"):
         model.verify()
+
+
+def test_the_load_is_timed_once_wherever_it_happens():
+    import threading
+
+    model = OnnxEmbeddingModel()
+    assert model.load_s is None
+    threads = [threading.Thread(target=model.embed_documents, args=(["a text"],)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first = model.load_s
+    assert first is not None and first > 0  # the sha256 check and the session, in whichever thread came first
+    model.load()
+    assert model.load_s == first  # loaded once
