@@ -54,7 +54,8 @@ class StoreError(RagtuneError):
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception it was raised from) may go away on a retry: a storage
     failure (:class:`StoreError`), a timeout or lost connection, an HTTP 429 or 5xx from a
-    model endpoint (``openai`` errors, or an exception's own ``transient`` flag), as opposed to bad data or a bad configuration.
+    model endpoint (``openai`` errors, or an exception's own ``transient`` flag), as opposed to
+    bad data or a bad configuration.
     """
     seen = 0
     current: BaseException | None = exc

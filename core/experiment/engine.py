@@ -29,6 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Mapping
 
 from core.errors import ConfigError, EvaluationError, RagtuneError, StoreError, is_transient
@@ -52,7 +55,6 @@ def _each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     call failed (a store that is down is not asked once per item)."""
     if len(items) <= 1:
         return [fn(item) for item in items]
-    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     failed = threading.Event()
@@ -92,9 +94,6 @@ class _Remembered:
     object (its late messages are evaluated as before the removal)."""
 
     def __init__(self) -> None:
-        import threading
-        from collections import OrderedDict
-
         self._lock = threading.Lock()
         self._items: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
@@ -116,27 +115,20 @@ class _Remembered:
     def reading(self, experiment_id: str, what: str) -> Any:
         """A lock to hold while looking up ``what`` and reading it on a miss, so that threads
         that miss at once (a new instance's first messages) read it once."""
-        import threading
-
         with self._lock:
             item = self._items.setdefault(experiment_id, {})
             self._items.move_to_end(experiment_id)
             return item.setdefault(f"{what}-lock", threading.Lock())
 
 
-_MEMOS: Any = None
-_MEMOS_LOCK = __import__("threading").Lock()
+_MEMOS: "weakref.WeakKeyDictionary[Any, _Remembered]" = weakref.WeakKeyDictionary()
+_MEMOS_LOCK = threading.Lock()
 
 
 def _memo_of(files: Any) -> _Remembered | None:
     """The memo of the store object ``files`` (one per object, gone with it: two objects are
     never taken for the same store), or None for an object that cannot be weakly referenced."""
-    global _MEMOS
-    import weakref
-
     with _MEMOS_LOCK:
-        if _MEMOS is None:
-            _MEMOS = weakref.WeakKeyDictionary()
         try:
             memo = _MEMOS.get(files)
             if memo is None:
@@ -207,20 +199,24 @@ class Experiment:
         """Store prepare's notes (``notes.json``), shown in the report."""
         self._write("notes.json", list(notes))
 
+    def _remembered(self, what: str, read: Callable[[], Any], usable: Callable[[Any], bool] = lambda _: True) -> Any:
+        """``what`` as this process last read it for this store object, when ``usable``; else
+        ``read()`` (once, while other threads asking for it wait), then remembered."""
+        memo = _memo_of(self.files)
+        if memo is None:
+            return read()
+        with memo.reading(self.experiment_id, what):
+            value = memo.get(self.experiment_id, what)
+            if value is None or not usable(value):
+                value = read()
+                memo.put(self.experiment_id, what, value)
+            return value
+
     def spec(self) -> ExperimentSpec:
         """The stored spec (read once per store object in a process: prepare writes it once and
         nothing changes it). Raises ``StoreError`` when absent."""
         if self._spec is None:
-            memo = _memo_of(self.files)
-            if memo is None:
-                self._spec = ExperimentSpec.from_dict(self._read("spec.json"))
-                return self._spec
-            with memo.reading(self.experiment_id, "spec"):
-                spec = memo.get(self.experiment_id, "spec")
-                if spec is None:
-                    spec = ExperimentSpec.from_dict(self._read("spec.json"))
-                    memo.put(self.experiment_id, "spec", spec)
-            self._spec = spec
+            self._spec = self._remembered("spec", lambda: ExperimentSpec.from_dict(self._read("spec.json")))
         return self._spec
 
     def study_with(self, configuration: Mapping[str, Any]) -> Any:
@@ -231,20 +227,13 @@ class Experiment:
         Raises:
             StoreError: the study cannot be read.
         """
-        memo = _memo_of(self.files)
-        if memo is None:
-            return self.study()
-        with memo.reading(self.experiment_id, "study"):
-            study = memo.get(self.experiment_id, "study")
-            if study is not None:
-                try:
-                    if study.trial_of(study.space.configuration(configuration, check=False)) is not None:
-                        return study
-                except ConfigError:
-                    pass  # not a configuration of the space: checked on the stored study below
-            study = self.study()
-            memo.put(self.experiment_id, "study", study)
-            return study
+        def asked(study: Any) -> bool:
+            try:
+                return study.trial_of(study.space.configuration(configuration, check=False)) is not None
+            except ConfigError:  # not a configuration of the space: checked on the stored study
+                return False
+
+        return self._remembered("study", self.study, asked)
 
     def study(self) -> Any:
         """The stored ``Study``. Raises ``StoreError`` when absent."""

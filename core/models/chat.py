@@ -101,8 +101,9 @@ class OpenAIChatModel:
     Requests are sent by :class:`core.models.endpoint.JSONEndpoint` (the URL and headers the
     ``openai`` client would send, at a fraction of its CPU time per request), each once; rate
     limits (429), server errors (5xx), timeouts and dropped connections are retried here with
-    exponential backoff and jitter (tenacity), up to ``max_attempts`` attempts. Other errors (400, 401, 404, ...) fail at once. Every failure,
-    and a reply with no text, raises :class:`GenerationError` naming the model.
+    exponential backoff and jitter (tenacity), up to ``max_attempts`` attempts. Other errors
+    (400, 401, 404, ...) fail at once. Every failure, and a reply with no text, raises
+    :class:`GenerationError` naming the model.
 
     Args:
         model: model name (for Azure OpenAI: the deployment name).
@@ -182,20 +183,20 @@ class OpenAIChatModel:
         self.model_id = f"{'azure' if azure_api_version else 'openai'}:{host}/{model}"
         self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._lock = threading.Lock()
-        self._client: Any = None
+        self._transport: Any = None
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_id!r})"
 
     def _endpoint(self) -> Any:
         with self._lock:
-            if self._client is None:
+            if self._transport is None:
                 from core.models.endpoint import JSONEndpoint
 
-                self._client = JSONEndpoint(base_url=self.base_url, api_key=self._api_key,
-                                            azure_api_version=self.azure_api_version, timeout_s=self.timeout_s,
-                                            ad_token_provider=self._ad_token_provider)
-            return self._client
+                self._transport = JSONEndpoint(base_url=self.base_url, api_key=self._api_key,
+                                               azure_api_version=self.azure_api_version, timeout_s=self.timeout_s,
+                                               ad_token_provider=self._ad_token_provider)
+            return self._transport
 
     def chat(
         self,

@@ -13,8 +13,9 @@ each request once), as with ``openai``'s ``max_retries=0``.
 - Azure OpenAI: ``POST {endpoint}/openai/deployments/{deployment}/chat/completions?api-version=
   {version}`` with ``api-key: <key>``, or without a key ``Authorization: Bearer <Entra ID token>``.
 - Proxies from ``HTTP(S)_PROXY`` / ``ALL_PROXY`` unless ``NO_PROXY`` names the host, read once
-  (as ``requests`` reads them; ``host:port`` means ``http://host:port``); certificates from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set,
-  else ``certifi``'s bundle (as ``httpx``, and so ``openai``, does).
+  (as ``requests`` reads them; ``host:port`` means ``http://host:port``); certificates from
+  ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else ``certifi``'s bundle (as ``httpx``, and so
+  ``openai``, does).
 
 References:
     OpenAI API reference, chat completions: https://platform.openai.com/docs/api-reference/chat/create ;
@@ -196,7 +197,7 @@ class JSONEndpoint:
         timeout = urllib3.Timeout(connect=self.timeout_s, read=self.timeout_s)
         try:
             pool = self._pool_for(url)
-        except (LocationValueError, ValueError) as exc:  # an unusable URL or proxy: no retry helps
+        except ValueError as exc:  # an unusable URL or proxy (urllib3's LocationValueError): no retry helps
             raise EndpointError("APIConnectionError", f"cannot send to {shown}: {exc}", transient=False) from exc
         try:
             response = pool.request("POST", url, body=data, headers=headers, timeout=timeout,
