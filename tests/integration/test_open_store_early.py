@@ -21,12 +21,13 @@ from core.vectorstores import MilvusLiteConfig
 from core.vectorstores.milvus import open_client
 
 HOLD = """
-import sys, time, warnings
+import sys, warnings
 warnings.simplefilter("ignore")
 from pymilvus import MilvusClient
-MilvusClient(sys.argv[1])
+client = MilvusClient(sys.argv[1])
 print("open", flush=True)
-time.sleep(120)
+sys.stdin.readline()  # until its input closes; then it lets the database go as a process ending does
+client.close()
 """
 
 TRY_OPEN = """
@@ -79,7 +80,8 @@ def failing_opener(opens, name, message):
 
 def test_early_open_of_a_locked_database_reports_it_and_leaves_no_thread(tmp_path):
     path = tmp_path / "m.db"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
     try:
         assert holder.stdout.readline().strip() == "open"
         ctx = context(path)
@@ -92,8 +94,14 @@ def test_early_open_of_a_locked_database_reports_it_and_leaves_no_thread(tmp_pat
         assert ctx._lite_clients == {}  # the failure is forgotten: the next try opens again
         ctx.close()
     finally:
-        holder.kill()
-        holder.wait()
+        # the holder ends as a process does (a SIGKILL left its Milvus Lite server holding the
+        # database for a moment after it, so the open below sometimes still found it in use)
+        holder.stdin.close()
+        try:
+            holder.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            holder.wait()
     # the holder is gone: the same context opens it now
     client = ctx._lite_client(ctx.vector_store_config, open_client)
     assert client.list_collections() == []
