@@ -29,6 +29,7 @@
 | ``RAGTUNE_STORAGE_CONNECTION__blobServiceUri`` / ``__queueServiceUri`` | identity-based connection instead (the Functions host's own convention): the account's Blob and Queue endpoints, reached with Microsoft Entra ID | unset |
 | ``RAGTUNE_STORAGE_CONNECTION__clientId`` | client id of the user-assigned managed identity for that connection | system identity / ``DefaultAzureCredential`` |
 | ``RAGTUNE_GOLDEN_CONTAINER`` | Blob container whose golden files are checked on upload | ``golden`` |
+| ``RAGTUNE_DOCUMENTS_CONTAINER`` | Blob container of documents; ``POST /api/golden/template`` and ``/api/golden/suggest`` read documents only from it or the golden container, and read and write golden files only in the golden container | ``documents`` |
 | ``RAGTUNE_GOLDEN_MAX_BYTES`` | largest golden file, in bytes, that ``POST /api/golden/check`` and the golden blob trigger check (a larger one gets a failed check saying the limit) | ``20971520`` (20 MiB) |
 | ``RAGTUNE_GOLDEN_TRIGGER_SOURCE`` | how the golden blob trigger hears of uploads: ``EventGrid`` (Flex Consumption requires it) or ``LogsAndContainerScan`` (polling, for ``func start`` with Azurite); read when the app is indexed | ``EventGrid`` |
 | ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
@@ -110,6 +111,7 @@ class Settings:
     reports: str = ""
     storage_connection: str | None = None
     golden_container: str = "golden"
+    documents_container: str = "documents"
     golden_max_bytes: int = GOLDEN_MAX_BYTES
     evaluations_queue: str = "evaluations"
     evaluation_timeout_s: int = DEFAULT_EVALUATION_TIMEOUT_S
@@ -214,6 +216,7 @@ class Settings:
             reports=(env.get("RAGTUNE_REPORTS") or "").strip() or out_dir,
             storage_connection=(env.get("RAGTUNE_STORAGE_CONNECTION") or env.get("AzureWebJobsStorage") or "").strip() or None,
             golden_container=(env.get("RAGTUNE_GOLDEN_CONTAINER") or "").strip() or "golden",
+            documents_container=(env.get("RAGTUNE_DOCUMENTS_CONTAINER") or "").strip() or "documents",
             golden_max_bytes=int(golden_max_raw),
             evaluations_queue=(env.get("RAGTUNE_EVALUATIONS_QUEUE") or "").strip() or "evaluations",
             evaluation_timeout_s=int(timeout_raw),

@@ -13,9 +13,11 @@
   content). A file whose rows are all drafts or
   template rows has nothing ready to score, so it never starts one.
 - ``POST /api/golden/template`` and ``POST /api/golden/suggest``: a JSON body of addresses
-  (``core.golden.requests``, the same address rules as experiment requests); the template or the
-  suggested labels are written beside the golden file in the store (never over a file) and the
-  answer holds the address written.
+  (``core.golden.requests``, the same address rules as experiment requests, and each in its
+  own container: documents in ``RAGTUNE_DOCUMENTS_CONTAINER`` or ``RAGTUNE_GOLDEN_CONTAINER``,
+  the golden file in ``RAGTUNE_GOLDEN_CONTAINER``; anything else is a 400 naming the field and
+  the containers allowed); the template or the suggested labels are written beside the golden
+  file in the store (never over a file) and the answer holds the address written.
 """
 
 import json
@@ -84,7 +86,9 @@ def _golden_request(req: func.HttpRequest, kind: str) -> func.HttpResponse:
         settings = Settings.from_env()
     except ConfigError as exc:
         return _json_response({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
-    request, errors = parse_golden_request(body, kind, blob_endpoint=settings.blob_endpoint())
+    request, errors = parse_golden_request(body, kind, blob_endpoint=settings.blob_endpoint(),
+                                           golden_container=settings.golden_container,
+                                           documents_container=settings.documents_container)
     if errors:
         return _json_response({"errors": errors}, 400)
     try:
