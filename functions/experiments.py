@@ -18,7 +18,8 @@
   a transient failure (storage, timeouts, 429 / 5xx answers) raises so the queue delivers the
   message again;
 - :func:`evaluation_poisoned`, triggered by ``<queue>-poison`` (after ``maxDequeueCount``
-  deliveries, ``host.json``): stores a failed result, unless an OK one is stored, and raises
+  deliveries, ``host.json``): checks the message as the evaluations queue does, and that a
+  delivery of it failed, then stores a failed result, unless an OK one is stored, and raises
   the event so the orchestration does not wait for its timeout.
 
 Messages and events carry the experiment id, configurations and keys only: the evaluator reads
@@ -321,7 +322,8 @@ async def evaluate_from_queue(msg: func.QueueMessage, client: df.DurableOrchestr
     request = EvaluationRequest.parse(msg.get_body())
     settings = _settings()
     experiment = _experiment(request.experiment_id, settings)
-    await asyncio.to_thread(evaluate_request, experiment, request, _evaluator(settings), settings.evaluation_timeout_s)
+    await asyncio.to_thread(evaluate_request, experiment, request, _evaluator(settings), settings.evaluation_timeout_s,
+                            getattr(msg, "dequeue_count", None) or 1)
     await _raise(client, request)
 
 
@@ -329,20 +331,23 @@ async def evaluate_from_queue(msg: func.QueueMessage, client: df.DurableOrchestr
                   connection="RAGTUNE_STORAGE_CONNECTION")
 @bp.durable_client_input(client_name="client")
 async def evaluation_poisoned(msg: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
-    """A message that failed ``maxDequeueCount`` times: store a failed result (unless an OK one
-    is stored: then nothing failed) and raise ``evaluated-<key>`` so the orchestration tells the
-    study at once.
+    """A message that failed ``maxDequeueCount`` times: checked as an evaluation message is
+    (``Experiment.record_poisoned``: ids only, a stored experiment, a configuration of its space
+    that its study asked and whose evaluation failed on a delivery), then a failed result is
+    stored (unless an OK one is: then nothing failed) and ``evaluated-<key>`` raised so the
+    orchestration tells the study at once.
 
     Raises:
-        ConfigError: a message too malformed to name its experiment (it stays in the poison
-            queue's own poison queue).
+        ConfigError: a malformed message, an unknown experiment, a configuration outside its
+            space, never asked, or with no failed delivery on record: nothing is written (after
+            ``maxDequeueCount`` tries the message goes to the poison queue's own poison queue).
     """
     from core.experiment import EvaluationRequest
 
     request = EvaluationRequest.parse(msg.get_body())
     experiment = _experiment(request.experiment_id)
     outcome = await asyncio.to_thread(
-        experiment.record_failure, request.configuration,
+        experiment.record_poisoned, request,
         f"the evaluation failed on every delivery and its message was moved to the poison queue (message id {msg.id})")
     if outcome.status != "ok":
         logger.error("experiment %s: configuration %s poisoned", request.experiment_id, request.key)
