@@ -200,7 +200,7 @@ def _check_spec(data: bytes, settings: Any) -> dict:
 async def _start_experiment(name: str, check: dict, settings: Any, client: Any) -> dict | None:
     """Start the experiment of the ``experiment.json`` beside golden blob ``name``, once."""
     from core.optimization.stored import golden_instance_id
-    from functions.shared import runtime_status
+    from functions.shared import start_once
 
     container = settings.golden_container
     spec_key = posixpath.join(posixpath.dirname(name), EXPERIMENT_SPEC)
@@ -211,14 +211,14 @@ async def _start_experiment(name: str, check: dict, settings: Any, client: Any) 
     if spec["errors"]:
         logger.warning("%s beside %s is invalid: %s", spec_key, name, "; ".join(spec["errors"]))
         return {"spec": spec_key, "errors": spec["errors"], "started": False}
-    instance_id = golden_instance_id(name, check["sha256"])
-    runtime = runtime_status(await client.get_status(instance_id))
-    if runtime is not None and runtime not in ("Failed", "Terminated"):  # a failed start may run again
-        return {"spec": spec_key, "instance_id": instance_id, "started": False, "reason": f"already started ({runtime})"}
     from core.experiment import Experiment
 
+    instance_id = golden_instance_id(name, check["sha256"])
     request = {**spec["request"], "golden": settings.blob_address(container, name)}
-    Experiment(settings.report_store().files, instance_id).store_request(request)
-    await client.start_new("experiment_orchestrator", instance_id, {"experiment_id": instance_id, "prepare": True})
+    started, refusal = await start_once(  # a failed or terminated one runs again; never two at once
+        client, instance_id, {"experiment_id": instance_id, "prepare": True},
+        before_start=lambda: Experiment(settings.report_store().files, instance_id).store_request(request))
+    if not started:
+        return {"spec": spec_key, "instance_id": instance_id, "started": False, "reason": f"already started: {refusal}"}
     logger.info("golden file %s started experiment %s", name, instance_id)
     return {"spec": spec_key, "instance_id": instance_id, "started": True, "reason": None}

@@ -1,11 +1,13 @@
 """Pieces the function modules share: JSON answers, id checks, the report store, Durable
-status, and the store prefix of golden checks. It imports no other function module, so the
-function modules never import each other."""
+status, starting an orchestration once, and the store prefix of golden checks. It imports no
+other function module, so the function modules never import each other."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import weakref
 from typing import Any, Callable
 
 import azure.functions as func
@@ -57,3 +59,52 @@ def runtime_status(status: Any) -> str | None:
     None when no orchestration has that id (the client answers a 404 with an empty status)."""
     runtime = getattr(status, "runtime_status", None)
     return None if runtime is None else str(getattr(runtime, "value", runtime))
+
+
+#: The orchestrator every start runs.
+ORCHESTRATOR = "experiment_orchestrator"
+_STARTING: "weakref.WeakValueDictionary[str, asyncio.Lock]" = weakref.WeakValueDictionary()
+
+
+async def start_once(client: Any, instance_id: str, client_input: Any,
+                     before_start: Callable[[], None] | None = None) -> tuple[bool, str | None]:
+    """Start the experiment orchestrator under ``instance_id`` unless an orchestration that has
+    it is running or completed (``core.experiment.orchestration.start_refusal``): the status is
+    looked up first, under a lock per instance id, so concurrent calls in this process start it
+    once; a start from another process at the same moment is refused by the Durable extension
+    (host.json ``overridableExistingInstanceStates``: ``NonRunningStates``), and that refusal
+    is read back as "already started".
+
+    Args:
+        client: the Durable orchestration client.
+        instance_id: the orchestration's (and the experiment's) id.
+        client_input: the orchestration's input.
+        before_start: called once it is decided to start, before ``start_new`` (to store the
+            request the orchestration reads).
+
+    Returns:
+        ``(started, refusal)``: True and None when started, else False and why not.
+
+    Raises:
+        Exception: the Durable client failed (and the instance is not running since).
+    """
+    from core.experiment.orchestration import start_refusal
+
+    lock = _STARTING.get(instance_id)
+    if lock is None:
+        lock = _STARTING[instance_id] = asyncio.Lock()
+    async with lock:
+        refusal = start_refusal(runtime_status(await client.get_status(instance_id)))
+        if refusal is not None:
+            return False, refusal
+        if before_start is not None:
+            before_start()
+        try:
+            await client.start_new(ORCHESTRATOR, instance_id, client_input)
+        except Exception:  # noqa: BLE001 - the SDK raises plain Exception for the extension's refusal
+            refusal = start_refusal(runtime_status(await client.get_status(instance_id)))
+            if refusal is None:
+                raise
+            logger.info("orchestration %s was started elsewhere meanwhile: %s", instance_id, refusal)
+            return False, refusal
+        return True, None

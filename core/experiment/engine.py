@@ -194,6 +194,10 @@ class Experiment:
         """The stored request. Raises ``StoreError`` when absent."""
         return self._read("request.json")
 
+    def has_request(self) -> bool:
+        """Whether a request is stored (``request.json``) for the prepare step."""
+        return self._has("request.json")
+
     def notes(self) -> list[str]:
         """What prepare noted (a space smaller than the budget, values an override removed)."""
         return self._read_optional("notes.json", [])
@@ -257,6 +261,12 @@ class Experiment:
         keys = [key for key in self.files.list(f"{self.prefix}/results") if key.endswith(".json")]
         read = _each(lambda key: json.loads(self.files.read_bytes(key)), keys)
         return {key.rsplit("/", 1)[-1].removesuffix(".json"): result for key, result in zip(keys, read)}
+
+    def stored_keys(self, keys: list[str]) -> list[str]:
+        """The keys among ``keys`` whose result is stored, in order (one request per key, up to
+        :data:`STORE_REQUESTS_AT_ONCE` at a time)."""
+        found = _each(lambda key: self._has(f"results/{key}.json"), keys)
+        return [key for key, here in zip(keys, found) if here]
 
     def write_result(self, key: str, result: Mapping[str, Any]) -> None:
         """Store configuration ``key``'s result."""

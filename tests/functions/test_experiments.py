@@ -108,7 +108,7 @@ def test_an_unusable_request_ends_failed_with_a_short_reason(app_functions):
     status, error = host.run(REQUEST)
     assert status == "failed" and error == "GoldenError: file not found"
     assert host.activity_calls == ["prepare_experiment"]
-    assert host.statuses[-1] == {"phase": "failed", "error": "GoldenError: file not found"}
+    assert host.statuses[-1] == {"phase": "failed", "error": "GoldenError: file not found", "step": "prepare_experiment"}
 
 
 def test_a_hundred_rounds_keep_each_generations_history_bounded(app_functions):
@@ -343,7 +343,7 @@ def test_a_golden_file_with_1500_bad_lines_ends_failed_with_a_capped_reason(queu
     assert full.startswith(error.split(" [cut; ")[0].removesuffix("...")) and len(full.encode("utf-8")) > MAX_MESSAGE_BYTES
     host, (status, reason), _ = _orchestrate(queued_experiment, request)
     assert status == "failed" and reason == error
-    assert host.statuses[-1] == {"phase": "failed", "error": error}
+    assert host.statuses[-1] == {"phase": "failed", "error": error, "step": "prepare_experiment"}
 
 
 def test_a_redelivered_message_is_not_evaluated_twice(queued_experiment, northwind_dir):
