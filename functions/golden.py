@@ -150,12 +150,20 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     a result, not a failure; so is a file over ``RAGTUNE_GOLDEN_MAX_BYTES`` (not read past the
     limit) or one whose check fails: each gets a failed check, replacing any earlier one.
 
+    A check is stored only while the blob still holds the file checked (its ETag, else its
+    size and Content-MD5 or sha256; ``core.golden.checks.is_current``), with a conditional
+    write where the report store allows one (``core.golden.checks.store_check``): of two quick
+    uploads, the older one's check, finishing last, neither replaces the newer one's nor starts
+    an experiment. A blob removed meanwhile gets no check.
+
     Raises:
         ConfigError: the settings or the report store address are invalid.
         StoreError: the blob name is not a valid key, or the result cannot be written (the
             host retries the trigger).
     """
-    from core.golden.checks import check_key, check_upload
+    import hashlib
+
+    from core.golden.checks import check_key, check_upload, delivered_version, is_current, store_check
     from core.settings import Settings
 
     name = blob_name(blob.name)
@@ -163,18 +171,33 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     limit = settings.golden_max_bytes
     size = getattr(blob, "length", None)
     data = b"" if size is not None and size > limit else blob.read(limit + 1)
+    complete = len(data) <= limit and (size is None or size <= limit)
+    golden = settings.files(settings.blob_address(settings.golden_container))
+    delivered = delivered_version(data, size, getattr(blob, "blob_properties", None), complete=complete)
+    sha256 = hashlib.sha256(data).hexdigest() if complete else None
+
+    def still_current() -> bool:  # the blob still holds the file checked here
+        current = is_current(delivered, sha256, golden.version(name, exact=True),
+                             lambda: golden.read_or_none(name, exact=True))
+        if not current:
+            logger.warning("%s was replaced (or removed) while it was checked: this check is not stored", name)
+        return current
+
     if posixpath.basename(name) == EXPERIMENT_SPEC:
-        too_large = len(data) > limit or (size is not None and size > limit)
         spec = ({"errors": [f"{EXPERIMENT_SPEC} is larger than {limit:,} bytes (RAGTUNE_GOLDEN_MAX_BYTES)"],
-                 "request": None} if too_large else _check_spec(data, settings))
+                 "request": None} if not complete else _check_spec(data, settings))
         result = {"blob": name, "kind": "experiment_spec", **spec}
         result["ok"] = not result["errors"]
     else:
         result = check_upload(data, name, max_bytes=limit, size=size)
         result["blob"] = name
+        if not still_current():  # a newer upload is checked on its own: start nothing for this one
+            return
         result["experiment"] = await _start_experiment(name, result, settings, client) if result["ok"] else None
     key = check_key(name)
-    settings.report_store().files.write_bytes(key, json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    payload = json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    if not store_check(settings.report_store().files, key, payload, still_current):
+        return
     log = logger.info if result["ok"] else logger.warning
     log("%s checked: %d errors; stored as %s", name, result.get("n_errors", len(result["errors"])), key)
 
