@@ -276,6 +276,20 @@ class Settings:
         except ConfigError:
             return None
 
+    def shown_locations(self) -> dict[str, str]:
+        """The places these settings point at, each with the name an answer over HTTP gives it
+        instead of its path or URL (``core.redaction.without_locations``): the report store,
+        the working folder (``RAGTUNE_OUT_DIR``, absolute too) and the storage account's Blob
+        endpoint. Nothing is contacted."""
+        named = {self.reports: "the report store", self.out_dir: "the app's working folder",
+                 str(Path(self.out_dir).resolve()): "the app's working folder"}
+        if not self.reports.lower().startswith(("http://", "https://", "s3://", "file:")):
+            named[str(Path(self.reports).resolve())] = "the report store"
+        endpoint = self.blob_endpoint()
+        if endpoint:
+            named[endpoint] = "the app's storage"
+        return {location: name for location, name in named.items() if location}
+
     def storage_access(self, address: str) -> dict[str, Any]:
         """Keyword arguments for ``core.reports.open_files`` to reach ``address`` with this
         storage connection: none when the URL carries a SAS query string (it is the

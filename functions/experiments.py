@@ -107,7 +107,10 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     try:
         settings = _settings()
     except ConfigError as exc:
-        return json_response({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
+        from functions.shared import logged, shown
+
+        logger.error("the app's settings are invalid: %s", logged(exc))
+        return json_response({"errors": [f"the app's settings are invalid: {shown(exc)}"]}, 500)
     request, errors = parse_experiment_request(body, remote_only=True, blob_endpoint=settings.blob_endpoint())
     if not errors:
         errors = check_request_space(request, settings)
@@ -259,7 +262,9 @@ def _activity(context: Any, name: str, data: Any, status: dict | None = None):
         return (yield context.call_activity_with_retry(
             name, df.RetryOptions(ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS), data))
     except Exception as exc:  # noqa: BLE001 - said in the status, then raised: the orchestration ends Failed
-        reason = cut_text(str(exc).split("\n", 1)[0].strip() or type(exc).__name__, 300)
+        from core.redaction import without_locations
+
+        reason = cut_text(without_locations(str(exc).split("\n", 1)[0].strip()) or type(exc).__name__, 300)
         context.set_custom_status({**(status or {}), "phase": "failed", "step": name,
                                    "error": f"{name} failed on each of its {ACTIVITY_MAX_ATTEMPTS} tries: {reason}"})
         raise
@@ -483,8 +488,9 @@ def get_experiment(req: func.HttpRequest) -> func.HttpResponse:
 async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
     """``GET /api/experiments/{experiment_id}/status``: the orchestration's ``{instance_id,
     runtime_status, custom_status, created_time, last_updated_time, output}`` through the
-    Durable client. 400 for a bad id, 404 when no orchestration has that id, 500 (one line)
-    when the Durable client fails."""
+    Durable client, store paths and URLs in its texts replaced (a failure says what failed,
+    not where). 400 for a bad id, 404 when no orchestration has that id, 500 (one line) when
+    the Durable client fails."""
     experiment_id = req.route_params.get("experiment_id")
     if not valid_id(experiment_id):
         return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
@@ -501,5 +507,23 @@ async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchest
         return value.isoformat() if hasattr(value, "isoformat") else value
 
     return json_response({"instance_id": experiment_id, "runtime_status": runtime,
-                          "custom_status": status.custom_status, "created_time": when(status.created_time),
-                          "last_updated_time": when(status.last_updated_time), "output": status.output})
+                          "custom_status": _without_locations(status.custom_status),
+                          "created_time": when(status.created_time),
+                          "last_updated_time": when(status.last_updated_time),
+                          "output": _without_locations(status.output)})
+
+
+def _without_locations(value: Any, depth: int = 0) -> Any:
+    """``value`` (JSON) with every string through ``core.redaction.without_locations``: a
+    failed orchestration's output and status say what failed, not where."""
+    from core.redaction import without_locations
+
+    if isinstance(value, str):
+        return without_locations(value)
+    if depth > 8:
+        return value
+    if isinstance(value, dict):
+        return {k: _without_locations(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_locations(v, depth + 1) for v in value]
+    return value

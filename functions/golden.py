@@ -76,7 +76,9 @@ def _golden_request(req: func.HttpRequest, kind: str) -> func.HttpResponse:
     """Parse, run and answer a template or suggestion request (see ``core.golden.requests``)."""
     from core.errors import ConfigError, GoldenError, RagtuneError
     from core.golden.requests import OutputExistsError, parse_golden_request, run_golden_request
+    from core.redaction import without_locations
     from core.settings import Settings
+    from functions.shared import logged, shown
 
     try:
         body = json.loads(req.get_body().decode("utf-8-sig"))
@@ -85,20 +87,27 @@ def _golden_request(req: func.HttpRequest, kind: str) -> func.HttpResponse:
     try:
         settings = Settings.from_env()
     except ConfigError as exc:
-        return _json_response({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
+        logger.error("the app's settings are invalid: %s", logged(exc))
+        return _json_response({"errors": [f"the app's settings are invalid: {shown(exc)}"]}, 500)
     request, errors = parse_golden_request(body, kind, blob_endpoint=settings.blob_endpoint(),
                                            golden_container=settings.golden_container,
                                            documents_container=settings.documents_container)
     if errors:
         return _json_response({"errors": errors}, 400)
+    named = {request["golden"]: "the golden file", request["documents"]: "the documents",
+             request["output"]: f"the {kind} file"}
+    what = "the template" if kind == "template" else "the suggested labels"
     try:
         answer = run_golden_request(request, kind, settings)
     except OutputExistsError as exc:
-        return _json_response({"errors": [str(exc)], "address": exc.address}, 409)
+        return _json_response({"errors": [without_locations(str(exc), named)], "address": exc.address}, 409)
     except GoldenError as exc:
-        return _json_response({"errors": [p.to_dict() for p in exc.problems] or [str(exc)]}, 422)
+        logger.warning("golden %s request failed: %s", kind, logged(exc))
+        problems = [{**p.to_dict(), "message": without_locations(p.message, named)} for p in exc.problems]
+        return _json_response({"errors": problems or [f"{what} could not be made: {shown(exc, settings, named)}"]}, 422)
     except RagtuneError as exc:
-        return _json_response({"errors": [str(exc)]}, 422)
+        logger.warning("golden %s request failed: %s", kind, logged(exc))
+        return _json_response({"errors": [f"{what} could not be made: {shown(exc, settings, named)}"]}, 422)
     logger.info("golden %s written to %s", kind, answer["address"])
     return _json_response(answer, 201)
 

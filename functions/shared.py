@@ -36,19 +36,39 @@ def valid_id(value: str | None) -> bool:
     return is_safe_id(value)
 
 
+def shown(exc: BaseException, settings: Any = None, named: dict[str, str] | None = None) -> str:
+    """``exc`` as an answer may say it: one line, what failed and not where
+    (``core.redaction.shown_reason``; the places ``settings`` point at and ``named`` are named,
+    any other URL or path is ``<location>``)."""
+    from core.redaction import shown_reason
+
+    places = dict(settings.shown_locations()) if settings is not None else {}
+    return shown_reason(exc, {**places, **(named or {})})
+
+
+def logged(exc: BaseException) -> str:
+    """``exc``'s full text for the log, credentials masked (``core.redaction.without_secrets``)."""
+    from core.redaction import without_secrets
+
+    return without_secrets(f"{type(exc).__name__}: {exc}")
+
+
 def answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
-    """Open the report store and call ``read(store)``; store and settings errors become JSON."""
+    """Open the report store and call ``read(store)``; store and settings errors become JSON
+    that says what failed, not where (the detail goes to the log)."""
     from core.errors import ConfigError, StoreError
     from core.settings import Settings
 
+    settings = None
     try:
-        return read(Settings.from_env().report_store())
+        settings = Settings.from_env()
+        return read(settings.report_store())
     except ConfigError as exc:
-        logger.error("report store settings are invalid: %s", exc)
-        return error(f"the report store is not configured correctly: {exc}", 500)
+        logger.error("report store settings are invalid: %s", logged(exc))
+        return error(f"the report store is not configured correctly: {shown(exc, settings)}", 500)
     except StoreError as exc:
-        logger.error("report store read failed: %s", exc)
-        return error(f"the report store could not be read: {exc}", 500)
+        logger.error("report store read failed: %s", logged(exc))
+        return error(f"the report store could not be read: {shown(exc, settings)}", 500)
     except Exception:  # never a stack trace in an answer
         logger.exception("unexpected error reading the report store")
         return error("internal error reading the report store", 500)

@@ -81,9 +81,13 @@ def container_problem(name: str, address: str, blob_endpoint: str | None,
     from urllib.parse import unquote
 
     endpoint = (blob_endpoint or "").rstrip("/")
+    if not endpoint:
+        where = " or ".join(f"container {container!r} ({setting})" for container, setting in allowed)
+        return (f"{name!r} must be in the app's Blob storage, in {where}, but no Blob storage is configured "
+                "(RAGTUNE_STORAGE_CONNECTION)")
     where = " or ".join(f"{endpoint}/{container}/ ({setting})" for container, setting in allowed)
     refused = f"{name!r} must be in the app's Blob storage below {where}"
-    if not endpoint or not address.lower().startswith(endpoint.lower() + "/"):
+    if not address.lower().startswith(endpoint.lower() + "/"):
         return f"{refused}: other addresses are not read or written here"
     segments = [s for s in unquote(address[len(endpoint) + 1:]).replace("\\", "/").split("/") if s]
     if any(s in (".", "..") for s in segments):

@@ -49,3 +49,9 @@ def test_the_golden_file_and_its_output_only_in_the_golden_container():
         blob_endpoint=ENDPOINT, golden_container="golden", documents_container="documents")
     assert errors == [f"'golden' must be in the app's Blob storage below {ENDPOINT}/golden/ (RAGTUNE_GOLDEN_CONTAINER), "
                       "not in container 'documents': no other container of the account is read or written here"]
+
+
+def test_without_blob_storage_the_message_says_so():
+    assert container_problem("golden", "s3://b/g.jsonl", None, GOLDEN) == (
+        "'golden' must be in the app's Blob storage, in container 'golden' (RAGTUNE_GOLDEN_CONTAINER), but no Blob "
+        "storage is configured (RAGTUNE_STORAGE_CONNECTION)")
