@@ -256,6 +256,187 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _app_overrides(items: Sequence[str] | None) -> dict[str, Any]:
+    """``--override KEY=VALUE`` values (each VALUE read as YAML: ``3``, ``true``, ``hybrid``).
+
+    Raises:
+        ConfigError: an item without ``=``.
+    """
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override {item!r}: use KEY=VALUE, for example --override top=5")
+        try:
+            out[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            out[key.strip()] = raw
+    return out
+
+
+def _app_setup(args: argparse.Namespace, url: str | None = None) -> tuple[Any, Any, Path, Any, str]:
+    """What ``evaluate-app`` and ``compare-apps`` start from: the settings, the app config
+    (``--config``, then ``--url``, ``RAGTUNE_APP_URL`` and ``--override`` on top), the working
+    folder, the report store's files and where they are, as shown."""
+    from core.evaluation.app_config import load_app_config
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out, files, where = _output(args.out, settings)
+    config = load_app_config(args.config)
+    config = config.with_overrides(url=url or args.url or (None if config.url else settings.app.url),
+                                   overrides=_app_overrides(args.override))
+    return settings, config, out, files, where
+
+
+def _judge_for_app(settings: Any, args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
+    """``(judge or None, the reply cache)``: the judge keeps its replies in the cache too."""
+    from core.models import CachedChatModel, EmbeddingCache
+
+    cache = EmbeddingCache(out / "cache" / "embeddings.sqlite")
+    judge = settings.judge_model(args.judge)
+    return (CachedChatModel(judge, cache) if judge is not None else None), cache
+
+
+def _ask_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, golden: Any) -> dict[str, Any]:
+    """Run :func:`core.evaluation.app.evaluate_app` with the command's options, a progress bar
+    on a terminal."""
+    from tqdm.auto import tqdm
+
+    from core.evaluation.app import evaluate_app
+
+    judge, cache = _judge_for_app(settings, args, out)
+    with tqdm(total=len(golden.questions), desc="asking the app", unit="", leave=False, dynamic_ncols=True,
+              disable=None if not args.json else True) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.n = done
+            bar.refresh()
+
+        return evaluate_app(golden, config, settings.app, cache=cache, refresh=args.refresh, judge=judge,
+                            judge_repeat=args.judge_repeat, on_turn=progress)
+
+
+def _store_app_run(report: dict[str, Any], golden: Any, files: Any, where: str) -> None:
+    from core.evaluation.app_report import save_app_run
+    from core.reports import ReportStore, new_run_id
+
+    store = ReportStore(files)
+    report["run_id"] = report.get("run_id") or new_run_id()
+    report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
+    report["location"] = f"{where}/{save_app_run(store, report['run_id'], report)}"
+
+
+def cmd_evaluate_app(args: argparse.Namespace) -> int:
+    """``ragtune evaluate-app --golden FILE [--config FILE] [--url URL]``: ask a deployed RAG app
+    every golden question, score its replies, write the report (``app/runs/<id>/report.json``);
+    exit 4 when the gate fails, 3 when the app answered nothing."""
+    from core.evaluation.app_report import app_gate, format_app_report, latest_app_baseline, load_app_run
+    from core.evaluation.gate import EXIT_GATE
+    from core.golden import read_golden
+    from core.reports import ReportStore
+
+    if args.judge_repeat < 1:
+        raise ConfigError(f"--judge-repeat must be at least 1, got {args.judge_repeat}")
+    settings, config, out, files, where = _app_setup(args)
+    from core.evaluation.app_report import parse_app_thresholds
+
+    parse_app_thresholds(args.fail_under or [])  # a malformed threshold stops before any request
+    golden = read_golden(args.golden)
+    if args.dry_run:
+        return _dry_run_app(args, settings, config, out, golden)
+    baseline = None
+    if args.baseline == "latest":
+        baseline = latest_app_baseline(ReportStore(files), golden.sha256)
+        if baseline is None:
+            print("gate: no earlier app run on this golden file to compare with", file=sys.stderr)
+    elif args.baseline:
+        baseline = load_app_run(ReportStore(files), args.baseline)
+    report = _ask_app(args, settings, config, out, golden)
+    _store_app_run(report, golden, files, where)
+    if args.html:
+        from core.reports.files import write_atomic
+        from core.reports.pages.app_page import render_app
+
+        write_atomic(Path(args.html), render_app(report).encode("utf-8"))
+        print(f"wrote page {args.html}", file=sys.stderr)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_app_report(report))
+        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    if args.fail_under or baseline is not None:
+        lines, failed = app_gate(report, thresholds=args.fail_under or [], baseline=baseline)
+        for line in lines:
+            print(f"gate: {line}", file=sys.stderr)
+        if failed:
+            return EXIT_GATE
+    if report["requests"]["n_questions"] and not report["requests"]["n_answered"]:
+        print("error: the app answered no question; the report lists each failure", file=sys.stderr)
+        return EXIT_ALL_FAILED
+    return 0
+
+
+def _dry_run_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, golden: Any) -> int:
+    """Print what ``evaluate-app`` would send (:func:`core.evaluation.dry_run.plan_app`); 0."""
+    from core.evaluation.dry_run import plan_app
+
+    judge, cache = _judge_for_app(settings, args, out)
+    plan = plan_app(golden, config, settings.app, cache=cache, refresh=args.refresh, judge=judge,
+                    judge_repeat=args.judge_repeat)
+    if args.json:
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
+    return 0
+
+
+def cmd_compare_apps(args: argparse.Namespace) -> int:
+    """``ragtune compare-apps A B --golden FILE``: two app versions question by question; each
+    of A and B is a stored app run id or a URL (asked now, with the config, and stored)."""
+    from core.evaluation.app_report import compare_apps, format_app_comparison, is_app_run, load_app_run
+    from core.golden import read_golden
+    from core.reports import ReportStore
+
+    if args.judge_repeat < 1:
+        raise ConfigError(f"--judge-repeat must be at least 1, got {args.judge_repeat}")
+    reports = []
+    golden = None
+    for which in (args.first, args.second):
+        settings, config, out, files, where = _app_setup(args, url=which if "://" in which else None)
+        if "://" not in which:
+            if not is_app_run(files, which) and which != "latest":
+                raise ConfigError(f"{which!r} is neither a stored app run nor a URL (http:// or https://)")
+            reports.append(load_app_run(ReportStore(files), which))
+            continue
+        if golden is None:
+            if not args.golden:
+                raise ConfigError(f"asking {which} needs --golden FILE")
+            golden = read_golden(args.golden)
+        if args.dry_run:
+            _dry_run_app(args, settings, config, out, golden)
+            continue
+        report = _ask_app(args, settings, config, out, golden)
+        _store_app_run(report, golden, files, where)
+        print(f"asked {which}: run {report['run_id']} ({report['location']})", file=sys.stderr)
+        reports.append(report)
+    if args.dry_run:
+        return 0
+    comparison = compare_apps(reports[0], reports[1])
+    if args.html:
+        from core.reports.files import write_atomic
+        from core.reports.pages.app_page import render_app_compare
+
+        write_atomic(Path(args.html), render_app_compare(comparison).encode("utf-8"))
+        print(f"wrote page {args.html}", file=sys.stderr)
+    if args.json:
+        _print_json(comparison)
+    else:
+        print(format_app_comparison(comparison))
+    return 0
+
+
 def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
     """The embedding models ``--embedding-model`` names (each a comma-separated list of ids
     of ``Settings.embedding_models``), or the configured one.
@@ -364,6 +545,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             _print_json(experiment)
         else:
             print(format_experiment(experiment))
+        return 0
+    from core.evaluation.app_report import format_app_report, is_app_run, load_app_run
+
+    if args.run != "latest" and is_app_run(files, args.run):
+        if args.csv or args.mlflow is not None:
+            raise ConfigError("--csv and --mlflow export evaluate runs and experiments; an app run is shown as text, "
+                              "--json or --html")
+        app_report = load_app_run(ReportStore(files), args.run)
+        app_report["location"] = f"{where}/app/runs/{args.run}/report.json"
+        if not _write_exports(args, app_report):
+            _print_json(app_report) if args.json else print(format_app_report(app_report))
         return 0
     store = ReportStore(files)
     experiments = sorted({k.split("/")[1] for k in files.list("experiments") if k.endswith("/study.json")},
@@ -863,6 +1055,47 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 4 when the chosen setup finds significantly fewer questions than in this stored run "
                         "on the same golden file (exact McNemar test, alpha 0.05); latest: the newest such run")
     p.set_defaults(func=cmd_evaluate)
+
+    def app_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="the app config: request template and response mapping (YAML or JSON; see "
+                                        "the README's 'Evaluate your deployed app')")
+        p.add_argument("--override", action="append", metavar="KEY=VALUE",
+                       help="add to the config's overrides, sent as ${overrides} (repeatable; VALUE read as YAML)")
+        p.add_argument("--judge", metavar="MODEL", help="judge the answers with this chat model (on "
+                                                        "RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
+        p.add_argument("--judge-repeat", type=int, default=1, metavar="N",
+                       help="ask the judge N times per answer and metric, and report how the scores spread (default 1)")
+        p.add_argument("--refresh", action="store_true",
+                       help="ask the app again even for questions whose replies are cached")
+        p.add_argument("--dry-run", action="store_true",
+                       help="send nothing: print the calls, tokens and cost this would take, and what the cache holds")
+        p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the report (caches stay in "
+                                     f"$RAGTUNE_OUT_DIR or {DEFAULT_OUT}; default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+        p.add_argument("--html", metavar="FILE", help="also write the page of the run (or the comparison)")
+        p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = sub.add_parser("evaluate-app", help="ask a deployed RAG app every golden question and score its replies")
+    p.add_argument("--golden", required=True, help="golden JSONL file, native or Amazon Bedrock (conversations are "
+                                                   "played turn by turn)")
+    p.add_argument("--url", help="the app's endpoint (default: the config's url, else $RAGTUNE_APP_URL)")
+    app_options(p)
+    p.add_argument("--fail-under", action="append", metavar="METRIC=V",
+                   help="exit 4 when METRIC is under V: a measure of the citations (found@5, mrr, ... at the rank "
+                        "grain), an answer metric (judge.correctness, unitxt.answer_correctness, ...) or answered "
+                        "(the share of questions answered) (repeatable)")
+    p.add_argument("--baseline", metavar="RUN|latest",
+                   help="exit 4 when this run is significantly worse than that stored app run on the same golden "
+                        "file (exact McNemar tests on the questions answered and cited right; bootstrap intervals "
+                        "of each answer metric's per-question differences)")
+    p.set_defaults(func=cmd_evaluate_app)
+
+    p = sub.add_parser("compare-apps", help="compare two app versions question by question (stored runs or URLs)")
+    p.add_argument("first", help="a stored app run id, 'latest', or a URL to ask now")
+    p.add_argument("second", help="a stored app run id or a URL to ask now")
+    p.add_argument("--golden", help="golden JSONL file (needed to ask a URL)")
+    p.add_argument("--url", help=argparse.SUPPRESS)
+    app_options(p)
+    p.set_defaults(func=cmd_compare_apps)
 
     p = sub.add_parser("optimize", help="search the space of RAG configurations (random phase, then a GAM surrogate)")
     p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")

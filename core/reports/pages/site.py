@@ -144,6 +144,10 @@ def render_report(report: dict[str, Any], links: Links | None = None) -> str:
         return render_experiment(report, running=report.get("status") == "running", links=links)
     if kind == "chunking":
         return render_chunking(report, links=links)
+    if kind == "app":
+        from core.reports.pages.app_page import render_app
+
+        return render_app(report, links)
     return render_run(report, links)
 
 
