@@ -156,22 +156,17 @@ def format_report(report: dict[str, Any]) -> str:
         where = f" from the top {gen['k']} chunks of {gen['setup']}" if gen.get("setup") else ""
         lines.append(f"\nanswers by {gen['model_id']} ({kind}){where}: {answers['n_answered']} of "
                      f"{answers['n_questions']} answered, {answers['n_failed']} failed")
-        header = f"{'metric':<28} {'mean':>6} {'95% CI':>15} {'scored':>7} {'failed':>7} {'invalid':>8}"
-        lines.append(header)
-        lines.append("-" * len(header))
-        for m in answers["metrics"]:
-            sc = m["scores"]
-            ci = f"{_fmt(sc['ci_low'])}-{_fmt(sc['ci_high'])}" if sc["ci_low"] is not None else "-"
-            lines.append(f"{m['name']:<28} {_fmt(sc['mean']):>6} {ci:>15} {m['n_scored']:>7} {m['n_failed']:>7} "
-                         f"{m.get('n_invalid', 0):>8}")
+        from core.evaluation.app_report import answer_metric_lines
+
+        metric_lines = answer_metric_lines(answers)
+        no_score = [line for line in metric_lines if ": no score: " in line]
+        lines += [line for line in metric_lines if line not in no_score]
         if answers.get("overall_score") is not None:
             lines.append(f"overall_score {answers['overall_score']:.3f} (mean of {', '.join(answers['overall_metrics'])})")
         if answers["n_failed"]:
             lines.append(f"warning: {answers['n_failed']} of {answers['n_questions']} answers failed; the scores above "
                          "cover only the answered questions (errors per question are in the report)")
-        for m in answers["metrics"]:
-            if m["scores"]["mean"] is None and m.get("reason"):
-                lines.append(f"{m['name']}: no score: {m['reason']}")
+        lines += no_score
     if report.get("location"):
         lines.append(f"\nreport: {report['location']}")
     return "\n".join(lines)
@@ -192,9 +187,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print("ragtune evaluate: hierarchical chunking makes one chunk per document element and takes no "
               "--chunk-size or --chunk-overlap", file=sys.stderr)
         return 1
-    if args.judge and not args.generate:
+    if args.judge and not args.generate and not args.label_unjudged:
         print("ragtune evaluate: --judge judges answers; it has nothing to judge with --no-generate", file=sys.stderr)
         return 1
+    if args.judge_repeat < 1 or args.label_depth < 1:
+        raise ConfigError("--judge-repeat and --label-depth must be at least 1")
     from core.chunking import OVERLAP_METHODS
 
     if args.chunking not in OVERLAP_METHODS and args.chunk_overlap is not None:
@@ -205,14 +202,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args), embed_title=args.title,
         rank_grain=args.rank_by, show_progress=not args.json,
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
-        judge=settings.judge_model(args.judge) if args.generate else None,
+        judge=settings.judge_model(args.judge) if args.generate or args.label_unjudged else None,
         only=args.only or (), skip=args.skip or (),
-        by=tuple(args.by or ()),
+        by=tuple(args.by or ()), judge_repeat=args.judge_repeat,
+        label_unjudged=args.label_unjudged, label_depth=args.label_depth,
     )
+    if args.label_unjudged and options.judge is None:
+        raise ConfigError("--label-unjudged grades results with the judge: give --judge MODEL or set RAGTUNE_JUDGE_MODEL")
     models = evaluation_models(settings, args.embedding_model)
     try:
         golden = read_golden(args.golden)  # read once: the report and the stored copy share these bytes
         _check_expected_documents(golden, args.docs)
+        if args.dry_run:
+            return _dry_run_evaluate(args, settings, options, golden, models)
         store = ReportStore(files)
         baseline = None
         if args.baseline == "latest":
@@ -246,6 +248,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             from core.evaluation.slices import format_slices
 
             print(format_slices(report))
+        if report.get("unjudged"):
+            from core.evaluation.unjudged import format_unjudged
+
+            print(format_unjudged(report["unjudged"]))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
     if thresholds or baseline is not None:
         lines, failed = run_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline)
@@ -434,6 +440,28 @@ def cmd_compare_apps(args: argparse.Namespace) -> int:
         _print_json(comparison)
     else:
         print(format_app_comparison(comparison))
+    return 0
+
+
+def _dry_run_evaluate(args: argparse.Namespace, settings: Any, options: Any, golden: Any, models: Sequence[Any]) -> int:
+    """Print what ``evaluate`` would send to chat models and judges
+    (:func:`core.evaluation.dry_run.plan_evaluate`); 0. Nothing is loaded, indexed or sent."""
+    from core.evaluation.answers import ANSWER_K
+    from core.evaluation.dry_run import plan_evaluate
+
+    n_setups = len(options.setups) * len(models) * (2 if settings.rerank_provider != "none" else 1)
+    plan = plan_evaluate(golden, chat_model=options.chat_model if options.generate else None,
+                         judge=options.judge, k=ANSWER_K, chunk_size_tokens=options.chunk_size,
+                         judge_repeat=options.judge_repeat,
+                         label_depth=options.label_depth if options.label_unjudged else 0, n_setups=n_setups)
+    if not options.generate:
+        plan.notes.append("--no-generate: no answers, so no answer is judged")
+    elif options.chat_model is None:
+        plan.notes.append("answers come from the extractive baseline: no chat calls")
+    if args.json:
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
     return 0
 
 
@@ -1037,6 +1065,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="MODEL",
                    help="judge answers with this chat model (on RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
     p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
+    p.add_argument("--judge-repeat", type=int, default=1, metavar="N",
+                   help="ask the judge N times per answer and metric, and report how the scores spread (default 1)")
+    p.add_argument("--label-unjudged", action="store_true",
+                   help="with a judge: grade (0-3, the UMBRELA prompt) each setup's top results that are not from an "
+                        "expected document or page, and report judged@k, the holes, and found@k and nDCG with those "
+                        "labels beside the golden-only numbers")
+    p.add_argument("--label-depth", type=int, default=10, metavar="K",
+                   help="with --label-unjudged: results per setup and question graded (default 10)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls, tokens and cost this would take")
     p.add_argument("--embedding-model", action="append", metavar="ID[,ID]",
                    help="embedding models whose vectors dense and hybrid search run on (default: the configured one)")
     p.add_argument("--only", action="append", metavar="PATTERN", help="evaluate only the setups whose key matches "
