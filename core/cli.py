@@ -443,6 +443,15 @@ def cmd_compare_apps(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_plan(args: argparse.Namespace, plan: Any, settings: Any) -> int:
+    """Print a ``--dry-run`` plan (as JSON with ``--json`` when the command has it); 0."""
+    if getattr(args, "json", False):
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
+    return 0
+
+
 def _dry_run_evaluate(args: argparse.Namespace, settings: Any, options: Any, golden: Any, models: Sequence[Any]) -> int:
     """Print what ``evaluate`` would send to chat models and judges
     (:func:`core.evaluation.dry_run.plan_evaluate`); 0. Nothing is loaded, indexed or sent."""
@@ -748,6 +757,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
         cache_replies=not args.no_cache,
     )
+    if args.dry_run:
+        from core.evaluation.dry_run import plan_optimize
+        from core.golden import read_golden
+
+        plan = plan_optimize(read_golden(args.golden), chat_model=chat, judge=settings.judge_model(args.judge),
+                             max_evals=options.max_evals or 0)
+        return _print_plan(args, plan, settings)
     if not args.resume:  # a resumed experiment checks its data against the stored spec
         from core.golden import read_golden
 
@@ -879,6 +895,15 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
         chat_model=chat if judge is not None else None, judge=judge, chunking_chat_model=chat,
         progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
     )
+    if args.dry_run:
+        from core.chunking import MODEL_FREE_METHODS
+        from core.evaluation.dry_run import plan_compare_chunking
+        from core.golden import read_golden
+
+        n_builds = len(options.methods or MODEL_FREE_METHODS) * len(options.sizes)
+        plan = plan_compare_chunking(read_golden(args.golden), chat_model=options.chat_model, judge=judge,
+                                     n_builds=n_builds, budget_chars=args.budget)
+        return _print_plan(args, plan, settings)
     report, questions = compare_chunking(args.docs, args.golden, options=options, **inputs)
     return _print_report(args, report, out / save_comparison(out, report, questions), format_comparison)
 
@@ -1008,6 +1033,14 @@ def cmd_draft(args: argparse.Namespace) -> int:
     options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries,
                            examples=read_examples(args.examples) if args.examples else (),
                            **({"kinds": kinds} if kinds is not None else {}))
+    if args.dry_run:
+        from core.evaluation.dry_run import plan_draft
+
+        cache_file = Path(args.cache or f"{args.output}.replies.jsonl")
+        n_cached = sum(1 for line in cache_file.read_text(encoding="utf-8").splitlines() if line.strip()) \
+            if cache_file.is_file() else 0
+        return _print_plan(args, plan_draft(writer=writer, critic=critic, n=options.n, tries=options.tries,
+                                            n_cached=n_cached), settings)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
@@ -1156,6 +1189,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "models are endpoints)")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the chat and judge models afresh instead of reusing cached replies")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the experiment (caches stay in "
                                  f"$RAGTUNE_OUT_DIR or {DEFAULT_OUT}; default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -1171,6 +1206,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--current", metavar="KEY", help="the build in use (e.g. recursive-64-8-plain): it stays unless the "
                                                     "best beats it significantly")
     p.add_argument("--judge", metavar="MODEL", help="with a chat model: judge answers and count 'answered'")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -1253,6 +1290,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tries", type=int, default=DraftOptions.tries,
                    help=f"writer replies per passage before it is set aside (default {DraftOptions.tries})")
     p.add_argument("--cache", help="reply cache file (default OUTPUT.replies.jsonl)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--out", help=f"output folder of the caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("-o", "--output", required=True,
                    help="the golden file to write (never overwritten; a stopped run of the same settings resumes)")

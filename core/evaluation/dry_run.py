@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from core.models.costs import CostPlan, count_tokens, message_tokens
 
-__all__ = ["JUDGE_REPLY", "plan_app", "plan_evaluate"]
+__all__ = ["JUDGE_REPLY", "plan_app", "plan_compare_chunking", "plan_draft", "plan_evaluate", "plan_optimize"]
 
 #: A judge's reply, whose tokens stand for every judge call's completion.
 JUDGE_REPLY = "0.75"
@@ -140,4 +140,77 @@ def plan_evaluate(golden: Any, *, chat_model: Any, judge: Any, k: int, chunk_siz
     if label_depth and judge is not None:
         plan.notes.append(f"relevance labels counted at most: the top {label_depth} of {n_setups} setups per question, "
                           "before results shared by setups, already labelled or cached are taken off")
+    return plan
+
+
+def _filler(n_chars: int) -> str:
+    """Text of about ``n_chars`` characters, for a passage not yet had."""
+    return ("lorem ipsum dolor sit amet consectetur " * (n_chars // 39 + 1))[:max(1, n_chars)]
+
+
+def plan_optimize(golden: Any, *, chat_model: Any, judge: Any, max_evals: int, k: int = 5,
+                  chunk_size_tokens: int = 256) -> CostPlan:
+    """The plan of ``ragtune optimize``: at most ``max_evals`` evaluations, each one
+    :func:`plan_evaluate` (configurations whose generator is the extractive baseline call no
+    chat model, and evaluations already stored call nothing: the counts are upper bounds)."""
+    plan = plan_evaluate(golden, chat_model=chat_model, judge=judge, k=k, chunk_size_tokens=chunk_size_tokens)
+    for g in plan.groups:
+        g.calls, g.prompt_tokens, g.completion_tokens = (g.calls * max_evals, g.prompt_tokens * max_evals,
+                                                         g.completion_tokens * max_evals)
+    plan.notes.append(f"at most {max_evals} evaluations; those answered by the extractive baseline, and those "
+                      "already stored, call no model")
+    return plan
+
+
+def plan_compare_chunking(golden: Any, *, chat_model: Any, judge: Any, n_builds: int, budget_chars: int) -> CostPlan:
+    """The plan of ``ragtune compare-chunking`` with a chat model and a judge: per build
+    (technique and size) and question, one answer from the handed text (``budget_chars``) and
+    one judgement of its correctness."""
+    from core.metrics.answer_scores import AnswerItem
+    from core.metrics.llm_judge import JUDGE_METRICS, judge_messages
+    from core.rag.records import Context
+
+    plan = CostPlan()
+    if chat_model is None or judge is None:
+        plan.notes.append("without a chat model and a judge, compare-chunking calls no model")
+        return plan
+    handed = _filler(budget_chars)
+    for q in golden.questions:
+        prompt = message_tokens([{"role": "user", "content": f"{handed}\n\nQuestion: {q.question}"}])
+        answer = count_tokens(q.reference or handed[:200])
+        item = AnswerItem(q.id, q.question, (), q.reference, (), q.reference or "", None, (Context(handed),))
+        judged = message_tokens(judge_messages(JUDGE_METRICS["correctness"], item))
+        for _ in range(n_builds):
+            plan.group(chat_model.model_id, "answers").add(prompt, answer, cached=False, exact=False)
+            plan.group(judge.model_id, "judge").add(judged, count_tokens(JUDGE_REPLY), cached=False, exact=False)
+    plan.notes.append(f"{n_builds} builds (techniques x sizes) x {len(golden.questions)} questions; handed text "
+                      f"taken as the whole budget of {budget_chars} characters")
+    return plan
+
+
+def plan_draft(*, writer: Any, critic: Any, n: int, tries: int, n_cached: int) -> CostPlan:
+    """The plan of ``ragtune draft``: per row the critic scores a passage, the writer writes
+    (up to ``tries`` times) and the critic grades each try; passages passed over add more. The
+    counts are from the fewest (every first try kept) to the most (every try used);
+    ``n_cached`` replies the run's reply file already holds are not asked again."""
+    from types import SimpleNamespace
+
+    from core.golden.draft import PASSAGE_MAX_CHARS, grade_messages, passage_messages, writer_messages
+
+    plan = CostPlan()
+    unit = SimpleNamespace(text=_filler(PASSAGE_MAX_CHARS // 2), target="document.pdf#page=1")
+    critic = critic or writer
+    reply = count_tokens('{"question": "a question of about twenty words", "reference": "an answer", '
+                         '"evidence": ["a quote of some words"]}')
+    shapes = [(critic, "critic", message_tokens(passage_messages(unit)), 1),
+              (writer, "writer", message_tokens(writer_messages("factual", [unit], ())), tries),
+              (critic, "critic", message_tokens(grade_messages("a question", "an answer", [unit])), tries)]
+    for model, purpose, prompt, per_row in shapes:
+        group = plan.group(model.model_id, purpose)
+        for _ in range(n * per_row):
+            group.add(prompt, reply, cached=False, exact=False)
+    plan.notes.append(f"at most: {tries} tries per row for {n} rows (at least {3 * n} calls when every first try "
+                      f"is kept); passages are about {PASSAGE_MAX_CHARS // 2} characters")
+    if n_cached:
+        plan.notes.append(f"the reply file already holds {n_cached} replies: a resumed run asks none of them again")
     return plan
