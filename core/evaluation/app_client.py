@@ -107,10 +107,11 @@ def failure_kind(exc: BaseException) -> str:
     return "connection"
 
 
-def app_auth_headers(settings: Any) -> Callable[[], Mapping[str, str]]:
+def app_auth_headers(settings: Any, credential: Any = None) -> Callable[[], Mapping[str, str]]:
     """The auth headers of each request from ``core.settings.AppSettings``: the key in its
     header (``Authorization`` as ``Bearer <key>``), else a bearer token for the Entra ID scope
-    (fetched and refreshed by ``azure.identity``), else none."""
+    (fetched and refreshed by ``azure.identity``'s bearer token provider, from ``credential``
+    or ``DefaultAzureCredential``), else none."""
     if settings.api_key:
         value = settings.api_key
         if settings.key_header.lower() == "authorization" and " " not in value.strip():
@@ -126,7 +127,7 @@ def app_auth_headers(settings: Any) -> Callable[[], Mapping[str, str]]:
         def bearer() -> Mapping[str, str]:
             with lock:
                 if not provider:
-                    provider.append(token_provider(scope=settings.scope))
+                    provider.append(token_provider(credential, scope=settings.scope))
             return {"Authorization": f"Bearer {provider[0]()}"}
 
         return bearer

@@ -302,3 +302,71 @@ def test_templates_placeholders_and_config_errors(tmp_path):
     mapped = map_reply(config, {"message": {"content": "A"}, "context": {"citations": [
         {"file": "a.pdf", "page": 2}, {"file": "b.pdf", "page": None}, {"file": "a.pdf", "page": 2}]}})
     assert [(c.document, c.page) for c in mapped.citations] == [("a.pdf", 2), ("b.pdf", None)]
+
+
+def test_an_entra_id_token_for_the_apps_scope_is_sent_as_a_bearer(tmp_path):
+    # a TokenCredential of our own (no Entra ID here): azure.identity's bearer token provider
+    # asks it for the app's scope and the client sends what it gives
+    from azure.core.credentials import AccessToken
+
+    from core.evaluation.app_client import app_auth_headers
+
+    class Credential:
+        scopes: list = []
+
+        def get_token(self, *scopes, **kwargs):
+            self.scopes.append(scopes)
+            return AccessToken("token-1", int(time.time()) + 3600)
+
+        def get_token_info(self, *scopes, options=None):
+            from azure.core.credentials import AccessTokenInfo
+
+            self.scopes.append(scopes)
+            return AccessTokenInfo("token-1", int(time.time()) + 3600)
+
+    credential = Credential()
+    settings = AppSettings(scope="api://my-app/.default", **FAST)
+    golden = golden_file(tmp_path, ROWS[:2])
+    with DeployedApp(lambda body, request: demo_reply("ok")) as app:
+        evaluate_app(golden, AppConfig(url=app.url), settings, metrics=[],
+                     auth_headers=app_auth_headers(settings, credential))
+        headers = [r["headers"] for r in app.requests]
+    assert [h["authorization"] for h in headers] == ["Bearer token-1"] * 2
+    assert credential.scopes and all(s == ("api://my-app/.default",) for s in credential.scopes)
+
+
+def test_the_rate_limit_spaces_request_starts(tmp_path):
+    golden = golden_file(tmp_path, ROWS)
+    with DeployedApp(citing_app) as app:
+        evaluate_app(golden, AppConfig(url=app.url, **DEMO),
+                     AppSettings(requests_per_minute=600, concurrency=4, max_attempts=1), metrics=[])
+        starts = sorted(r["received_at"] for r in app.requests)
+    # 600 a minute: one start every 0.1 s, whatever the concurrency; arrivals jitter a little,
+    # the four of them span at least the three intervals
+    assert len(starts) == 4 and starts[-1] - starts[0] >= 0.25
+
+
+def test_the_rate_limiter_by_hand():
+    from core.evaluation.app_client import RateLimiter
+
+    now, slept = [10.0], []
+    limiter = RateLimiter(120, clock=lambda: now[0], sleep=slept.append)  # one start every 0.5 s
+    for _ in range(3):
+        limiter.wait()
+    now[0] = 12.0  # later than every slot given: no wait
+    limiter.wait()
+    assert slept == [0.5, 1.0]
+
+
+def test_questions_not_sent_by_the_deadline_fail_with_the_reason(tmp_path):
+    rows = [{"id": f"d{i}", "question": f"question {i}?", "expected": ["a.pdf"]} for i in range(5)]
+    golden = golden_file(tmp_path, rows)
+    with DeployedApp(lambda body, request: AppResponse(demo_reply("late"), delay_s=0.4)) as app:
+        report = evaluate_app(golden, AppConfig(url=app.url), AppSettings(deadline_s=1.0, concurrency=1,
+                                                                           max_attempts=1), metrics=[])
+        sent = len(app.requests)
+    kinds = [q["error_kind"] for q in report["questions"]]
+    # 0.4 s per question, one at a time: questions start at 0, 0.4 and 0.8 s (later on a busy
+    # machine); the fourth would start after the deadline
+    assert 1 <= sent <= 3 and kinds == [None] * sent + ["deadline"] * (5 - sent)
+    assert "the run's deadline of 1 s passed" in report["questions"][-1]["error"]
