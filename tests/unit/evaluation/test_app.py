@@ -370,3 +370,23 @@ def test_questions_not_sent_by_the_deadline_fail_with_the_reason(tmp_path):
     # machine); the fourth would start after the deadline
     assert 1 <= sent <= 3 and kinds == [None] * sent + ["deadline"] * (5 - sent)
     assert "the run's deadline of 1 s passed" in report["questions"][-1]["error"]
+
+
+def test_serve_lists_and_serves_app_runs(tmp_path):
+    from starlette.testclient import TestClient
+
+    from core.evaluation.app_report import save_app_run
+    from core.reports import LocalFiles, ReportStore
+    from core.reports.serve import create_app
+
+    golden = golden_file(tmp_path, ROWS)
+    with DeployedApp(citing_app) as app:
+        report = evaluate_app(golden, AppConfig(url=app.url, **DEMO), AppSettings(**FAST), metrics=[])
+    store = ReportStore(LocalFiles(tmp_path / "out"))
+    save_app_run(store, "20260101T000000Z-aaaaaa", {**report, "run_id": "20260101T000000Z-aaaaaa"})
+    client = TestClient(create_app(store))
+    index = client.get("/")
+    assert index.status_code == 200 and 'href="/apps/20260101T000000Z-aaaaaa"' in index.text
+    page = client.get("/apps/20260101T000000Z-aaaaaa")
+    assert page.status_code == 200 and "Cited sources" in page.text
+    assert client.get("/apps/nope").status_code == 404
