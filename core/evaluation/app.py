@@ -273,6 +273,51 @@ def _turns_table(turns: Sequence[AppTurn], answers: dict[str, Any], first_ranks:
     return [rows[k] for k in sorted(rows)]
 
 
+def _question_rows(turns: Sequence[AppTurn], setups: Sequence[dict[str, Any]],
+                   first_ranks: dict[str, dict[str, int | None]], config: AppConfig) -> list[dict[str, Any]]:
+    """The report's record of each question: what was asked, answered and cited, the first
+    right rank per ranking, the failure, the latency and whether the reply came from the cache."""
+    out = []
+    for t in turns:
+        q = t.question
+        out.append({
+            "id": q.id, "line": q.line, "question": q.question, "conversation": t.conversation, "turn": t.turn,
+            "expected": [str(x) for x in q.expected], "answer": t.reply.answer,
+            "citations": [c.text or c.document for c in t.reply.citations],
+            "first_relevant_rank": {s["name"]: first_ranks[s["name"]].get(q.id) for s in setups
+                                    if q.id in first_ranks[s["name"]]},
+            "error": t.error, "error_kind": t.error_kind,
+            "latency_ms": None if not t.exchange or t.exchange.latency_ms is None else round(t.exchange.latency_ms, 3),
+            "from_cache": bool(t.exchange and t.exchange.from_cache),
+            "attempts": t.exchange.attempts if t.exchange else 0,
+            "refused": bool(t.ok and refused(t.reply.answer, config.refusals)),
+        })
+    return out
+
+
+def _requests(turns: Sequence[AppTurn], client: AppClient, breaker: Any, stop_after: int) -> dict[str, Any]:
+    """The report's ``requests``: questions answered and failed (by kind), requests sent and
+    replies from the cache, and whether the run stopped early."""
+    failures: dict[str, int] = {}
+    for t in turns:
+        if t.error_kind:
+            failures[t.error_kind] = failures.get(t.error_kind, 0) + 1
+    n_answered = sum(1 for t in turns if t.ok)
+    return {"n_questions": len(turns), "n_answered": n_answered, "n_failed": len(turns) - n_answered,
+            "answered_share": n_answered / len(turns) if turns else None,
+            "n_sent": client.n_sent, "n_from_cache": client.n_from_cache, "failures": failures,
+            "stopped_early": None if not breaker.skipped else {"after_failures_in_a_row": stop_after,
+                                                               "n_not_sent": breaker.skipped}}
+
+
+def _app_settings(settings: Any) -> dict[str, Any]:
+    """The client's settings as a report keeps them (how it authenticated, never with what)."""
+    return {"concurrency": settings.concurrency, "requests_per_minute": settings.requests_per_minute,
+            "timeout_s": settings.timeout_s, "deadline_s": settings.deadline_s, "max_attempts": settings.max_attempts,
+            "stop_after": settings.stop_after,
+            "auth": "key" if settings.api_key else ("entra-id" if settings.scope else "none")}
+
+
 def evaluate_app(
     golden: Any,
     config: AppConfig,
@@ -319,6 +364,7 @@ def evaluate_app(
     from core.golden.conversations import conversations
     from core.inputs import shown_address
     from core.metrics.answers import answer_report
+    from core.metrics.retrieval import DEFAULT_KS, TOP_K
     from core.rag.records import AnswerRecord
 
     started = datetime.now(timezone.utc)
@@ -359,28 +405,9 @@ def evaluate_app(
                                                               "(response.contexts): nothing to judge them against"}
     score_s = time.perf_counter() - t1
 
-    failures: dict[str, int] = {}
-    for t in turns:
-        if t.error_kind:
-            failures[t.error_kind] = failures.get(t.error_kind, 0) + 1
     latencies = [t.exchange.latency_ms for t in turns if t.exchange and t.exchange.latency_ms is not None
                  and t.exchange.error is None]
-    questions = []
-    for t in turns:
-        q = t.question
-        questions.append({
-            "id": q.id, "line": q.line, "question": q.question, "conversation": t.conversation, "turn": t.turn,
-            "expected": [str(x) for x in q.expected], "answer": t.reply.answer,
-            "citations": [c.text or c.document for c in t.reply.citations],
-            "first_relevant_rank": {s["name"]: first_ranks[s["name"]].get(q.id) for s in setups
-                                    if q.id in first_ranks[s["name"]]},
-            "error": t.error, "error_kind": t.error_kind,
-            "latency_ms": None if not t.exchange or t.exchange.latency_ms is None else round(t.exchange.latency_ms, 3),
-            "from_cache": bool(t.exchange and t.exchange.from_cache),
-            "attempts": t.exchange.attempts if t.exchange else 0,
-            "refused": bool(t.ok and refused(t.reply.answer, config.refusals)),
-        })
-    n_answered = sum(1 for t in turns if t.ok)
+    questions = _question_rows(turns, setups, first_ranks, config)
     finished = datetime.now(timezone.utc)
     return {
         "schema_version": APP_REPORT_SCHEMA_VERSION,
@@ -391,11 +418,8 @@ def evaluate_app(
                    "format": getattr(golden, "format", "ragtune"), "warnings": [p.to_dict() for p in golden.warnings]},
         "app": {"url": shown_url(client.url), "model_id": client.model_id,
                 "config": {**config.to_dict(), "url": shown_url(client.url)},
-                "settings": {"concurrency": settings.concurrency, "requests_per_minute": settings.requests_per_minute,
-                             "timeout_s": settings.timeout_s, "deadline_s": settings.deadline_s,
-                             "max_attempts": settings.max_attempts, "stop_after": settings.stop_after,
-                             "auth": "key" if settings.api_key else ("entra-id" if settings.scope else "none")}},
-        "evaluation": {"ks": [1, 3, 5, 10], "top_k": 10, "grains": ["doc", "page"], "rank_grain": rank_grain,
+                "settings": _app_settings(settings)},
+        "evaluation": {"ks": list(DEFAULT_KS), "top_k": TOP_K, "grains": ["doc", "page"], "rank_grain": rank_grain,
                        "rank_grain_reason": "page when a question has page labels, else doc"},
         "setups": setups,
         "picks": {"finds_the_most": CITATIONS if config.has_citations else None, "best_for_balance": None,
@@ -405,11 +429,7 @@ def evaluate_app(
         "answers": answers,
         "refusals": _refusals(turns, config.refusals),
         "latency_ms": latency_stats(latencies),
-        "requests": {"n_questions": len(turns), "n_answered": n_answered, "n_failed": len(turns) - n_answered,
-                     "answered_share": n_answered / len(turns) if turns else None,
-                     "n_sent": client.n_sent, "n_from_cache": client.n_from_cache, "failures": failures,
-                     "stopped_early": None if not breaker.skipped else {
-                         "after_failures_in_a_row": settings.stop_after, "n_not_sent": breaker.skipped}},
+        "requests": _requests(turns, client, breaker, settings.stop_after),
         "conversations": {"n": len(convs), "n_multi_turn": sum(1 for c in convs if len(c.turns) > 1)},
         "turns": _turns_table(turns, answers, first_ranks[CITATIONS]),
         "questions": questions,
