@@ -390,3 +390,17 @@ def test_serve_lists_and_serves_app_runs(tmp_path):
     page = client.get("/apps/20260101T000000Z-aaaaaa")
     assert page.status_code == 200 and "Cited sources" in page.text
     assert client.get("/apps/nope").status_code == 404
+
+
+def test_the_bundled_example_config_reads_a_demo_reply():
+    from pathlib import Path
+
+    config = load_app_config(Path(__file__).parents[3] / "examples" / "apps" / "azure-search-openai-demo.yaml")
+    reply = demo_reply("Yes, in-network only [Benefit_Options.pdf#page=3].",
+                       ["Benefit_Options.pdf#page=3: Dental is covered in network."], session="s-1")
+    mapped = map_reply(config, reply)
+    assert mapped.answer.startswith("Yes") and mapped.session == "s-1"
+    assert [(c.document, c.page) for c in mapped.citations] == [("Benefit_Options.pdf", 3)]
+    assert [(c.document_id, c.text) for c in mapped.contexts] == [("Benefit_Options.pdf", "Dental is covered in network.")]
+    assert mapped.context_pages == (3,)
+    assert config.overrides["retrieval_mode"] == "hybrid"
