@@ -167,6 +167,10 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"warning: {answers['n_failed']} of {answers['n_questions']} answers failed; the scores above "
                          "cover only the answered questions (errors per question are in the report)")
         lines += no_score
+    if report.get("unjudged"):
+        from core.evaluation.unjudged import format_unjudged
+
+        lines.append(format_unjudged(report["unjudged"]))
     if report.get("location"):
         lines.append(f"\nreport: {report['location']}")
     return "\n".join(lines)
@@ -248,10 +252,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             from core.evaluation.slices import format_slices
 
             print(format_slices(report))
-        if report.get("unjudged"):
-            from core.evaluation.unjudged import format_unjudged
-
-            print(format_unjudged(report["unjudged"]))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
     if thresholds or baseline is not None:
         lines, failed = run_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline)

@@ -69,3 +69,18 @@ def test_grades_are_read_strictly():
     assert parse_grade("##final score: 3") == 3 and parse_grade("1") == 1
     assert parse_grade("##final score: 4") is None and parse_grade("relevant") is None and parse_grade("") is None
     assert "Query: q?\nPassage: p" in umbrela_messages("q?", "p")[0]["content"]
+
+
+def test_the_run_page_shows_the_labels_beside_the_golden_only_numbers():
+    from core.reports.pages.site import render_run
+
+    unjudged = {"judge": "openai:h/judge", "prompt": "UMBRELA (0-3)", "depth": 10, "relevant_grade": 2, "n_labels": 3,
+                "n_relevant": 1, "lost": {"unparseable": 1}, "labels": [], "setups": {"dense": {
+                    "judged@k": {"judged@10": 0.3}, "golden_judged@k": {"judged@10": 0.1}, "holes": 1,
+                    "golden_only": {"means": {"found@1": 0.0, "found@10": 1.0, "ndcg@10": 0.5, "mrr": 0.5}},
+                    "with_labels": {"means": {"found@1": 1.0, "found@10": 1.0, "ndcg@10": 1.0, "mrr": 1.0}}}}}
+    report = {"kind": "retrieval", "setups": [], "picks": {}, "evaluation": {"grains": ["doc"], "rank_grain": "doc"},
+              "golden": {"path": "g.jsonl", "sha256": "x" * 64, "n_questions": 0}, "questions": [],
+              "unjudged": unjudged}
+    html = render_run(report)
+    assert 'id="unjudged-table"' in html and "0.100 → 0.300" in html and "1 unparseable" in html
