@@ -399,7 +399,8 @@ def evaluate_app(
                if names else {"metrics": [], "questions": [], "n_questions": len(records),
                               "n_answered": sum(1 for r in records if r.ok),
                               "n_failed": sum(1 for r in records if not r.ok), "overall_score": None})
-    left_out = [n for n in CONTEXT_METRICS if config.contexts is None and (metrics is None or n in metrics)]
+    wanted = _answer_metrics(AppConfig(contexts="*"), judge, metrics)  # what would run had the app contexts
+    left_out = [n for n in CONTEXT_METRICS if config.contexts is None and n in wanted]
     if left_out:
         answers["left_out"] = {"metrics": left_out, "reason": "the app's replies are not read for contexts "
                                                               "(response.contexts): nothing to judge them against"}
