@@ -404,3 +404,45 @@ def test_the_bundled_example_config_reads_a_demo_reply():
     assert [(c.document_id, c.text) for c in mapped.contexts] == [("Benefit_Options.pdf", "Dental is covered in network.")]
     assert mapped.context_pages == (3,)
     assert config.overrides["retrieval_mode"] == "hybrid"
+
+
+def test_a_stateful_conversation_half_in_the_cache_is_played_again_from_its_start(tmp_path):
+    bedrock = {"conversationTurns": [{"prompt": {"content": [{"text": t}]}} for t in ("one?", "two?")]}
+    path = tmp_path / "bedrock.jsonl"
+    path.write_text(json.dumps(bedrock) + "\n", encoding="utf-8")
+    golden = read_golden(path)
+    state = {"fail_two": True, "n": 0}
+
+    def stateful(body, request):
+        if body["messages"][-1]["content"] == "two?" and state["fail_two"]:
+            return AppResponse({"error": "bad"}, status=400)
+        state["n"] += 1
+        sid = body.get("session_state") or f"s{state['n']}"
+        return demo_reply(f"answer in {sid}", session=sid)
+
+    config = AppConfig(request={"messages": "${messages}", "session_state": "${session}"}, session="session_state")
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    with DeployedApp(stateful) as app:
+        first = evaluate_app(golden, config.with_overrides(url=app.url), AppSettings(**FAST), cache=cache, metrics=[])
+        assert [q["error_kind"] for q in first["questions"]] == [None, "http_error"]
+        state["fail_two"] = False
+        second = evaluate_app(golden, config.with_overrides(url=app.url), AppSettings(**FAST), cache=cache, metrics=[])
+        bodies = app.bodies[2:]
+    # turn one was cached with session s1, which the app may have dropped: both turns are sent again
+    assert [(b["messages"][-1]["content"], b["session_state"]) for b in bodies] == [("one?", None), ("two?", "s2")]
+    assert [q["answer"] for q in second["questions"]] == ["answer in s2", "answer in s2"]
+    assert not any(q["from_cache"] for q in second["questions"])
+
+
+def test_retry_after_in_seconds_or_as_a_date():
+    from email.utils import format_datetime
+    from datetime import datetime, timedelta, timezone
+
+    from core.models.endpoint import retry_after_seconds
+
+    assert retry_after_seconds("3") == 3.0 and retry_after_seconds(" 0.5 ") == 0.5
+    assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None
+    assert retry_after_seconds("-1") is None
+    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    assert 25 <= retry_after_seconds(later) <= 30
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
