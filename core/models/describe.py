@@ -65,16 +65,8 @@ class ModelDescription:
 
     @property
     def sha256(self) -> str | None:
-        """One sha256 naming the weights: the only weight file's, else the sha256 of the
-        ``path sha256`` lines of every weight file (sorted, one per line, UTF-8); None when no
-        file is known."""
-        if not self.files:
-            return None
-        if len(self.files) == 1:
-            return self.files[0][1]
-        from core.models.embeddings import text_sha256
-
-        return text_sha256("".join(f"{p} {s}\n" for p, s in self.files))
+        """One sha256 naming the weights (:func:`files_sha256`); None when no file is known."""
+        return files_sha256(self.files) if self.files else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form a report holds: every attribute, ``files`` as ``{path: sha256}``."""
@@ -84,6 +76,23 @@ class ModelDescription:
             "max_input_tokens": self.max_input_tokens, "pooling": self.pooling, "normalized": self.normalized,
             "query_instruction": self.query_instruction, "notes": list(self.notes),
         }
+
+
+def files_sha256(files: Iterable[tuple[str, str]]) -> str:
+    """One sha256 naming a model's weight files: the only file's sha256, else the sha256 of
+    the ``<path> <sha256>`` lines of every file (sorted by path, one per line, UTF-8).
+
+    Raises:
+        ValueError: no file.
+    """
+    files = sorted(files)
+    if not files:
+        raise ValueError("no weight files")
+    if len(files) == 1:
+        return files[0][1]
+    from core.models.embeddings import text_sha256
+
+    return text_sha256("".join(f"{p} {s}\n" for p, s in files))
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -178,5 +187,5 @@ def describe_models(models: Iterable[Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-__all__ = ["ModelDescription", "WEIGHT_SUFFIXES", "describe_model", "describe_models", "hash_weight_files",
+__all__ = ["ModelDescription", "WEIGHT_SUFFIXES", "describe_model", "describe_models", "files_sha256", "hash_weight_files",
            "weight_files"]
