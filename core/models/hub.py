@@ -303,6 +303,10 @@ class HubEmbeddingModel(_HubModel):
 
     role = "embedding"
 
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self._query_prompt: str | None = None
+
     def _build(self, path: Path) -> Any:
         from sentence_transformers import SentenceTransformer
 
@@ -311,10 +315,13 @@ class HubEmbeddingModel(_HubModel):
 
     @property
     def query_instruction(self) -> str:
-        """The model's ``query`` prompt (``config_sentence_transformers.json``), or ""."""
-        from core.models.onnx_folder import query_prompt
+        """The model's ``query`` prompt (``config_sentence_transformers.json``), or "" (read
+        once)."""
+        if self._query_prompt is None:
+            from core.models.onnx_folder import query_prompt
 
-        return query_prompt(self.snapshot().path)
+            self._query_prompt = query_prompt(self.snapshot().path)
+        return self._query_prompt
 
     @property
     def embedding_dimension(self) -> int:
