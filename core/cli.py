@@ -183,7 +183,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
-    from core.settings import Settings
 
     settings = _settings(args)
     out, files, where = _output(args.out, settings)
@@ -537,10 +536,9 @@ def _space_models(args: argparse.Namespace, files: Any) -> dict[str, list[str]]:
     from core.models.local import name_form
     from core.models.rerank import RERANK_PROVIDERS
     from core.optimization.model_names import space_model_names
-
-    endpoints = {*RERANK_PROVIDERS, "openai"}  # the prefixes of endpoint models' ids
     from core.optimization.overrides import parse_overrides
 
+    endpoints = {*RERANK_PROVIDERS, "openai"}  # the prefixes of endpoint models' ids
     spaces = []
     if args.resume:
         from core.errors import StoreError
@@ -568,7 +566,6 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from core.optimization.events import LoggingHandler, ProgressBarHandler
     from core.optimization.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
     from core.optimization.overrides import parse_overrides
-    from core.settings import Settings
 
     settings = _settings(args)
     out, files, _ = _output(args.out, settings)
@@ -686,7 +683,6 @@ def _corpus_study(args: argparse.Namespace) -> tuple[Any, Path, dict[str, Any]]:
             before any work, as ``evaluate`` does).
     """
     from core.golden import read_golden
-    from core.settings import Settings
 
     _check_expected_documents(read_golden(args.golden), args.docs)
     settings = _settings(args)
@@ -818,7 +814,6 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     from core.golden.suggest import build_index, suggest_labels
     from core.golden.template import rows_to_jsonl, write_new_file
     from core.models import CachedEmbeddingModel, EmbeddingCache
-    from core.settings import Settings
 
     if Path(args.output).exists():
         raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
@@ -837,7 +832,6 @@ def cmd_draft(args: argparse.Namespace) -> int:
     """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model."""
     from core.golden.draft import DraftOptions, DraftStopped, draft_to_file, read_examples
     from core.models import CachedEmbeddingModel, EmbeddingCache
-    from core.settings import Settings
 
     settings = _settings(args)
     writer = settings.chat_model_named(args.writer) if args.writer else settings.chat_model()
