@@ -182,9 +182,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
-    from core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = _settings(args)
     out, files, where = _output(args.out, settings)
     thresholds = list(args.fail_under or [])  # parsed by argparse (_threshold): a malformed one is exit 2
     if args.chunking == "hierarchical" and (args.chunk_size is not None or args.chunk_overlap is not None):
@@ -474,15 +473,30 @@ def _dry_run_evaluate(args: argparse.Namespace, settings: Any, options: Any, gol
     return 0
 
 
+def _settings(args: argparse.Namespace) -> Any:
+    """``Settings.from_env()``, with downloads of ``hf:`` models allowed when the command
+    line says ``--allow-download`` (as ``RAGTUNE_ALLOW_MODEL_DOWNLOAD=1`` does)."""
+    from dataclasses import replace
+
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    return replace(settings, allow_model_download=True) if getattr(args, "allow_download", False) else settings
+
+
 def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
     """The embedding models ``--embedding-model`` names (each a comma-separated list of ids
-    of ``Settings.embedding_models``), or the configured one.
+    of ``Settings.embedding_models``, or of ``hf:ORG/NAME[@REVISION]`` and ``onnx:PATH``
+    names), or the configured one.
 
     Raises:
-        ConfigError: a name that is not configured (the message lists the ones that are).
+        ConfigError: a name that is not configured (the message lists the ones that are and
+            the forms a name may take).
     """
     if not names:
         return [settings.embedding_model()]
+    from core.models.local import name_form
+
     available = settings.embedding_models()
     out = []
     for name in (n.strip() for arg in names for n in arg.split(",")):
@@ -490,7 +504,14 @@ def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
             continue
         match = available.get(name) or available.get(f"local:{name}")
         if match is None:
-            raise ConfigError(f"--embedding-model {name!r} is not configured; configured: {', '.join(available)}")
+            try:
+                named = name_form(name) != "local"  # hf: and onnx: names need no configuring
+            except ConfigError as exc:
+                raise ConfigError(f"--embedding-model {name!r} is not configured (configured: "
+                                  f"{', '.join(available)}); {exc}") from None
+            if not named:
+                raise ConfigError(f"--embedding-model {name!r} is not configured; configured: {', '.join(available)}")
+            match = available[name] = settings.embedding_model_named(name)
         if match not in out:
             out.append(match)
     return out
@@ -732,18 +753,55 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     return "\n".join(lines)
 
 
+def _space_models(args: argparse.Namespace, files: Any) -> dict[str, list[str]]:
+    """The ``hf:`` and ``onnx:`` model names ``optimize``'s space holds (``--set``, ``--space``
+    and, resuming, the stored experiment's space), by parameter (``embedding_model``,
+    ``reranker``), to be built before the space is checked.
+
+    Raises:
+        ConfigError: a bad ``--set`` or space file, or a name of an unknown kind (``x:...``)
+            that is not a configured model's id (the message lists the forms a name may take).
+    """
+    from core.models.local import name_form
+    from core.models.rerank import RERANK_PROVIDERS
+    from core.optimization.model_names import space_model_names
+    from core.optimization.overrides import parse_overrides
+
+    endpoints = {*RERANK_PROVIDERS, "openai"}  # the prefixes of endpoint models' ids
+    spaces = []
+    if args.resume:
+        from core.errors import StoreError
+        from core.experiment.engine import Experiment
+
+        try:
+            spaces.append(Experiment(files, args.resume).study().space)
+        except (StoreError, ConfigError):
+            pass  # the run says what is wrong with the experiment
+    found = space_model_names(parse_overrides(args.set or []), args.space, spaces)
+    out: dict[str, list[str]] = {name: [] for name in found}
+    for parameter, names in found.items():
+        for name in names:
+            try:
+                if name != "none" and name_form(name) != "local":
+                    out[parameter].append(name)
+            except ConfigError:
+                if name.partition(":")[0] not in endpoints:  # an endpoint model's id is checked by the run
+                    raise
+    return out
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     """``ragtune optimize``: search the space of RAG configurations and write the experiment report."""
     from core.optimization.events import LoggingHandler, ProgressBarHandler
     from core.optimization.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
     from core.optimization.overrides import parse_overrides
-    from core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = _settings(args)
     out, files, _ = _output(args.out, settings)
     embedding = settings.embedding_model()
-    embeddings = settings.embedding_models()  # a space may name any of them; the default holds the configured one
-    reranker = settings.reranker()
+    named = _space_models(args, files)
+    embeddings = settings.embedding_models(named["embedding_model"])  # a space may name any of them; the default holds the configured one
+    rerankers = settings.rerankers(named["reranker"])
     chat = settings.chat_model()
     if args.max_evals is not None and args.max_evals < 1:
         raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")
@@ -777,7 +835,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         report = run_experiment(
             args.docs, args.golden, out_dir=out, embedding_models=embeddings,
             default_embedding_models=[embedding.model_id],
-            rerankers={reranker.model_id: reranker} if reranker is not None else None,
+            rerankers=rerankers or None,
             chat_models={chat.model_id: chat} if chat is not None else None,
             judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
             vector_store_configs=settings.vector_store_configs(out),
@@ -861,10 +919,9 @@ def _corpus_study(args: argparse.Namespace) -> tuple[Any, Path, dict[str, Any]]:
             before any work, as ``evaluate`` does).
     """
     from core.golden import read_golden
-    from core.settings import Settings
 
     _check_expected_documents(read_golden(args.golden), args.docs)
-    settings = Settings.from_env()
+    settings = _settings(args)
     out = Path(args.out or settings.out_dir)
     return settings, out, {"out_dir": out, "embedding_model": settings.embedding_model(),
                            "vector_store_config": settings.vector_store_config(out, args.vector_store)}
@@ -1002,11 +1059,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     from core.golden.suggest import build_index, suggest_labels
     from core.golden.template import rows_to_jsonl, write_new_file
     from core.models import CachedEmbeddingModel, EmbeddingCache
-    from core.settings import Settings
 
     if Path(args.output).exists():
         raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
-    settings = Settings.from_env()
+    settings = _settings(args)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
@@ -1021,9 +1077,8 @@ def cmd_draft(args: argparse.Namespace) -> int:
     """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model."""
     from core.golden.draft import DraftOptions, DraftStopped, draft_to_file, read_examples
     from core.models import CachedEmbeddingModel, EmbeddingCache
-    from core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = _settings(args)
     writer = settings.chat_model_named(args.writer) if args.writer else settings.chat_model()
     if writer is None:
         raise ConfigError("drafting needs a chat model: set RAGTUNE_CHAT_PROVIDER and RAGTUNE_CHAT_MODEL "
@@ -1305,6 +1360,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=serve_defaults.DEFAULT_PORT,
                    help=f"TCP port (default {serve_defaults.DEFAULT_PORT})")
     p.set_defaults(func=cmd_serve)
+
+    for name in ("evaluate", "optimize", "compare-chunking", "sweep", "cutoff", "suggest", "draft"):
+        sub.choices[name].add_argument(
+            "--allow-download", action="store_true",
+            help="download an hf:ORG/NAME model missing from the Hugging Face cache (once; as "
+                 "RAGTUNE_ALLOW_MODEL_DOWNLOAD=1 does); without it such a model is an error and nothing is downloaded")
     return parser
 
 

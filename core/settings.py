@@ -4,13 +4,14 @@
 | --- | --- | --- |
 | ``RAGTUNE_OUT_DIR`` | output folder for reports, caches and the Milvus Lite database | ``ragtune-out`` |
 | ``RAGTUNE_EMBEDDING_PROVIDER`` | ``local`` (a model shipped in a package, see ``core.models.local``), ``openai`` (any OpenAI-compatible endpoint) or ``azure`` (Azure OpenAI) | ``local`` |
-| ``RAGTUNE_EMBEDDING_MODEL`` | model name (Azure: deployment name; local: ``bge-small-en-v1.5`` or ``all-MiniLM-L6-v2``) | ``text-embedding-3-small``; local: ``bge-small-en-v1.5`` |
+| ``RAGTUNE_EMBEDDING_MODEL`` | model name (Azure: deployment name; local: ``bge-small-en-v1.5``, ``all-MiniLM-L6-v2``, ``hf:ORG/NAME[@REVISION]`` or ``onnx:PATH``, see ``core.models.local``) | ``text-embedding-3-small``; local: ``bge-small-en-v1.5`` |
 | ``RAGTUNE_EMBEDDING_BASE_URL`` | endpoint (``http://localhost:11434/v1`` for Ollama; Azure: ``https://<resource>.openai.azure.com``) | client default |
 | ``RAGTUNE_EMBEDDING_API_KEY`` | key (falls back to ``OPENAI_API_KEY``, or ``AZURE_OPENAI_API_KEY`` for azure) | none |
 | ``RAGTUNE_EMBEDDING_DIMENSIONS`` | ask the endpoint for this many dimensions | model default |
 | ``RAGTUNE_EMBEDDING_API_VERSION`` | Azure OpenAI API version | ``2024-10-21`` |
 | ``RAGTUNE_RERANK_PROVIDER`` | ``local`` (the packaged cross-encoder), ``cohere``, ``jina``, ``vllm`` (``POST {base}/rerank`` with ``documents``), ``tei`` (with ``texts``) or ``none`` | ``local`` |
-| ``RAGTUNE_RERANK_MODEL`` | rerank model name (local: ``ms-marco-MiniLM-L-12-v2``) | local: ``ms-marco-MiniLM-L-12-v2``; endpoints: required |
+| ``RAGTUNE_RERANK_MODEL`` | rerank model name (local: ``ms-marco-MiniLM-L-12-v2``, ``hf:ORG/NAME[@REVISION]`` or ``onnx:PATH``) | local: ``ms-marco-MiniLM-L-12-v2``; endpoints: required |
+| ``RAGTUNE_ALLOW_MODEL_DOWNLOAD`` | ``1`` / ``true`` / ``yes``: an ``hf:`` model missing from the Hugging Face cache is downloaded into it (once); else such a model is an error saying how to allow it, and nothing is downloaded | off |
 | ``RAGTUNE_RERANK_BASE_URL`` / ``RAGTUNE_RERANK_API_KEY`` | the rerank endpoint's base and key (sent as a bearer token) | none |
 | ``RAGTUNE_VECTOR_STORE`` | ``milvus-lite``, ``milvus`` or ``pgvector`` | ``milvus`` when ``RAGTUNE_MILVUS_URI`` is set, else ``milvus-lite`` |
 | ``RAGTUNE_MILVUS_LITE_PATH`` | the Milvus Lite database (a ``.db`` folder) | ``<output folder>/milvus.db`` |
@@ -52,7 +53,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from core.errors import ConfigError
 
@@ -235,6 +236,21 @@ def read_prices(env: Mapping[str, str] | None = None) -> dict[str, ModelPrice]:
     return out
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """The on/off variable ``name``: ``1``, ``true``, ``yes``, ``on`` or ``0``, ``false``,
+    ``no``, ``off``, empty (any case); unset is off.
+
+    Raises:
+        ConfigError: another value (names the variable).
+    """
+    value = (env.get(name) or "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be 1 or 0 (true/false, yes/no), got {value!r}")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Settings from the environment (see the module docstring for each variable).
@@ -275,6 +291,7 @@ class Settings:
     storage_queue_uri: str | None = None
     storage_client_id: str | None = None
     local_embedding_model: str | None = None
+    allow_model_download: bool = False
     rerank_provider: str = "local"
     rerank_model: str | None = None
     rerank_base_url: str | None = None
@@ -382,6 +399,7 @@ class Settings:
             storage_queue_uri=(env.get("RAGTUNE_STORAGE_CONNECTION__queueServiceUri") or "").strip() or None,
             storage_client_id=(env.get("RAGTUNE_STORAGE_CONNECTION__clientId") or "").strip() or None,
             local_embedding_model=((env.get("RAGTUNE_EMBEDDING_MODEL") or "").strip() or None) if provider == "local" else None,
+            allow_model_download=_flag(env, "RAGTUNE_ALLOW_MODEL_DOWNLOAD"),
             rerank_provider=rerank_provider,
             rerank_model=(env.get("RAGTUNE_RERANK_MODEL") or "").strip() or None,
             rerank_base_url=(env.get("RAGTUNE_RERANK_BASE_URL") or "").strip() or None,
@@ -524,7 +542,8 @@ class Settings:
         from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model
 
         if self.embedding_provider == "local":
-            return local_embedding_model(self.local_embedding_model or DEFAULT_LOCAL_EMBEDDING)
+            return local_embedding_model(self.local_embedding_model or DEFAULT_LOCAL_EMBEDDING,
+                                         allow_download=self.allow_model_download)
         if self.embedding_provider == "azure" and not self.embedding_base_url:
             raise ConfigError("RAGTUNE_EMBEDDING_PROVIDER=azure needs RAGTUNE_EMBEDDING_BASE_URL or AZURE_OPENAI_ENDPOINT")
         return OpenAIEmbeddingModel(
@@ -533,13 +552,15 @@ class Settings:
             azure_api_version=self.embedding_api_version if self.embedding_provider == "azure" else None,
         )
 
-    def embedding_models(self) -> dict[str, Any]:
+    def embedding_models(self, names: Sequence[str] = ()) -> dict[str, Any]:
         """Every embedding model these settings can reach, by model id: the configured one
-        first, then each installed local model (none loaded yet). A search space or
+        first, then each installed local model, then each of ``names`` not among them (an
+        ``hf:`` or ``onnx:`` name, keyed as written); none is loaded yet. A search space or
         ``evaluate --embedding-model`` may name any of them.
 
         Raises:
-            ConfigError: as :meth:`embedding_model`.
+            ConfigError: as :meth:`embedding_model`, or a name of ``names`` that
+                :meth:`embedding_model_named` refuses.
         """
         from core.models.local import installed_local_embedding_models, local_embedding_model
 
@@ -548,7 +569,23 @@ class Settings:
         for name in installed_local_embedding_models():
             if name not in out:
                 out[name] = local_embedding_model(name)
+        for name in names:
+            if name not in out and f"local:{name}" not in out:
+                out[name] = self.embedding_model_named(name)
         return out
+
+    def embedding_model_named(self, name: str) -> Any:
+        """The embedding model ``name`` names (``local:NAME``, ``hf:ORG/NAME[@REVISION]`` or
+        ``onnx:PATH``; see ``core.models.local``), downloading an ``hf:`` model only when
+        ``RAGTUNE_ALLOW_MODEL_DOWNLOAD`` allows it (on first use).
+
+        Raises:
+            ConfigError: an unknown name or kind of name (the message lists the forms), or a
+                model that cannot be built (packages missing, an unusable folder).
+        """
+        from core.models.local import local_embedding_model
+
+        return local_embedding_model(name, allow_download=self.allow_model_download)
 
     def reranker(self) -> Any:
         """Return the configured ``Reranker``, or None for ``RAGTUNE_RERANK_PROVIDER=none``.
@@ -562,13 +599,30 @@ class Settings:
         if self.rerank_provider == "none":
             return None
         if self.rerank_provider == "local":
-            return local_reranker(self.rerank_model or DEFAULT_LOCAL_RERANKER)
+            return local_reranker(self.rerank_model or DEFAULT_LOCAL_RERANKER, allow_download=self.allow_model_download)
         if not self.rerank_model:
             raise ConfigError(f"RAGTUNE_RERANK_PROVIDER={self.rerank_provider} needs RAGTUNE_RERANK_MODEL")
         if not self.rerank_base_url:
             raise ConfigError(f"RAGTUNE_RERANK_PROVIDER={self.rerank_provider} needs RAGTUNE_RERANK_BASE_URL")
         return HttpReranker(self.rerank_model, base_url=self.rerank_base_url, provider=self.rerank_provider,
                             api_key=self.rerank_api_key)
+
+    def rerankers(self, names: Sequence[str] = ()) -> dict[str, Any]:
+        """The configured reranker (none for ``RAGTUNE_RERANK_PROVIDER=none``) and the
+        cross-encoder each of ``names`` names (``local:NAME``, ``hf:ORG/NAME[@REVISION]``,
+        ``onnx:PATH``; ``none`` is skipped), by model id (a name as written); none is loaded.
+
+        Raises:
+            ConfigError: as :meth:`reranker`, or an unknown name or kind of name.
+        """
+        from core.models.local import local_reranker
+
+        configured = self.reranker()
+        out = {configured.model_id: configured} if configured is not None else {}
+        for name in names:
+            if name != "none" and name not in out and f"local:{name}" not in out:
+                out[name] = local_reranker(name, allow_download=self.allow_model_download)
+        return out
 
     def chat_model(self) -> Any:
         """Return the configured ``OpenAIChatModel``, or None when ``RAGTUNE_CHAT_PROVIDER``

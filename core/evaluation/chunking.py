@@ -594,6 +594,9 @@ def compare_chunking(
                       "index_s": round(sum(r.get("index_s", 0.0) for r in rows), 3),
                       "search_s": round(sum(r.get("search_s", 0.0) for r in rows), 3)},
     }
+    from core.models.describe import describe_models
+
+    report["models"] = describe_models([model])  # beside settings.embedding_model: source, revision, sha256
     return report, {"builds": outcomes}
 
 

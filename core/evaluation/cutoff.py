@@ -247,6 +247,9 @@ def answer_cutoff(
         "separation": None, "cutoff": None, "trade": [], "reason": None,
         "questions": rows,
     }
+    from core.models.describe import describe_models
+
+    report["models"] = describe_models([model, reranker])  # beside setup's model ids: source, revision, sha256
     if len(answers) < MIN_PER_CLASS or len(misses) < MIN_PER_CLASS:
         few = [f"{n} {what}" for n, what in ((len(answers), "answers"), (len(misses), "near misses")) if n < MIN_PER_CLASS]
         report["reason"] = f"only {' and '.join(few)} (fewer than {MIN_PER_CLASS}): no cut-off can be trusted"

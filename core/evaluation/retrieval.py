@@ -568,7 +568,9 @@ def evaluate_retrieval(
         ``indexing`` (one entry per model in ``indexing.models``), ``setups`` (metrics per
         grain with ``ci_low`` / ``ci_high``, ``tied_with_best``, timings; a failed setup has
         ``status: failed`` and its ``error``), ``skipped_setups``, ``picks``, ``questions``
-        (per setup the first right rank and the ``top`` results), ``versions``, times.
+        (per setup the first right rank and the ``top`` results), ``versions``, times, and
+        ``models`` (each embedding model's and the reranker's description by model id:
+        source, revision, weight files' sha256; see ``core.models.describe``).
 
     Raises:
         GoldenError: the golden file has errors (every problem is in ``.problems``).
@@ -583,6 +585,7 @@ def evaluate_retrieval(
     from core.inputs import shown_address
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.models.describe import describe_models
     from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model, local_reranker
     from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, describe_store, get_vector_store
     options = options or EvaluateOptions()
@@ -895,4 +898,5 @@ def evaluate_retrieval(
         "questions": per_question,
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "versions": package_versions(),
+        "models": describe_models([*raw_models, reranker]),  # by model id: source, revision, weight files' sha256
     }
