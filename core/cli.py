@@ -180,7 +180,6 @@ def format_report(report: dict[str, Any]) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``ragtune evaluate --docs DIR --golden FILE``: evaluate every search setup, write the report."""
     from core.evaluation import EvaluateOptions, evaluate_retrieval
-    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
     from core.settings import Settings
@@ -214,14 +213,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         golden = read_golden(args.golden)  # read once: the report and the stored copy share these bytes
         _check_expected_documents(golden, args.docs)
         store = ReportStore(files)
-        baseline = None
-        if args.baseline == "latest":
-            baseline = latest_baseline(store, golden.sha256)
-            if baseline is None:
-                print("gate: no earlier run on this golden file to compare with", file=sys.stderr)
-        elif args.baseline:
-            baseline = store.load_run(args.baseline)
-            check_baseline(baseline, golden.sha256)
+        branch = _branch(args)
+        baseline, note = _baseline(args, store, golden.sha256, branch)
         report = evaluate_retrieval(
             args.docs, args.golden, out_dir=out, embedding_models=models, reranker=settings.reranker(),
             vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
@@ -235,6 +228,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 1
     run_id = new_run_id()
     report["run_id"] = run_id
+    report["branch"] = branch
+    verdict = None
+    if thresholds or args.baseline:  # judged before the report is saved, so the report keeps the verdict
+        from core.evaluation.gate import judge_gate
+
+        verdict = judge_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline, branch=branch,
+                             note=note)
+        report["gate"] = verdict.to_dict()
     report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
     key = store.save_run(run_id, report)
     report["location"] = f"{where}/{key}"
@@ -247,13 +248,47 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
             print(format_slices(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
-    if thresholds or baseline is not None:
-        lines, failed = run_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline)
-        for line in lines:
-            print(f"gate: {line}", file=sys.stderr)
-        if failed:
-            return EXIT_GATE
-    return 0
+    if verdict is None:
+        return 0
+    for line in verdict.lines:
+        print(f"gate: {line}", file=sys.stderr)
+    print(f"gate: {'passed' if verdict.passed else 'failed'} (exit {verdict.exit_code}); the verdict is in the "
+          "report's 'gate'", file=sys.stderr)
+    return verdict.exit_code
+
+
+def _branch(args: argparse.Namespace) -> str | None:
+    """The run's branch: ``--branch``, else the CI's (:func:`core.settings.ci_branch`), else None."""
+    from core.settings import branch_name, ci_branch
+
+    return branch_name(args.branch, "--branch") if args.branch is not None else ci_branch()
+
+
+def _baseline(args: argparse.Namespace, store: Any, golden_sha256: str, branch: str | None) -> tuple[Any, str | None]:
+    """``(baseline or None, note)`` for ``--baseline`` (:mod:`core.evaluation.gate`'s rules),
+    found before any work so a bad name stops the run at once.
+
+    Raises:
+        NotStoredError / ConfigError: a named baseline that is not stored, not a report, or
+            on another golden file.
+    """
+    from core.evaluation.gate import BaselineRule, find_baseline, named_baseline
+    from core.inputs import shown_address
+    from core.settings import branch_name
+
+    if args.any_branch and args.baseline_branch is not None:
+        raise ConfigError("--any-branch and --baseline-branch contradict each other: give one")
+    if not args.baseline:
+        if args.any_branch or args.baseline_branch is not None:
+            raise ConfigError("--any-branch and --baseline-branch choose a --baseline latest: give --baseline latest")
+        return None, None
+    if args.baseline != "latest":
+        if args.any_branch or args.baseline_branch is not None:
+            raise ConfigError("--any-branch and --baseline-branch choose a --baseline latest, not a named one")
+        return named_baseline(store, args.baseline, golden_sha256), None
+    wanted = branch_name(args.baseline_branch, "--baseline-branch") if args.baseline_branch is not None else branch
+    rule = BaselineRule(golden_sha256, shown_address(args.docs), wanted, any_branch=args.any_branch)
+    return find_baseline(store, rule)
 
 
 def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
@@ -858,10 +893,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "rank grain) is under V, e.g. --fail-under found@5=0.8 (repeatable)")
     p.add_argument("--setup", default="finds_the_most",
                    help="the setup the gate checks: a pick (finds_the_most, best_for_balance, best_for_time) or a "
-                        "setup name (default finds_the_most)")
-    p.add_argument("--baseline", metavar="RUN|latest",
-                   help="exit 4 when the chosen setup finds significantly fewer questions than in this stored run "
-                        "on the same golden file (exact McNemar test, alpha 0.05); latest: the newest such run")
+                        "setup name (default finds_the_most; with a baseline, a pick is the setup the baseline "
+                        "gated)")
+    p.add_argument("--baseline", metavar="RUN|FILE|latest",
+                   help="exit 4 when the gated setup finds significantly fewer questions than in this run on the same "
+                        "golden file (exact McNemar test, alpha 0.05): a stored run's id, a report.json file, or "
+                        "latest: the newest stored run that passed its gate on this golden file, corpus and branch; "
+                        "the setup it gated is the one gated now")
+    p.add_argument("--branch", metavar="NAME",
+                   help="the branch this run is on, recorded in the report (default $RAGTUNE_BRANCH, else the CI's: "
+                        "GITHUB_HEAD_REF, GITHUB_REF_NAME, CI_COMMIT_REF_NAME, BUILD_SOURCEBRANCHNAME)")
+    p.add_argument("--baseline-branch", metavar="NAME",
+                   help="with --baseline latest: take the baseline from this branch (for example main, for a pull "
+                        "request) instead of this run's branch")
+    p.add_argument("--any-branch", action="store_true",
+                   help="with --baseline latest: take the baseline from any branch")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("optimize", help="search the space of RAG configurations (random phase, then a GAM surrogate)")
