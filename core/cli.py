@@ -146,8 +146,14 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"skipped {skipped['key']}: {skipped['reason']}")
     if picks.get("reason"):
         lines.append(f"no pick: {picks['reason']}")
+    undecided = report.get("undecided")
+    if undecided:
+        lines.append(f"no winner: {undecided['message']}")
     for key in ("finds_the_most", "best_for_balance", "best_for_time"):
-        lines.append(f"{key:<17} {picks[key] or '-':<24} ({picks['rules'][key]})")
+        rule = picks["rules"][key]
+        if key == "finds_the_most" and picks.get("tied_with_all"):
+            rule = "tied with every other setup: not a winner"
+        lines.append(f"{key:<17} {picks[key] or '-':<24} ({rule})")
     answers = report.get("answers")
     if answers:
         gen = answers["generator"]
