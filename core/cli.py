@@ -814,8 +814,14 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def cmd_draft(args: argparse.Namespace) -> int:
-    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model."""
-    from core.golden.draft import DraftOptions, DraftStopped, draft_to_file, read_examples
+    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model.
+
+    Prints a line per row written; exits 1 when the run wrote no row or a model stopped it
+    (refused, stopped answering, or kept ignoring the reply format: the message shows the
+    reply expected), 130 when interrupted (saying how to resume); says why fewer rows than
+    asked were written."""
+    from core.golden.draft import (DraftInterrupted, DraftOptions, DraftStopped, draft_to_file, read_examples,
+                                   unanswerable_path)
     from core.models import CachedEmbeddingModel, EmbeddingCache
     from core.settings import Settings
 
@@ -826,23 +832,42 @@ def cmd_draft(args: argparse.Namespace) -> int:
                           "(and RAGTUNE_CHAT_BASE_URL), or give --writer MODEL")
     critic = settings.chat_model_named(args.critic) if args.critic else None
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else None
-    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries,
+    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries, max_unusable=args.max_unusable,
                            examples=read_examples(args.examples) if args.examples else (),
                            **({"kinds": kinds} if kinds is not None else {}))
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    side = Path(args.unanswerable_output) if args.unanswerable_output else unanswerable_path(args.output)
+    files = f"{args.output}" + (f" and {side}" if "unanswerable" in options.kinds else "")
+    print(f"drafting {plural(options.n, 'row')} from {plural(len(loaded.documents), 'document')} "
+          f"(writer {writer.model_id}, critic {(critic or writer).model_id}) into {files}", file=sys.stderr)
+
+    def progress(row: dict[str, Any], path: Path) -> None:
+        print(f"  {row['id']} ({row['metadata']['kind']}) -> {path}", file=sys.stderr)
+
+    resume = (f"run the same command again to resume: the rows written are kept and the replies so far are cached "
+              f"in {args.cache or args.output + '.replies.jsonl'}")
     try:
         summary = draft_to_file(loaded.documents, args.output, writer=writer, critic=critic, embedding_model=model,
-                                options=options, cache_path=args.cache)
+                                options=options, cache_path=args.cache, unanswerable_output=side, on_row=progress)
     except DraftStopped as exc:
         print(exc.summary.format(), file=sys.stderr)
-        print(f"ragtune draft: {exc}; the {plural(exc.summary.n_written, 'row')} written so far are in "
-              f"{args.output}; run the same command again to resume (the replies so far are cached)",
-              file=sys.stderr)
+        print(f"ragtune draft: {exc}; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
+              f"{resume}", file=sys.stderr)
         return 1
+    except DraftInterrupted as exc:
+        print(exc.summary.format(), file=sys.stderr)
+        print(f"ragtune draft: interrupted; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
+              f"{resume}", file=sys.stderr)
+        return 130
     print(summary.format())
-    print(f"written to {args.output}: every row is a draft; check each, then remove 'draft'")
+    if not summary.n_written:
+        print("ragtune draft: no row was written (see above why)", file=sys.stderr)
+        return 1
+    print(f"written to {files}: every row is a draft; check each, then remove 'draft'"
+          + (f" (unanswerable questions go to {side}, for 'ragtune cutoff --unanswerable')"
+             if summary.written.get("unanswerable") else ""))
     return 0
 
 
@@ -1033,7 +1058,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--critic", metavar="MODEL", help="critic model on the chat endpoint (default the writer)")
     p.add_argument("--tries", type=int, default=DraftOptions.tries,
                    help=f"writer replies per passage before it is set aside (default {DraftOptions.tries})")
+    p.add_argument("--max-unusable", type=int, default=DraftOptions.max_unusable, metavar="N",
+                   help=f"stop after N replies in a row that are not in the reply format (default "
+                        f"{DraftOptions.max_unusable})")
     p.add_argument("--cache", help="reply cache file (default OUTPUT.replies.jsonl)")
+    p.add_argument("--unanswerable-output", metavar="FILE",
+                   help="where unanswerable questions go, for 'cutoff --unanswerable' (default "
+                        "OUTPUT without .jsonl, then .unanswerable.jsonl)")
     p.add_argument("--out", help=f"output folder of the caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("-o", "--output", required=True,
                    help="the golden file to write (never overwritten; a stopped run of the same settings resumes)")

@@ -41,6 +41,14 @@ Sections (:func:`section_passages`, the passages drafted questions are written f
   passage before it; one alone on its page stays near empty.
 - :func:`spread_across_sections` picks passages one section at a time: every section's first
   passage before any section's second, evenly through the corpus from a start the seed picks.
+
+Passages fit to be a comparison's second passage (:func:`second_passage_reason` says why one is
+not): not a cover (the first page of a PDF of :data:`REPEAT_MIN_PAGES` pages or more), not a
+table of contents (a heading or first paragraph ``Contents`` / ``Table of Contents``, or at least
+:data:`TOC_SHARE` of three or more paragraphs ending in a page number), not boilerplate (the same
+text, casefolded and with whitespace collapsed, in another document: a disclaimer or a notice
+every document repeats), and with at least :data:`MIN_UNIT_WORDS` words in paragraphs of at least
+:data:`SUBSTANTIVE_MIN_WORDS` words (prose, not a list of short lines).
 """
 
 from __future__ import annotations
@@ -439,6 +447,51 @@ def spread_across_sections(passages: list[Passage], n: int, seed: int) -> list[P
             break
         chosen += layer if len(layer) <= room else [layer[j] for j in spread_indices(len(layer), room, seed)]
     return [passages[i] for i in sorted(chosen)]
+
+
+#: A passage where at least this share of three or more paragraphs end in a page number is a
+#: table of contents.
+TOC_SHARE = 1 / 3
+_TOC_HEADING = re.compile(r"^(?:table of )?contents$", re.IGNORECASE)
+_ENDS_IN_PAGE = re.compile(r"(?:\s|\.)[0-9]{1,4}$")
+
+
+def second_passage_reason(unit: Unit, n_pages: int, shared: frozenset[str] = frozenset()) -> str | None:
+    """Why a passage cannot be a comparison's second passage (see the module's rules), or None.
+
+    Args:
+        unit: the passage.
+        n_pages: the page count of its document (0 without pages).
+        shared: :func:`boilerplate_keys` of the corpus.
+
+    Returns:
+        ``"cover"``, ``"table of contents"``, ``"boilerplate"``, ``"not prose"`` or None.
+    """
+    body = [p.strip() for p in unit.body if p.strip()]
+    if unit.page == 1 and n_pages >= REPEAT_MIN_PAGES:
+        return "cover"
+    first = (unit.heading or "").split(" > ")[-1].strip()
+    if _TOC_HEADING.match(first) or (body and _TOC_HEADING.match(body[0])):
+        return "table of contents"
+    if len(body) >= 3 and sum(1 for p in body if _ENDS_IN_PAGE.search(p)) >= TOC_SHARE * len(body):
+        return "table of contents"
+    if _text_key(unit) in shared:
+        return "boilerplate"
+    if sum(len(p.split()) for p in body if len(p.split()) >= SUBSTANTIVE_MIN_WORDS) < MIN_UNIT_WORDS:
+        return "not prose"
+    return None
+
+
+def boilerplate_keys(units: Iterable[Unit]) -> frozenset[str]:
+    """The texts (casefolded, whitespace collapsed) that passages of two documents or more share."""
+    documents: dict[str, set[str]] = {}
+    for unit in units:
+        documents.setdefault(_text_key(unit), set()).add(unit.document_id)
+    return frozenset(k for k, docs in documents.items() if len(docs) > 1)
+
+
+def _text_key(unit: Unit) -> str:
+    return " ".join(" ".join(unit.body).casefold().split())
 
 
 #: The grains templates and suggestions work at.
