@@ -337,12 +337,13 @@ REPLY_EXAMPLES = {
 
 class _Models:
     """The writer and critic behind the reply cache; stops the run on a refusal, a failure, or
-    ``max_unusable`` replies in a row that are not in the reply format."""
+    ``max_unusable`` replies in a row of one role (writer, critic) that are not in the reply
+    format (a critic that answers well does not hide a writer that never does)."""
 
     def __init__(self, writer: Any, critic: Any, cache: ReplyCache, summary: DraftSummary, max_unusable: int) -> None:
         self.writer, self.critic, self.cache, self.summary = writer, critic, cache, summary
         self.max_unusable = max_unusable
-        self.unusable_in_a_row = 0
+        self.unusable_in_a_row: Counter = Counter()
 
     def ask(self, model: Any, role: str, messages: list[dict[str, str]]) -> str:
         from core.models.chat import EmptyReplyError
@@ -365,21 +366,22 @@ class _Models:
         return reply
 
     def judged(self, usable: bool, model: Any, role: str, task: str, reply: str) -> None:
-        """Count a reply in the reply format or not; stop after ``max_unusable`` unusable in a row.
+        """Count a reply in the reply format or not; stop after ``max_unusable`` unusable in a row
+        from ``role``.
 
         Raises:
             DraftStopped: the last ``max_unusable`` replies were all unusable (the message
                 shows the last one and an example of the reply expected).
         """
         if usable:
-            self.unusable_in_a_row = 0
+            self.unusable_in_a_row[role] = 0
             return
         self.summary.n_unusable += 1
-        self.unusable_in_a_row += 1
-        if self.unusable_in_a_row >= self.max_unusable:
+        self.unusable_in_a_row[role] += 1
+        if self.unusable_in_a_row[role] >= self.max_unusable:
             shown = " ".join(reply.split())[:200]
-            self._stop(f"{self.unusable_in_a_row} replies in a row were not in the reply format (the last, from the "
-                       f"{role} model {model.model_id}: {shown!r}); every reply must be one JSON object, for example "
+            self._stop(f"{self.unusable_in_a_row[role]} {role} replies in a row were not in the reply format (the last, "
+                       f"from {model.model_id}: {shown!r}); every reply must be one JSON object, for example "
                        f"{REPLY_EXAMPLES[task]}: use a model that follows the format (an instruction-tuned one, or a "
                        "larger one), or give another with --writer / --critic")
 

@@ -366,12 +366,27 @@ def test_a_model_that_ignores_the_reply_format_stops_the_run_with_an_example(cor
         asked = len(app.chat_requests)
     err = capsys.readouterr().err
     assert code == 1 and asked == 5  # five replies in a row out of format: no more calls
-    assert "5 replies in a row were not in the reply format (the last, from the critic model openai:" in err
+    assert "5 critic replies in a row were not in the reply format (the last, from openai:" in err
     assert "/scripted: 'Sure! This passage is a great fit" in err
     assert 'every reply must be one JSON object, for example {"score": 0.8, "reason": ' in err
     assert "wrote 0 draft questions of 20 asked" in err and "5 not in the reply format" in err
-    assert "fewer rows than asked: 20 of the 20 rows asked for are missing: the run stopped (5 replies in a row" in err
+    assert "fewer rows than asked: 20 of the 20 rows asked for are missing: the run stopped (5 critic replies in a " \
+           "row" in err
     assert not (tmp_path / "d.jsonl").exists()
+
+
+def test_a_writer_that_ignores_the_format_is_stopped_though_the_critic_follows_it(corpus, embedder, tmp_path):
+    documents, picked = corpus
+    prose = "Here is a good question: what did the passage say? The answer is in the text."
+    with OpenAITestApp(responder(picked, writer=lambda doc, body: prose)) as app:
+        with pytest.raises(DraftStopped, match="4 writer replies in a row were not in the reply format") as stopped:
+            draft_questions(documents, writer=chat(app), embedding_model=embedder, cache=ReplyCache(tmp_path / "c.jsonl"),
+                            options=DraftOptions(n=8, kinds=("factual",), tries=3, max_unusable=4))
+        tasks = [task(b) for b in app.chat_requests]
+    # passage 1: score, write, rewrite, rewrite (3 out of format); passage 2: score, write (the 4th): stop
+    assert tasks == ["score", "write", "rewrite", "rewrite", "score", "write"]
+    assert '{"question": "What share of routine check-ups' in str(stopped.value)
+    assert stopped.value.summary.n_unusable == 4 and stopped.value.summary.n_written == 0
 
 
 def test_fewer_rows_than_asked_says_why(corpus, embedder, tmp_path):
