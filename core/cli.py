@@ -146,8 +146,14 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"skipped {skipped['key']}: {skipped['reason']}")
     if picks.get("reason"):
         lines.append(f"no pick: {picks['reason']}")
+    undecided = report.get("undecided")
+    if undecided:
+        lines.append(f"no winner: {undecided['message']}")
     for key in ("finds_the_most", "best_for_balance", "best_for_time"):
-        lines.append(f"{key:<17} {picks[key] or '-':<24} ({picks['rules'][key]})")
+        rule = picks["rules"][key]
+        if key == "finds_the_most" and picks.get("tied_with_all"):
+            rule = "tied with every other setup: not a winner"
+        lines.append(f"{key:<17} {picks[key] or '-':<24} ({rule})")
     answers = report.get("answers")
     if answers:
         gen = answers["generator"]
@@ -179,7 +185,6 @@ def format_report(report: dict[str, Any]) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``ragtune evaluate --docs DIR --golden FILE``: evaluate every search setup, write the report."""
     from core.evaluation import EvaluateOptions, evaluate_retrieval
-    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
 
@@ -219,14 +224,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.dry_run:
             return _dry_run_evaluate(args, settings, options, golden, models)
         store = ReportStore(files)
-        baseline = None
-        if args.baseline == "latest":
-            baseline = latest_baseline(store, golden.sha256)
-            if baseline is None:
-                print("gate: no earlier run on this golden file to compare with", file=sys.stderr)
-        elif args.baseline:
-            baseline = store.load_run(args.baseline)
-            check_baseline(baseline, golden.sha256)
+        branch = _branch(args)
+        baseline, note = _baseline(args, store, golden.sha256, branch)
         report = evaluate_retrieval(
             args.docs, args.golden, out_dir=out, embedding_models=models, reranker=settings.reranker(),
             vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
@@ -240,6 +239,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 1
     run_id = new_run_id()
     report["run_id"] = run_id
+    report["branch"] = branch
+    verdict = None
+    if thresholds or args.baseline:  # judged before the report is saved, so the report keeps the verdict
+        from core.evaluation.gate import judge_gate
+
+        verdict = judge_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline, branch=branch,
+                             note=note)
+        report["gate"] = verdict.to_dict()
     report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
     key = store.save_run(run_id, report)
     report["location"] = f"{where}/{key}"
@@ -252,13 +259,47 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
             print(format_slices(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
-    if thresholds or baseline is not None:
-        lines, failed = run_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline)
-        for line in lines:
-            print(f"gate: {line}", file=sys.stderr)
-        if failed:
-            return EXIT_GATE
-    return 0
+    if verdict is None:
+        return 0
+    for line in verdict.lines:
+        print(f"gate: {line}", file=sys.stderr)
+    print(f"gate: {'passed' if verdict.passed else 'failed'} (exit {verdict.exit_code}); the verdict is in the "
+          "report's 'gate'", file=sys.stderr)
+    return verdict.exit_code
+
+
+def _branch(args: argparse.Namespace) -> str | None:
+    """The run's branch: ``--branch``, else the CI's (:func:`core.settings.ci_branch`), else None."""
+    from core.settings import branch_name, ci_branch
+
+    return branch_name(args.branch, "--branch") if args.branch is not None else ci_branch()
+
+
+def _baseline(args: argparse.Namespace, store: Any, golden_sha256: str, branch: str | None) -> tuple[Any, str | None]:
+    """``(baseline or None, note)`` for ``--baseline`` (:mod:`core.evaluation.gate`'s rules),
+    found before any work so a bad name stops the run at once.
+
+    Raises:
+        NotStoredError / ConfigError: a named baseline that is not stored, not a report, or
+            on another golden file.
+    """
+    from core.evaluation.gate import BaselineRule, find_baseline, named_baseline
+    from core.inputs import shown_address
+    from core.settings import branch_name
+
+    if args.any_branch and args.baseline_branch is not None:
+        raise ConfigError("--any-branch and --baseline-branch contradict each other: give one")
+    if not args.baseline:
+        if args.any_branch or args.baseline_branch is not None:
+            raise ConfigError("--any-branch and --baseline-branch choose a --baseline latest: give --baseline latest")
+        return None, None
+    if args.baseline != "latest":
+        if args.any_branch or args.baseline_branch is not None:
+            raise ConfigError("--any-branch and --baseline-branch choose a --baseline latest, not a named one")
+        return named_baseline(store, args.baseline, golden_sha256), None
+    wanted = branch_name(args.baseline_branch, "--baseline-branch") if args.baseline_branch is not None else branch
+    rule = BaselineRule(golden_sha256, shown_address(args.docs), wanted, any_branch=args.any_branch)
+    return find_baseline(store, rule)
 
 
 def _app_overrides(items: Sequence[str] | None) -> dict[str, Any]:
@@ -1074,8 +1115,14 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def cmd_draft(args: argparse.Namespace) -> int:
-    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model."""
-    from core.golden.draft import DraftOptions, DraftStopped, draft_to_file, read_examples
+    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model.
+
+    Prints a line per row written; exits 1 when the run wrote no row or a model stopped it
+    (refused, stopped answering, or kept ignoring the reply format: the message shows the
+    reply expected), 130 when interrupted (saying how to resume); says why fewer rows than
+    asked were written."""
+    from core.golden.draft import (DraftInterrupted, DraftOptions, DraftStopped, draft_to_file, read_examples,
+                                   unanswerable_path)
     from core.models import CachedEmbeddingModel, EmbeddingCache
 
     settings = _settings(args)
@@ -1085,7 +1132,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
                           "(and RAGTUNE_CHAT_BASE_URL), or give --writer MODEL")
     critic = settings.chat_model_named(args.critic) if args.critic else None
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else None
-    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries,
+    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries, max_unusable=args.max_unusable,
                            examples=read_examples(args.examples) if args.examples else (),
                            **({"kinds": kinds} if kinds is not None else {}))
     if args.dry_run:
@@ -1099,17 +1146,36 @@ def cmd_draft(args: argparse.Namespace) -> int:
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    side = Path(args.unanswerable_output) if args.unanswerable_output else unanswerable_path(args.output)
+    files = f"{args.output}" + (f" and {side}" if "unanswerable" in options.kinds else "")
+    print(f"drafting {plural(options.n, 'row')} from {plural(len(loaded.documents), 'document')} "
+          f"(writer {writer.model_id}, critic {(critic or writer).model_id}) into {files}", file=sys.stderr)
+
+    def progress(row: dict[str, Any], path: Path) -> None:
+        print(f"  {row['id']} ({row['metadata']['kind']}) -> {path}", file=sys.stderr)
+
+    resume = (f"run the same command again to resume: the rows written are kept and the replies so far are cached "
+              f"in {args.cache or args.output + '.replies.jsonl'}")
     try:
         summary = draft_to_file(loaded.documents, args.output, writer=writer, critic=critic, embedding_model=model,
-                                options=options, cache_path=args.cache)
+                                options=options, cache_path=args.cache, unanswerable_output=side, on_row=progress)
     except DraftStopped as exc:
         print(exc.summary.format(), file=sys.stderr)
-        print(f"ragtune draft: {exc}; the {plural(exc.summary.n_written, 'row')} written so far are in "
-              f"{args.output}; run the same command again to resume (the replies so far are cached)",
-              file=sys.stderr)
+        print(f"ragtune draft: {exc}; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
+              f"{resume}", file=sys.stderr)
         return 1
+    except DraftInterrupted as exc:
+        print(exc.summary.format(), file=sys.stderr)
+        print(f"ragtune draft: interrupted; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
+              f"{resume}", file=sys.stderr)
+        return 130
     print(summary.format())
-    print(f"written to {args.output}: every row is a draft; check each, then remove 'draft'")
+    if not summary.n_written:
+        print("ragtune draft: no row was written (see above why)", file=sys.stderr)
+        return 1
+    print(f"written to {files}: every row is a draft; check each, then remove 'draft'"
+          + (f" (unanswerable questions go to {side}, for 'ragtune cutoff --unanswerable')"
+             if summary.written.get("unanswerable") else ""))
     return 0
 
 
@@ -1176,10 +1242,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "rank grain) is under V, e.g. --fail-under found@5=0.8 (repeatable)")
     p.add_argument("--setup", default="finds_the_most",
                    help="the setup the gate checks: a pick (finds_the_most, best_for_balance, best_for_time) or a "
-                        "setup name (default finds_the_most)")
-    p.add_argument("--baseline", metavar="RUN|latest",
-                   help="exit 4 when the chosen setup finds significantly fewer questions than in this stored run "
-                        "on the same golden file (exact McNemar test, alpha 0.05); latest: the newest such run")
+                        "setup name (default finds_the_most; with a baseline, a pick is the setup the baseline "
+                        "gated)")
+    p.add_argument("--baseline", metavar="RUN|FILE|latest",
+                   help="exit 4 when the gated setup finds significantly fewer questions than in this run on the same "
+                        "golden file (exact McNemar test, alpha 0.05): a stored run's id, a report.json file, or "
+                        "latest: the newest stored run that passed its gate on this golden file, corpus and branch; "
+                        "the setup it gated is the one gated now")
+    p.add_argument("--branch", metavar="NAME",
+                   help="the branch this run is on, recorded in the report (default $RAGTUNE_BRANCH, else the CI's: "
+                        "GITHUB_HEAD_REF, GITHUB_REF_NAME, CI_COMMIT_REF_NAME, BUILD_SOURCEBRANCHNAME)")
+    p.add_argument("--baseline-branch", metavar="NAME",
+                   help="with --baseline latest: take the baseline from this branch (for example main, for a pull "
+                        "request) instead of this run's branch")
+    p.add_argument("--any-branch", action="store_true",
+                   help="with --baseline latest: take the baseline from any branch")
     p.set_defaults(func=cmd_evaluate)
 
     def app_options(p: argparse.ArgumentParser) -> None:
@@ -1344,9 +1421,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--critic", metavar="MODEL", help="critic model on the chat endpoint (default the writer)")
     p.add_argument("--tries", type=int, default=DraftOptions.tries,
                    help=f"writer replies per passage before it is set aside (default {DraftOptions.tries})")
+    p.add_argument("--max-unusable", type=int, default=DraftOptions.max_unusable, metavar="N",
+                   help=f"stop after N replies in a row that are not in the reply format (default "
+                        f"{DraftOptions.max_unusable})")
     p.add_argument("--cache", help="reply cache file (default OUTPUT.replies.jsonl)")
     p.add_argument("--dry-run", action="store_true",
                    help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
+    p.add_argument("--unanswerable-output", metavar="FILE",
+                   help="where unanswerable questions go, for 'cutoff --unanswerable' (default "
+                        "OUTPUT without .jsonl, then .unanswerable.jsonl)")
     p.add_argument("--out", help=f"output folder of the caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("-o", "--output", required=True,
                    help="the golden file to write (never overwritten; a stopped run of the same settings resumes)")

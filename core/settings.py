@@ -26,6 +26,7 @@
 | ``RAGTUNE_JUDGE_MODEL`` | model that judges answers (same endpoint as chat unless ``RAGTUNE_JUDGE_BASE_URL``) | none: no judge |
 | ``RAGTUNE_JUDGE_BASE_URL`` / ``RAGTUNE_JUDGE_API_KEY`` | the judge's own endpoint and key | the chat ones |
 | ``RAGTUNE_REPORTS`` | report store address (a folder, ``s3://bucket/prefix`` or a Blob URL; see ``core.reports.open_files``) | ``RAGTUNE_OUT_DIR`` |
+| ``RAGTUNE_BRANCH`` | the branch ``evaluate`` records in its report and takes ``--baseline latest`` from (``--branch`` overrides it); unset: the CI's own variable, the first set of ``GITHUB_HEAD_REF`` (a pull request's branch), ``GITHUB_REF_NAME``, ``CI_COMMIT_REF_NAME`` (GitLab), ``BUILD_SOURCEBRANCHNAME`` (Azure Pipelines) | none |
 | ``RAGTUNE_STORAGE_CONNECTION`` | Azure Storage connection string for Blob and Queue (falls back to ``AzureWebJobsStorage``) | none |
 | ``RAGTUNE_STORAGE_CONNECTION__blobServiceUri`` / ``__queueServiceUri`` | identity-based connection instead (the Functions host's own convention): the account's Blob and Queue endpoints, reached with Microsoft Entra ID | unset |
 | ``RAGTUNE_STORAGE_CONNECTION__clientId`` | client id of the user-assigned managed identity for that connection | system identity / ``DefaultAzureCredential`` |
@@ -249,6 +250,45 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
     if value in ("", "0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name} must be 1 or 0 (true/false, yes/no), got {value!r}")
+
+
+#: Where a run's branch is read from, first set first (``RAGTUNE_BRANCH``, then the CI's own).
+BRANCH_VARIABLES = ("RAGTUNE_BRANCH", "GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME",
+                    "BUILD_SOURCEBRANCHNAME")
+#: Longest branch name kept (Git allows longer; none is that long in practice).
+MAX_BRANCH_CHARS = 255
+
+
+def ci_branch(env: Mapping[str, str] | None = None) -> str | None:
+    """The branch a run is on, from the first of :data:`BRANCH_VARIABLES` that is set and not
+    blank (``GITHUB_HEAD_REF`` is set only for pull requests, where ``GITHUB_REF_NAME`` is
+    ``<n>/merge``), or None.
+
+    Raises:
+        ConfigError: as :func:`branch_name`, naming the variable.
+    """
+    env = os.environ if env is None else env
+    for name in BRANCH_VARIABLES:
+        value = (env.get(name) or "").strip()
+        if value:
+            return branch_name(value, name)
+    return None
+
+
+def branch_name(value: str, where: str) -> str:
+    """``value`` stripped, checked as a branch name.
+
+    Args:
+        value: the name.
+        where: what gave it (``--branch``, a variable), for the message.
+
+    Raises:
+        ConfigError: empty, longer than :data:`MAX_BRANCH_CHARS`, or holding a control character.
+    """
+    value = value.strip()
+    if not value or len(value) > MAX_BRANCH_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ConfigError(f"{where} is not a branch name (1 to {MAX_BRANCH_CHARS} characters, no control characters)")
+    return value
 
 
 @dataclass(frozen=True)

@@ -326,11 +326,15 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     Returns:
         ``{"ranking": [names best first], "finds_the_most", "best_for_balance",
-        "best_for_time", "tied_with_best": {name: bool}, "mcnemar": {name: {only_a, only_b,
-        p_value}}, "reason", "rules": {...}}``; the three names are None, and ``reason``
+        "best_for_time", "tied_with_best": {name: bool}, "tied_with_all", "mcnemar": {name:
+        {only_a, only_b, p_value}}, "reason", "rules": {...}}``; ``tied_with_all`` is True when
+        two setups or more were ranked and every one is tied with ``finds_the_most``
+        (:func:`core.evaluation.undecided.tied_with_all`: the pick is no winner); the three
+        names are None, and ``reason``
         says why, when there are no rows, no question could be scored, or no setup found
         anything in the top 10.
     """
+    from core.evaluation.undecided import tied_with_all
     from core.metrics.retrieval import mcnemar_exact
 
     floor = f"latencies within {NOISE_FLOOR_MS:g} ms or {NOISE_FRACTION:.0%} count as equal, then most found"
@@ -354,8 +358,8 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         reason = "no setup found a right result in the top 10 for any question"
     if reason:
         return {"ranking": [r["name"] for r in rows], "finds_the_most": None, "best_for_balance": None,
-                "best_for_time": None, "tied_with_best": {r["name"]: False for r in rows}, "mcnemar": {},
-                "reason": reason, "rules": rules}
+                "best_for_time": None, "tied_with_best": {r["name"]: False for r in rows}, "tied_with_all": False,
+                "mcnemar": {}, "reason": reason, "rules": rules}
     order = {r["name"]: i for i, r in enumerate(rows)}
 
     def steady_fastest(group: list[dict[str, Any]]) -> dict[str, Any]:
@@ -398,9 +402,20 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "best_for_balance": fastest_within(BALANCE_POINTS),
         "best_for_time": fastest_within(TIME_POINTS),
         "tied_with_best": tied,
+        "tied_with_all": tied_with_all(tied.values()),
         "mcnemar": tests,
         "rules": rules,
     }
+
+
+def _undecided(picks: dict[str, Any], n_ranked: int, grain: str) -> dict[str, Any] | None:
+    """The report's ``undecided`` (:func:`core.evaluation.undecided.undecided`) when every ranked
+    setup is tied with ``finds_the_most``, else None."""
+    from core.evaluation.undecided import undecided
+
+    if not picks.get("tied_with_all"):
+        return None
+    return undecided("setups", picks["finds_the_most"], n_ranked, grain, TIE_ALPHA)
 
 
 def corpus_warnings(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = ()) -> list[Any]:
@@ -893,6 +908,7 @@ def evaluate_retrieval(
         "setups": setup_results,
         "skipped_setups": skipped_setups,
         "picks": picks,
+        "undecided": _undecided(picks, len(ok), rank_grain),
         "answers": answers,
         **({"unjudged": unjudged} if unjudged is not None else {}),
         "questions": per_question,
