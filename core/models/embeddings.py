@@ -81,12 +81,53 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _check_shape(vectors: np.ndarray, n: int, model_id: str, dim: int | None) -> np.ndarray:
-    if vectors.ndim != 2 or vectors.shape[0] != n:
-        raise EmbeddingError(f"model {model_id} returned {vectors.shape[0] if vectors.ndim else 0} vectors for {n} texts")
+def check_vectors(vectors: np.ndarray, n_texts: int, model_id: str, dim: int | None = None, *,
+                  transient: bool | None = None) -> np.ndarray:
+    """Return ``vectors`` when they can be searched by cosine similarity, else refuse them all.
+
+    Every vector store here compares vectors by cosine similarity, which a vector holding NaN
+    or an infinite value makes NaN (a search then scores 0 without a word) and a zero vector
+    leaves undefined; such a batch is refused whole, before it reaches a cache or an index.
+
+    Args:
+        vectors: float ``(n_texts, dim)`` as a model returned them.
+        n_texts: the number of texts embedded.
+        model_id: the model's id, for the message.
+        dim: the dimension expected, or None when not known yet.
+        transient: the ``transient`` flag of the error for non-finite values (True for an
+            endpoint, whose bad state may pass; None for a local model).
+
+    Returns:
+        ``vectors``, unchanged.
+
+    Raises:
+        EmbeddingError: the wrong number of vectors or of dimensions, a vector with NaN or an
+            infinite value, or a zero vector (the message says how many of how many texts,
+            and the index of the first).
+    """
+    if vectors.ndim != 2 or vectors.shape[0] != n_texts:
+        raise EmbeddingError(f"model {model_id} returned {vectors.shape[0] if vectors.ndim else 0} vectors "
+                             f"for {n_texts} texts")
     if dim is not None and vectors.shape[1] != dim:
         raise EmbeddingError(f"model {model_id} returned {vectors.shape[1]}-dimensional vectors; expected {dim}")
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise EmbeddingError(f"model {model_id} returned {len(bad)} vectors with NaN or infinite values for "
+                             f"{n_texts} texts (the first for text {bad[0]}): none of them is used or cached",
+                             transient=transient)
+    zero = ~vectors.any(axis=1)
+    if zero.any():
+        bad = np.flatnonzero(zero)
+        raise EmbeddingError(f"model {model_id} returned {len(bad)} zero vectors for {n_texts} texts (the first "
+                             f"for text {bad[0]}): cosine similarity is undefined for them; none is used or cached")
     return vectors
+
+
+def usable_rows(vectors: np.ndarray) -> np.ndarray:
+    """Which rows of float ``(n, dim)`` ``vectors`` :func:`check_vectors` accepts: bool ``(n,)``,
+    True for a row of finite values that are not all zero."""
+    return np.isfinite(vectors).all(axis=1) & vectors.any(axis=1)
 
 
 def local_model_path() -> Path:
@@ -219,7 +260,7 @@ class LocalEmbeddingModel:
             list(texts), batch_size=self.batch_size, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False,
         )
-        return _check_shape(np.asarray(vectors, dtype=np.float32), len(texts), self.model_id, None)
+        return check_vectors(np.asarray(vectors, dtype=np.float32), len(texts), self.model_id, None)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query; returns float32 ``(384,)``."""
@@ -346,7 +387,7 @@ class OpenAIEmbeddingModel:
         vectors = np.concatenate(parts, axis=0)
         if self._dimension is None:
             self._dimension = int(vectors.shape[1])
-        return _check_shape(vectors, len(texts), self.model_id, self._dimension)
+        return check_vectors(vectors, len(texts), self.model_id, self._dimension, transient=True)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query; returns float32 ``(embedding_dimension,)``."""
