@@ -428,6 +428,7 @@ class Settings:
             self.embedding_model_name, base_url=self.embedding_base_url, api_key=self.embedding_api_key,
             dimensions=self.embedding_dimensions,
             azure_api_version=self.embedding_api_version if self.embedding_provider == "azure" else None,
+            deadline_s=self.endpoint_deadline_s,
         )
 
     def embedding_models(self) -> dict[str, Any]:
@@ -465,7 +466,7 @@ class Settings:
         if not self.rerank_base_url:
             raise ConfigError(f"RAGTUNE_RERANK_PROVIDER={self.rerank_provider} needs RAGTUNE_RERANK_BASE_URL")
         return HttpReranker(self.rerank_model, base_url=self.rerank_base_url, provider=self.rerank_provider,
-                            api_key=self.rerank_api_key)
+                            api_key=self.rerank_api_key, deadline_s=self.endpoint_deadline_s)
 
     def chat_model(self) -> Any:
         """Return the configured ``OpenAIChatModel``, or None when ``RAGTUNE_CHAT_PROVIDER``
@@ -508,8 +509,9 @@ class Settings:
         if self.chat_provider == "azure":
             if not base_url:
                 raise ConfigError("RAGTUNE_CHAT_PROVIDER=azure needs RAGTUNE_CHAT_BASE_URL or AZURE_OPENAI_ENDPOINT")
-            return OpenAIChatModel(model, base_url=base_url, api_key=api_key, azure_api_version=self.chat_api_version)
-        return OpenAIChatModel(model, base_url=base_url, api_key=api_key)
+            return OpenAIChatModel(model, base_url=base_url, api_key=api_key, azure_api_version=self.chat_api_version,
+                                   deadline_s=self.endpoint_deadline_s)
+        return OpenAIChatModel(model, base_url=base_url, api_key=api_key, deadline_s=self.endpoint_deadline_s)
 
     def vector_store_configs(self, out_dir: str | Path) -> dict[str, Any]:
         """Every backend that can be configured from the environment, by name: ``milvus-lite``
