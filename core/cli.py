@@ -156,22 +156,21 @@ def format_report(report: dict[str, Any]) -> str:
         where = f" from the top {gen['k']} chunks of {gen['setup']}" if gen.get("setup") else ""
         lines.append(f"\nanswers by {gen['model_id']} ({kind}){where}: {answers['n_answered']} of "
                      f"{answers['n_questions']} answered, {answers['n_failed']} failed")
-        header = f"{'metric':<28} {'mean':>6} {'95% CI':>15} {'scored':>7} {'failed':>7} {'invalid':>8}"
-        lines.append(header)
-        lines.append("-" * len(header))
-        for m in answers["metrics"]:
-            sc = m["scores"]
-            ci = f"{_fmt(sc['ci_low'])}-{_fmt(sc['ci_high'])}" if sc["ci_low"] is not None else "-"
-            lines.append(f"{m['name']:<28} {_fmt(sc['mean']):>6} {ci:>15} {m['n_scored']:>7} {m['n_failed']:>7} "
-                         f"{m.get('n_invalid', 0):>8}")
+        from core.evaluation.app_report import answer_metric_lines
+
+        metric_lines = answer_metric_lines(answers)
+        no_score = [line for line in metric_lines if ": no score: " in line]
+        lines += [line for line in metric_lines if line not in no_score]
         if answers.get("overall_score") is not None:
             lines.append(f"overall_score {answers['overall_score']:.3f} (mean of {', '.join(answers['overall_metrics'])})")
         if answers["n_failed"]:
             lines.append(f"warning: {answers['n_failed']} of {answers['n_questions']} answers failed; the scores above "
                          "cover only the answered questions (errors per question are in the report)")
-        for m in answers["metrics"]:
-            if m["scores"]["mean"] is None and m.get("reason"):
-                lines.append(f"{m['name']}: no score: {m['reason']}")
+        lines += no_score
+    if report.get("unjudged"):
+        from core.evaluation.unjudged import format_unjudged
+
+        lines.append(format_unjudged(report["unjudged"]))
     if report.get("location"):
         lines.append(f"\nreport: {report['location']}")
     return "\n".join(lines)
@@ -192,9 +191,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print("ragtune evaluate: hierarchical chunking makes one chunk per document element and takes no "
               "--chunk-size or --chunk-overlap", file=sys.stderr)
         return 1
-    if args.judge and not args.generate:
+    if args.judge and not args.generate and not args.label_unjudged:
         print("ragtune evaluate: --judge judges answers; it has nothing to judge with --no-generate", file=sys.stderr)
         return 1
+    if args.judge_repeat < 1 or args.label_depth < 1:
+        raise ConfigError("--judge-repeat and --label-depth must be at least 1")
     from core.chunking import OVERLAP_METHODS
 
     if args.chunking not in OVERLAP_METHODS and args.chunk_overlap is not None:
@@ -205,14 +206,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args), embed_title=args.title,
         rank_grain=args.rank_by, show_progress=not args.json,
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
-        judge=settings.judge_model(args.judge) if args.generate else None,
+        judge=settings.judge_model(args.judge) if args.generate or args.label_unjudged else None,
         only=args.only or (), skip=args.skip or (),
-        by=tuple(args.by or ()),
+        by=tuple(args.by or ()), judge_repeat=args.judge_repeat,
+        label_unjudged=args.label_unjudged, label_depth=args.label_depth,
     )
+    if args.label_unjudged and options.judge is None:
+        raise ConfigError("--label-unjudged grades results with the judge: give --judge MODEL or set RAGTUNE_JUDGE_MODEL")
     models = evaluation_models(settings, args.embedding_model)
     try:
         golden = read_golden(args.golden)  # read once: the report and the stored copy share these bytes
         _check_expected_documents(golden, args.docs)
+        if args.dry_run:
+            return _dry_run_evaluate(args, settings, options, golden, models)
         store = ReportStore(files)
         baseline = None
         if args.baseline == "latest":
@@ -253,6 +259,218 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"gate: {line}", file=sys.stderr)
         if failed:
             return EXIT_GATE
+    return 0
+
+
+def _app_overrides(items: Sequence[str] | None) -> dict[str, Any]:
+    """``--override KEY=VALUE`` values (each VALUE read as YAML: ``3``, ``true``, ``hybrid``).
+
+    Raises:
+        ConfigError: an item without ``=``.
+    """
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override {item!r}: use KEY=VALUE, for example --override top=5")
+        try:
+            out[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            out[key.strip()] = raw
+    return out
+
+
+def _app_setup(args: argparse.Namespace, url: str | None = None) -> tuple[Any, Any, Path, Any, str]:
+    """What ``evaluate-app`` and ``compare-apps`` start from: the settings, the app config
+    (``--config``, then ``--url``, ``RAGTUNE_APP_URL`` and ``--override`` on top), the working
+    folder, the report store's files and where they are, as shown."""
+    from core.evaluation.app_config import load_app_config
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out, files, where = _output(args.out, settings)
+    config = load_app_config(args.config)
+    config = config.with_overrides(url=url or args.url or (None if config.url else settings.app.url),
+                                   overrides=_app_overrides(args.override))
+    return settings, config, out, files, where
+
+
+def _judge_for_app(settings: Any, args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
+    """``(judge or None, the reply cache)``: the judge keeps its replies in the cache too."""
+    from core.models import CachedChatModel, EmbeddingCache
+
+    cache = EmbeddingCache(out / "cache" / "embeddings.sqlite")
+    judge = settings.judge_model(args.judge)
+    return (CachedChatModel(judge, cache) if judge is not None else None), cache
+
+
+def _ask_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, golden: Any) -> dict[str, Any]:
+    """Run :func:`core.evaluation.app.evaluate_app` with the command's options, a progress bar
+    on a terminal."""
+    from tqdm.auto import tqdm
+
+    from core.evaluation.app import evaluate_app
+
+    judge, cache = _judge_for_app(settings, args, out)
+    with tqdm(total=len(golden.questions), desc="asking the app", unit="", leave=False, dynamic_ncols=True,
+              disable=None if not args.json else True) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.n = done
+            bar.refresh()
+
+        return evaluate_app(golden, config, settings.app, cache=cache, refresh=args.refresh, judge=judge,
+                            judge_repeat=args.judge_repeat, on_turn=progress)
+
+
+def _store_app_run(report: dict[str, Any], golden: Any, files: Any, where: str) -> None:
+    from core.evaluation.app_report import save_app_run
+    from core.reports import ReportStore, new_run_id
+
+    store = ReportStore(files)
+    report["run_id"] = report.get("run_id") or new_run_id()
+    report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
+    report["location"] = f"{where}/{save_app_run(store, report['run_id'], report)}"
+
+
+def cmd_evaluate_app(args: argparse.Namespace) -> int:
+    """``ragtune evaluate-app --golden FILE [--config FILE] [--url URL]``: ask a deployed RAG app
+    every golden question, score its replies, write the report (``app/runs/<id>/report.json``);
+    exit 4 when the gate fails, 3 when the app answered nothing."""
+    from core.evaluation.app_report import app_gate, format_app_report, latest_app_baseline, load_app_run
+    from core.evaluation.gate import EXIT_GATE
+    from core.golden import read_golden
+    from core.reports import ReportStore
+
+    if args.judge_repeat < 1:
+        raise ConfigError(f"--judge-repeat must be at least 1, got {args.judge_repeat}")
+    settings, config, out, files, where = _app_setup(args)
+    from core.evaluation.app_report import parse_app_thresholds
+
+    parse_app_thresholds(args.fail_under or [])  # a malformed threshold stops before any request
+    golden = read_golden(args.golden)
+    if args.dry_run:
+        return _dry_run_app(args, settings, config, out, golden)
+    baseline = None
+    if args.baseline == "latest":
+        baseline = latest_app_baseline(ReportStore(files), golden.sha256)
+        if baseline is None:
+            print("gate: no earlier app run on this golden file to compare with", file=sys.stderr)
+    elif args.baseline:
+        baseline = load_app_run(ReportStore(files), args.baseline)
+    report = _ask_app(args, settings, config, out, golden)
+    _store_app_run(report, golden, files, where)
+    if args.html:
+        from core.reports.files import write_atomic
+        from core.reports.pages.app_page import render_app
+
+        write_atomic(Path(args.html), render_app(report).encode("utf-8"))
+        print(f"wrote page {args.html}", file=sys.stderr)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_app_report(report))
+        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    if args.fail_under or baseline is not None:
+        lines, failed = app_gate(report, thresholds=args.fail_under or [], baseline=baseline)
+        for line in lines:
+            print(f"gate: {line}", file=sys.stderr)
+        if failed:
+            return EXIT_GATE
+    if report["requests"]["n_questions"] and not report["requests"]["n_answered"]:
+        print("error: the app answered no question; the report lists each failure", file=sys.stderr)
+        return EXIT_ALL_FAILED
+    return 0
+
+
+def _dry_run_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, golden: Any) -> int:
+    """Print what ``evaluate-app`` would send (:func:`core.evaluation.dry_run.plan_app`); 0."""
+    from core.evaluation.dry_run import plan_app
+
+    judge, cache = _judge_for_app(settings, args, out)
+    plan = plan_app(golden, config, settings.app, cache=cache, refresh=args.refresh, judge=judge,
+                    judge_repeat=args.judge_repeat)
+    if args.json:
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
+    return 0
+
+
+def cmd_compare_apps(args: argparse.Namespace) -> int:
+    """``ragtune compare-apps A B --golden FILE``: two app versions question by question; each
+    of A and B is a stored app run id or a URL (asked now, with the config, and stored)."""
+    from core.evaluation.app_report import compare_apps, format_app_comparison, is_app_run, load_app_run
+    from core.golden import read_golden
+    from core.reports import ReportStore
+
+    if args.judge_repeat < 1:
+        raise ConfigError(f"--judge-repeat must be at least 1, got {args.judge_repeat}")
+    reports = []
+    golden = None
+    for which in (args.first, args.second):
+        settings, config, out, files, where = _app_setup(args, url=which if "://" in which else None)
+        if "://" not in which:
+            if not is_app_run(files, which) and which != "latest":
+                raise ConfigError(f"{which!r} is neither a stored app run nor a URL (http:// or https://)")
+            reports.append(load_app_run(ReportStore(files), which))
+            continue
+        if golden is None:
+            if not args.golden:
+                raise ConfigError(f"asking {which} needs --golden FILE")
+            golden = read_golden(args.golden)
+        if args.dry_run:
+            _dry_run_app(args, settings, config, out, golden)
+            continue
+        report = _ask_app(args, settings, config, out, golden)
+        _store_app_run(report, golden, files, where)
+        print(f"asked {which}: run {report['run_id']} ({report['location']})", file=sys.stderr)
+        reports.append(report)
+    if args.dry_run:
+        return 0
+    comparison = compare_apps(reports[0], reports[1])
+    if args.html:
+        from core.reports.files import write_atomic
+        from core.reports.pages.app_page import render_app_compare
+
+        write_atomic(Path(args.html), render_app_compare(comparison).encode("utf-8"))
+        print(f"wrote page {args.html}", file=sys.stderr)
+    if args.json:
+        _print_json(comparison)
+    else:
+        print(format_app_comparison(comparison))
+    return 0
+
+
+def _print_plan(args: argparse.Namespace, plan: Any, settings: Any) -> int:
+    """Print a ``--dry-run`` plan (as JSON with ``--json`` when the command has it); 0."""
+    if getattr(args, "json", False):
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
+    return 0
+
+
+def _dry_run_evaluate(args: argparse.Namespace, settings: Any, options: Any, golden: Any, models: Sequence[Any]) -> int:
+    """Print what ``evaluate`` would send to chat models and judges
+    (:func:`core.evaluation.dry_run.plan_evaluate`); 0. Nothing is loaded, indexed or sent."""
+    from core.evaluation.answers import ANSWER_K
+    from core.evaluation.dry_run import plan_evaluate
+
+    n_setups = len(options.setups) * len(models) * (2 if settings.rerank_provider != "none" else 1)
+    plan = plan_evaluate(golden, chat_model=options.chat_model if options.generate else None,
+                         judge=options.judge, k=ANSWER_K, chunk_size_tokens=options.chunk_size,
+                         judge_repeat=options.judge_repeat,
+                         label_depth=options.label_depth if options.label_unjudged else 0, n_setups=n_setups)
+    if not options.generate:
+        plan.notes.append("--no-generate: no answers, so no answer is judged")
+    elif options.chat_model is None:
+        plan.notes.append("answers come from the extractive baseline: no chat calls")
+    if args.json:
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
     return 0
 
 
@@ -364,6 +582,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             _print_json(experiment)
         else:
             print(format_experiment(experiment))
+        return 0
+    from core.evaluation.app_report import format_app_report, is_app_run, load_app_run
+
+    if args.run != "latest" and is_app_run(files, args.run):
+        if args.csv or args.mlflow is not None:
+            raise ConfigError("--csv and --mlflow export evaluate runs and experiments; an app run is shown as text, "
+                              "--json or --html")
+        app_report = load_app_run(ReportStore(files), args.run)
+        app_report["location"] = f"{where}/app/runs/{args.run}/report.json"
+        if not _write_exports(args, app_report):
+            _print_json(app_report) if args.json else print(format_app_report(app_report))
         return 0
     store = ReportStore(files)
     experiments = sorted({k.split("/")[1] for k in files.list("experiments") if k.endswith("/study.json")},
@@ -528,6 +757,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
         cache_replies=not args.no_cache,
     )
+    if args.dry_run:
+        from core.evaluation.dry_run import plan_optimize
+        from core.golden import read_golden
+
+        plan = plan_optimize(read_golden(args.golden), chat_model=chat, judge=settings.judge_model(args.judge),
+                             max_evals=options.max_evals or 0)
+        return _print_plan(args, plan, settings)
     if not args.resume:  # a resumed experiment checks its data against the stored spec
         from core.golden import read_golden
 
@@ -659,6 +895,15 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
         chat_model=chat if judge is not None else None, judge=judge, chunking_chat_model=chat,
         progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
     )
+    if args.dry_run:
+        from core.chunking import MODEL_FREE_METHODS
+        from core.evaluation.dry_run import plan_compare_chunking
+        from core.golden import read_golden
+
+        n_builds = len(options.methods or MODEL_FREE_METHODS) * len(options.sizes)
+        plan = plan_compare_chunking(read_golden(args.golden), chat_model=options.chat_model, judge=judge,
+                                     n_builds=n_builds, budget_chars=args.budget)
+        return _print_plan(args, plan, settings)
     report, questions = compare_chunking(args.docs, args.golden, options=options, **inputs)
     return _print_report(args, report, out / save_comparison(out, report, questions), format_comparison)
 
@@ -788,6 +1033,14 @@ def cmd_draft(args: argparse.Namespace) -> int:
     options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries,
                            examples=read_examples(args.examples) if args.examples else (),
                            **({"kinds": kinds} if kinds is not None else {}))
+    if args.dry_run:
+        from core.evaluation.dry_run import plan_draft
+
+        cache_file = Path(args.cache or f"{args.output}.replies.jsonl")
+        n_cached = sum(1 for line in cache_file.read_text(encoding="utf-8").splitlines() if line.strip()) \
+            if cache_file.is_file() else 0
+        return _print_plan(args, plan_draft(writer=writer, critic=critic, n=options.n, tries=options.tries,
+                                            n_cached=n_cached), settings)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
@@ -845,6 +1098,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="MODEL",
                    help="judge answers with this chat model (on RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
     p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
+    p.add_argument("--judge-repeat", type=int, default=1, metavar="N",
+                   help="ask the judge N times per answer and metric, and report how the scores spread (default 1)")
+    p.add_argument("--label-unjudged", action="store_true",
+                   help="with a judge: grade (0-3, the UMBRELA prompt) each setup's top results that are not from an "
+                        "expected document or page, and report judged@k, the holes, and found@k and nDCG with those "
+                        "labels beside the golden-only numbers")
+    p.add_argument("--label-depth", type=int, default=10, metavar="K",
+                   help="with --label-unjudged: results per setup and question graded (default 10)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls, tokens and cost this would take")
     p.add_argument("--embedding-model", action="append", metavar="ID[,ID]",
                    help="embedding models whose vectors dense and hybrid search run on (default: the configured one)")
     p.add_argument("--only", action="append", metavar="PATTERN", help="evaluate only the setups whose key matches "
@@ -863,6 +1126,47 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 4 when the chosen setup finds significantly fewer questions than in this stored run "
                         "on the same golden file (exact McNemar test, alpha 0.05); latest: the newest such run")
     p.set_defaults(func=cmd_evaluate)
+
+    def app_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="the app config: request template and response mapping (YAML or JSON; see "
+                                        "the README's 'Evaluate your deployed app')")
+        p.add_argument("--override", action="append", metavar="KEY=VALUE",
+                       help="add to the config's overrides, sent as ${overrides} (repeatable; VALUE read as YAML)")
+        p.add_argument("--judge", metavar="MODEL", help="judge the answers with this chat model (on "
+                                                        "RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
+        p.add_argument("--judge-repeat", type=int, default=1, metavar="N",
+                       help="ask the judge N times per answer and metric, and report how the scores spread (default 1)")
+        p.add_argument("--refresh", action="store_true",
+                       help="ask the app again even for questions whose replies are cached")
+        p.add_argument("--dry-run", action="store_true",
+                       help="send nothing: print the calls, tokens and cost this would take, and what the cache holds")
+        p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the report (caches stay in "
+                                     f"$RAGTUNE_OUT_DIR or {DEFAULT_OUT}; default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+        p.add_argument("--html", metavar="FILE", help="also write the page of the run (or the comparison)")
+        p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = sub.add_parser("evaluate-app", help="ask a deployed RAG app every golden question and score its replies")
+    p.add_argument("--golden", required=True, help="golden JSONL file, native or Amazon Bedrock (conversations are "
+                                                   "played turn by turn)")
+    p.add_argument("--url", help="the app's endpoint (default: the config's url, else $RAGTUNE_APP_URL)")
+    app_options(p)
+    p.add_argument("--fail-under", action="append", metavar="METRIC=V",
+                   help="exit 4 when METRIC is under V: a measure of the citations (found@5, mrr, ... at the rank "
+                        "grain), an answer metric (judge.correctness, unitxt.answer_correctness, ...) or answered "
+                        "(the share of questions answered) (repeatable)")
+    p.add_argument("--baseline", metavar="RUN|latest",
+                   help="exit 4 when this run is significantly worse than that stored app run on the same golden "
+                        "file (exact McNemar tests on the questions answered and cited right; bootstrap intervals "
+                        "of each answer metric's per-question differences)")
+    p.set_defaults(func=cmd_evaluate_app)
+
+    p = sub.add_parser("compare-apps", help="compare two app versions question by question (stored runs or URLs)")
+    p.add_argument("first", help="a stored app run id, 'latest', or a URL to ask now")
+    p.add_argument("second", help="a stored app run id or a URL to ask now")
+    p.add_argument("--golden", help="golden JSONL file (needed to ask a URL)")
+    p.add_argument("--url", help=argparse.SUPPRESS)
+    app_options(p)
+    p.set_defaults(func=cmd_compare_apps)
 
     p = sub.add_parser("optimize", help="search the space of RAG configurations (random phase, then a GAM surrogate)")
     p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
@@ -885,6 +1189,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "models are endpoints)")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the chat and judge models afresh instead of reusing cached replies")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the experiment (caches stay in "
                                  f"$RAGTUNE_OUT_DIR or {DEFAULT_OUT}; default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -900,6 +1206,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--current", metavar="KEY", help="the build in use (e.g. recursive-64-8-plain): it stays unless the "
                                                     "best beats it significantly")
     p.add_argument("--judge", metavar="MODEL", help="with a chat model: judge answers and count 'answered'")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -982,6 +1290,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tries", type=int, default=DraftOptions.tries,
                    help=f"writer replies per passage before it is set aside (default {DraftOptions.tries})")
     p.add_argument("--cache", help="reply cache file (default OUTPUT.replies.jsonl)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--out", help=f"output folder of the caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("-o", "--output", required=True,
                    help="the golden file to write (never overwritten; a stopped run of the same settings resumes)")

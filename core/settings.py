@@ -29,12 +29,22 @@
 | ``RAGTUNE_STORAGE_CONNECTION__blobServiceUri`` / ``__queueServiceUri`` | identity-based connection instead (the Functions host's own convention): the account's Blob and Queue endpoints, reached with Microsoft Entra ID | unset |
 | ``RAGTUNE_STORAGE_CONNECTION__clientId`` | client id of the user-assigned managed identity for that connection | system identity / ``DefaultAzureCredential`` |
 | ``RAGTUNE_GOLDEN_CONTAINER`` | Blob container whose golden files are checked on upload | ``golden`` |
+| ``RAGTUNE_DOCUMENTS_CONTAINER`` | Blob container of documents; ``POST /api/golden/template`` and ``/api/golden/suggest`` read documents only from it or the golden container, and read and write golden files only in the golden container | ``documents`` |
 | ``RAGTUNE_GOLDEN_MAX_BYTES`` | largest golden file, in bytes, that ``POST /api/golden/check`` and the golden blob trigger check (a larger one gets a failed check saying the limit) | ``20971520`` (20 MiB) |
 | ``RAGTUNE_GOLDEN_TRIGGER_SOURCE`` | how the golden blob trigger hears of uploads: ``EventGrid`` (Flex Consumption requires it) or ``LogsAndContainerScan`` (polling, for ``func start`` with Azurite); read when the app is indexed | ``EventGrid`` |
 | ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
 | ``RAGTUNE_EVALUATION_TIMEOUT_S`` | time budget of one evaluation, in seconds (below the function timeout of ``host.json``); a round of evaluations waits at most ``EVALUATION_DELIVERIES * (this + EVALUATION_VISIBILITY_S)`` | ``1500`` |
 | ``RAGTUNE_PARALLEL_EVALUATIONS`` | evaluations enqueued per round of the experiment orchestrator | ``8`` |
 | ``RAGTUNE_PG_DSN`` or ``RAGTUNE_PG_HOST`` / ``_PORT`` / ``_USER`` / ``_PASSWORD`` / ``_DB`` / ``_SCHEMA`` | PostgreSQL with pgvector (see ``PGVectorConfig.from_env``) | ``127.0.0.1:5432``, user ``postgres``, database ``postgres``, schema ``public`` |
+| ``RAGTUNE_APP_URL`` | the deployed RAG app ``ragtune evaluate-app`` asks (its config file or ``--url`` may name it instead) | unset |
+| ``RAGTUNE_APP_API_KEY`` / ``RAGTUNE_APP_KEY_HEADER`` | a key sent to the app in that header (``Authorization`` gets ``Bearer <key>``) | none / ``api-key`` |
+| ``RAGTUNE_APP_SCOPE`` | without a key: a Microsoft Entra ID scope (``api://<app id>/.default``) whose bearer token ``DefaultAzureCredential`` gets for the app | unset: no auth header |
+| ``RAGTUNE_APP_CONCURRENCY`` | app requests in flight at once (conversations run side by side, the turns of one in order) | ``4`` |
+| ``RAGTUNE_APP_REQUESTS_PER_MINUTE`` | most requests started per minute (0: no limit) | ``0`` |
+| ``RAGTUNE_APP_TIMEOUT_S`` / ``RAGTUNE_APP_DEADLINE_S`` | seconds one request may take; seconds the whole run may take (0: none), after which unsent questions fail with the reason | ``60`` / ``0`` |
+| ``RAGTUNE_APP_MAX_ATTEMPTS`` | attempts per request (429, 5xx, timeouts and lost connections are retried, honouring ``Retry-After``) | ``5`` |
+| ``RAGTUNE_APP_STOP_AFTER`` | failed requests in a row after which the run stops asking (the rest fail with the reason; what was scored is kept) | ``10`` |
+| ``RAGTUNE_PRICES`` / ``RAGTUNE_PRICES_FILE`` | prices per model for ``--dry-run``: JSON (inline, or a JSON or YAML file) ``{"<model>": {"input": USD per 1M prompt tokens, "output": USD per 1M completion tokens}}`` | none: tokens without a cost |
 | ``RAGTUNE_DOCUMENT_MAX_BYTES`` | largest document file, in bytes; a larger one is skipped (not downloaded from S3 or Blob) | ``67108864`` (64 MiB) |
 | ``RAGTUNE_DOCUMENT_MAX_UNPACKED_BYTES`` | largest sum of a DOCX's (any ZIP-based file's) parts unpacked, in bytes | ``268435456`` (256 MiB) |
 | ``RAGTUNE_DOCUMENT_MAX_INFLATE_RATIO`` | largest expansion of one part of a ZIP-based file (unpacked bytes per packed byte) | ``100`` |
@@ -49,7 +59,7 @@ are, are in :mod:`core.limits`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -147,6 +157,152 @@ def golden_trigger_source(env: Mapping[str, str] | None = None) -> str:
     return value
 
 
+#: Defaults of the deployed app's client (``RAGTUNE_APP_*``).
+DEFAULT_APP_CONCURRENCY = 4
+DEFAULT_APP_TIMEOUT_S = 60.0
+DEFAULT_APP_MAX_ATTEMPTS = 5
+DEFAULT_APP_STOP_AFTER = 10
+DEFAULT_APP_KEY_HEADER = "api-key"
+#: Most app requests in flight at once.
+MAX_APP_CONCURRENCY = 64
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, low: float, high: float | None = None,
+            whole: bool = False) -> float:
+    """``env[name]`` as a number in ``[low, high]`` (a whole one when ``whole``), or ``default``.
+
+    Raises:
+        ConfigError: naming the variable, when the value is not such a number.
+    """
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (value >= low and (high is None or value <= high)) or (whole and not value.is_integer()):
+        span = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
+        raise ConfigError(f"{name} must be {'a whole number' if whole else 'a number'} {span}, got {raw!r}")
+    return int(value) if whole else value
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """How ``ragtune evaluate-app`` reaches a deployed RAG app (``RAGTUNE_APP_*``; see the
+    module docstring). The key is held here but never shown: ``repr`` hides it.
+
+    Attributes:
+        url: the app's endpoint, or None (the config file or ``--url`` names it).
+        api_key: a key for the app, or None.
+        key_header: the header the key goes in (``Authorization`` gets ``Bearer <key>``).
+        scope: a Microsoft Entra ID scope whose bearer token is sent when there is no key.
+        concurrency: requests in flight at once (>= 1).
+        requests_per_minute: most requests started per minute; 0 for no limit.
+        timeout_s: seconds one request may take.
+        deadline_s: seconds the whole run may take; 0 for none.
+        max_attempts: attempts per request, the first included (>= 1).
+        stop_after: failed requests in a row after which no more are sent (>= 1).
+    """
+
+    url: str | None = None
+    api_key: str | None = None
+    key_header: str = DEFAULT_APP_KEY_HEADER
+    scope: str | None = None
+    concurrency: int = DEFAULT_APP_CONCURRENCY
+    requests_per_minute: float = 0.0
+    timeout_s: float = DEFAULT_APP_TIMEOUT_S
+    deadline_s: float = 0.0
+    max_attempts: int = DEFAULT_APP_MAX_ATTEMPTS
+    stop_after: int = DEFAULT_APP_STOP_AFTER
+
+    def __repr__(self) -> str:
+        parts = [f"{k}={'***' if k == 'api_key' and v else v!r}" for k, v in self.__dict__.items()]
+        return f"AppSettings({', '.join(parts)})"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "AppSettings":
+        """Read ``RAGTUNE_APP_*`` from ``env`` (default ``os.environ``).
+
+        Raises:
+            ConfigError: a number out of range, or a header name HTTP cannot carry (names
+                the variable).
+        """
+        env = os.environ if env is None else env
+        header = (env.get("RAGTUNE_APP_KEY_HEADER") or "").strip() or DEFAULT_APP_KEY_HEADER
+        if not header.isascii() or any(c in header for c in " :\r\n\t"):
+            raise ConfigError(f"RAGTUNE_APP_KEY_HEADER must be an HTTP header name, got {header!r}")
+        return cls(
+            url=(env.get("RAGTUNE_APP_URL") or "").strip() or None,
+            api_key=env.get("RAGTUNE_APP_API_KEY") or None,
+            key_header=header,
+            scope=(env.get("RAGTUNE_APP_SCOPE") or "").strip() or None,
+            concurrency=int(_number(env, "RAGTUNE_APP_CONCURRENCY", DEFAULT_APP_CONCURRENCY, low=1,
+                                    high=MAX_APP_CONCURRENCY, whole=True)),
+            requests_per_minute=float(_number(env, "RAGTUNE_APP_REQUESTS_PER_MINUTE", 0.0, low=0)),
+            timeout_s=float(_number(env, "RAGTUNE_APP_TIMEOUT_S", DEFAULT_APP_TIMEOUT_S, low=0.001)),
+            deadline_s=float(_number(env, "RAGTUNE_APP_DEADLINE_S", 0.0, low=0)),
+            max_attempts=int(_number(env, "RAGTUNE_APP_MAX_ATTEMPTS", DEFAULT_APP_MAX_ATTEMPTS, low=1, high=100,
+                                     whole=True)),
+            stop_after=int(_number(env, "RAGTUNE_APP_STOP_AFTER", DEFAULT_APP_STOP_AFTER, low=1, whole=True)),
+        )
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """What a model costs, in US dollars per million tokens.
+
+    Attributes:
+        input_per_1m: per million prompt tokens.
+        output_per_1m: per million completion tokens.
+    """
+
+    input_per_1m: float
+    output_per_1m: float
+
+
+def read_prices(env: Mapping[str, str] | None = None) -> dict[str, ModelPrice]:
+    """The price table: ``RAGTUNE_PRICES`` (inline JSON), else the JSON or YAML file
+    ``RAGTUNE_PRICES_FILE``; ``{}`` when neither is set. Each entry is
+    ``"<model>": {"input": USD per 1M prompt tokens, "output": USD per 1M completion tokens}``;
+    a model is looked up by its name (``gpt-4o-mini``) or its full id (``openai:host/gpt-4o-mini``).
+
+    Raises:
+        ConfigError: the text is not such a table, or the file cannot be read (names the
+            variable, the file and the model).
+    """
+    env = os.environ if env is None else env
+    inline = (env.get("RAGTUNE_PRICES") or "").strip()
+    path = (env.get("RAGTUNE_PRICES_FILE") or "").strip()
+    if not inline and not path:
+        return {}
+    where = "RAGTUNE_PRICES"
+    if not inline:
+        where = f"RAGTUNE_PRICES_FILE {path}"
+        try:
+            inline = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{where} cannot be read: {exc.strerror or exc}") from None
+    import yaml  # JSON is YAML too
+
+    try:
+        table = yaml.safe_load(inline)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where} is not JSON or YAML: {exc}") from None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must map model names to {{\"input\": ..., \"output\": ...}}")
+    out = {}
+    for model, price in table.items():
+        ok = isinstance(price, dict) and set(price) <= {"input", "output"} and all(
+            isinstance(price.get(k), (int, float)) and not isinstance(price.get(k), bool) and price.get(k) >= 0
+            for k in ("input", "output"))
+        if not ok:
+            raise ConfigError(f"{where}: model {model!r} needs {{\"input\": USD per 1M prompt tokens, \"output\": "
+                              f"USD per 1M completion tokens}} (numbers, 0 or more), got {price!r}")
+        out[str(model)] = ModelPrice(float(price["input"]), float(price["output"]))
+    return out
+
+
 @dataclass(frozen=True)
 class Settings:
     """Settings from the environment (see the module docstring for each variable).
@@ -178,6 +334,7 @@ class Settings:
     reports: str = ""
     storage_connection: str | None = None
     golden_container: str = "golden"
+    documents_container: str = "documents"
     golden_max_bytes: int = GOLDEN_MAX_BYTES
     evaluations_queue: str = "evaluations"
     evaluation_timeout_s: int = DEFAULT_EVALUATION_TIMEOUT_S
@@ -192,6 +349,8 @@ class Settings:
     rerank_api_key: str | None = None
     document_limits: DocumentLimits = DocumentLimits()
     endpoint_deadline_s: float = ENDPOINT_DEADLINE_S
+    app: AppSettings = field(default_factory=AppSettings)
+    prices: dict[str, ModelPrice] = field(default_factory=dict)
 
     @property
     def round_timeout_s(self) -> int:
@@ -201,7 +360,7 @@ class Settings:
         return EVALUATION_DELIVERIES * (self.evaluation_timeout_s + EVALUATION_VISIBILITY_S)
 
     def __repr__(self) -> str:
-        hidden = {"embedding_api_key", "rerank_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection"}  # PGVectorConfig hides its own password
+        hidden = {"embedding_api_key", "rerank_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection"}  # AppSettings hides its own key  # PGVectorConfig hides its own password
         parts = [
             f"{k}={'***' if k in hidden and v else v!r}" for k, v in self.__dict__.items()
         ]
@@ -285,6 +444,7 @@ class Settings:
             reports=(env.get("RAGTUNE_REPORTS") or "").strip() or out_dir,
             storage_connection=(env.get("RAGTUNE_STORAGE_CONNECTION") or env.get("AzureWebJobsStorage") or "").strip() or None,
             golden_container=(env.get("RAGTUNE_GOLDEN_CONTAINER") or "").strip() or "golden",
+            documents_container=(env.get("RAGTUNE_DOCUMENTS_CONTAINER") or "").strip() or "documents",
             golden_max_bytes=int(golden_max_raw),
             evaluations_queue=(env.get("RAGTUNE_EVALUATIONS_QUEUE") or "").strip() or "evaluations",
             evaluation_timeout_s=int(timeout_raw),
@@ -299,6 +459,8 @@ class Settings:
             rerank_api_key=env.get("RAGTUNE_RERANK_API_KEY") or None,
             document_limits=document_limits(env),
             endpoint_deadline_s=endpoint_deadline_s(env),
+            app=AppSettings.from_env(env),
+            prices=read_prices(env),
         )
 
     def storage_credential(self) -> Any:
@@ -345,6 +507,20 @@ class Settings:
             return self.blob_address("x").rsplit("/", 1)[0]
         except ConfigError:
             return None
+
+    def shown_locations(self) -> dict[str, str]:
+        """The places these settings point at, each with the name an answer over HTTP gives it
+        instead of its path or URL (``core.redaction.without_locations``): the report store,
+        the working folder (``RAGTUNE_OUT_DIR``, absolute too) and the storage account's Blob
+        endpoint. Nothing is contacted."""
+        named = {self.reports: "the report store", self.out_dir: "the app's working folder",
+                 str(Path(self.out_dir).resolve()): "the app's working folder"}
+        if not self.reports.lower().startswith(("http://", "https://", "s3://", "file:")):
+            named[str(Path(self.reports).resolve())] = "the report store"
+        endpoint = self.blob_endpoint()
+        if endpoint:
+            named[endpoint] = "the app's storage"
+        return {location: name for location, name in named.items() if location}
 
     def storage_access(self, address: str) -> dict[str, Any]:
         """Keyword arguments for ``core.reports.open_files`` to reach ``address`` with this

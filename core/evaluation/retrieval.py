@@ -174,6 +174,10 @@ class EvaluateOptions:
         judge: a ``ChatModel`` judging answers, or None (unitxt metrics only).
         by: ``metadata.KEY`` keys to report every setup's metrics per slice of (see
             ``core.evaluation.slices``); empty for none.
+        judge_repeat: judge calls per answer and metric (``--judge-repeat``).
+        label_unjudged: with a judge, grade the setups' top results the golden file does not
+            name (``core.evaluation.unjudged``) and report the measures with those labels.
+        label_depth: results per setup and question graded then.
     """
 
     chunking_method: str = "recursive"
@@ -189,6 +193,9 @@ class EvaluateOptions:
     chat_model: Any = None
     judge: Any = None
     by: tuple[str, ...] = ()
+    judge_repeat: int = 1
+    label_unjudged: bool = False
+    label_depth: int = 10
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -794,6 +801,16 @@ def evaluate_retrieval(
         for r in ok:
             r["tied_with_best"] = bool(picks["tied_with_best"].get(r["name"], False))
             r["mcnemar_vs_best"] = picks["mcnemar"].get(r["name"])
+        unjudged = None
+        if options.label_unjudged and options.judge is not None:
+            from core.evaluation.unjudged import label_unjudged
+            from core.models import CachedChatModel
+
+            status("grading the top results the golden file does not name, with the judge (UMBRELA)")
+            t0 = time.perf_counter()
+            unjudged = label_unjudged(questions, {q: {k: v["top"] for k, v in per_setup[q].items()} for q in per_setup},
+                                      chunks, CachedChatModel(options.judge, cache), depth=options.label_depth)
+            timings["labels_s"] = time.perf_counter() - t0
         answers = None
         if options.generate:
             from core.evaluation.answers import evaluate_answers
@@ -820,6 +837,7 @@ def evaluate_retrieval(
                 answers = evaluate_answers(
                     handing, models[model_id], golden, answer_setup.search, chat_model=options.chat_model,
                     judge=options.judge, on_answer=lambda done, total: bar.update(1),
+                    judge_repeat=options.judge_repeat,
                 )
             if answers is not None and (answers.get("generator") or {}).get("setup") is not None:
                 answers["generator"]["setup"] = answer_setup.key
@@ -873,6 +891,7 @@ def evaluate_retrieval(
         "skipped_setups": skipped_setups,
         "picks": picks,
         "answers": answers,
+        **({"unjudged": unjudged} if unjudged is not None else {}),
         "questions": per_question,
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "versions": package_versions(),

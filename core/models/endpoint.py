@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 from urllib.parse import quote, urljoin, urlsplit
 
 from core.limits import ENDPOINT_DEADLINE_S
@@ -58,8 +58,9 @@ STATUS_ERRORS = {400: "BadRequestError", 401: "AuthenticationError", 403: "Permi
                  429: "RateLimitError"}
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-__all__ = ["EndpointError", "JSONEndpoint", "MAX_ERROR_BYTES", "MAX_REDIRECTS", "MAX_REPLY_BYTES", "MalformedReplyError",
-           "REPLY_HEAD_BYTES", "STATUS_ERRORS", "reply_head"]
+__all__ = ["EndpointError", "JSONEndpoint", "MAX_ERROR_BYTES", "MAX_REDIRECTS", "MAX_REPLY_BYTES",
+           "MalformedReplyError", "REPLY_HEAD_BYTES", "STATUS_ERRORS", "parse_reply", "reply_head",
+           "retry_after_seconds"]
 
 
 class EndpointError(Exception):
@@ -71,13 +72,17 @@ class EndpointError(Exception):
         status_code: the HTTP status, or None when no answer came.
         transient: whether a retry may succeed (429, 5xx, a timeout, a lost connection);
             ``core.errors.is_transient`` reads it.
+        retry_after_s: the seconds the server asked to wait before a retry (its
+            ``Retry-After`` header, in seconds or as an HTTP date), or None.
     """
 
-    def __init__(self, name: str, message: str, *, status_code: int | None = None, transient: bool) -> None:
+    def __init__(self, name: str, message: str, *, status_code: int | None = None, transient: bool,
+                 retry_after_s: float | None = None) -> None:
         super().__init__(f"{name}: {message}")
         self.name = name
         self.status_code = status_code
         self.transient = transient
+        self.retry_after_s = retry_after_s
 
 
 class MalformedReplyError(EndpointError):
@@ -127,11 +132,38 @@ def parse_reply(raw: bytes) -> Any:
                               transient=transient)
 
 
-def _status_error(status: int, body: bytes) -> EndpointError:
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header as seconds from now: a number of seconds, or an HTTP date (0
+    when it has passed); None when absent or unreadable.
+
+    References:
+        RFC 9110, section 10.2.3 (Retry-After): https://www.rfc-editor.org/rfc/rfc9110#name-retry-after
+    """
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        from datetime import datetime, timezone
+
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return seconds if seconds >= 0 and seconds == seconds and seconds != float("inf") else None
+
+
+def _status_error(status: int, body: bytes, retry_after: str | None = None) -> EndpointError:
     name = STATUS_ERRORS.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
     text = body[:500].decode("utf-8", errors="replace").strip()
     return EndpointError(name, f"Error code: {status}" + (f" - {text}" if text else ""), status_code=status,
-                         transient=status == 429 or status >= 500)
+                         transient=status == 429 or status >= 500, retry_after_s=retry_after_seconds(retry_after))
 
 
 def _ssl_context() -> Any:
@@ -158,6 +190,10 @@ class JSONEndpoint:
         timeout_s: seconds to connect, and seconds to wait for each part of the reply.
         ad_token_provider: for Azure OpenAI without a key: gives a bearer token (default
             ``core.models.azure.token_provider()``, made on first use).
+        auth_headers: for an endpoint of another kind (a deployed app): gives the headers that
+            authenticate each request (none when it returns ``{}``), instead of the
+            ``Authorization: Bearer`` an OpenAI-compatible server gets.
+        headers: more headers sent with every request (not secrets: they may be shown).
         deadline_s: the total time of one request, from sending it to the last byte of its
             reply, in seconds (default :data:`core.limits.ENDPOINT_DEADLINE_S`).
         anonymous_key: the bearer token sent to an OpenAI-compatible server without a key
@@ -167,9 +203,15 @@ class JSONEndpoint:
 
     def __init__(self, *, base_url: str | None, api_key: str | None, azure_api_version: str | None,
                  timeout_s: float, ad_token_provider: Callable[[], str] | None = None,
+                 auth_headers: Callable[[], Mapping[str, str]] | None = None,
+                 headers: Mapping[str, str] | None = None,
                  deadline_s: float = ENDPOINT_DEADLINE_S, anonymous_key: str | None = "not-needed") -> None:
         self.azure_api_version = azure_api_version
         root = base_url or ("" if azure_api_version else os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        self._base = root
+        self._auth_headers = auth_headers
+        self._extra_headers = dict(headers or {})
+        self._secret_names: set[str] = set()  # headers auth_headers gave: never sent to another origin
         self.root = root.rstrip("/")
         self._api_key = api_key or None
         self._token_provider = ad_token_provider
@@ -181,15 +223,26 @@ class JSONEndpoint:
 
     def url(self, path: str, deployment: str | None = None) -> str:
         """The URL of ``path`` (``"/chat/completions"``); for Azure OpenAI under the deployment's
-        route, with the API version."""
+        route, with the API version; ``""``: the base URL exactly as given."""
+        if not path and not self.azure_api_version:
+            return self._base
         if self.azure_api_version:
             return (f"{self.root}/openai/deployments/{quote(deployment or '', safe='')}{path}"
                     f"?api-version={quote(self.azure_api_version, safe='')}")
         return f"{self.root}{path}"
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "ragtune"}
-        if self.azure_api_version:
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "ragtune",
+                   **self._extra_headers}
+        if self._auth_headers is not None:
+            try:
+                auth = dict(self._auth_headers())
+            except Exception as exc:  # noqa: BLE001 - azure-identity's errors, named in the message
+                raise EndpointError("AuthenticationError", f"no credentials for {self.root.split('?', 1)[0]}: "
+                                    f"{type(exc).__name__}: {exc}", transient=False) from exc
+            self._secret_names.update(k.lower() for k in auth)
+            headers.update(auth)
+        elif self.azure_api_version:
             if self._api_key:
                 headers["api-key"] = self._api_key
             else:
@@ -244,26 +297,46 @@ class JSONEndpoint:
         """
         return self.exchange(path, body, deployment=deployment)[0]
 
-    def exchange(self, path: str, body: dict[str, Any], *, deployment: str | None = None) -> tuple[Any, bytes]:
+    def exchange(self, path: str, body: Any, *, deployment: str | None = None) -> tuple[Any, bytes]:
         """As :meth:`post`, returning ``(the reply's JSON, its raw body)`` (for messages that
         quote a reply whose JSON has the wrong shape)."""
+        raw = self._post_raw(path, body, deployment)
+        return parse_reply(raw), raw
+
+    def post_bytes(self, path: str, body: Any, *, deployment: str | None = None) -> bytes:
+        """POST ``body`` as JSON and return the 2xx reply's body as it came (see :meth:`post`).
+
+        Raises:
+            EndpointError: as :meth:`post` (a 429 or 503 carries the ``Retry-After`` it sent).
+            ValueError: a body over :data:`MAX_REPLY_BYTES`.
+        """
+        raw = self._post_raw(path, body, deployment)
+        if len(raw) > MAX_REPLY_BYTES:
+            raise ValueError(f"the reply is longer than {MAX_REPLY_BYTES} bytes")
+        return raw
+
+    def _post_raw(self, path: str, body: Any, deployment: str | None) -> bytes:
+        """The 2xx reply's body to ``body`` POSTed at ``path``, redirects followed; at most one
+        byte over :data:`MAX_REPLY_BYTES`."""
         url = self.url(path, deployment)
         data = json.dumps(body).encode("ascii")  # escaped: a lone surrogate in a text cannot fail here
         headers = self._headers()
+        secret = {"authorization", "api-key", *self._secret_names}
         for _ in range(MAX_REDIRECTS + 1):
-            status, raw, location = self._send(url, data, headers)
+            status, raw, reply_headers = self._send(url, data, headers)
+            location = reply_headers.get("Location")
             if status not in (307, 308) or not location:
                 break
             target = urljoin(url, location)
             if urlsplit(target)[:2] != urlsplit(url)[:2]:  # another origin: the key stays here
-                headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "api-key")}
+                headers = {k: v for k, v in headers.items() if k.lower() not in secret}
             url = target
         if not 200 <= status < 300:
-            raise _status_error(status, raw)
-        return parse_reply(raw), raw
+            raise _status_error(status, raw, reply_headers.get("Retry-After"))
+        return raw
 
-    def _send(self, url: str, data: bytes, headers: dict[str, str]) -> tuple[int, bytes, str | None]:
-        """One POST: ``(status, body, Location header)``; the body of a 2xx read up to one byte
+    def _send(self, url: str, data: bytes, headers: dict[str, str]) -> tuple[int, bytes, Any]:
+        """One POST: ``(status, body, the reply's headers)``; the body of a 2xx read up to one byte
         over :data:`MAX_REPLY_BYTES`, of anything else up to :data:`MAX_ERROR_BYTES`."""
         import urllib3
         from urllib3.exceptions import HTTPError, LocationValueError, NewConnectionError
@@ -281,7 +354,7 @@ class JSONEndpoint:
         deadline = RequestDeadline(self.deadline_s)
         try:
             with deadline:
-                status, raw, location = self._exchange_once(pool, url, data, headers, timeout, deadline)
+                status, raw, reply_headers = self._exchange_once(pool, url, data, headers, timeout, deadline)
         except LocationValueError as exc:  # a URL urllib3 cannot parse: no retry helps
             raise EndpointError("APIConnectionError", f"cannot send to {shown}: {exc}", transient=False) from exc
         except ValueError:  # a header value HTTP cannot carry (the message may hold the key)
@@ -302,7 +375,7 @@ class JSONEndpoint:
                                 transient=True) from exc
         if deadline.expired:  # a reply without a length, cut short by the deadline
             raise self._deadline_error()
-        return status, raw, location
+        return status, raw, reply_headers
 
     def _deadline_error(self) -> EndpointError:
         return EndpointError("APITimeoutError", f"Request timed out: no whole reply within the deadline of "
@@ -310,7 +383,7 @@ class JSONEndpoint:
 
     @staticmethod
     def _exchange_once(pool: Any, url: str, data: bytes, headers: dict[str, str], timeout: Any,
-                       deadline: Any) -> tuple[int, bytes, str | None]:
+                       deadline: Any) -> tuple[int, bytes, Any]:
         """Send one POST and read its reply (see :meth:`_send`); the connection is closed, not
         reused, when the body is not read whole or the deadline passed."""
         response = pool.request("POST", url, body=data, headers=headers, timeout=timeout,
@@ -325,4 +398,4 @@ class JSONEndpoint:
             response.release_conn()
         else:
             response.close()  # the rest of the body is not read: the connection is not reused
-        return response.status, raw, response.headers.get("Location")
+        return response.status, raw, response.headers

@@ -49,6 +49,7 @@ EXPECTED_INDEX = {
     "evaluation_poisoned": ("queueTrigger", "%RAGTUNE_EVALUATIONS_QUEUE%-poison", None),
     "get_experiment": ("httpTrigger", "experiments/{experiment_id}", "function"),
     "get_experiment_status": ("httpTrigger", "experiments/{experiment_id}/status", "function"),
+    "resume_experiment": ("httpTrigger", "experiments/{experiment_id}/resume", "function"),
     "run_page": ("httpTrigger", "runs/{run_id}/page", "function"),
     "experiment_page": ("httpTrigger", "experiments/{experiment_id}/page", "function"),
     "history_page": ("httpTrigger", "history/page", "function"),
@@ -75,7 +76,7 @@ def test_experiment_starter_has_a_durable_client(app_functions):
 
 
 @pytest.mark.parametrize("name", ["check_golden_blob", "evaluate_from_queue", "evaluation_poisoned",
-                                  "get_experiment_status"])
+                                  "get_experiment_status", "resume_experiment"])
 def test_functions_that_start_or_signal_orchestrations_have_a_durable_client(app_functions, name):
     assert "durableClient" in [b.type for b in app_functions[name].get_bindings()]
 
@@ -162,6 +163,9 @@ def test_host_json_queue_and_durable_settings():
     host = json.loads((ROOT / "host.json").read_text())
     assert host["extensions"]["queues"]["visibilityTimeout"] == "00:01:00"
     assert host["extensions"]["durableTask"]["hubName"] == "ragtune"
+    # start_new refuses an instance id whose orchestration is pending or running (the default,
+    # AnyState, would replace it): a duplicate golden event or resume cannot restart a run
+    assert host["extensions"]["durableTask"]["overridableExistingInstanceStates"] == "NonRunningStates"
 
 
 @pytest.mark.parametrize("value, expected", [("", "EventGrid"), ("LogsAndContainerScan", "LogsAndContainerScan")])

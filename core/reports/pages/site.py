@@ -39,6 +39,7 @@ class Links:
         chunking: one chunking run's or sweep's page (``{kind}`` is ``runs`` or ``sweeps``).
         history: the history page of one golden file.
         compare: the compare page (takes ``?a=RUN&b=RUN``).
+        app: one ``evaluate-app`` run's page.
     """
 
     index: str = "/"
@@ -47,6 +48,7 @@ class Links:
     chunking: str = "/chunking/{kind}/{id}"
     history: str = "/history?golden={golden}"
     compare: str = "/compare"
+    app: str = "/apps/{id}"
 
     def url(self, name: str, **values: str) -> str:
         """The URL ``name`` with ``values`` filled in (URL-encoded), or ``""``."""
@@ -57,7 +59,7 @@ class Links:
 #: The links of the pages the Functions app serves (it has no index page, chunking page or
 #: compare page of its own).
 FUNCTION_LINKS = Links(index="", run="/api/runs/{id}/page", experiment="/api/experiments/{id}/page", chunking="",
-                       history="/api/history/page?golden={golden}", compare="")
+                       history="/api/history/page?golden={golden}", compare="", app="")
 
 
 def function_links(code: str | None = None) -> Links:
@@ -74,7 +76,7 @@ def function_links(code: str | None = None) -> Links:
         return FUNCTION_LINKS
     key = quote(str(code), safe="")
     values = {}
-    for name in ("index", "run", "experiment", "chunking", "history", "compare"):
+    for name in ("index", "run", "experiment", "chunking", "history", "compare", "app"):
         template = getattr(FUNCTION_LINKS, name)
         values[name] = f"{template}{'&' if '?' in template else '?'}code={key}" if template else ""
     return Links(**values)
@@ -144,6 +146,10 @@ def render_report(report: dict[str, Any], links: Links | None = None) -> str:
         return render_experiment(report, running=report.get("status") == "running", links=links)
     if kind == "chunking":
         return render_chunking(report, links=links)
+    if kind == "app":
+        from core.reports.pages.app_page import render_app
+
+        return render_app(report, links)
     return render_run(report, links)
 
 
@@ -393,5 +399,8 @@ def index_page(store: Any, links: Links | None = None, where: str = "") -> str:
     experiments = [{"id": e, "finished": done, "url": links.url("experiment", id=e)}
                    for e, done in experiment_ids(store.files)]
     chunking = [{"kind": k, "id": i, "url": links.url("chunking", kind=k, id=i)} for k, i in chunking_ids(store.files)]
+    from core.evaluation.app_report import app_run_ids
+
+    apps = [{"id": i, "url": links.url("app", id=i)} for i in app_run_ids(store.files)[:MOST_RUNS]]
     return render("index.html.j2", plots=False, links=_links(links), where=where, runs=runs, n_runs=n_runs, goldens=goldens,
-                  experiments=experiments, chunking=chunking, compare=links.compare)
+                  experiments=experiments, chunking=chunking, compare=links.compare, apps=apps)
