@@ -36,7 +36,19 @@ class IndexingError(RagtuneError):
 
 
 class EmbeddingError(IndexingError):
-    """An embedding model failed or returned something unusable."""
+    """An embedding model failed or returned something unusable.
+
+    Args:
+        message: what failed, naming the model.
+        transient: whether a retry may succeed (an endpoint's passing fault: a truncated
+            reply, a proxy's error page, vectors of NaN); None leaves it to the error it was
+            raised from (:func:`is_transient` reads on down the chain).
+    """
+
+    def __init__(self, message: str, *, transient: bool | None = None) -> None:
+        super().__init__(message)
+        if transient is not None:
+            self.transient = transient
 
 
 class GenerationError(RagtuneError):

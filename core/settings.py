@@ -47,6 +47,15 @@
 | ``RAGTUNE_APP_MAX_ATTEMPTS`` | attempts per request (429, 5xx, timeouts and lost connections are retried, honouring ``Retry-After``) | ``5`` |
 | ``RAGTUNE_APP_STOP_AFTER`` | failed requests in a row after which the run stops asking (the rest fail with the reason; what was scored is kept) | ``10`` |
 | ``RAGTUNE_PRICES`` / ``RAGTUNE_PRICES_FILE`` | prices per model for ``--dry-run``: JSON (inline, or a JSON or YAML file) ``{"<model>": {"input": USD per 1M prompt tokens, "output": USD per 1M completion tokens}}`` | none: tokens without a cost |
+| ``RAGTUNE_DOCUMENT_MAX_BYTES`` | largest document file, in bytes; a larger one is skipped (not downloaded from S3 or Blob) | ``67108864`` (64 MiB) |
+| ``RAGTUNE_DOCUMENT_MAX_UNPACKED_BYTES`` | largest sum of a DOCX's (any ZIP-based file's) parts unpacked, in bytes | ``268435456`` (256 MiB) |
+| ``RAGTUNE_DOCUMENT_MAX_INFLATE_RATIO`` | largest expansion of one part of a ZIP-based file (unpacked bytes per packed byte) | ``100`` |
+| ``RAGTUNE_DOCUMENT_MAX_PAGES`` | most pages of a PDF, read before its text | ``5000`` |
+| ``RAGTUNE_DOCUMENT_MAX_CHARS`` | most characters of a document's extracted text | ``20000000`` |
+| ``RAGTUNE_ENDPOINT_DEADLINE_S`` | total time of one request to an embedding, chat or rerank endpoint, in seconds, however slowly its reply arrives | ``300`` |
+
+The defaults of the document limits and of the endpoint deadline, and why they are what they
+are, are in :mod:`core.limits`.
 """
 
 from __future__ import annotations
@@ -57,6 +66,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from core.errors import ConfigError
+from core.limits import ENDPOINT_DEADLINE_S, DocumentLimits
 
 
 #: Deliveries of an evaluation message before it goes to the poison queue (``host.json``
@@ -74,6 +84,64 @@ GOLDEN_MAX_BYTES = 20 * 1024 * 1024
 
 #: Values of ``RAGTUNE_GOLDEN_TRIGGER_SOURCE``.
 GOLDEN_TRIGGER_SOURCES = ("EventGrid", "LogsAndContainerScan")
+
+
+#: ``RAGTUNE_DOCUMENT_MAX_*`` variables and the ``DocumentLimits`` field each sets.
+DOCUMENT_LIMIT_VARIABLES = {
+    "RAGTUNE_DOCUMENT_MAX_BYTES": "max_bytes",
+    "RAGTUNE_DOCUMENT_MAX_UNPACKED_BYTES": "max_unpacked_bytes",
+    "RAGTUNE_DOCUMENT_MAX_INFLATE_RATIO": "max_inflate_ratio",
+    "RAGTUNE_DOCUMENT_MAX_PAGES": "max_pages",
+    "RAGTUNE_DOCUMENT_MAX_CHARS": "max_chars",
+}
+
+
+def _positive(env: Mapping[str, str], name: str, *, whole: bool) -> float | int | None:
+    """The positive number in variable ``name`` (a whole one when ``whole``), or None when unset.
+
+    Raises:
+        ConfigError: a value that is not such a number (names the variable).
+    """
+    raw = (env.get(name) or "").strip().replace("_", "")
+    if not raw:
+        return None
+    try:
+        value: float | int = int(raw) if whole else float(raw)
+    except ValueError:
+        value = 0
+    if not value > 0 or value == float("inf"):
+        kind = "a positive integer" if whole else "a positive number"
+        raise ConfigError(f"{name} must be {kind}, got {env.get(name)!r}")
+    return value
+
+
+def document_limits(env: Mapping[str, str] | None = None) -> DocumentLimits:
+    """The limits every document is held to (``RAGTUNE_DOCUMENT_MAX_*``; the defaults are
+    :class:`core.limits.DocumentLimits`'s). Only these variables are read, so loading
+    documents does not depend on the rest of the settings.
+
+    Raises:
+        ConfigError: a variable that is not a positive number (whole, except the ratio).
+    """
+    env = os.environ if env is None else env
+    given = {}
+    for name, field_name in DOCUMENT_LIMIT_VARIABLES.items():
+        value = _positive(env, name, whole=field_name != "max_inflate_ratio")
+        if value is not None:
+            given[field_name] = value
+    return DocumentLimits(**given)
+
+
+def endpoint_deadline_s(env: Mapping[str, str] | None = None) -> float:
+    """The total time of one request to a model endpoint, in seconds
+    (``RAGTUNE_ENDPOINT_DEADLINE_S``; default :data:`core.limits.ENDPOINT_DEADLINE_S`).
+
+    Raises:
+        ConfigError: a value that is not a positive number.
+    """
+    env = os.environ if env is None else env
+    value = _positive(env, "RAGTUNE_ENDPOINT_DEADLINE_S", whole=False)
+    return float(value) if value is not None else ENDPOINT_DEADLINE_S
 
 
 def golden_trigger_source(env: Mapping[str, str] | None = None) -> str:
@@ -336,6 +404,8 @@ class Settings:
     rerank_model: str | None = None
     rerank_base_url: str | None = None
     rerank_api_key: str | None = None
+    document_limits: DocumentLimits = DocumentLimits()
+    endpoint_deadline_s: float = ENDPOINT_DEADLINE_S
     app: AppSettings = field(default_factory=AppSettings)
     prices: dict[str, ModelPrice] = field(default_factory=dict)
 
@@ -359,8 +429,9 @@ class Settings:
 
         Raises:
             ConfigError: an unknown provider, a non-integer dimension count, an evaluation
-                timeout or golden size limit that is not a positive integer, or a number of
-                parallel evaluations out of range (names the variable).
+                timeout or golden size limit that is not a positive integer, a number of
+                parallel evaluations out of range, or a document limit or endpoint deadline
+                that is not a positive number (names the variable).
         """
         env = os.environ if env is None else env
         provider = env.get("RAGTUNE_EMBEDDING_PROVIDER", "local").strip().lower() or "local"
@@ -444,6 +515,8 @@ class Settings:
             rerank_model=(env.get("RAGTUNE_RERANK_MODEL") or "").strip() or None,
             rerank_base_url=(env.get("RAGTUNE_RERANK_BASE_URL") or "").strip() or None,
             rerank_api_key=env.get("RAGTUNE_RERANK_API_KEY") or None,
+            document_limits=document_limits(env),
+            endpoint_deadline_s=endpoint_deadline_s(env),
             app=AppSettings.from_env(env),
             prices=read_prices(env),
         )
@@ -590,6 +663,7 @@ class Settings:
             self.embedding_model_name, base_url=self.embedding_base_url, api_key=self.embedding_api_key,
             dimensions=self.embedding_dimensions,
             azure_api_version=self.embedding_api_version if self.embedding_provider == "azure" else None,
+            deadline_s=self.endpoint_deadline_s,
         )
 
     def embedding_models(self, names: Sequence[str] = ()) -> dict[str, Any]:
@@ -645,7 +719,7 @@ class Settings:
         if not self.rerank_base_url:
             raise ConfigError(f"RAGTUNE_RERANK_PROVIDER={self.rerank_provider} needs RAGTUNE_RERANK_BASE_URL")
         return HttpReranker(self.rerank_model, base_url=self.rerank_base_url, provider=self.rerank_provider,
-                            api_key=self.rerank_api_key)
+                            api_key=self.rerank_api_key, deadline_s=self.endpoint_deadline_s)
 
     def rerankers(self, names: Sequence[str] = ()) -> dict[str, Any]:
         """The configured reranker (none for ``RAGTUNE_RERANK_PROVIDER=none``) and the
@@ -705,8 +779,9 @@ class Settings:
         if self.chat_provider == "azure":
             if not base_url:
                 raise ConfigError("RAGTUNE_CHAT_PROVIDER=azure needs RAGTUNE_CHAT_BASE_URL or AZURE_OPENAI_ENDPOINT")
-            return OpenAIChatModel(model, base_url=base_url, api_key=api_key, azure_api_version=self.chat_api_version)
-        return OpenAIChatModel(model, base_url=base_url, api_key=api_key)
+            return OpenAIChatModel(model, base_url=base_url, api_key=api_key, azure_api_version=self.chat_api_version,
+                                   deadline_s=self.endpoint_deadline_s)
+        return OpenAIChatModel(model, base_url=base_url, api_key=api_key, deadline_s=self.endpoint_deadline_s)
 
     def vector_store_configs(self, out_dir: str | Path) -> dict[str, Any]:
         """Every backend that can be configured from the environment, by name: ``milvus-lite``

@@ -11,6 +11,7 @@ up to a fixed number of bytes, so a text looked up again in the same process ski
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -20,8 +21,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from core.errors import StoreError
-from core.models.embeddings import EmbeddingModel, query_text, text_sha256
+from core.models.embeddings import EmbeddingModel, check_vectors, query_text, text_sha256, usable_rows
 from core.models.spend import current_spend
+
+logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -86,7 +89,11 @@ class EmbeddingCache:
             ) from exc
 
     def get_many(self, model_id: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
-        """Return the cached vectors among ``keys`` (text sha256s) as ``{key: float32 (dim,)}``."""
+        """Return the cached vectors among ``keys`` (text sha256s) as ``{key: float32 (dim,)}``.
+
+        A stored vector that cannot be searched (NaN or infinite values, or all zeros: written
+        by a version that did not refuse them) is left out, as if it were not cached, so its
+        text is embedded again and the entry replaced; a warning says how many."""
         keys = list(dict.fromkeys(keys))
         found: dict[str, np.ndarray] = {}
         with self._lock:
@@ -105,9 +112,17 @@ class EmbeddingCache:
                     f"SELECT text_sha256, dim, vector FROM embeddings WHERE model_id = ? AND text_sha256 IN ({marks})",
                     [model_id, *part],
                 ).fetchall()
+                unusable = 0
                 for key, dim, blob in rows:
-                    found[key] = np.frombuffer(blob, dtype=np.float32, count=dim).copy()
-                    self._remember(model_id, key, found[key])
+                    vector = np.frombuffer(blob, dtype=np.float32, count=dim).copy()
+                    if not usable_rows(vector[None, :])[0]:
+                        unusable += 1
+                        continue
+                    found[key] = vector
+                    self._remember(model_id, key, vector)
+                if unusable:
+                    logger.warning("%d cached vectors of %s hold NaN, infinite values or only zeros: their texts "
+                                   "are embedded again", unusable, model_id)
         return found
 
     def _remember(self, model_id: str, key: str, vector: np.ndarray) -> None:
@@ -132,7 +147,8 @@ class EmbeddingCache:
             self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)
             self._conn.commit()
             for key, vec in pairs:
-                self._remember(model_id, key, vec)
+                if usable_rows(vec[None, :])[0]:  # what get_many would not return is not kept in memory
+                    self._remember(model_id, key, vec)
 
     def count(self, model_id: str | None = None) -> int:
         """Number of cached vectors (for one model, or all)."""
@@ -228,8 +244,9 @@ class CachedEmbeddingModel:
         """Return float32 ``(len(texts), dim)``, embedding only texts not cached yet.
 
         Raises:
-            EmbeddingError: the wrapped model failed (texts other threads waited for are then
-                embedded by those threads).
+            EmbeddingError: the wrapped model failed or returned vectors that cannot be searched
+                (see :func:`~core.models.embeddings.check_vectors`; nothing is cached then; texts
+                other threads waited for are then embedded by those threads).
         """
         import time
 
@@ -253,6 +270,8 @@ class CachedEmbeddingModel:
                 start = time.perf_counter()
                 vectors = self.model.embed_documents(list(mine.values()))
                 elapsed = time.perf_counter() - start
+                # whatever the model: nothing that cannot be searched is cached
+                check_vectors(np.asarray(vectors, dtype=np.float32), len(mine), self.model_id, self._dimension)
                 new = dict(zip(mine.keys(), vectors))
                 unbilled: list[str] = []
                 if spend is None:  # charged to the first work that asks for them: recorded before

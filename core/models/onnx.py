@@ -275,7 +275,7 @@ class OnnxEmbeddingModel:
         """Embed ``texts``; returns float32 ``(len(texts), 384)``, L2-normalised rows.
 
         Raises:
-            EmbeddingError: onnxruntime failed.
+            EmbeddingError: onnxruntime failed, or gave a vector with NaN or of zeros.
         """
         texts = list(texts)
         out = np.zeros((len(texts), self.embedding_dimension), dtype=np.float32)
@@ -291,7 +291,9 @@ class OnnxEmbeddingModel:
                 out[batch] = cls / np.maximum(norms, 1e-12)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"{self.model_id} failed: {type(exc).__name__}: {exc}") from exc
-        return out
+        from core.models.embeddings import check_vectors
+
+        return check_vectors(out, len(texts), self.model_id)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query, after :attr:`query_instruction`; returns float32 ``(384,)``.

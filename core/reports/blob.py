@@ -381,3 +381,53 @@ class BlobFiles:
         except (AzureError, ValueError) as exc:
             raise StoreError(f"cannot list {self._url(search)}: {_describe(exc)}") from exc
         return sorted(keys)
+
+    def sizes(self, prefix: str = "") -> dict[str, int]:
+        """The keys :meth:`list` gives, each with its blob's size in bytes (``List Blobs`` with
+        the blobs' properties; no content is read).
+
+        Raises:
+            StoreError: as :meth:`list`.
+        """
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        base = self.prefix + "/" if self.prefix else ""
+        search = base + _clean_key(prefix) + "/" if prefix.strip("/") else base
+        found: dict[str, int] = {}
+        try:
+            for blob in self.container_client.list_blobs(name_starts_with=search or None,
+                                                         results_per_page=self.list_page_size):
+                key = blob.name[len(base):]
+                try:
+                    valid = _clean_key(key) == key
+                except StoreError:
+                    valid = False
+                if valid:
+                    found[key] = int(blob.size or 0)
+        except ResourceNotFoundError:
+            return {}
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot list {self._url(search)}: {_describe(exc)}") from exc
+        return found
+
+    def read_at_most(self, key: str, max_bytes: int) -> bytes:
+        """The blob's first ``max_bytes + 1`` bytes at most (one ranged download): a result
+        longer than ``max_bytes`` says the blob is larger, without downloading it.
+
+        Raises:
+            StoreError: the blob does not exist, or the service refused or failed the request.
+        """
+        from azure.core.exceptions import AzureError, HttpResponseError, ResourceNotFoundError
+
+        name = self._name(key)
+        try:
+            blob = self.container_client.get_blob_client(name)
+            return blob.download_blob(offset=0, length=int(max_bytes) + 1, max_concurrency=1).readall()
+        except ResourceNotFoundError as exc:
+            raise StoreError(f"{self._url(name)} does not exist") from exc
+        except HttpResponseError as exc:
+            if getattr(exc, "status_code", None) == 416:  # an empty blob has no byte 0
+                return b""
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc

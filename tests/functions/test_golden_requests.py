@@ -56,6 +56,20 @@ def test_template_is_written_beside_the_golden_file_once(storage, app_functions)
     assert status == 409 and "never overwritten" in answer["errors"][0]
 
 
+def test_template_skips_a_document_over_its_limit_and_says_which(storage, app_functions, clean_env):
+    # the route loads documents as every other caller does: limits from RAGTUNE_DOCUMENT_MAX_*
+    service, container, base = storage
+    service.get_blob_client(container, "docs/huge.txt").upload_blob(b"word " * 1000)  # 5,000 bytes
+    clean_env.setenv("RAGTUNE_DOCUMENT_MAX_BYTES", "2048")  # the three documents are 482 to 1,427 bytes
+    body = {"documents": f"{base}/docs", "golden": f"{base}/hr/golden.jsonl", "by": "doc", "n": 10}
+    status, answer = post(app_functions, "golden_template_http", "golden/template", body)
+    assert status == 201, answer
+    assert answer["rows"] == 3 and answer["skipped"] == [{
+        "document_id": "huge.txt",
+        "reason": "over the size limit: 5,000 bytes on disk, more than 2,048 (limit: RAGTUNE_DOCUMENT_MAX_BYTES); "
+                  "not downloaded"}]
+
+
 @pytest.fixture
 def containers(storage, new_container, clean_env, squad_dir):
     """Besides ``storage``'s golden container: a documents container holding one document, and
