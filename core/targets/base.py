@@ -316,7 +316,31 @@ def hits_in_order(rows: Sequence[Hit], top_k: int) -> list[Hit]:
     return [rows[i] for i in order[:top_k]]
 
 
+def fuse_rrf(dense: Any, keyword: Any, question: str, top_k: int, setup: TargetSetup) -> list[Hit]:
+    """Hybrid search as ragtune's stores do it: each leg fetches
+    :func:`core.vectorstores.fusion.fusion_window` hits, :func:`core.vectorstores.fusion.rrf_fuse`
+    fuses them (k from the setup's ``ranker_k``, default 60) and keeps ``top_k``.
+
+    Args:
+        dense: ``(question, k) -> hits`` of the dense leg.
+        keyword: ``(question, k, setup) -> hits`` of the keyword leg.
+        question: the question.
+        top_k: hits kept.
+        setup: the hybrid setup.
+    """
+    from core.vectorstores.fusion import fusion_window, rrf_fuse
+
+    k = int(setup.option("ranker_k", 60))
+    window = fusion_window(top_k, k)
+    dense_hits = dense(question, window)
+    keyword_hits = keyword(question, window, setup)
+    by_id = {h.chunk_id: h for h in dense_hits + keyword_hits}
+    fused = rrf_fuse([(h.chunk_id, h.score) for h in dense_hits], [(h.chunk_id, h.score) for h in keyword_hits],
+                     k=k, limit=top_k)
+    return [Hit(by_id[i].document_id, by_id[i].pages, i, by_id[i].text, float(s)) for i, s in fused]
+
+
 __all__ = [
     "FINGERPRINT_MAX_CHUNKS", "Fingerprint", "Hit", "METHODS", "QueryVectors", "Target", "TargetDescription",
-    "TargetSetup", "UnavailableSetup", "check_dimension", "hits_in_order", "missing_documents",
+    "TargetSetup", "UnavailableSetup", "check_dimension", "fuse_rrf", "hits_in_order", "missing_documents",
 ]
