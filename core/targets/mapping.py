@@ -24,7 +24,8 @@ KINDS: tuple[str, ...] = ("text", "vector", "number", "sparse", "tsvector", "jso
 TEXT_NAMES: tuple[str, ...] = ("text", "content", "chunk", "page_content", "chunk_text", "body", "passage",
                                "document", "contents")
 #: Names that say "the document this chunk comes from", most telling first.
-DOCUMENT_NAMES: tuple[str, ...] = ("document_id", "doc_id", "documentid", "sourcefile", "source_file", "source",
+DOCUMENT_NAMES: tuple[str, ...] = ("document_id", "doc_id", "documentid", "doc_path", "document_path",
+                                   "document_name", "sourcefile", "source_file", "source", "source_path",
                                    "file_path", "filepath", "path", "file_name", "filename", "parent_id",
                                    "metadata_storage_path", "sourcepage", "url", "uri", "title")
 #: Names that say "the page".

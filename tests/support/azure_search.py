@@ -143,6 +143,7 @@ class AzureSearchTestServer:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._scores: dict[tuple[str, str], float] = {}
 
     # --- the API -------------------------------------------------------------------------------
 
@@ -303,11 +304,23 @@ class AzureSearchTestServer:
         fields = _semantic_fields(configs[name])
         window = ranked[:SEMANTIC_WINDOW]
         passages = [" ".join(str(index.documents[i].get(f) or "") for f in fields) for i in window]
-        logits = self.reranker.rerank(query, passages) if window else []
+        logits = self._logits(query, passages)
         reranked = {i: round(4.0 / (1.0 + math.exp(-float(x))), 6) for i, x in zip(window, logits)}
         order = sorted(window, key=lambda i: (-reranked[i], window.index(i)))
         captions = {i: [_caption(query, passages[window.index(i)])] for i in window}
         return order + ranked[SEMANTIC_WINDOW:], reranked, captions
+
+    def _logits(self, query: str, passages: list[str]) -> list[float]:
+        """The cross-encoder's logit of each passage, each (query, passage) pair scored once per
+        server (the same question is ranked by several semantic setups)."""
+        with self._lock:
+            need = list(dict.fromkeys(p for p in passages if (query, p) not in self._scores))
+        if need:
+            scored = self.reranker.rerank(query, need)
+            with self._lock:
+                self._scores.update({(query, p): float(x) for p, x in zip(need, scored)})
+        with self._lock:
+            return [self._scores[(query, p)] for p in passages]
 
     # --- lifecycle -----------------------------------------------------------------------------
 
