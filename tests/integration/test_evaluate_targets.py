@@ -224,3 +224,43 @@ def test_check_against_targets(tmp_path, corpus, targets_file, capsys):
     assert 'target team: stale evidence: quote "this sentence is in none of the passages at all" is not on ' \
            "Normans_p00.txt" in out
     assert "target down could not be checked" in out and PASSWORD not in out
+
+
+def test_the_pages_show_targets_side_by_side_and_the_history_marks_a_change(tmp_path, golden, targets_file, tables,
+                                                                            capsys):
+    import psycopg
+    from playwright.sync_api import sync_playwright
+
+    from core.reports import LocalFiles, ReportStore
+    from core.reports.pages import history_page, run_page
+    from tests.support.browser import check_page, launch
+
+    out = tmp_path / "out"
+    args = ["evaluate", "--golden", str(golden), "--targets", str(targets_file), "--only", "team/*",
+            "--only", "partial/*", "--only", "local/*", "--out", str(out), "--json"]
+    assert main(args) == 0
+    with psycopg.connect(tables[0], autocommit=True) as conn:  # the team changes its partial table
+        conn.execute(f"DELETE FROM {tables[2]} WHERE doc_path = 'corpus/Normans_p01.txt'")
+    assert main(args) == 0
+    capsys.readouterr()
+    store = ReportStore(LocalFiles(out))
+    newest, oldest = store.run_ids()
+    assert store.load_run(newest)["targets"][2]["description"]["fingerprint"] != \
+        store.load_run(oldest)["targets"][2]["description"]["fingerprint"]
+    with sync_playwright() as p:
+        context = launch(p, tmp_path / "profile")
+        run = tmp_path / "run.html"
+        run.write_text(run_page(store, newest), encoding="utf-8")
+        result = check_page(context, run.as_uri(), tmp_path / "run.png")
+        assert result["errors"] == []
+        table = result["page"].inner_text("#targets")
+        assert "partial" in table and "Normans_p00.txt" in table and "down" in table and "failed" in table
+        assert PASSWORD not in result["page"].content()
+        assert result["page"].locator("#targets-setups tbody tr").count() == 3  # keyword, dense, hybrid-rrf-k60
+        history = tmp_path / "history.html"
+        history.write_text(history_page(store, store.load_run(newest)["golden"]["sha256"]), encoding="utf-8")
+        result = check_page(context, history.as_uri(), tmp_path / "history.png")
+        assert result["errors"] == []
+        assert "target partial changed" in result["page"].inner_text("#history-runs")
+        assert "target team changed" not in result["page"].inner_text("#history-runs")
+        context.close()
