@@ -315,7 +315,8 @@ def evaluate_targets(
             (named :data:`core.targets.spec.BUILT_TARGET`), or None.
         golden: the ``GoldenSet`` when read already.
         embedding_model: the model ragtune embeds questions (and ``docs``) with; default the
-            configured one.
+            configured one. A ``CachedEmbeddingModel`` brings its own cache; any other model is
+            cached in ``out_dir``.
         reranker: a ``Reranker``, None, or ``"default"`` (the local cross-encoder).
         store_config: the vector store of the built collection (default Milvus Lite in
             ``out_dir``).
@@ -349,7 +350,10 @@ def evaluate_targets(
     golden = golden if golden is not None else read_golden(golden_path)
     questions = golden.questions
     model = embedding_model or settings.embedding_model()
-    cached = CachedEmbeddingModel(model, EmbeddingCache(out_dir / "cache" / "embeddings.sqlite"))
+    if isinstance(model, CachedEmbeddingModel):  # the caller's cache: its chunks are embedded once
+        cached, model = model, model.model
+    else:
+        cached = CachedEmbeddingModel(model, EmbeddingCache(out_dir / "cache" / "embeddings.sqlite"))
     vectors = QueryVectors(model)
     skipped: list[dict[str, str]] = []
     reranker = _reranker(reranker, skipped)
