@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func

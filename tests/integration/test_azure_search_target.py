@@ -259,3 +259,12 @@ def test_settings_choose_the_credential_and_hide_the_key():
     assert isinstance(keyed.search_credential(), AzureKeyCredential)
     assert isinstance(keyed.search_credential("entra"), DefaultAzureCredential)
     assert "s3cret-key" not in repr(keyed)
+
+
+def test_the_service_refuses_an_api_version_it_does_not_know(server):
+    from azure.core.credentials import AzureKeyCredential
+
+    with pytest.raises(TargetError, match=r"\(HTTP 400\): Invalid or missing api-version"):
+        AzureSearchTarget("prod", server.endpoint, "norman", AzureKeyCredential(KEY),
+                          client_kwargs={"api_version": "2019-05-06"})
+    assert server.requests[-1].query["api-version"] == "2019-05-06"
