@@ -38,6 +38,7 @@ from core.targets.base import (
     UnavailableSetup,
     check_dimension,
     missing_documents,
+    raw_candidates,
 )
 from core.targets.ids import index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
@@ -301,7 +302,7 @@ class AzureSearchTarget:
         stats = self._call("reading the statistics of", lambda: self._index_client.get_index_statistics(self.index))
         stats = stats.as_dict() if hasattr(stats, "as_dict") else dict(stats)
         documents, fingerprint, read = self._list_documents()
-        self._documents = documents
+        self._documents, self._complete = documents, read < LIST_MAX
         count = int(stats.get("documentCount") or stats.get("document_count") or read)
         fingerprint.complete = fingerprint.complete and read >= count
         counts = {"documentCount": count, "storageSize": stats.get("storageSize") or stats.get("storage_size"),
@@ -318,10 +319,29 @@ class AzureSearchTarget:
             unavailable=tuple(self._unavailable))
 
     def missing(self, expected: Iterable[str]) -> list[str]:
-        """The expected documents no index document names (by the mapped document field)."""
+        """The expected documents no index document names (by the mapped document field).
+        Past :data:`LIST_MAX` index documents, a document the listing did not see is looked up
+        with a filter on its id, with and without the mapping's prefix; when the field is not
+        filterable it cannot be told missing and is not reported."""
         if self._documents is None:
-            self._documents = self._list_documents()[0]
-        return missing_documents(expected, self._documents)
+            self._documents, _, read = self._list_documents()
+            self._complete = read < LIST_MAX
+        absent = missing_documents(expected, self._documents)
+        if getattr(self, "_complete", True):
+            return absent
+        m, field = self.resolved.mapping, self.resolved.field("document")
+        if field is None or not field.filterable:
+            logger.warning("target %s: more than %d index documents and %s is not filterable: missing documents "
+                           "are not reported", self.name, LIST_MAX, m.document)
+            return []
+
+        def held(document: str) -> bool:
+            values = " or ".join(f"{m.document} eq '{v.replace(chr(39), chr(39) * 2)}'"
+                                 for v in raw_candidates(document, m.document_prefix))
+            return bool(self._call("looking up documents in", lambda: list(self._client.search(
+                search_text="*", filter=values, select=self._select(), top=1))))
+
+        return [d for d in absent if not held(d)]
 
     def chunks_of(self, document_ids: Iterable[str]) -> dict[str, list[Hit]]:
         """The index documents of each document, selected with a ``search.in`` filter on the

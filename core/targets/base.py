@@ -310,6 +310,12 @@ def missing_documents(expected: Iterable[str], held: Iterable[str]) -> list[str]
     return sorted({e for e in expected if e not in have})
 
 
+def raw_candidates(document_id: str, prefix: str = "") -> list[str]:
+    """The values an index may hold for a golden-file document id when its listing was cut
+    short: the id, and the id after the mapping's ``document_prefix``."""
+    return list(dict.fromkeys([document_id, prefix + document_id] if prefix else [document_id]))
+
+
 def hits_in_order(rows: Sequence[Hit], top_k: int) -> list[Hit]:
     """The first ``top_k`` rows, best first by score, ties kept in the engine's order."""
     order = sorted(range(len(rows)), key=lambda i: (-float(rows[i].score), i))
@@ -343,4 +349,5 @@ def fuse_rrf(dense: Any, keyword: Any, question: str, top_k: int, setup: TargetS
 __all__ = [
     "FINGERPRINT_MAX_CHUNKS", "Fingerprint", "Hit", "METHODS", "QueryVectors", "Target", "TargetDescription",
     "TargetSetup", "UnavailableSetup", "check_dimension", "fuse_rrf", "hits_in_order", "missing_documents",
+    "raw_candidates",
 ]

@@ -30,6 +30,7 @@ from core.targets.base import (
     fuse_rrf,
     hits_in_order,
     missing_documents,
+    raw_candidates,
 )
 from core.targets.ids import index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
@@ -224,8 +225,10 @@ class MilvusCollectionTarget:
             return hits_in_order(self._keyword(question, top_k), top_k)
         return fuse_rrf(self._dense, self._keyword, question, top_k, setup)
 
-    def _rows(self, expression: str = "", most: int = FINGERPRINT_MAX_CHUNKS + 1) -> Iterable[dict[str, Any]]:
-        """Rows of the output fields, batch by batch, at most ``most``."""
+    def _rows(self, expression: str = "", most: int | None = None) -> Iterable[dict[str, Any]]:
+        """Rows of the output fields, batch by batch, at most ``most`` (default one past
+        :data:`FINGERPRINT_MAX_CHUNKS`)."""
+        most = FINGERPRINT_MAX_CHUNKS + 1 if most is None else most
         iterator = self._call("reading", lambda: self._client.query_iterator(
             self.collection, batch_size=ITERATOR_BATCH, output_fields=self._output(), filter=expression))
         seen = 0
@@ -254,7 +257,7 @@ class MilvusCollectionTarget:
                 break
             documents.setdefault(hit.document_id, set()).add(str(raw))
         if fingerprint.complete:
-            self._documents = documents
+            self._documents, self._complete = documents, True
         value, basis = fingerprint.result({"rows": count})
         return TargetDescription(
             engine=self.engine, location=self._shown(), index=self.collection, n_chunks=count,
@@ -272,15 +275,30 @@ class MilvusCollectionTarget:
         if self._documents is None:
             m = self.resolved.mapping
             documents: dict[str, set[str]] = {}
+            seen = 0
             for row in self._rows():
+                seen += 1
                 raw = read_path(self._hit_entity(row), m.document)
                 documents.setdefault(index_document_id(raw, strip_prefix=m.document_prefix)[0], set()).add(str(raw))
+            self._complete = seen <= FINGERPRINT_MAX_CHUNKS
             self._documents = documents
         return self._documents
 
     def missing(self, expected: Iterable[str]) -> list[str]:
-        """The expected documents no row names."""
-        return missing_documents(expected, self._listed())
+        """The expected documents no row names (past :data:`FINGERPRINT_MAX_CHUNKS` rows, a
+        document the listing did not see is looked up by its id, with and without the
+        mapping's prefix)."""
+        absent = missing_documents(expected, self._listed())
+        if getattr(self, "_complete", True):
+            return absent
+        prefix = self.resolved.mapping.document_prefix
+
+        def held(document: str) -> bool:
+            expression = f"{self._field_expression()} in {json.dumps(raw_candidates(document, prefix))}"
+            return bool(self._call("reading", lambda: self._client.query(
+                self.collection, filter=expression, output_fields=self._output()[:1], limit=1)))
+
+        return [d for d in absent if not held(d)]
 
     def _field_expression(self) -> str:
         """The mapped document field as a filter expression (``meta["source"]`` for a JSON path)."""

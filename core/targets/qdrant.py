@@ -27,6 +27,7 @@ from core.targets.base import (
     check_dimension,
     hits_in_order,
     missing_documents,
+    raw_candidates,
 )
 from core.targets.ids import index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
@@ -190,8 +191,10 @@ class QdrantTarget:
             with_payload=True, with_vectors=False))
         return hits_in_order([self._hit(p, p.score) for p in result.points], top_k)
 
-    def _scroll(self, scroll_filter: Any = None, most: int = FINGERPRINT_MAX_CHUNKS + 1) -> Iterable[Any]:
-        """Points (payload only), page by page, at most ``most``."""
+    def _scroll(self, scroll_filter: Any = None, most: int | None = None) -> Iterable[Any]:
+        """Points (payload only), page by page, at most ``most`` (default one past
+        :data:`FINGERPRINT_MAX_CHUNKS`)."""
+        most = FINGERPRINT_MAX_CHUNKS + 1 if most is None else most
         offset, seen = None, 0
         while seen < most:
             page, offset = self._call("reading", lambda o=offset: self._client.scroll(
@@ -216,7 +219,7 @@ class QdrantTarget:
                 break
             documents.setdefault(hit.document_id, set()).add(str(raw))
         if fingerprint.complete:
-            self._documents = documents
+            self._documents, self._complete = documents, True
         value, basis = fingerprint.result({"points": count})
         notes = [f"dense search by {self._vector_params[m.vector][1]} distance"] if m.vector else []
         return TargetDescription(
@@ -229,15 +232,33 @@ class QdrantTarget:
         if self._documents is None:
             m = self.resolved.mapping
             documents: dict[str, set[str]] = {}
+            seen = 0
             for point in self._scroll():
+                seen += 1
                 raw = read_path(point.payload or {}, m.document)
                 documents.setdefault(index_document_id(raw, strip_prefix=m.document_prefix)[0], set()).add(str(raw))
+            self._complete = seen <= FINGERPRINT_MAX_CHUNKS
             self._documents = documents
         return self._documents
 
     def missing(self, expected: Iterable[str]) -> list[str]:
-        """The expected documents no point names."""
-        return missing_documents(expected, self._listed())
+        """The expected documents no point names (past :data:`FINGERPRINT_MAX_CHUNKS` points, a
+        document the listing did not see is looked up by its id, with and without the
+        mapping's prefix)."""
+        from qdrant_client import models
+
+        absent = missing_documents(expected, self._listed())
+        if getattr(self, "_complete", True):
+            return absent
+        key, prefix = self.resolved.mapping.document, self.resolved.mapping.document_prefix
+
+        def held(document: str) -> bool:
+            flt = models.Filter(must=[models.FieldCondition(
+                key=key, match=models.MatchAny(any=raw_candidates(document, prefix)))])
+            return self._call("counting", lambda: self._client.count(self.collection, count_filter=flt,
+                                                                     exact=True)).count > 0
+
+        return [d for d in absent if not held(d)]
 
     def chunks_of(self, document_ids: Iterable[str]) -> dict[str, list[Hit]]:
         """The points of each document (a ``MatchAny`` filter on the mapped payload key)."""

@@ -281,3 +281,27 @@ def test_missing_tables_and_collections_are_target_errors(corpus, pg_tables, qdr
         QdrantTarget("x", qdrant_folder, "nope")
     with pytest.raises(TargetError, match="collection nope does not exist"):
         MilvusCollectionTarget("x", milvus_lite, "nope")
+
+
+@pytest.mark.parametrize("kind", ["qdrant", "milvus-lite", "azure-search"])
+def test_missing_documents_past_the_listing_limit_are_looked_up(kind, monkeypatch, corpus, pg_tables, qdrant_folder,
+                                                              milvus_server, milvus_lite, azure_service,
+                                                              ragtune_collection):
+    import core.targets.azure_search as azure_module
+    import core.targets.milvus_collection as milvus_module
+    import core.targets.qdrant as qdrant_module
+
+    # three chunks listed, then the listing stops: the rest must be looked up, not called missing
+    for module in (qdrant_module, milvus_module):
+        monkeypatch.setattr(module, "FINGERPRINT_MAX_CHUNKS", 3)
+    monkeypatch.setattr(azure_module, "LIST_MAX", 3)
+    monkeypatch.setattr(azure_module, "LIST_PAGE", 2)
+    # a lookup finds the id as written, or after the mapping's prefix (the blob URL of Qdrant's payload)
+    fields = FieldMapping(document_prefix="https://contoso.blob.core.windows.net/docs/") if kind == "qdrant" else None
+    t = open_kind(kind, corpus, pg_tables, qdrant_folder, milvus_server, milvus_lite, azure_service,
+                  ragtune_collection, fields=fields)
+    try:
+        names = sorted({c.document_id for c in corpus.chunks})
+        assert t.missing([*names, "Normans_p99.txt"]) == ["Normans_p99.txt"]
+    finally:
+        t.close()
