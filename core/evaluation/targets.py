@@ -97,7 +97,7 @@ class _Opened:
     missing: list[str] = field(default_factory=list)
 
 
-class _RerankMemo:
+class _TextRerankMemo:
     """A reranker's score of each (question, text) pair within one run, each pair scored once;
     its measured cost (the call's time shared evenly among the pairs it scored) is charged to
     every setup that reranks the pair. Keyed by text, not chunk id: targets share no ids."""
@@ -190,7 +190,7 @@ def _plan(opened: Sequence[_Opened], reranker: Any, options: TargetsOptions) -> 
     return select_setups(setups, options.only, options.skip)
 
 
-def _search_setup(run: RunSetup, target: Any, questions: Sequence[Any], memo: _RerankMemo | None,
+def _search_setup(run: RunSetup, target: Any, questions: Sequence[Any], memo: _TextRerankMemo | None,
                   bar: Any) -> tuple[dict[str, list[Any]], list[float], list[float]]:
     """Every question's hits with one setup (one untimed search first), and the search and
     rerank milliseconds per question.
@@ -390,7 +390,7 @@ def evaluate_targets(
                    "n_with_pages": sum(1 for q in questions if q.pages),
                    "n_with_evidence": sum(1 for q in questions if q.usable_evidence),
                    "warnings": [p.to_dict() for p in warnings]},
-        "corpus": _corpus(built, docs), "indexing": _indexing(built, model, store_config, out_dir),
+        "corpus": _corpus(built, docs), "indexing": _indexing(built, model),
         "targets": [_target_entry(o, entries, found, len(expected)) for o in opened],
         "reranker": None if reranker is None else {"model_id": reranker.model_id, "retrieval_depth": RERANK_DEPTH,
                                                    "keep": TOP_K},
@@ -424,7 +424,7 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
             vectors.vector(q.question)
     timings["embed_questions_s"] = time.perf_counter() - start
     targets = {o.name: o.target for o in opened if o.target is not None}
-    memo = _RerankMemo(reranker) if reranker is not None else None
+    memo = _TextRerankMemo(reranker) if reranker is not None else None
     entries: list[dict[str, Any]] = []
     found: dict[str, list[bool]] = {}
     per_setup: dict[str, dict[str, Any]] = {q.id: {} for q in questions}
@@ -469,11 +469,11 @@ def _corpus(built: Any, docs: str | None) -> dict[str, Any] | None:
             "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in built.skipped]}
 
 
-def _indexing(built: Any, model: Any, store_config: Any, out_dir: Any) -> dict[str, Any] | None:
+def _indexing(built: Any, model: Any) -> dict[str, Any] | None:
     if built is None:
         return None
     d = built.describe()
-    return {"collection": d.index, "reused": "reused" in " ".join(d.notes), "embedding_model": model.model_id,
+    return {"collection": d.index, "reused": built.reused, "embedding_model": model.model_id,
             "vector_store": d.engine, "vector_store_location": d.location}
 
 

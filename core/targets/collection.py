@@ -62,13 +62,15 @@ class CollectionTarget:
         skipped: the files that did not load.
         description: what :meth:`describe` returns.
         name: the target's name (default :data:`core.targets.spec.BUILT_TARGET`).
+        reused: whether the collection was there already (built by an earlier run).
     """
 
     engine = "ragtune"
 
     def __init__(self, store: Any, chunks: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any],
-                 description: TargetDescription, name: str = BUILT_TARGET) -> None:
+                 description: TargetDescription, name: str = BUILT_TARGET, reused: bool = False) -> None:
         self.name = name
+        self.reused = reused
         self.store = store
         self.chunks = list(chunks)
         self.documents = list(documents)
@@ -129,7 +131,7 @@ class CollectionTarget:
             fields=(("embedding_model", model.model_id),),
             notes=(f"built by ragtune from {docs}: {', '.join(f'{k} {v}' for k, v in params.items())}"
                    + ("; the collection was reused" if reused else ""),))
-        return cls(store, chunks, loaded.documents, loaded.skipped, description, name)
+        return cls(store, chunks, loaded.documents, loaded.skipped, description, name, reused)
 
     def setups(self) -> list[TargetSetup]:
         """ragtune's search methods (``core.evaluation.retrieval.default_search_setups``)."""
