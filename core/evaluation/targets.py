@@ -170,7 +170,8 @@ def _describe(opened: Sequence[_Opened], expected: set[str], status: Callable[[s
 
 
 def _plan(opened: Sequence[_Opened], reranker: Any, options: TargetsOptions) -> list[RunSetup]:
-    """Every setup of every open target, each also reranked, filtered by ``only`` / ``skip``.
+    """Every setup of every open target, each also reranked (except those the engine's own
+    semantic ranker reorders), filtered by ``only`` / ``skip``.
 
     Raises:
         ConfigError: a pattern that matches no setup, or none left.
@@ -183,7 +184,7 @@ def _plan(opened: Sequence[_Opened], reranker: Any, options: TargetsOptions) -> 
             continue
         for s in o.target.setups():
             setups.append(RunSetup(o.name, s))
-            if reranker is not None:
+            if reranker is not None and not s.option("semantic_configuration"):  # not over the engine's reranker
                 setups.append(RunSetup(o.name, s, reranker.model_id))
     if not setups:
         return []
