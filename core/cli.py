@@ -29,7 +29,8 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``ragtune check GOLDEN [--docs DIR] [--json] [--all]``: 0 when the file can be run, 1 when not.
+    """``ragtune check GOLDEN [--docs DIR] [--target T] [--targets FILE] [--json] [--all]``: 0 when the
+    file can be run, 1 when not (or when a target cannot be reached).
 
     GOLDEN and DIR may be local paths or addresses (``s3://...``, Blob URLs; see
     ``core.inputs``); a remote folder is listed, not downloaded. The problems shown are bounded
@@ -54,6 +55,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         from core.golden.corpus_check import add_corpus_problems
 
         add_corpus_problems(check, args.golden, args.docs, document_ids=documents)
+    if args.target or args.targets:  # expected documents and evidence against indexes searched in place
+        from core.settings import Settings
+        from core.targets.check import add_target_problems
+
+        add_target_problems(check, args.golden, target_specs(args), Settings.from_env())
     if args.json:
         _print_json(check.to_dict())
     else:
@@ -79,20 +85,27 @@ def format_report(report: dict[str, Any]) -> str:
     scored questions (found in top 10, found first, recall@5, MRR, nDCG@10, median and p95
     search time per setup), then the picks and where the report lives."""
     lines = []
-    g, c, ix = report["golden"], report["corpus"], report["indexing"]
-    lines.append(
-        f"golden {g['path']}: {g['n_questions']} questions (sha256 {g['sha256'][:12]}); corpus {c['path']}: "
-        f"{c['n_documents']} documents, {c['n_pages']} pages, {c['n_chunks']} chunks"
-    )
-    emb = ix["embedding"]
-    if ix.get("vector_store_location"):
-        lines.append(f"vector store {ix['vector_store']} at {ix['vector_store_location']}")
-    lines.append(
-        f"chunking {ix['chunking']}; embedding {ix['embedding_model']}: {emb['n_embedded']} texts embedded, "
-        f"{emb['n_cache_hits']} from cache; collection {ix['collection']}{' (reused)' if ix['reused'] else ''}"
-    )
-    for skipped in c.get("skipped", []):
-        lines.append(f"skipped {skipped['document_id']}: {skipped['reason']}")
+    g = report["golden"]
+    if report.get("targets") is not None:  # a run over targets (core.evaluation.targets)
+        from core.evaluation.targets import format_targets
+
+        lines.extend(format_targets(report))
+    else:
+        c, ix = report["corpus"], report["indexing"]
+        lines.append(
+            f"golden {g['path']}: {g['n_questions']} questions (sha256 {g['sha256'][:12]}); corpus {c['path']}: "
+            f"{c['n_documents']} documents, {c['n_pages']} pages, {c['n_chunks']} chunks"
+        )
+        emb = ix["embedding"]
+        if ix.get("vector_store_location"):
+            lines.append(f"vector store {ix['vector_store']} at {ix['vector_store_location']}")
+        lines.append(
+            f"chunking {ix['chunking']}; embedding {ix['embedding_model']}: {emb['n_embedded']} texts embedded, "
+            f"{emb['n_cache_hits']} from cache; collection {ix['collection']}{' (reused)' if ix['reused'] else ''}"
+        )
+        for skipped in c.get("skipped", []):
+            lines.append(f"skipped {skipped['document_id']}: {skipped['reason']}")
+    width = max([34] + [len(str(s["name"])) + 1 for s in report["setups"]])
     rank_grain = report["evaluation"]["rank_grain"]
     ran = [s for s in report["setups"] if s.get("status", "ok") == "ok"]
     if report["evaluation"].get("rank_grain_reason"):
@@ -116,13 +129,13 @@ def format_report(report: dict[str, Any]) -> str:
         if first.get("n_fallback"):
             extra.append(f"{first['n_fallback']} judged on documents (no usable evidence)")
         lines.append(f"\n[{grain}] {plural(first['n_scored'], 'question')} scored{', ' + ', '.join(extra) if extra else ''}{marker}")
-        header = (f"{'setup':<34} {'found@10':>9} {'95% CI':>11} {'found@1':>8} {'recall@5':>9} {'mrr':>6} "
+        header = (f"{'setup':<{width}} {'found@10':>9} {'95% CI':>11} {'found@1':>8} {'recall@5':>9} {'mrr':>6} "
                   f"{'ndcg@10':>8} {'wait ms':>8} {'search ms':>9}")
         lines.append(header)
         lines.append("-" * len(header))
         for s in report["setups"]:
             if s.get("status", "ok") != "ok":
-                lines.append(f"{s['name']:<34} failed: {s.get('error')}")
+                lines.append(f"{s['name']:<{width}} failed: {s.get('error')}")
                 continue
             agg = s["metrics"][grain]
             m, low, high = agg["means"], agg.get("ci_low") or {}, agg.get("ci_high") or {}
@@ -132,7 +145,7 @@ def format_report(report: dict[str, Any]) -> str:
             wait = (t.get("total") or t)["median"]
             tied = "=" if grain == rank_grain and s.get("tied_with_best") else " "
             lines.append(
-                f"{s['name']:<33}{tied} {_fmt(found_name(m, 10)):>9} {ci:>11} {_fmt(found_name(m, 1)):>8} "
+                f"{s['name']:<{width - 1}}{tied} {_fmt(found_name(m, 10)):>9} {ci:>11} {_fmt(found_name(m, 1)):>8} "
                 f"{_fmt(m.get('recall@5')):>9} {_fmt(m.get('mrr')):>6} {_fmt(m.get('ndcg@10')):>8} "
                 f"{wait:>8.2f} {(t.get('search') or t)['median']:>9.2f}"
             )
@@ -191,6 +204,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = _settings(args)
     out, files, where = _output(args.out, settings)
     thresholds = list(args.fail_under or [])  # parsed by argparse (_threshold): a malformed one is exit 2
+    if args.target or args.targets:
+        return _evaluate_targets(args, settings, out, files, where, thresholds)
+    if not args.docs:
+        print("ragtune evaluate: give --docs DIR, or targets to search in place (--target, --targets)", file=sys.stderr)
+        return 2
     if args.chunking == "hierarchical" and (args.chunk_size is not None or args.chunk_overlap is not None):
         print("ragtune evaluate: hierarchical chunking makes one chunk per document element and takes no "
               "--chunk-size or --chunk-overlap", file=sys.stderr)
@@ -556,6 +574,69 @@ def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
         if match not in out:
             out.append(match)
     return out
+
+
+def target_specs(args: argparse.Namespace) -> list[Any]:
+    """The targets of ``--target`` and ``--targets`` (none of them named twice).
+
+    Raises:
+        ConfigError: a malformed option or targets file, or two targets of one name.
+    """
+    from core.targets.spec import check_unique, parse_target_option, read_targets_file
+
+    specs = [parse_target_option(t) for t in args.target or []]
+    if args.targets:
+        specs += read_targets_file(args.targets)
+    check_unique(specs)
+    return specs
+
+
+def _evaluate_targets(args: argparse.Namespace, settings: Any, out: Path, files: Any, where: str,
+                      thresholds: list[Any]) -> int:
+    """``ragtune evaluate --golden FILE --target ... [--targets FILE] [--docs DIR]``: every setup
+    of every target in one report (``core.evaluation.targets``); the gate checks ``--setup``
+    (a pick across targets, ``TARGET/PICK``, or ``TARGET/SETUP``)."""
+    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
+    from core.evaluation.targets import TargetsOptions, evaluate_targets, resolve_gate_setup
+    from core.golden import read_golden
+    from core.reports import ReportStore, new_run_id
+
+    specs = target_specs(args)
+    models = evaluation_models(settings, args.embedding_model)
+    golden = read_golden(args.golden)
+    store = ReportStore(files)
+    baseline = None
+    if args.baseline == "latest":
+        baseline = latest_baseline(store, golden.sha256)
+        if baseline is None:
+            print("gate: no earlier run on this golden file to compare with", file=sys.stderr)
+    elif args.baseline:
+        baseline = store.load_run(args.baseline)
+        check_baseline(baseline, golden.sha256)
+    options = TargetsOptions(rank_grain=args.rank_by, only=args.only or (), skip=args.skip or (),
+                             show_progress=not args.json,
+                             chunking=(args.chunking, _chunk_size(args), _chunk_overlap(args)), embed_title=args.title)
+    report = evaluate_targets(
+        args.golden, specs, settings=settings, out_dir=out, docs=args.docs, golden=golden, embedding_model=models[0],
+        reranker=settings.reranker(), store_config=settings.vector_store_config(out, args.vector_store) if args.docs
+        else None, options=options, on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None)
+    run_id = new_run_id()
+    report["run_id"] = run_id
+    report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
+    report["location"] = f"{where}/{store.save_run(run_id, report)}"
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_report(report))
+        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    if thresholds or baseline is not None:
+        lines, failed = run_gate(report, setup=resolve_gate_setup(report, args.setup), thresholds=thresholds,
+                                 baseline=baseline)
+        for line in lines:
+            print(f"gate: {line}", file=sys.stderr)
+        if failed:
+            return EXIT_GATE
+    return 0
 
 
 def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
@@ -1193,14 +1274,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("golden", help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
     p.add_argument("--docs", help="corpus folder (a path, s3://bucket/prefix or a Blob URL): warn about expected "
                                   "documents it does not hold")
+    p.add_argument("--target", action="append", metavar="KIND:WHERE#INDEX",
+                   help="warn about expected documents this index lacks and evidence its chunks do not hold "
+                        "(as for evaluate; repeatable)")
+    p.add_argument("--targets", metavar="FILE", help="a targets file: check against each of its targets")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--all", action="store_true", help="list every problem in full (by default the first 100 of "
                                                       "each kind, then their count and lines)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("evaluate", help="evaluate every search setup on documents and a golden file")
-    p.add_argument("--docs", required=True, help="folder of documents (.pdf .md .html .docx .txt .json): a path, "
-                                                 "s3://bucket/prefix or a Blob URL")
+    p.add_argument("--docs", help="folder of documents (.pdf .md .html .docx .txt .json): a path, "
+                                  "s3://bucket/prefix or a Blob URL (required unless targets are given)")
+    p.add_argument("--target", action="append", metavar="KIND:WHERE#INDEX",
+                   help="also search an index in place: azure-search:INDEX, azure-search:ENDPOINT#INDEX, "
+                        "pgvector:DSN#TABLE, qdrant:PATH_OR_URL#COLLECTION, milvus:URI_OR_DB#COLLECTION (repeatable)")
+    p.add_argument("--targets", metavar="FILE", help="a targets file (YAML or JSON) naming targets and their fields")
     p.add_argument("--golden", required=True, help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--chunking", default="recursive",

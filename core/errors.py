@@ -91,5 +91,11 @@ class RerankError(RagtuneError):
     """A reranker failed (a local model, or a rerank endpoint that is down or answers badly)."""
 
 
+class TargetError(StoreError):
+    """A target searched in place (an Azure AI Search index, a team's own collection) cannot be
+    reached, refuses a request, or answers something unusable; the message names the target
+    and never holds a credential."""
+
+
 class NotStoredError(StoreError):
     """Nothing is stored under the id asked for (a run, an experiment, a report)."""

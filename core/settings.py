@@ -37,6 +37,9 @@
 | ``RAGTUNE_EVALUATIONS_QUEUE`` | queue of configurations to evaluate | ``evaluations`` |
 | ``RAGTUNE_EVALUATION_TIMEOUT_S`` | time budget of one evaluation, in seconds (below the function timeout of ``host.json``); a round of evaluations waits at most ``EVALUATION_DELIVERIES * (this + EVALUATION_VISIBILITY_S)`` | ``1500`` |
 | ``RAGTUNE_PARALLEL_EVALUATIONS`` | evaluations enqueued per round of the experiment orchestrator | ``8`` |
+| ``RAGTUNE_SEARCH_ENDPOINT`` | the Azure AI Search service of ``--target azure-search:INDEX`` (``https://<service>.search.windows.net``) | unset |
+| ``RAGTUNE_SEARCH_API_KEY`` | an Azure AI Search query key; without it targets authenticate with Microsoft Entra ID (``DefaultAzureCredential``) | none |
+| ``RAGTUNE_TARGETS`` | the targets an evaluation may name: a targets file's path, or its YAML / JSON text (see ``core.targets.spec``) | none |
 | ``RAGTUNE_PG_DSN`` or ``RAGTUNE_PG_HOST`` / ``_PORT`` / ``_USER`` / ``_PASSWORD`` / ``_DB`` / ``_SCHEMA`` | PostgreSQL with pgvector (see ``PGVectorConfig.from_env``) | ``127.0.0.1:5432``, user ``postgres``, database ``postgres``, schema ``public`` |
 | ``RAGTUNE_APP_URL`` | the deployed RAG app ``ragtune evaluate-app`` asks (its config file or ``--url`` may name it instead) | unset |
 | ``RAGTUNE_APP_API_KEY`` / ``RAGTUNE_APP_KEY_HEADER`` | a key sent to the app in that header (``Authorization`` gets ``Bearer <key>``) | none / ``api-key`` |
@@ -408,6 +411,9 @@ class Settings:
     endpoint_deadline_s: float = ENDPOINT_DEADLINE_S
     app: AppSettings = field(default_factory=AppSettings)
     prices: dict[str, ModelPrice] = field(default_factory=dict)
+    search_endpoint: str | None = None
+    search_api_key: str | None = None
+    targets_config: str | None = None
 
     @property
     def round_timeout_s(self) -> int:
@@ -417,7 +423,8 @@ class Settings:
         return EVALUATION_DELIVERIES * (self.evaluation_timeout_s + EVALUATION_VISIBILITY_S)
 
     def __repr__(self) -> str:
-        hidden = {"embedding_api_key", "rerank_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection"}  # AppSettings hides its own key  # PGVectorConfig hides its own password
+        hidden = {"embedding_api_key", "rerank_api_key", "milvus_token", "chat_api_key", "judge_api_key", "storage_connection",
+                  "search_api_key"}  # AppSettings hides its own key; PGVectorConfig hides its own password
         parts = [
             f"{k}={'***' if k in hidden and v else v!r}" for k, v in self.__dict__.items()
         ]
@@ -519,7 +526,47 @@ class Settings:
             endpoint_deadline_s=endpoint_deadline_s(env),
             app=AppSettings.from_env(env),
             prices=read_prices(env),
+            search_endpoint=(env.get("RAGTUNE_SEARCH_ENDPOINT") or "").strip() or None,
+            search_api_key=(env.get("RAGTUNE_SEARCH_API_KEY") or "").strip() or None,
+            targets_config=(env.get("RAGTUNE_TARGETS") or "").strip() or None,
         )
+
+    def search_credential(self, auth: str = "default") -> Any:
+        """The credential of an Azure AI Search target: ``AzureKeyCredential`` with
+        ``RAGTUNE_SEARCH_API_KEY`` for ``auth`` ``key`` (or ``default`` when a key is set), else
+        ``DefaultAzureCredential`` (Microsoft Entra ID). Nothing is contacted here.
+
+        Raises:
+            ConfigError: ``auth`` is ``key`` but no key is set.
+        """
+        if auth == "key" or (auth == "default" and self.search_api_key):
+            if not self.search_api_key:
+                raise ConfigError("an Azure AI Search target with auth: key needs RAGTUNE_SEARCH_API_KEY")
+            from azure.core.credentials import AzureKeyCredential
+
+            return AzureKeyCredential(self.search_api_key)
+        from azure.identity import DefaultAzureCredential
+
+        return DefaultAzureCredential()
+
+    def configured_targets(self) -> dict[str, Any]:
+        """The targets ``RAGTUNE_TARGETS`` configures, by name (``TargetSpec`` objects); empty
+        when it is unset. A value that names an existing file is read as a targets file, any
+        other as the file's text.
+
+        Raises:
+            ConfigError: the file or text is not a valid targets file (says where).
+        """
+        if not self.targets_config:
+            return {}
+        from core.targets.spec import parse_targets_text, read_targets_file
+
+        text = self.targets_config
+        if "\n" not in text and not text.lstrip().startswith(("[", "{", "-")) and Path(text).is_file():
+            specs = read_targets_file(text)
+        else:
+            specs = parse_targets_text(text, "RAGTUNE_TARGETS")
+        return {s.name: s for s in specs}
 
     def storage_credential(self) -> Any:
         """The Microsoft Entra ID credential for an identity-based storage connection:

@@ -53,6 +53,10 @@ EXPECTED_INDEX = {
     "run_page": ("httpTrigger", "runs/{run_id}/page", "function"),
     "experiment_page": ("httpTrigger", "experiments/{experiment_id}/page", "function"),
     "history_page": ("httpTrigger", "history/page", "function"),
+    "start_target_evaluation": ("httpTrigger", "evaluations", "function"),
+    "target_evaluation_orchestrator": ("orchestrationTrigger", None, None),
+    "evaluate_target_request": ("activityTrigger", None, None),
+    "get_target_evaluation_status": ("httpTrigger", "evaluations/{run_id}/status", "function"),
 }
 
 
@@ -76,7 +80,8 @@ def test_experiment_starter_has_a_durable_client(app_functions):
 
 
 @pytest.mark.parametrize("name", ["check_golden_blob", "evaluate_from_queue", "evaluation_poisoned",
-                                  "get_experiment_status", "resume_experiment"])
+                                  "get_experiment_status", "resume_experiment",
+                                  "start_target_evaluation", "get_target_evaluation_status"])
 def test_functions_that_start_or_signal_orchestrations_have_a_durable_client(app_functions, name):
     assert "durableClient" in [b.type for b in app_functions[name].get_bindings()]
 

@@ -251,6 +251,8 @@ def history_entries(store: Any, golden: str) -> list[dict[str, Any]]:
 
 
 def _indexing_text(summary: dict[str, Any]) -> str:
+    if summary.get("targets"):
+        return "targets " + ", ".join(str(t.get("name")) for t in summary["targets"])
     ix = summary.get("indexing") or {}
     chunking = ix.get("chunking")
     if isinstance(chunking, dict):
@@ -259,9 +261,24 @@ def _indexing_text(summary: dict[str, Any]) -> str:
     return f"{chunking or '-'} · {ix.get('embedding_model') or '-'} · {ix.get('vector_store') or '-'}"
 
 
+def target_changes(seen: dict[str, str], targets: list[dict[str, Any]]) -> list[str]:
+    """The names of ``targets`` (a run summary's) whose fingerprint differs from the one last
+    ``seen`` for the same name; ``seen`` is updated to these."""
+    changed = []
+    for t in targets:
+        name, fingerprint = str(t.get("name")), t.get("fingerprint")
+        if fingerprint is None:
+            continue
+        if name in seen and seen[name] != fingerprint:
+            changed.append(name)
+        seen[name] = fingerprint
+    return changed
+
+
 def render_history(entries: list[dict[str, Any]], golden: str, links: Links | None = None) -> str:
     """The history page: for one golden file, every run's numbers per setup as lines over
-    time, and a table of the runs with changes of indexing marked.
+    time, and a table of the runs with changes of indexing marked, and the targets whose
+    description (fingerprint) changed since the run before that searched them.
 
     Args:
         entries: run summaries (:func:`core.reports.summary.run_summary`), oldest first.
@@ -283,8 +300,10 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
         if series:
             figures.append((metric, plots.history_lines(series, metric_label(metric))))
     rows, previous = [], None
+    fingerprints: dict[str, str] = {}
     for e in entries:
         text = _indexing_text(e)
+        changed_targets = target_changes(fingerprints, e.get("targets") or [])
         grain = e.get("rank_grain")
         best = None
         for s in e.get("setups") or []:
@@ -292,6 +311,7 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
                 best = (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("found@10")
         rows.append({"run_id": e.get("run_id"), "started_at": e.get("started_at"), "indexing": text,
                      "changed": previous is not None and text != previous, "grain": grain,
+                     "changed_targets": changed_targets,
                      "finds_the_most": e.get("finds_the_most"), "found10": best,
                      "url": links.url("run", id=e.get("run_id")) if links else ""})
         previous = text
