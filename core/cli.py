@@ -277,6 +277,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
             print(format_slices(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    return _gate_exit(verdict)
+
+
+def _gate_exit(verdict: Any) -> int:
+    """Print the gate's findings (a :class:`core.evaluation.gate.GateVerdict`, or None for no
+    gate) and return the exit code: 0 without a gate."""
     if verdict is None:
         return 0
     for line in verdict.lines:
@@ -293,9 +299,11 @@ def _branch(args: argparse.Namespace) -> str | None:
     return branch_name(args.branch, "--branch") if args.branch is not None else ci_branch()
 
 
-def _baseline(args: argparse.Namespace, store: Any, golden_sha256: str, branch: str | None) -> tuple[Any, str | None]:
+def _baseline(args: argparse.Namespace, store: Any, golden_sha256: str, branch: str | None,
+              targets: tuple[str, ...] | None = None) -> tuple[Any, str | None]:
     """``(baseline or None, note)`` for ``--baseline`` (:mod:`core.evaluation.gate`'s rules),
-    found before any work so a bad name stops the run at once.
+    found before any work so a bad name stops the run at once; ``targets``: the sorted names
+    of a run over targets (a ``latest`` baseline searched the same ones).
 
     Raises:
         NotStoredError / ConfigError: a named baseline that is not stored, not a report, or
@@ -316,7 +324,8 @@ def _baseline(args: argparse.Namespace, store: Any, golden_sha256: str, branch: 
             raise ConfigError("--any-branch and --baseline-branch choose a --baseline latest, not a named one")
         return named_baseline(store, args.baseline, golden_sha256), None
     wanted = branch_name(args.baseline_branch, "--baseline-branch") if args.baseline_branch is not None else branch
-    rule = BaselineRule(golden_sha256, shown_address(args.docs), wanted, any_branch=args.any_branch)
+    rule = BaselineRule(golden_sha256, shown_address(args.docs) if targets is None else None, wanted,
+                        any_branch=args.any_branch, targets=targets)
     return find_baseline(store, rule)
 
 
@@ -411,13 +420,23 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run_app(args, settings, config, out, golden)
     baseline = None
+    branch = _branch(args)
     if args.baseline == "latest":
-        baseline = latest_app_baseline(ReportStore(files), golden.sha256)
+        baseline = latest_app_baseline(ReportStore(files), golden.sha256, branch=branch)
         if baseline is None:
-            print("gate: no earlier app run on this golden file to compare with", file=sys.stderr)
+            print("gate: no earlier app run that passed its gate on this golden file and branch to compare with",
+                  file=sys.stderr)
     elif args.baseline:
         baseline = load_app_run(ReportStore(files), args.baseline)
     report = _ask_app(args, settings, config, out, golden)
+    report["branch"] = branch
+    gate = None
+    if args.fail_under or baseline is not None:  # judged before the report is saved: the report keeps it
+        lines, failed = app_gate(report, thresholds=args.fail_under or [], baseline=baseline)
+        gate = {"passed": not failed, "exit_code": EXIT_GATE if failed else 0, "lines": lines,
+                "thresholds": list(args.fail_under or []),
+                "baseline": None if baseline is None else baseline.get("run_id")}
+        report["gate"] = gate
     _store_app_run(report, golden, files, where)
     if args.html:
         from core.reports.files import write_atomic
@@ -430,11 +449,10 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
     else:
         print(format_app_report(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
-    if args.fail_under or baseline is not None:
-        lines, failed = app_gate(report, thresholds=args.fail_under or [], baseline=baseline)
-        for line in lines:
+    if gate is not None:
+        for line in gate["lines"]:
             print(f"gate: {line}", file=sys.stderr)
-        if failed:
+        if not gate["passed"]:
             return EXIT_GATE
     if report["requests"]["n_questions"] and not report["requests"]["n_answered"]:
         print("error: the app answered no question; the report lists each failure", file=sys.stderr)
@@ -596,8 +614,8 @@ def _evaluate_targets(args: argparse.Namespace, settings: Any, out: Path, files:
     """``ragtune evaluate --golden FILE --target ... [--targets FILE] [--docs DIR]``: every setup
     of every target in one report (``core.evaluation.targets``); the gate checks ``--setup``
     (a pick across targets, ``TARGET/PICK``, or ``TARGET/SETUP``)."""
-    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
     from core.evaluation.targets import TargetsOptions, evaluate_targets, resolve_gate_setup
+    from core.targets.spec import BUILT_TARGET
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
 
@@ -605,14 +623,9 @@ def _evaluate_targets(args: argparse.Namespace, settings: Any, out: Path, files:
     models = evaluation_models(settings, args.embedding_model)
     golden = read_golden(args.golden)
     store = ReportStore(files)
-    baseline = None
-    if args.baseline == "latest":
-        baseline = latest_baseline(store, golden.sha256)
-        if baseline is None:
-            print("gate: no earlier run on this golden file to compare with", file=sys.stderr)
-    elif args.baseline:
-        baseline = store.load_run(args.baseline)
-        check_baseline(baseline, golden.sha256)
+    branch = _branch(args)
+    names = tuple(sorted([s.name for s in specs] + ([BUILT_TARGET] if args.docs else [])))
+    baseline, note = _baseline(args, store, golden.sha256, branch, targets=names)
     options = TargetsOptions(rank_grain=args.rank_by, only=args.only or (), skip=args.skip or (),
                              show_progress=not args.json,
                              chunking=(args.chunking, _chunk_size(args), _chunk_overlap(args)), embed_title=args.title)
@@ -622,6 +635,14 @@ def _evaluate_targets(args: argparse.Namespace, settings: Any, out: Path, files:
         else None, options=options, on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None)
     run_id = new_run_id()
     report["run_id"] = run_id
+    report["branch"] = branch
+    verdict = None
+    if thresholds or args.baseline:  # judged before the report is saved, so the report keeps the verdict
+        from core.evaluation.gate import judge_gate
+
+        verdict = judge_gate(report, setup=resolve_gate_setup(report, args.setup), thresholds=thresholds,
+                             baseline=baseline, branch=branch, note=note)
+        report["gate"] = verdict.to_dict()
     report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
     report["location"] = f"{where}/{store.save_run(run_id, report)}"
     if args.json:
@@ -629,14 +650,7 @@ def _evaluate_targets(args: argparse.Namespace, settings: Any, out: Path, files:
     else:
         print(format_report(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
-    if thresholds or baseline is not None:
-        lines, failed = run_gate(report, setup=resolve_gate_setup(report, args.setup), thresholds=thresholds,
-                                 baseline=baseline)
-        for line in lines:
-            print(f"gate: {line}", file=sys.stderr)
-        if failed:
-            return EXIT_GATE
-    return 0
+    return _gate_exit(verdict)
 
 
 def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
@@ -1378,7 +1392,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="RUN|latest",
                    help="exit 4 when this run is significantly worse than that stored app run on the same golden "
                         "file (exact McNemar tests on the questions answered and cited right; bootstrap intervals "
-                        "of each answer metric's per-question differences)")
+                        "of each answer metric's per-question differences); 'latest' is the newest app run "
+                        "that passed its gate on this golden file and branch")
+    p.add_argument("--branch", help="the branch this run is on (default: the CI's, e.g. GITHUB_HEAD_REF or "
+                                    "GITHUB_REF_NAME); a 'latest' baseline comes from the same branch")
     p.set_defaults(func=cmd_evaluate_app)
 
     p = sub.add_parser("compare-apps", help="compare two app versions question by question (stored runs or URLs)")

@@ -81,11 +81,20 @@ def load_app_run(store: Any, run_id: str = "latest") -> dict[str, Any]:
     return report
 
 
-def latest_app_baseline(store: Any, golden_sha256: str) -> dict[str, Any] | None:
-    """The newest stored app run on the golden file with this sha256, or None."""
+def latest_app_baseline(store: Any, golden_sha256: str, *, branch: str | None = None) -> dict[str, Any] | None:
+    """The newest stored app run that can be a ``--baseline latest``, or None: asked the golden
+    file with this sha256, on the same branch (a run that recorded none matches ``branch``
+    None), and passed its gate (its report's ``gate.passed``). A run that failed its gate, or
+    had none, is never a baseline, so a regression pushed twice fails twice. The app's URL is
+    not compared: a release is often deployed at a URL of its own.
+    """
     for run_id in app_run_ids(store.files):
         report = load_app_run(store, run_id)
-        if (report.get("golden") or {}).get("sha256") == golden_sha256:
+        if (report.get("golden") or {}).get("sha256") != golden_sha256:
+            continue
+        if (report.get("branch") or None) != branch:
+            continue
+        if (report.get("gate") or {}).get("passed") is True:
             return report
     return None
 

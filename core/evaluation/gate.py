@@ -308,6 +308,15 @@ def corpus_key(path: Any) -> str:
     return text
 
 
+def summary_targets(summary: dict[str, Any]) -> tuple[str, ...] | None:
+    """The sorted names of the targets a stored run's summary (or report) searched, or None
+    for a run without targets."""
+    targets = summary.get("targets")
+    if not isinstance(targets, list) or not targets:
+        return None
+    return tuple(sorted(str(t.get("name")) for t in targets if isinstance(t, dict)))
+
+
 @dataclass(frozen=True)
 class BaselineRule:
     """Which stored runs may be a ``latest`` baseline (see the module's rules).
@@ -317,18 +326,24 @@ class BaselineRule:
         corpus: the corpus folder as shown (:func:`corpus_key`), or None to take any.
         branch: the branch baselines come from (None: runs that recorded no branch).
         any_branch: take a baseline from any branch.
+        targets: the names of the run's targets, sorted (a run over targets, ``evaluate
+            --target``), or None for a run over ``--docs`` alone: a baseline searched the same
+            targets, or none.
     """
 
     golden_sha256: str
     corpus: str | None
     branch: str | None
     any_branch: bool = False
+    targets: tuple[str, ...] | None = None
 
     def describe(self) -> str:
         """The rule in words: ``on this golden file, corpus docs and branch main``."""
         parts = ["this golden file"]
         if self.corpus is not None:
             parts.append(f"corpus {self.corpus}")
+        if self.targets is not None:
+            parts.append(f"targets {', '.join(self.targets)}")
         if not self.any_branch:
             parts.append(f"branch {self.branch}" if self.branch else "no branch")
         return "on " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
@@ -338,6 +353,9 @@ class BaselineRule:
         gate = summary.get("gate")
         if self.corpus is not None and corpus_key((summary.get("corpus") or {}).get("path")) != corpus_key(self.corpus):
             return f"corpus {(summary.get('corpus') or {}).get('path')}"
+        ran = summary_targets(summary)
+        if ran != self.targets:
+            return f"targets {', '.join(ran)}" if ran else "no targets"
         if not self.any_branch and (summary.get("branch") or None) != self.branch:
             return f"branch {summary.get('branch')}" if summary.get("branch") else "no branch recorded"
         if not isinstance(gate, dict):

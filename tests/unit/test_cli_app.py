@@ -6,6 +6,7 @@ Expected values are computed by hand from the scripts."""
 from __future__ import annotations
 
 import json
+import shutil
 import re
 
 import pytest
@@ -104,6 +105,18 @@ def test_evaluate_app_reports_gates_compares_and_dry_runs(tmp_path, files, monke
         # found by the baseline only: 6 of 6; exact McNemar p = 2 * (1/2)^6 = 0.03125
         assert "finds 6 fewer of 6 questions" in printed.err and "p = 0.0312" in printed.err
         assert "failed: judge.correctness is lower than in" in printed.err
+        # pushed again, the regression fails again: a run that failed its gate is no baseline
+        with DeployedApp(app_citing(right=False)) as app3:
+            code = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app3.url,
+                         "--judge", "judge-model", "--out", str(out), "--baseline", "latest"])
+            printed = capsys.readouterr()
+        assert code == 4 and "finds 6 fewer of 6 questions" in printed.err
+    verdicts = {r: json.loads((r / "report.json").read_text())["gate"] for r in (out / "app" / "runs").iterdir()}
+    passed = [r for r, v in verdicts.items() if v["passed"]]
+    failed = [r for r, v in verdicts.items() if not v["passed"]]
+    assert len(passed) == 1 and len(failed) == 2
+    assert all(verdicts[r]["baseline"] == passed[0].name and verdicts[r]["exit_code"] == 4 for r in failed)
+    shutil.rmtree(failed[1])  # the two failed runs are alike: keep one for the comparison below
     first, second = sorted(p.name for p in (out / "app" / "runs").iterdir())
     assert main(["compare-apps", first, second, "--out", str(out), "--html", str(tmp_path / "cmp.html")]) == 0
     text = capsys.readouterr().out

@@ -96,6 +96,27 @@ def test_baselines_come_from_the_same_branch_and_corpus_unless_told_otherwise(st
     assert find_baseline(store, BaselineRule(SHA, "docs", None))[0] is None  # runs without a branch: only the old one
 
 
+def test_a_run_over_targets_takes_a_baseline_that_searched_the_same_targets(store):
+    def over(run_id: str, names: list[str]) -> dict:
+        report = _run(run_id, 10)
+        report["targets"] = [{"name": n, "status": "ok", "description": {"fingerprint": n}} for n in names]
+        report["branch"] = "main"
+        report["gate"] = judge_gate(report, branch="main").to_dict()
+        store.save_run(run_id, report)
+        return report
+
+    over("20260101T000000Z-000001", ["prod", "ragtune"])
+    over("20260102T000000Z-000002", ["candidate", "prod"])
+    _ci(store, _run("20260103T000000Z-000003", 10))  # a run over --docs alone: no targets
+    found, note = find_baseline(store, BaselineRule(SHA, None, "main", targets=("prod", "ragtune")))
+    assert found.run_id == "20260101T000000Z-000001"
+    assert found.passed_over == ("20260103T000000Z-000003: no targets", "20260102T000000Z-000002: targets candidate, prod")
+    assert "on this golden file, targets prod, ragtune and branch main" in BaselineRule(
+        SHA, None, "main", targets=("prod", "ragtune")).describe()
+    # a run over --docs alone never takes a run over targets as its baseline
+    assert find_baseline(store, BaselineRule(SHA, "docs", "main"))[0].run_id == "20260103T000000Z-000003"
+
+
 def test_the_gated_setup_is_the_one_the_baseline_gated(store):
     _ci(store, _run("20260101T000000Z-000001", 10, found_b=10, pick="A"))
     # the regressed run picks B (A lost 6 questions): the gate still checks A
