@@ -53,7 +53,8 @@ def environment() -> Any:
     env = Environment(loader=PackageLoader("core.reports.pages", "templates"), autoescape=True,
                       undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = fmt_number
-    env.filters["ms"] = lambda v: fmt_number(v, 2)
+    env.filters["ms"] = fmt_ms
+    env.filters["breakable"] = breakable
     env.policies["json.dumps_function"] = _dumps
     env.policies["json.dumps_kwargs"] = {}
     return env
@@ -72,6 +73,26 @@ def fmt_number(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def fmt_ms(value: Any) -> str:
+    """Milliseconds for a table cell, to about three significant digits: ``4,565``, ``35.1``,
+    ``2.18``; ``-`` for None."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-" if value is None else str(value)
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def breakable(value: Any) -> Any:
+    """``value`` escaped, with a line-break opportunity (``<wbr>``) after each ``-``, ``+``,
+    ``_``, ``/``, ``.`` and ``:``, so a long setup or build name wraps in a narrow column
+    instead of widening it."""
+    from markupsafe import Markup, escape
+
+    text = str(escape("" if value is None else value))
+    for mark in "-+_/.:":
+        text = text.replace(mark, mark + "<wbr>")
+    return Markup(text)
 
 
 def render(template: str, *, plots: bool = True, **context: Any) -> str:

@@ -31,6 +31,97 @@ def chunking_text(chunking: Any) -> str:
     return ", ".join([str(chunking.get("method") or "?")] + rest)
 
 
+#: The parts of the time a user waits for one question's results, as ``timings_ms`` names them,
+#: with their short labels (``embedding``: embedding the question).
+WAIT_PARTS = (("query_embedding", "embedding"), ("search", "search"), ("rerank", "rerank"))
+#: Most results listed per setup as what "came back instead" of a question's first right one.
+MOST_INSTEAD = 3
+
+
+def wait_of(timings: Any) -> dict[str, Any]:
+    """The time a user waits for one question's results, as the picks use it, read from a
+    setup's ``timings_ms`` (never recomputed).
+
+    Reports from ``evaluate`` hold ``total`` (per question: query embedding + search +
+    rerank; its median over questions is what :func:`core.evaluation.retrieval.pick_setups`
+    compares) and each part's own statistics (``query_embedding`` and ``rerank`` None where the
+    setup has no such step). A report written before the split holds the search alone, at the
+    top level of ``timings_ms``, and its picks used that.
+
+    Returns:
+        ``{median, p95, parts, split}``: milliseconds (None when unknown); ``parts`` maps each
+        of :data:`WAIT_PARTS` to ``{label, median}`` (median None: no such step);
+        ``split`` is False for a report that predates the parts.
+    """
+    timings = timings if isinstance(timings, dict) else {}
+    total = timings.get("total")
+    if not isinstance(total, dict):
+        parts = {"search": {"label": "search", "median": _num(timings.get("median"))}}
+        return {"median": _num(timings.get("median")), "p95": _num(timings.get("p95")), "parts": parts,
+                "split": False}
+    parts = {}
+    for key, label in WAIT_PARTS:
+        block = timings.get(key)
+        parts[key] = {"label": label, "median": _num(block.get("median")) if isinstance(block, dict) else None}
+    return {"median": _num(total.get("median")), "p95": _num(total.get("p95")), "parts": parts, "split": True}
+
+
+def _setup_row(report: dict[str, Any], setup: dict[str, Any], block: Any, key: str, others: list[str],
+               ranked: bool) -> dict[str, Any]:
+    """One row of a grain's setups table: the key metric with its interval, picks and (at the
+    rank grain) the tie with the best and its McNemar counts, the wait with its parts, then
+    the other metrics."""
+    name = setup.get("name")
+    vs_best = setup.get("mcnemar_vs_best") if ranked and isinstance(setup.get("mcnemar_vs_best"), dict) else None
+    row: dict[str, Any] = {"name": name, "picks": picks_of(report, name), "error": setup.get("error"),
+                           "tied": bool(setup.get("tied_with_best")) if ranked else False, "vs_best": vs_best,
+                           "wait": wait_of(setup.get("timings_ms")), "key": None, "cells": []}
+    if isinstance(block, dict):
+        means = block.get("means") or {}
+        low, high = interval(block, key)
+        row["key"] = {"value": means.get(key), "low": low, "high": high}
+        for m in others:
+            low, high = interval(block, m)
+            row["cells"].append({"value": means.get(m), "low": low, "high": high})
+    elif not row["error"]:
+        row["error"] = "no scores at this grain"
+    return row
+
+
+def _grain_figures(report: dict[str, Any], setups: list[dict[str, Any]], blocks: dict[Any, Any], grain: str,
+                   rank_grain: Any, questions: list[dict[str, Any]], metric: str) -> list[tuple[str, Any]]:
+    """A grain's plots: found@k per setup and the key metric against the time a user waits."""
+    figures: list[tuple[str, Any]] = []
+    curves = {}
+    for s in setups:
+        block = blocks.get(s.get("name"))
+        if not isinstance(block, dict) or not block.get("n_scored"):
+            continue
+        if grain == rank_grain and questions:
+            ranks = [(q.get("first_relevant_rank") or {}).get(s.get("name")) for q in questions]
+            ks = list(range(1, plots.CURVE_MAX_K + 1))
+            curves[s.get("name")] = (ks, plots.found_curve_points(ranks, int(block["n_scored"])))
+        else:
+            means = block.get("means") or {}
+            ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("found@"))
+            curves[s.get("name")] = (ks, [means[f"found@{k}"] for k in ks])
+    if curves:
+        figures.append(("found", plots.found_curves(curves, f"found@k per setup [{grain}]")))
+    points = []
+    for s in setups:
+        block = blocks.get(s.get("name"))
+        value = _num(((block or {}).get("means") or {}).get(metric)) if isinstance(block, dict) else None
+        wait = wait_of(s.get("timings_ms"))
+        if value is not None and wait["median"] is not None:
+            low, high = interval(block, metric)
+            points.append({"name": s.get("name"), "wait_ms": wait["median"], "parts": wait["parts"],
+                           "value": value, "low": _num(low), "high": _num(high),
+                           "picks": picks_of(report, s.get("name"))})
+    if points:
+        figures.append(("time", plots.quality_vs_time(points, metric_label(metric))))
+    return figures
+
+
 def run_view(report: dict[str, Any]) -> dict[str, Any]:
     """The context of an evaluate run's page (see ``run.html.j2``)."""
     evaluation = report.get("evaluation") or {}
@@ -54,46 +145,12 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
         if not view["scorable"]:
             grains.append(view)
             continue
-        for s in setups:
-            block = blocks.get(s.get("name"))
-            timings = s.get("timings_ms") or {}
-            row = {"name": s.get("name"), "picks": picks_of(report, s.get("name")),
-                   "tied": s.get("tied_with_best"), "error": s.get("error"),
-                   "median_ms": timings.get("median"), "p95_ms": timings.get("p95"), "cells": []}
-            if isinstance(block, dict):
-                means = block.get("means") or {}
-                for m in columns:
-                    low, high = interval(block, m)
-                    row["cells"].append({"value": means.get(m), "low": low, "high": high})
-            elif not row["error"]:
-                row["error"] = "no scores at this grain"
-            view["rows"].append(row)
-        curves = {}
-        for s in setups:
-            block = blocks.get(s.get("name"))
-            if not isinstance(block, dict) or not block.get("n_scored"):
-                continue
-            if grain == rank_grain and questions:
-                ranks = [(q.get("first_relevant_rank") or {}).get(s.get("name")) for q in questions]
-                ks = list(range(1, plots.CURVE_MAX_K + 1))
-                curves[s.get("name")] = (ks, plots.found_curve_points(ranks, int(block["n_scored"])))
-            else:
-                means = block.get("means") or {}
-                ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("found@"))
-                curves[s.get("name")] = (ks, [means[f"found@{k}"] for k in ks])
-        if curves:
-            view["figures"].append(("found", plots.found_curves(curves, f"found@k per setup [{grain}]")))
-        metric = _ranked_metric(first)
-        points = []
-        for s in setups:
-            block = blocks.get(s.get("name"))
-            value = _num(((block or {}).get("means") or {}).get(metric)) if isinstance(block, dict) else None
-            median = _num((s.get("timings_ms") or {}).get("median"))
-            if value is not None and median is not None:
-                points.append({"name": s.get("name"), "median_ms": median, "value": value,
-                               "label": ", ".join(picks_of(report, s.get("name")))})
-        if points:
-            view["figures"].append(("time", plots.quality_vs_time(points, metric_label(metric))))
+        key = _ranked_metric(first)
+        others = [m for m in columns if m != key]
+        view.update(key=metric_label(key), others=[metric_label(m) for m in others])
+        view["rows"] = [_setup_row(report, s, blocks.get(s.get("name")), key, others, grain == rank_grain)
+                        for s in setups]
+        view["figures"] = _grain_figures(report, setups, blocks, grain, rank_grain, questions, key)
         grains.append(view)
     picks = report.get("picks") or {}
     return {
@@ -107,6 +164,8 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
         "grains": grains,
         "picks": [{"name": p, "setup": picks.get(p), "rule": (picks.get("rules") or {}).get(p)} for p in PICKS],
         "picks_reason": picks.get("reason"),
+        "wait_rule": (picks.get("rules") or {}).get("latency"),
+        "wait_split": any(wait_of(s.get("timings_ms"))["split"] for s in setups),
         "failed_setups": [s for s in setups if s.get("error")],
         "questions": questions_view(report, setups, rank_grain),
         "answers": answers_view(report.get("answers")),
@@ -117,9 +176,20 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def instead_of(top: Any, rank: Any, most: int = MOST_INSTEAD) -> list[str]:
+    """What a setup returned before a question's first right result (all of it, at most
+    ``most``, when no right result came back), one ``document#page (score)`` text each; ``[]``
+    when the first result was right or the report keeps no ``top``."""
+    if not isinstance(top, list) or rank == 1:
+        return []
+    above = top[:rank - 1] if isinstance(rank, int) and not isinstance(rank, bool) and rank > 1 else top
+    return [top_text([hit]) for hit in above[:most] if isinstance(hit, dict)]
+
+
 def questions_view(report: dict[str, Any], setups: list[dict[str, Any]], grain: str | None) -> dict[str, Any]:
-    """Per question: each setup's rank of the first right result, and what came back instead
-    when the report keeps it (``top``)."""
+    """Per question: each setup's rank of the first right result, and, when the report keeps
+    it (``top``), what came back instead: the results above the first right one (at most
+    :data:`MOST_INSTEAD` per setup), setups that returned the same listed together."""
     names = [s.get("name") for s in setups]
     rows = []
     has_top = False
@@ -128,14 +198,18 @@ def questions_view(report: dict[str, Any], setups: list[dict[str, Any]], grain: 
             continue
         ranks = q.get("first_relevant_rank") or {}
         tops = q.get("top") if isinstance(q.get("top"), dict) else {}
-        cells = []
+        has_top = has_top or bool(tops)
+        cells, instead = [], {}
         for name in names:
             rank = ranks.get(name)
-            instead = top_text(tops.get(name)) if tops and rank != 1 else ""
-            has_top = has_top or bool(tops)
-            cells.append({"rank": rank, "instead": instead})
+            cells.append({"rank": rank})
+            hits = instead_of(tops.get(name), rank) if tops else []
+            if hits:
+                instead.setdefault(tuple(hits), []).append(str(name))
         rows.append({"id": q.get("id"), "line": q.get("line"), "question": q.get("question"),
                      "expected": [str(e) for e in q.get("expected") or []], "cells": cells,
+                     "instead": [{"setups": who, "hits": list(hits)} for hits, who in instead.items()],
+                     "n_instead": sum(len(who) for who in instead.values()),
                      "missed": any(c["rank"] is None for c in cells)})
     return {"setups": names, "rows": rows, "grain": grain, "has_top": has_top,
             "n_missed": sum(1 for r in rows if r["missed"])}
