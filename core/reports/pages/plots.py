@@ -124,13 +124,15 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
     the round, when evaluations ran in parallel).
 
     Args:
-        trials: ``{x, score, label}`` in the order evaluated (``score`` None for a failed one).
+        trials: ``{x, score, label, low?, high?}`` in the order evaluated (``score`` None for
+            a failed one; ``low`` / ``high`` its 95 % interval, drawn as an error bar, or None).
         objective: the objective's name (maximised).
         by_round: whether ``x`` is a round number: then the best-so-far line has one point
             per round (the best after that round's evaluations), and the scores sit at their
             round.
     """
     xs, ys, labels, best_x, best, running = [], [], [], [], [], None
+    above, below = [], []
     for t in trials:
         if t["score"] is None:
             continue
@@ -138,18 +140,29 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
         xs.append(t["x"])
         ys.append(t["score"])
         labels.append(t["label"])
+        low, high = t.get("low"), t.get("high")
+        known = low is not None and high is not None
+        above.append(high - t["score"] if known else None)
+        below.append(t["score"] - low if known else None)
         if by_round and best_x and best_x[-1] == t["x"]:
             best[-1] = running
         else:
             best_x.append(t["x"])
             best.append(running)
     axis = "round" if by_round else "evaluation (#)"
-    data = [
+    if any(v is not None for v in above):  # each score's 95 % interval, where the report has one
+        data_error = {"type": "data", "symmetric": False, "array": above, "arrayminus": below, "thickness": 1,
+                      "width": 3}
+    else:
+        data_error = None
+    data: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "markers", "name": "score", "x": xs, "y": ys, "text": labels,
          "hovertemplate": "%{text}<br>" + objective + " %{y:.3f}<extra></extra>"},
         {"type": "scatter", "mode": "lines+markers" if by_round else "lines", "name": "best so far",
          "x": best_x, "y": best, "line": {"shape": "hv"}},
     ]
+    if data_error:
+        data[0]["error_y"] = data_error
     extra = {"xaxis": {"title": {"text": axis}, "dtick": 1, "automargin": True}} if by_round else {}
     return _figure(data, f"best {objective} so far, by {axis}", axis, objective, **extra)
 
@@ -287,3 +300,65 @@ def technique_bars(labels: list[str], values: list[float | None], tied: list[boo
              "hovertemplate": "%{x}<br>" + metric + " %{y:.3f}<extra></extra>"}]
     return _figure(data, f"{metric} per technique at its best", "technique", metric,
                                             xaxis={"type": "category", "automargin": True}, showlegend=False)
+
+
+def chunking_bars(rows: list[dict[str, Any]], counting: str, n_questions: int | None) -> dict[str, Any]:
+    """Questions counted (``found`` or ``answered``) per chunking technique at its best build,
+    as the chunking comparison reports them: the best, the ties (not significantly worse,
+    exact McNemar) and the techniques significantly worse drawn apart.
+
+    Args:
+        rows: per technique ``{method, best_build, counted, n_scored, status, only_best,
+            only_this, p_value}`` (``status`` ``best``, ``tie`` or ``worse``), best first.
+        counting: what was counted (``found`` or ``answered``).
+        n_questions: the questions scored (the y axis' top), or None.
+    """
+    colours = {"best": "#067647", "tie": "#d99a00", "worse": "#2b59c3"}
+    data = []
+    for status, name in (("best", "best"), ("tie", "tied with the best"), ("worse", "significantly worse")):
+        chosen = [r for r in rows if r["status"] == status]
+        if not chosen:
+            continue
+        text = [f"{r['method']}: {r['best_build']}<br>{counting} {r['counted']} of {r['n_scored']}"
+                + ("" if r["p_value"] is None else
+                   f"<br>only the best {r['only_best']}, only this {r['only_this']}, exact McNemar p {r['p_value']:.3g}")
+                for r in chosen]
+        data.append({"type": "bar", "name": name, "x": [r["method"] for r in chosen],
+                     "y": [r["counted"] for r in chosen], "text": text, "textposition": "none",
+                     "marker": {"color": colours[status]}, "hovertemplate": "%{text}<extra></extra>"})
+    yaxis: dict[str, Any] = {"title": {"text": f"questions {counting}"}, "automargin": True, "rangemode": "tozero"}
+    if n_questions:
+        yaxis["range"] = [0, n_questions * 1.02]
+    return _figure(data, f"questions {counting} per technique at its best build (of {n_questions or '?'})",
+                   "technique", f"questions {counting}", yaxis=yaxis,
+                   xaxis={"type": "category", "automargin": True, "categoryorder": "array",
+                          "categoryarray": [r["method"] for r in rows]})
+
+
+def builds_by_size(builds: list[dict[str, Any]], counting: str) -> dict[str, Any]:
+    """Questions counted by every build of the comparison: one line per technique and heading
+    setting, against the chunk size (``-`` for a technique without a size).
+
+    Args:
+        builds: the report's ``builds`` rows that were searched (``status`` ok), in build order.
+        counting: what was counted.
+    """
+    lines: dict[str, dict[str, list[Any]]] = {}
+    sizes: list[str] = []
+    for b in builds:
+        size = "-" if b.get("chunk_size") is None else str(b["chunk_size"])
+        if size not in sizes:
+            sizes.append(size)
+        name = f"{b.get('method')}" + (" + headings" if b.get("embed_headings") else "")
+        line = lines.setdefault(name, {"x": [], "y": [], "text": []})
+        line["x"].append(size)
+        line["y"].append(b.get("counted"))
+        line["text"].append(f"{b.get('key')}<br>{counting} {b.get('counted')} of {b.get('n_scored')}"
+                            f"<br>{b.get('n_chunks')} chunks")
+    data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": s["x"], "y": s["y"], "text": s["text"],
+             "hovertemplate": "%{text}<extra></extra>"} for name, s in lines.items()]
+    order = sorted(sizes, key=lambda v: (v == "-", int(v) if v.isdigit() else 0))
+    return _figure(data, f"questions {counting} by every build, by chunk size", "chunk size (tokens)",
+                   f"questions {counting}", xaxis={"title": {"text": "chunk size (tokens)"}, "type": "category",
+                                                   "categoryorder": "array", "categoryarray": order,
+                                                   "automargin": True})

@@ -106,12 +106,25 @@ def render_experiment(report: dict[str, Any], running: bool = False, links: Link
     return render("experiment.html.j2", links=_links(links), **experiment_view(report, running))
 
 
-def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: Links | None = None) -> str:
-    """The page of a chunking run or a sweep: found per technique at its best, ties marked.
+#: The ``kind`` of a chunking comparison's report (``ragtune compare-chunking``).
+COMPARISON_KIND = "chunking-comparison"
+#: The ``kind`` of a sweep's report (``ragtune sweep``).
+SWEEP_KIND = "sweep"
 
-    The report is read loosely: its first list of objects is the techniques (each with a
-    ``name``/``technique``/``method``, a found-like score, ``tied_with_best`` when given).
+
+def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: Links | None = None) -> str:
+    """The page of a chunking run or a sweep.
+
+    A chunking comparison (``kind`` :data:`COMPARISON_KIND`) shows the best build, the ties,
+    the McNemar counts against the best and charts, as ``compare-chunking`` prints them (see
+    :func:`~core.reports.pages.views.chunking_view`). Any other report is read loosely: its
+    first list of objects is the rows (each with a ``name``/``technique``/``method``, a
+    found-like score, ``tied_with_best`` when given).
     """
+    if report.get("kind") == COMPARISON_KIND:
+        from core.reports.pages.views import chunking_view
+
+        return render("comparison.html.j2", links=_links(links), **chunking_view(report))
     rows = []
     listing = next((v for v in report.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)), [])
     columns: list[str] = []
@@ -134,11 +147,14 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
 
 
 def render_report(report: dict[str, Any], links: Links | None = None) -> str:
-    """The page of any stored report, by its kind.
+    """The page of any stored report, by its kind: an evaluate run, an experiment, a chunking
+    comparison or a sweep.
 
     Raises:
         ConfigError: not a report this version knows.
     """
+    if isinstance(report, dict) and report.get("kind") in (COMPARISON_KIND, SWEEP_KIND):
+        return render_chunking(report, kind="sweep" if report["kind"] == SWEEP_KIND else "chunking run", links=links)
     kind = report_kind(report)
     if kind == "experiment":
         return render_experiment(report, running=report.get("status") == "running", links=links)

@@ -256,6 +256,14 @@ def _best_row(board: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"key": top.get("key"), "score": top["score"]}
 
 
+def _with_interval(best: Any, board: list[dict[str, Any]]) -> Any:
+    """The best configuration with its leaderboard row's interval (``ci_low`` / ``ci_high``)."""
+    if not isinstance(best, dict):
+        return best
+    row = next((r for r in board if r.get("key") == best.get("key") and r.get("score") is not None), {})
+    return {**best, "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high")}
+
+
 def _trial_label(row: dict[str, Any]) -> str:
     p = row.get("parameters") or {}
     bits = [str(p.get(k)) for k in ("chunking_method", "chunk_size", "number_of_chunks", "search_mode") if p.get(k) is not None]
@@ -281,6 +289,7 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
              if p in parameters]
     ok = [r for r in by_trial if r.get("score") is not None]
     trials = [{"x": r.get("trial") or 0, "score": r.get("score"), "label": _trial_label(r),
+               "low": _num(r.get("ci_low")), "high": _num(r.get("ci_high")),
                "parameters": r.get("parameters") or {}} for r in by_trial]
     figures = []
     if ok:
@@ -315,5 +324,52 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
             "effects_model": "gam" if fitted else "means",
             "golden": report.get("golden") or {}, "corpus": report.get("corpus") or {},
             "optimizer": report.get("optimizer") or {}, "counts": report.get("counts") or {},
-            "best": report.get("best") or _best_row(board), "timings": report.get("timings_s") or {},
+            "best": _with_interval(report.get("best") or _best_row(board), board),
+            "timings": report.get("timings_s") or {},
             "n_failed": sum(1 for r in board if r.get("status") == "failed")}
+
+
+def _technique_status(t: dict[str, Any]) -> str:
+    if not t.get("best_build"):
+        return "none"
+    if t.get("vs_best") is None and t.get("tie"):
+        return "best"
+    return "tie" if t.get("tie") else "worse"
+
+
+def chunking_view(report: dict[str, Any]) -> dict[str, Any]:
+    """The context of a chunking comparison's page (``compare-chunking``; see
+    ``chunking.html.j2``), as :func:`core.evaluation.chunking.format_comparison` prints it:
+    each technique at its best build with what it counted, the paired exact McNemar test
+    against the best and whether it ties; the best and the ties; what ``--current`` decided;
+    every pair of techniques, every build, and what failed. Read from the report, never
+    computed again."""
+    settings = report.get("settings") or {}
+    counting = str(settings.get("counting") or "found")
+    order = {m: i for i, m in enumerate(report.get("ranking") or [])}
+    techniques = sorted((t for t in report.get("techniques") or [] if isinstance(t, dict)),
+                        key=lambda t: order.get(t.get("method"), len(order)))
+    rows = []
+    for t in techniques:
+        vs = t.get("vs_best") if isinstance(t.get("vs_best"), dict) else {}
+        rows.append({"method": t.get("method"), "best_build": t.get("best_build"), "counted": t.get("counted"),
+                     "n_scored": t.get("n_scored"), "status": _technique_status(t), "reason": t.get("reason"),
+                     "only_best": vs.get("only_best"), "only_this": vs.get("only_this"), "p_value": vs.get("p_value")})
+    scored = [r for r in rows if r["status"] != "none"]
+    builds = [b for b in report.get("builds") or [] if isinstance(b, dict)]
+    n_questions = (report.get("golden") or {}).get("n_questions")
+    figures = []
+    if scored:
+        figures.append(("techniques", plots.chunking_bars(scored, counting, n_questions)))
+    searched = [b for b in builds if b.get("status") == "ok" and isinstance(b.get("counted"), int)]
+    if searched:
+        figures.append(("builds", plots.builds_by_size(searched, counting)))
+    return {"report": report, "title": str(report.get("run_id") or "chunking comparison"), "settings": settings,
+            "counting": counting, "golden": report.get("golden") or {}, "corpus": report.get("corpus") or {},
+            "best": report.get("best") if isinstance(report.get("best"), dict) else None,
+            "ties": [str(t) for t in report.get("ties") or []], "rows": rows, "figures": figures,
+            "pairs": [p for p in report.get("pairs") or [] if isinstance(p, dict)], "builds": builds,
+            "current": report.get("current") if isinstance(report.get("current"), dict) else None,
+            "failures": report.get("failures") or [], "n_failures": report.get("n_failures") or 0,
+            "answer_errors": report.get("answer_errors") or [], "n_answer_errors": report.get("n_answer_errors") or 0,
+            "left_out": report.get("left_out") or [], "timings": report.get("timings_s") or {}}

@@ -133,6 +133,9 @@ def test_experiment_page_plots_and_escaping():
     best = figs["fig-best"]["data"]
     # trials in order: #0 0.5, #1 0.7 (#2 failed and is left out); best so far 0.5 then 0.7
     assert best[0]["x"] == [0, 1] and best[0]["y"] == [0.5, 0.7] and best[1]["y"] == [0.5, 0.7]
+    # each score's interval (score -/+ 0.1 in the report) as its error bar; the best's shown with it
+    assert [round(v, 9) for v in best[0]["error_y"]["array"] + best[0]["error_y"]["arrayminus"]] == [0.1] * 4
+    assert "<b>0.700</b> <span class=\"ci\">95% CI [0.600, 0.800]</span> (k1)" in html
     effect = figs["effect-chunk_size"]["data"][1]
     assert effect["x"] == ["128", "256"] and effect["y"] == [0.5, 0.7]  # numeric order, failed left out
     assert figs["fig-cost"]["data"][0]["y"] == [10.0, 11.0, 12.0]
@@ -214,3 +217,31 @@ def test_experiment_page_from_a_store(tmp_path):
         experiment_page(files, "e2")
     with pytest.raises(NotStoredError):
         experiment_page(files, "../e1")
+
+
+def test_chunking_comparison_page_shows_the_best_the_ties_and_the_mcnemar_counts():
+    """From tests/support/reports.comparison_report (worked by hand there): the best build,
+    the ties, per technique the questions only the best / only it found and the exact p, and
+    the charts hold the report's counts."""
+    from core.reports.pages import render_report
+    from tests.support.reports import comparison_report
+
+    report = comparison_report()
+    report["failures"][0]["reason"] = HOSTILE
+    html = render_report(report)
+    assert "best: <b>recursive-64-8-plain</b> (found 15 of 20)" in html
+    assert '<span class="badge tie">recursive</span><span class="badge tie">sentence</span>' in html
+    table = html[html.index('id="techniques"'):]
+    table = table[:table.index("</table>")]
+    cells = re.findall(r'<td class="n" data-label="[^"]+"><div>([^<]*)</div>', table)
+    # found, only the best, only this, p: per technique best first
+    assert cells == ["15/20", "-", "-", "-", "13/20", "3", "1", "0.625", "8/20", "7", "0", "0.0156"]
+    assert "current fixed-64-8-plain: <b>switch</b> to recursive-64-8-plain" in html
+    figs = figures(html)
+    bars = {t["name"]: (t["x"], t["y"]) for t in figs["chunking-techniques"]["data"]}
+    assert bars == {"best": (["recursive"], [15]), "tied with the best": (["sentence"], [13]),
+                    "significantly worse": (["fixed"], [8])}
+    lines = {t["name"]: (t["x"], t["y"]) for t in figs["chunking-builds"]["data"]}
+    assert lines == {"recursive": (["64", "128"], [15, 12]), "sentence": (["64", "128"], [13, 11]),
+                     "fixed": (["64", "128"], [8, 6])}
+    assert HOSTILE not in html and "&lt;script&gt;alert(&#34;x&#34;)" in html
