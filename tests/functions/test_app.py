@@ -52,6 +52,7 @@ EXPECTED_INDEX = {
     "run_page": ("httpTrigger", "runs/{run_id}/page", "function"),
     "experiment_page": ("httpTrigger", "experiments/{experiment_id}/page", "function"),
     "history_page": ("httpTrigger", "history/page", "function"),
+    "page_asset": ("httpTrigger", "assets/{name}", "anonymous"),
 }
 
 

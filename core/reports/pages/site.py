@@ -39,6 +39,9 @@ class Links:
         chunking: one chunking run's or sweep's page (``{kind}`` is ``runs`` or ``sweeps``).
         history: the history page of one golden file.
         compare: the compare page (takes ``?a=RUN&b=RUN``).
+        asset: the shared plotly.js (``{file}``: :attr:`~core.reports.pages.render.PageAsset.name`),
+            which the pages then reference instead of holding their own copy; empty: every
+            page inlines it.
     """
 
     index: str = "/"
@@ -47,6 +50,7 @@ class Links:
     chunking: str = "/chunking/{kind}/{id}"
     history: str = "/history?golden={golden}"
     compare: str = "/compare"
+    asset: str = "/assets/{file}"
 
     def url(self, name: str, **values: str) -> str:
         """The URL ``name`` with ``values`` filled in (URL-encoded), or ``""``."""
@@ -57,7 +61,7 @@ class Links:
 #: The links of the pages the Functions app serves (it has no index page, chunking page or
 #: compare page of its own).
 FUNCTION_LINKS = Links(index="", run="/api/runs/{id}/page", experiment="/api/experiments/{id}/page", chunking="",
-                       history="/api/history/page?golden={golden}", compare="")
+                       history="/api/history/page?golden={golden}", compare="", asset="/api/assets/{file}")
 
 
 def function_links(code: str | None = None) -> Links:
@@ -77,7 +81,16 @@ def function_links(code: str | None = None) -> Links:
     for name in ("index", "run", "experiment", "chunking", "history", "compare"):
         template = getattr(FUNCTION_LINKS, name)
         values[name] = f"{template}{'&' if '?' in template else '?'}code={key}" if template else ""
-    return Links(**values)
+    return Links(**values, asset=FUNCTION_LINKS.asset)  # the asset route takes no key
+
+
+def _plotly_src(links: Links | None) -> str:
+    """Where a page finds the shared plotly.js, or ``""`` (a standalone page inlines it)."""
+    if links is None or not links.asset:
+        return ""
+    from core.reports.pages.render import plotly_asset
+
+    return links.url("asset", file=plotly_asset().name)
 
 
 def error_page(status: int, message: str, links: Links | None = None) -> str:
@@ -98,12 +111,13 @@ def render_run(report: dict[str, Any], links: Links | None = None) -> str:
     sha = (report.get("golden") or {}).get("sha256")
     context = run_view(report)
     context["links"] = _links(links, history=links.url("history", golden=sha) if links and sha else "")
-    return render("run.html.j2", **context)
+    return render("run.html.j2", plotly_src=_plotly_src(links), **context)
 
 
 def render_experiment(report: dict[str, Any], running: bool = False, links: Links | None = None) -> str:
     """The page of an experiment report; ``running``: the experiment has not finished."""
-    return render("experiment.html.j2", links=_links(links), **experiment_view(report, running))
+    return render("experiment.html.j2", plotly_src=_plotly_src(links), links=_links(links),
+                  **experiment_view(report, running))
 
 
 #: The ``kind`` of a chunking comparison's report (``ragtune compare-chunking``).
@@ -124,7 +138,7 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
     if report.get("kind") == COMPARISON_KIND:
         from core.reports.pages.views import chunking_view
 
-        return render("comparison.html.j2", links=_links(links), **chunking_view(report))
+        return render("comparison.html.j2", plotly_src=_plotly_src(links), links=_links(links), **chunking_view(report))
     rows = []
     listing = next((v for v in report.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)), [])
     columns: list[str] = []
@@ -142,7 +156,7 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
         figure = plots.technique_bars([r["label"] for r in rows], [r["value"] for r in rows],
                                       [r["tied"] for r in rows], metric_label(metric))
     scalars = {k: v for k, v in report.items() if v is None or isinstance(v, (str, int, float, bool))}
-    return render("chunking.html.j2", links=_links(links), kind=kind, report=report, rows=rows, columns=columns,
+    return render("chunking.html.j2", plotly_src=_plotly_src(links), links=_links(links), kind=kind, report=report, rows=rows, columns=columns,
                   figure=figure, scalars=scalars, title=str(report.get("run_id") or report.get("id") or kind))
 
 
@@ -306,7 +320,7 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
                      "url": links.url("run", id=e.get("run_id")) if links else ""})
         previous = text
     path = next(((e.get("golden") or {}).get("path") for e in reversed(entries)), None)
-    return render("history.html.j2", links=_links(links), golden=golden, path=path, figures=figures,
+    return render("history.html.j2", plotly_src=_plotly_src(links), links=_links(links), golden=golden, path=path, figures=figures,
                   rows=list(reversed(rows)), n_runs=len(entries))
 
 
@@ -357,7 +371,7 @@ def compare_view(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any
 
 def render_compare(first: dict[str, Any], second: dict[str, Any], links: Links | None = None) -> str:
     """The page comparing two evaluate runs (see :func:`compare_view`)."""
-    return render("compare.html.j2", links=_links(links), **compare_view(first, second))
+    return render("compare.html.j2", plotly_src=_plotly_src(links), links=_links(links), **compare_view(first, second))
 
 
 def compare_page(store: Any, first: str, second: str, links: Links | None = None) -> str:
