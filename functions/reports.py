@@ -13,7 +13,8 @@
 | ``GET /api/assets/plotly-<hash>.min.js`` | the plotly.js the pages share (anonymous: a public library, no data; cached a year) |
 
 Every answer is JSON except the golden file itself and the pages (``text/html;
-charset=utf-8``, with ``core.reports.pages.PAGE_CSP``: only inline resources). Status 400 for an id or name with
+charset=utf-8``, with ``core.reports.pages.PAGE_CSP``: only inline resources and the app's own
+scripts; they reference the shared plotly.js at ``/api/assets/...``). Status 400 for an id or name with
 characters outside ``[A-Za-z0-9_.-]`` (or made only of dots) and for a bad ``limit`` /
 ``offset``; 404 when nothing is stored under it; 500 with a one-line message when the store
 cannot be reached or read. Stack traces are logged, never returned.

@@ -242,24 +242,26 @@ def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) 
 
 
 def cost_bars(labels: list[str], seconds: list[float | None], texts_embedded: list[int | None] | None = None,
-              tokens: list[int | None] | None = None) -> dict[str, Any]:
+              tokens: list[int | None] | None = None, details: list[str] | None = None) -> dict[str, Any]:
     """Cost per configuration: seconds as bars, texts embedded (and chat and judge tokens,
     where known) as markers on a second axis; None values are left out of the plot, and a
     count that is zero or unknown for every configuration draws no markers.
 
     Args:
-        labels: one label per configuration.
+        labels: one short label per configuration (the x axis: ``#3``).
         seconds: the evaluation's time in seconds, per configuration.
         texts_embedded: distinct texts the evaluation sent to the embedding model, or None.
         tokens: prompt plus completion tokens of its chat and judge requests, None when
             unknown.
+        details: one longer text per configuration, shown on hover (default the labels).
     """
-    data: list[dict[str, Any]] = [{"type": "bar", "name": "seconds", "x": labels, "y": seconds,
-                                   "hovertemplate": "%{x}<br>%{y:.1f} s<extra></extra>"}]
+    text = details or labels
+    data: list[dict[str, Any]] = [{"type": "bar", "name": "seconds", "x": labels, "y": seconds, "text": text,
+                                   "textposition": "none", "hovertemplate": "%{text}<br>%{y:.1f} s<extra></extra>"}]
     for name, values in (("texts embedded", texts_embedded), ("tokens", tokens)):
         if values and any(isinstance(v, (int, float)) and v > 0 for v in values):  # all zero or unknown: no trace
-            data.append({"type": "scatter", "mode": "markers", "name": name, "x": labels, "y": values,
-                         "yaxis": "y2", "hovertemplate": "%{x}<br>%{y} " + name + "<extra></extra>"})
+            data.append({"type": "scatter", "mode": "markers", "name": name, "x": labels, "y": values, "text": text,
+                         "yaxis": "y2", "hovertemplate": "%{text}<br>%{y} " + name + "<extra></extra>"})
     extra: dict[str, Any] = {"xaxis": {"type": "category", "automargin": True}, "showlegend": len(data) > 1}
     if len(data) > 1:
         extra["yaxis2"] = {"title": {"text": "count"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
@@ -281,7 +283,7 @@ def history_lines(series: dict[str, dict[str, list[Any]]], metric: str) -> dict[
     return _figure(data, f"{metric} per run", "run start (UTC)", metric,
                                             xaxis={"title": {"text": "run start (UTC)"}, "type": "date",
                                                    "automargin": True},
-                                            yaxis={"title": {"text": metric}, "range": [0, 1.02], "automargin": True})
+                                            yaxis={"title": {"text": metric}, "range": [-0.05, 1.05], "automargin": True})
 
 
 def compare_bars(setups: list[str], first: list[float | None], second: list[float | None],
@@ -293,12 +295,16 @@ def compare_bars(setups: list[str], first: list[float | None], second: list[floa
                                             xaxis={"type": "category", "automargin": True})
 
 
-def technique_bars(labels: list[str], values: list[float | None], tied: list[bool], metric: str) -> dict[str, Any]:
-    """``metric`` of each chunking technique at its best; ties with the best drawn apart."""
+def technique_bars(labels: list[str], values: list[float | None], tied: list[bool], metric: str,
+                   details: list[str] | None = None, title: str | None = None) -> dict[str, Any]:
+    """``metric`` of each row of a chunking report (a technique, a sweep's build and search);
+    ties with the best drawn apart; ``details``: a longer text per row, shown on hover;
+    ``title``: the caption (default: per technique at its best)."""
     colours = ["#d99a00" if t else "#2b59c3" for t in tied]
     data = [{"type": "bar", "name": metric, "x": labels, "y": values, "marker": {"color": colours},
-             "hovertemplate": "%{x}<br>" + metric + " %{y:.3f}<extra></extra>"}]
-    return _figure(data, f"{metric} per technique at its best", "technique", metric,
+             "text": details or labels, "textposition": "none",
+             "hovertemplate": "%{text}<br>" + metric + " %{y:.3f}<extra></extra>"}]
+    return _figure(data, title or f"{metric} per technique at its best", "rank" if title else "technique", metric,
                                             xaxis={"type": "category", "automargin": True}, showlegend=False)
 
 
@@ -359,6 +365,8 @@ def builds_by_size(builds: list[dict[str, Any]], counting: str) -> dict[str, Any
              "hovertemplate": "%{text}<extra></extra>"} for name, s in lines.items()]
     order = sorted(sizes, key=lambda v: (v == "-", int(v) if v.isdigit() else 0))
     return _figure(data, f"questions {counting} by every build, by chunk size", "chunk size (tokens)",
-                   f"questions {counting}", xaxis={"title": {"text": "chunk size (tokens)"}, "type": "category",
+                   f"questions {counting}", yaxis={"title": {"text": f"questions {counting}"}, "rangemode": "tozero",
+                                                   "automargin": True},
+                   xaxis={"title": {"text": "chunk size (tokens)"}, "type": "category",
                                                    "categoryorder": "array", "categoryarray": order,
                                                    "automargin": True})

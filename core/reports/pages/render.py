@@ -146,12 +146,12 @@ def fmt_ms(value: Any) -> str:
 
 def breakable(value: Any) -> Any:
     """``value`` escaped, with a line-break opportunity (``<wbr>``) after each ``-``, ``+``,
-    ``_``, ``/``, ``.`` and ``:``, so a long setup or build name wraps in a narrow column
-    instead of widening it."""
+    ``_``, ``/`` and ``:`` (not ``.``: ``a0.5`` stays whole), so a long setup or build name
+    wraps in a narrow column instead of widening it."""
     from markupsafe import Markup, escape
 
     text = str(escape("" if value is None else value))
-    for mark in "-+_/.:":
+    for mark in "-+_/:":
         text = text.replace(mark, mark + "<wbr>")
     return Markup(text)
 

@@ -124,6 +124,11 @@ def render_experiment(report: dict[str, Any], running: bool = False, links: Link
 COMPARISON_KIND = "chunking-comparison"
 #: The ``kind`` of a sweep's report (``ragtune sweep``).
 SWEEP_KIND = "sweep"
+#: A sweep's columns on its page, as ``ragtune sweep`` prints them (report names).
+SWEEP_COLUMNS = ("rank", "method", "chunk_size", "chunk_overlap", "embed_headings", "search", "ndcg@10", "mrr",
+                 "recall@5", "recall@10", "n_chunks", "build_s", "median_ms")
+#: Most rows a chunking page's bar chart draws (the table lists every one).
+MOST_BARS = 30
 
 
 def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: Links | None = None) -> str:
@@ -147,16 +152,29 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
             if key not in columns and (value is None or isinstance(value, (str, int, float, bool))):
                 columns.append(key)
     metric = next((c for c in columns if c.startswith(("found", "recall", "mrr", "score"))), None)
+    sweep = report.get("kind") == SWEEP_KIND and isinstance(report.get("rows"), list)
+    if sweep:  # the columns `ragtune sweep` prints, ranked as it ranks them
+        listing = [r for r in report["rows"] if isinstance(r, dict)]
+        columns = [c for c in SWEEP_COLUMNS if any(c in r for r in listing)]
+        metric = "ndcg@10"
     for item in listing:
         label = str(item.get("name") or item.get("technique") or item.get("method") or item.get("chunking_method") or "?")
-        rows.append({"label": label, "cells": [item.get(c) for c in columns], "value": item.get(metric) if metric else None,
+        detail = label
+        if sweep:
+            label, detail = str(item.get("build")), f"#{item.get('rank')} {item.get('build')} {item.get('search')}"
+        rows.append({"label": label, "detail": detail, "short": f"#{item.get('rank')}" if sweep else label, "cells": [item.get(c) for c in columns], "value": item.get(metric) if metric else None,
                      "tied": bool(item.get("tied_with_best"))})
     figure = None
-    if metric and any(isinstance(r["value"], (int, float)) for r in rows):
-        figure = plots.technique_bars([r["label"] for r in rows], [r["value"] for r in rows],
-                                      [r["tied"] for r in rows], metric_label(metric))
+    drawn = rows[:MOST_BARS]
+    if metric and any(isinstance(r["value"], (int, float)) for r in drawn):
+        figure = plots.technique_bars([r["short"] for r in drawn], [r["value"] for r in drawn],
+                                      [r["tied"] for r in drawn], metric_label(metric), [r["detail"] for r in drawn],
+                                      title=(f"{metric_label(metric)} of each build and search, by rank"
+                                             + (f" (the first {MOST_BARS})" if len(rows) > MOST_BARS else ""))
+                                      if sweep else None)
     scalars = {k: v for k, v in report.items() if v is None or isinstance(v, (str, int, float, bool))}
-    return render("chunking.html.j2", plotly_src=_plotly_src(links), links=_links(links), kind=kind, report=report, rows=rows, columns=columns,
+    return render("chunking.html.j2", plotly_src=_plotly_src(links), links=_links(links), kind=kind, report=report,
+                  rows=rows, columns=columns, label_name="build" if sweep else "technique",
                   figure=figure, scalars=scalars, title=str(report.get("run_id") or report.get("id") or kind))
 
 

@@ -302,10 +302,11 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
         if varying:
             figures.append(("colour", plots.scores_by_parameter([t for t in trials if t["score"] is not None],
                                                                varying, objective)))
-        figures.append(("cost", plots.cost_bars([_trial_label(r) for r in by_trial],
+        figures.append(("cost", plots.cost_bars([f"#{r.get('trial')}" for r in by_trial],
                                                 [r.get("duration_s") for r in by_trial],
                                                 [(r.get("cost") or {}).get("texts_embedded") for r in by_trial],
-                                                [(r.get("cost") or {}).get("tokens") for r in by_trial])))
+                                                [(r.get("cost") or {}).get("tokens") for r in by_trial],
+                                                [_trial_label(r) for r in by_trial])))
     from core.reports.pages.effects import gam_effects
 
     effects = []
@@ -320,7 +321,9 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
                    for v, s in sorted(groups.items(), key=lambda item: _value_order(item[0]))]
         effects.append((f"effect-{name}", plots.parameter_effect(name, ordered, objective)))
     return {"report": report, "experiment_id": report.get("experiment_id") or "", "objective": objective,
-            "running": running, "leaderboard": board, "shown": shown, "figures": figures, "effects": effects,
+            "running": running, "leaderboard": board, "shown": [p for p in shown if p in varying],
+            "same": {p: (board[0].get("parameters") or {}).get(p) for p in shown if p not in varying} if board else {},
+            "figures": figures, "effects": effects,
             "effects_model": "gam" if fitted else "means",
             "golden": report.get("golden") or {}, "corpus": report.get("corpus") or {},
             "optimizer": report.get("optimizer") or {}, "counts": report.get("counts") or {},
