@@ -47,7 +47,8 @@ GOALS_S = {"history page (1,000 runs)": ("median", 1.0), "evaluate page (1,000 q
 def _top(rng: random.Random, rank: int | None) -> list[dict]:
     """Ten results as ``evaluate`` keeps them per question and setup (``top``)."""
     return [{"document": f"Benefits_Plan_{rng.randint(1, 7)}.pdf", "page": p, "pages": [p],
-             "chunk_id": f"{rng.getrandbits(128):032x}", "score": round(rng.uniform(0, 20), 6), "relevant": i + 1 == rank}
+             "chunk_id": f"{rng.getrandbits(128):032x}", "score": round(rng.uniform(0, 20), 6),
+             "relevant": i + 1 == rank}
             for i, p in enumerate(rng.randint(1, 200) for _ in range(10))]
 
 
@@ -104,7 +105,8 @@ def make_experiment(rng: random.Random, n: int) -> dict:
     for i in range(n):
         score = round(rng.uniform(0.4, 0.9), 4)
         board.append({"rank": None, "trial": i, "key": f"k{i}", "status": "complete", "score": score,
-                      "ci_low": score - 0.1, "ci_high": score + 0.08, "round": 1 + i // 4, "duration_s": rng.uniform(5, 60),
+                      "ci_low": score - 0.1, "ci_high": score + 0.08, "round": 1 + i // 4,
+                      "duration_s": rng.uniform(5, 60),
                       "parameters": {"chunking_method": "recursive", "chunk_size": rng.choice((128, 256, 512)),
                                      "number_of_chunks": rng.choice((3, 5, 10)), "search_mode": "hybrid"},
                       "cost": {"texts_embedded": rng.randint(0, 900), "tokens": None}})
@@ -119,7 +121,8 @@ def make_comparison(rng: random.Random) -> dict:
     for m in methods:
         for size in (64, 128, 256):
             for headings in (True, False):
-                builds.append({"key": f"{m}-{size}-{'headings' if headings else 'plain'}", "method": m, "chunk_size": size,
+                builds.append({"key": f"{m}-{size}-{'headings' if headings else 'plain'}", "method": m,
+                               "chunk_size": size,
                                "chunk_overlap": None, "embed_headings": headings, "status": "ok",
                                "counted": rng.randint(25, 45), "n_scored": 49, "n_chunks": rng.randint(300, 3500),
                                "mean_chunk_chars": 500.0, "mean_handed_chars": 3900.0, "median_search_ms": 3.0,
@@ -155,7 +158,8 @@ def page_sizes(store: Any, rng: random.Random, big: dict) -> bool:
     kinds: dict[str, Callable[[Links | None], str]] = {
         "evaluate (49 questions, 8 setups)": lambda links: render_run(small, links),
         "evaluate (1,000 questions, 3 setups)": lambda links: render_run(big, links),
-        "experiment (24 evaluations)": lambda links: render_experiment(make_experiment(random.Random(1), 24), links=links),
+        "experiment (24 evaluations)": lambda links: render_experiment(make_experiment(random.Random(1), 24),
+                                                                       links=links),
         "chunking comparison (24 builds)": lambda links: render_report(make_comparison(random.Random(2)), links),
         f"history ({len(entries):,} runs)": lambda links: render_history(entries, "ab" * 32, links),
         "compare (49 questions, 8 setups)": lambda links: render_compare(small, other, links),

@@ -10,7 +10,7 @@
 | ``GET /api/runs/{run_id}/page`` | the run's page (HTML) |
 | ``GET /api/experiments/{experiment_id}/page`` | the experiment's page, finished or running (HTML) |
 | ``GET /api/history/page?golden=SHA256_OR_PATH`` | every run on one golden file over time (HTML) |
-| ``GET /api/assets/plotly-<hash>.min.js`` | the plotly.js the pages share (anonymous: a public library, no data; cached a year) |
+| ``GET /api/assets/plotly-<hash>.min.js`` | the plotly.js the pages share (anonymous, cached a year) |
 
 Every answer is JSON except the golden file itself and the pages (``text/html;
 charset=utf-8``, with ``core.reports.pages.PAGE_CSP``: only inline resources and the app's own
@@ -225,5 +225,6 @@ def page_asset(req: func.HttpRequest) -> func.HttpResponse:
     if found is None:
         return error("no such asset", 404)
     if req.headers.get("if-none-match") == found.etag:
-        return func.HttpResponse(status_code=304, headers={k: v for k, v in found.headers.items() if k != "Content-Type"})
+        unchanged = {k: v for k, v in found.headers.items() if k != "Content-Type"}
+        return func.HttpResponse(status_code=304, headers=unchanged)
     return func.HttpResponse(found.body, status_code=200, headers=found.headers)

@@ -76,7 +76,9 @@ def found_curves(curves: dict[str, tuple[list[int], list[float | None]]], title:
 
 
 def _ms_text(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def quality_vs_time(points: list[dict[str, Any]], metric: str) -> dict[str, Any]:
@@ -98,7 +100,9 @@ def quality_vs_time(points: list[dict[str, Any]], metric: str) -> dict[str, Any]
                            if part["median"] is not None)
         interval = f" [{p['low']:.3f}, {p['high']:.3f}]" if p["low"] is not None and p["high"] is not None else ""
         text = (f"{p['name']}<br>waits {_ms_text(p['wait_ms'])} ms (median)<br>median of each part: {parts} ms"
-                f"<br>{metric} {p['value']:.3f}{interval}" + (f"<br>pick: {', '.join(p['picks'])}" if p["picks"] else ""))
+                f"<br>{metric} {p['value']:.3f}{interval}")
+        if p["picks"]:
+            text += f"<br>pick: {', '.join(p['picks'])}"
         trace: dict[str, Any] = {
             "type": "scatter", "mode": "markers", "name": p["name"], "x": [p["wait_ms"]], "y": [p["value"]],
             "text": [text], "hovertemplate": "%{text}<extra></extra>",
@@ -196,7 +200,7 @@ def scores_by_parameter(trials: list[dict[str, Any]], parameters: list[str], obj
                                  "yanchor": "bottom", "pad": {"t": 0, "b": 4}}]
         extra["margin"] = {"l": 50, "r": 16, "t": 40, "b": 44}
     return _figure(data, f"{objective} by evaluation, coloured by parameter",
-                                            "evaluation", objective, **extra)
+                   "evaluation", objective, **extra)
 
 
 def parameter_effect(name: str, groups: list[dict[str, Any]], objective: str) -> dict[str, Any]:
@@ -218,7 +222,7 @@ def parameter_effect(name: str, groups: list[dict[str, Any]], objective: str) ->
          "y": [g["mean"] for g in groups], "marker": {"size": 12, "symbol": "diamond"}},
     ]
     return _figure(data, f"{name}: per-value means", name, objective,
-                                            xaxis={"title": {"text": name}, "type": "category", "automargin": True})
+                   xaxis={"title": {"text": name}, "type": "category", "automargin": True})
 
 
 def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) -> dict[str, Any]:
@@ -237,8 +241,8 @@ def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) 
              "marker": {"size": 10},
              "hovertemplate": name + "=%{x}<br>effect %{y:.3f}<extra></extra>"}]
     return _figure(data, f"{name}: GAM partial dependence (95% band)", name,
-                                            f"effect on {objective}", showlegend=False,
-                                            xaxis={"title": {"text": name}, "type": "category", "automargin": True})
+                   f"effect on {objective}", showlegend=False,
+                   xaxis={"title": {"text": name}, "type": "category", "automargin": True})
 
 
 def cost_bars(labels: list[str], seconds: list[float | None], texts_embedded: list[int | None] | None = None,
@@ -281,9 +285,8 @@ def history_lines(series: dict[str, dict[str, list[Any]]], metric: str) -> dict[
              "line": {"shape": "hv"}, "marker": {"size": 5}}
             for name, s in series.items()]
     return _figure(data, f"{metric} per run", "run start (UTC)", metric,
-                                            xaxis={"title": {"text": "run start (UTC)"}, "type": "date",
-                                                   "automargin": True},
-                                            yaxis={"title": {"text": metric}, "range": [-0.05, 1.05], "automargin": True})
+                   xaxis={"title": {"text": "run start (UTC)"}, "type": "date", "automargin": True},
+                   yaxis={"title": {"text": metric}, "range": [-0.05, 1.05], "automargin": True})
 
 
 def compare_bars(setups: list[str], first: list[float | None], second: list[float | None],
@@ -292,7 +295,7 @@ def compare_bars(setups: list[str], first: list[float | None], second: list[floa
     data = [{"type": "bar", "name": names[0], "x": setups, "y": first},
             {"type": "bar", "name": names[1], "x": setups, "y": second}]
     return _figure(data, f"{metric} per setup", "setup", metric, barmode="group",
-                                            xaxis={"type": "category", "automargin": True})
+                   xaxis={"type": "category", "automargin": True})
 
 
 def technique_bars(labels: list[str], values: list[float | None], tied: list[bool], metric: str,
@@ -305,7 +308,7 @@ def technique_bars(labels: list[str], values: list[float | None], tied: list[boo
              "text": details or labels, "textposition": "none",
              "hovertemplate": "%{text}<br>" + metric + " %{y:.3f}<extra></extra>"}]
     return _figure(data, title or f"{metric} per technique at its best", "rank" if title else "technique", metric,
-                                            xaxis={"type": "category", "automargin": True}, showlegend=False)
+                   xaxis={"type": "category", "automargin": True}, showlegend=False)
 
 
 def chunking_bars(rows: list[dict[str, Any]], counting: str, n_questions: int | None) -> dict[str, Any]:
@@ -326,8 +329,8 @@ def chunking_bars(rows: list[dict[str, Any]], counting: str, n_questions: int | 
         if not chosen:
             continue
         text = [f"{r['method']}: {r['best_build']}<br>{counting} {r['counted']} of {r['n_scored']}"
-                + ("" if r["p_value"] is None else
-                   f"<br>only the best {r['only_best']}, only this {r['only_this']}, exact McNemar p {r['p_value']:.3g}")
+                + ("" if r["p_value"] is None else f"<br>only the best {r['only_best']}, only this {r['only_this']}, "
+                                                   f"exact McNemar p {r['p_value']:.3g}")
                 for r in chosen]
         data.append({"type": "bar", "name": name, "x": [r["method"] for r in chosen],
                      "y": [r["counted"] for r in chosen], "text": text, "textposition": "none",
@@ -365,8 +368,7 @@ def builds_by_size(builds: list[dict[str, Any]], counting: str) -> dict[str, Any
              "hovertemplate": "%{text}<extra></extra>"} for name, s in lines.items()]
     order = sorted(sizes, key=lambda v: (v == "-", int(v) if v.isdigit() else 0))
     return _figure(data, f"questions {counting} by every build, by chunk size", "chunk size (tokens)",
-                   f"questions {counting}", yaxis={"title": {"text": f"questions {counting}"}, "rangemode": "tozero",
-                                                   "automargin": True},
-                   xaxis={"title": {"text": "chunk size (tokens)"}, "type": "category",
-                                                   "categoryorder": "array", "categoryarray": order,
-                                                   "automargin": True})
+                   f"questions {counting}",
+                   yaxis={"title": {"text": f"questions {counting}"}, "rangemode": "tozero", "automargin": True},
+                   xaxis={"title": {"text": "chunk size (tokens)"}, "type": "category", "categoryorder": "array",
+                          "categoryarray": order, "automargin": True})

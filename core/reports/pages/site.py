@@ -162,7 +162,8 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
         detail = label
         if sweep:
             label, detail = str(item.get("build")), f"#{item.get('rank')} {item.get('build')} {item.get('search')}"
-        rows.append({"label": label, "detail": detail, "short": f"#{item.get('rank')}" if sweep else label, "cells": [item.get(c) for c in columns], "value": item.get(metric) if metric else None,
+        rows.append({"label": label, "detail": detail, "short": f"#{item.get('rank')}" if sweep else label,
+                     "cells": [item.get(c) for c in columns], "value": item.get(metric) if metric else None,
                      "tied": bool(item.get("tied_with_best"))})
     figure = None
     drawn = rows[:MOST_BARS]
@@ -338,7 +339,8 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
                      "url": links.url("run", id=e.get("run_id")) if links else ""})
         previous = text
     path = next(((e.get("golden") or {}).get("path") for e in reversed(entries)), None)
-    return render("history.html.j2", plotly_src=_plotly_src(links), links=_links(links), golden=golden, path=path, figures=figures,
+    return render("history.html.j2", plotly_src=_plotly_src(links), links=_links(links), golden=golden, path=path,
+                  figures=figures,
                   rows=list(reversed(rows)), n_runs=len(entries))
 
 
