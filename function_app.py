@@ -8,6 +8,7 @@ Functions blueprint (experiments).
 import azure.durable_functions as df
 import azure.functions as func
 
+from functions.evaluations import bp as evaluations_bp
 from functions.experiments import bp as experiments_bp
 from functions.golden import bp as golden_bp
 from functions.health import bp as health_bp
@@ -18,3 +19,4 @@ app.register_functions(health_bp)
 app.register_functions(golden_bp)
 app.register_functions(reports_bp)
 app.register_functions(experiments_bp)
+app.register_functions(evaluations_bp)

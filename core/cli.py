@@ -29,7 +29,8 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``ragtune check GOLDEN [--docs DIR] [--json] [--all]``: 0 when the file can be run, 1 when not.
+    """``ragtune check GOLDEN [--docs DIR] [--target T] [--targets FILE] [--json] [--all]``: 0 when the
+    file can be run, 1 when not (or when a target cannot be reached).
 
     GOLDEN and DIR may be local paths or addresses (``s3://...``, Blob URLs; see
     ``core.inputs``); a remote folder is listed, not downloaded. The problems shown are bounded
@@ -54,6 +55,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         from core.golden.corpus_check import add_corpus_problems
 
         add_corpus_problems(check, args.golden, args.docs, document_ids=documents)
+    if args.target or args.targets:  # expected documents and evidence against indexes searched in place
+        from core.settings import Settings
+        from core.targets.check import add_target_problems
+
+        add_target_problems(check, args.golden, target_specs(args), Settings.from_env())
     if args.json:
         _print_json(check.to_dict())
     else:
@@ -79,20 +85,27 @@ def format_report(report: dict[str, Any]) -> str:
     scored questions (found in top 10, found first, recall@5, MRR, nDCG@10, median and p95
     search time per setup), then the picks and where the report lives."""
     lines = []
-    g, c, ix = report["golden"], report["corpus"], report["indexing"]
-    lines.append(
-        f"golden {g['path']}: {g['n_questions']} questions (sha256 {g['sha256'][:12]}); corpus {c['path']}: "
-        f"{c['n_documents']} documents, {c['n_pages']} pages, {c['n_chunks']} chunks"
-    )
-    emb = ix["embedding"]
-    if ix.get("vector_store_location"):
-        lines.append(f"vector store {ix['vector_store']} at {ix['vector_store_location']}")
-    lines.append(
-        f"chunking {ix['chunking']}; embedding {ix['embedding_model']}: {emb['n_embedded']} texts embedded, "
-        f"{emb['n_cache_hits']} from cache; collection {ix['collection']}{' (reused)' if ix['reused'] else ''}"
-    )
-    for skipped in c.get("skipped", []):
-        lines.append(f"skipped {skipped['document_id']}: {skipped['reason']}")
+    g = report["golden"]
+    if report.get("targets") is not None:  # a run over targets (core.evaluation.targets)
+        from core.evaluation.targets import format_targets
+
+        lines.extend(format_targets(report))
+    else:
+        c, ix = report["corpus"], report["indexing"]
+        lines.append(
+            f"golden {g['path']}: {g['n_questions']} questions (sha256 {g['sha256'][:12]}); corpus {c['path']}: "
+            f"{c['n_documents']} documents, {c['n_pages']} pages, {c['n_chunks']} chunks"
+        )
+        emb = ix["embedding"]
+        if ix.get("vector_store_location"):
+            lines.append(f"vector store {ix['vector_store']} at {ix['vector_store_location']}")
+        lines.append(
+            f"chunking {ix['chunking']}; embedding {ix['embedding_model']}: {emb['n_embedded']} texts embedded, "
+            f"{emb['n_cache_hits']} from cache; collection {ix['collection']}{' (reused)' if ix['reused'] else ''}"
+        )
+        for skipped in c.get("skipped", []):
+            lines.append(f"skipped {skipped['document_id']}: {skipped['reason']}")
+    width = max([34] + [len(str(s["name"])) + 1 for s in report["setups"]])
     rank_grain = report["evaluation"]["rank_grain"]
     ran = [s for s in report["setups"] if s.get("status", "ok") == "ok"]
     if report["evaluation"].get("rank_grain_reason"):
@@ -116,13 +129,13 @@ def format_report(report: dict[str, Any]) -> str:
         if first.get("n_fallback"):
             extra.append(f"{first['n_fallback']} judged on documents (no usable evidence)")
         lines.append(f"\n[{grain}] {plural(first['n_scored'], 'question')} scored{', ' + ', '.join(extra) if extra else ''}{marker}")
-        header = (f"{'setup':<34} {'found@10':>9} {'95% CI':>11} {'found@1':>8} {'recall@5':>9} {'mrr':>6} "
+        header = (f"{'setup':<{width}} {'found@10':>9} {'95% CI':>11} {'found@1':>8} {'recall@5':>9} {'mrr':>6} "
                   f"{'ndcg@10':>8} {'wait ms':>8} {'search ms':>9}")
         lines.append(header)
         lines.append("-" * len(header))
         for s in report["setups"]:
             if s.get("status", "ok") != "ok":
-                lines.append(f"{s['name']:<34} failed: {s.get('error')}")
+                lines.append(f"{s['name']:<{width}} failed: {s.get('error')}")
                 continue
             agg = s["metrics"][grain]
             m, low, high = agg["means"], agg.get("ci_low") or {}, agg.get("ci_high") or {}
@@ -132,7 +145,7 @@ def format_report(report: dict[str, Any]) -> str:
             wait = (t.get("total") or t)["median"]
             tied = "=" if grain == rank_grain and s.get("tied_with_best") else " "
             lines.append(
-                f"{s['name']:<33}{tied} {_fmt(found_name(m, 10)):>9} {ci:>11} {_fmt(found_name(m, 1)):>8} "
+                f"{s['name']:<{width - 1}}{tied} {_fmt(found_name(m, 10)):>9} {ci:>11} {_fmt(found_name(m, 1)):>8} "
                 f"{_fmt(m.get('recall@5')):>9} {_fmt(m.get('mrr')):>6} {_fmt(m.get('ndcg@10')):>8} "
                 f"{wait:>8.2f} {(t.get('search') or t)['median']:>9.2f}"
             )
@@ -146,8 +159,14 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"skipped {skipped['key']}: {skipped['reason']}")
     if picks.get("reason"):
         lines.append(f"no pick: {picks['reason']}")
+    undecided = report.get("undecided")
+    if undecided:
+        lines.append(f"no winner: {undecided['message']}")
     for key in ("finds_the_most", "best_for_balance", "best_for_time"):
-        lines.append(f"{key:<17} {picks[key] or '-':<24} ({picks['rules'][key]})")
+        rule = picks["rules"][key]
+        if key == "finds_the_most" and picks.get("tied_with_all"):
+            rule = "tied with every other setup: not a winner"
+        lines.append(f"{key:<17} {picks[key] or '-':<24} ({rule})")
     answers = report.get("answers")
     if answers:
         gen = answers["generator"]
@@ -156,22 +175,21 @@ def format_report(report: dict[str, Any]) -> str:
         where = f" from the top {gen['k']} chunks of {gen['setup']}" if gen.get("setup") else ""
         lines.append(f"\nanswers by {gen['model_id']} ({kind}){where}: {answers['n_answered']} of "
                      f"{answers['n_questions']} answered, {answers['n_failed']} failed")
-        header = f"{'metric':<28} {'mean':>6} {'95% CI':>15} {'scored':>7} {'failed':>7} {'invalid':>8}"
-        lines.append(header)
-        lines.append("-" * len(header))
-        for m in answers["metrics"]:
-            sc = m["scores"]
-            ci = f"{_fmt(sc['ci_low'])}-{_fmt(sc['ci_high'])}" if sc["ci_low"] is not None else "-"
-            lines.append(f"{m['name']:<28} {_fmt(sc['mean']):>6} {ci:>15} {m['n_scored']:>7} {m['n_failed']:>7} "
-                         f"{m.get('n_invalid', 0):>8}")
+        from core.evaluation.app_report import answer_metric_lines
+
+        metric_lines = answer_metric_lines(answers)
+        no_score = [line for line in metric_lines if ": no score: " in line]
+        lines += [line for line in metric_lines if line not in no_score]
         if answers.get("overall_score") is not None:
             lines.append(f"overall_score {answers['overall_score']:.3f} (mean of {', '.join(answers['overall_metrics'])})")
         if answers["n_failed"]:
             lines.append(f"warning: {answers['n_failed']} of {answers['n_questions']} answers failed; the scores above "
                          "cover only the answered questions (errors per question are in the report)")
-        for m in answers["metrics"]:
-            if m["scores"]["mean"] is None and m.get("reason"):
-                lines.append(f"{m['name']}: no score: {m['reason']}")
+        lines += no_score
+    if report.get("unjudged"):
+        from core.evaluation.unjudged import format_unjudged
+
+        lines.append(format_unjudged(report["unjudged"]))
     if report.get("location"):
         lines.append(f"\nreport: {report['location']}")
     return "\n".join(lines)
@@ -180,21 +198,26 @@ def format_report(report: dict[str, Any]) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``ragtune evaluate --docs DIR --golden FILE``: evaluate every search setup, write the report."""
     from core.evaluation import EvaluateOptions, evaluate_retrieval
-    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
-    from core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = _settings(args)
     out, files, where = _output(args.out, settings)
     thresholds = list(args.fail_under or [])  # parsed by argparse (_threshold): a malformed one is exit 2
+    if args.target or args.targets:
+        return _evaluate_targets(args, settings, out, files, where, thresholds)
+    if not args.docs:
+        print("ragtune evaluate: give --docs DIR, or targets to search in place (--target, --targets)", file=sys.stderr)
+        return 2
     if args.chunking == "hierarchical" and (args.chunk_size is not None or args.chunk_overlap is not None):
         print("ragtune evaluate: hierarchical chunking makes one chunk per document element and takes no "
               "--chunk-size or --chunk-overlap", file=sys.stderr)
         return 1
-    if args.judge and not args.generate:
+    if args.judge and not args.generate and not args.label_unjudged:
         print("ragtune evaluate: --judge judges answers; it has nothing to judge with --no-generate", file=sys.stderr)
         return 1
+    if args.judge_repeat < 1 or args.label_depth < 1:
+        raise ConfigError("--judge-repeat and --label-depth must be at least 1")
     from core.chunking import OVERLAP_METHODS
 
     if args.chunking not in OVERLAP_METHODS and args.chunk_overlap is not None:
@@ -205,23 +228,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         chunk_size=_chunk_size(args), chunk_overlap=_chunk_overlap(args), embed_title=args.title,
         rank_grain=args.rank_by, show_progress=not args.json,
         generate=args.generate, chat_model=settings.chat_model() if args.generate else None,
-        judge=settings.judge_model(args.judge) if args.generate else None,
+        judge=settings.judge_model(args.judge) if args.generate or args.label_unjudged else None,
         only=args.only or (), skip=args.skip or (),
-        by=tuple(args.by or ()),
+        by=tuple(args.by or ()), judge_repeat=args.judge_repeat,
+        label_unjudged=args.label_unjudged, label_depth=args.label_depth,
     )
+    if args.label_unjudged and options.judge is None:
+        raise ConfigError("--label-unjudged grades results with the judge: give --judge MODEL or set RAGTUNE_JUDGE_MODEL")
     models = evaluation_models(settings, args.embedding_model)
     try:
         golden = read_golden(args.golden)  # read once: the report and the stored copy share these bytes
         _check_expected_documents(golden, args.docs)
+        if args.dry_run:
+            return _dry_run_evaluate(args, settings, options, golden, models)
         store = ReportStore(files)
-        baseline = None
-        if args.baseline == "latest":
-            baseline = latest_baseline(store, golden.sha256)
-            if baseline is None:
-                print("gate: no earlier run on this golden file to compare with", file=sys.stderr)
-        elif args.baseline:
-            baseline = store.load_run(args.baseline)
-            check_baseline(baseline, golden.sha256)
+        branch = _branch(args)
+        baseline, note = _baseline(args, store, golden.sha256, branch)
         report = evaluate_retrieval(
             args.docs, args.golden, out_dir=out, embedding_models=models, reranker=settings.reranker(),
             vector_store_config=settings.vector_store_config(out, args.vector_store), options=options,
@@ -235,6 +257,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 1
     run_id = new_run_id()
     report["run_id"] = run_id
+    report["branch"] = branch
+    verdict = None
+    if thresholds or args.baseline:  # judged before the report is saved, so the report keeps the verdict
+        from core.evaluation.gate import judge_gate
+
+        verdict = judge_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline, branch=branch,
+                             note=note)
+        report["gate"] = verdict.to_dict()
     report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
     key = store.save_run(run_id, report)
     report["location"] = f"{where}/{key}"
@@ -247,24 +277,285 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
             print(format_slices(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
-    if thresholds or baseline is not None:
-        lines, failed = run_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline)
+    if verdict is None:
+        return 0
+    for line in verdict.lines:
+        print(f"gate: {line}", file=sys.stderr)
+    print(f"gate: {'passed' if verdict.passed else 'failed'} (exit {verdict.exit_code}); the verdict is in the "
+          "report's 'gate'", file=sys.stderr)
+    return verdict.exit_code
+
+
+def _branch(args: argparse.Namespace) -> str | None:
+    """The run's branch: ``--branch``, else the CI's (:func:`core.settings.ci_branch`), else None."""
+    from core.settings import branch_name, ci_branch
+
+    return branch_name(args.branch, "--branch") if args.branch is not None else ci_branch()
+
+
+def _baseline(args: argparse.Namespace, store: Any, golden_sha256: str, branch: str | None) -> tuple[Any, str | None]:
+    """``(baseline or None, note)`` for ``--baseline`` (:mod:`core.evaluation.gate`'s rules),
+    found before any work so a bad name stops the run at once.
+
+    Raises:
+        NotStoredError / ConfigError: a named baseline that is not stored, not a report, or
+            on another golden file.
+    """
+    from core.evaluation.gate import BaselineRule, find_baseline, named_baseline
+    from core.inputs import shown_address
+    from core.settings import branch_name
+
+    if args.any_branch and args.baseline_branch is not None:
+        raise ConfigError("--any-branch and --baseline-branch contradict each other: give one")
+    if not args.baseline:
+        if args.any_branch or args.baseline_branch is not None:
+            raise ConfigError("--any-branch and --baseline-branch choose a --baseline latest: give --baseline latest")
+        return None, None
+    if args.baseline != "latest":
+        if args.any_branch or args.baseline_branch is not None:
+            raise ConfigError("--any-branch and --baseline-branch choose a --baseline latest, not a named one")
+        return named_baseline(store, args.baseline, golden_sha256), None
+    wanted = branch_name(args.baseline_branch, "--baseline-branch") if args.baseline_branch is not None else branch
+    rule = BaselineRule(golden_sha256, shown_address(args.docs), wanted, any_branch=args.any_branch)
+    return find_baseline(store, rule)
+
+
+def _app_overrides(items: Sequence[str] | None) -> dict[str, Any]:
+    """``--override KEY=VALUE`` values (each VALUE read as YAML: ``3``, ``true``, ``hybrid``).
+
+    Raises:
+        ConfigError: an item without ``=``.
+    """
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override {item!r}: use KEY=VALUE, for example --override top=5")
+        try:
+            out[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            out[key.strip()] = raw
+    return out
+
+
+def _app_setup(args: argparse.Namespace, url: str | None = None) -> tuple[Any, Any, Path, Any, str]:
+    """What ``evaluate-app`` and ``compare-apps`` start from: the settings, the app config
+    (``--config``, then ``--url``, ``RAGTUNE_APP_URL`` and ``--override`` on top), the working
+    folder, the report store's files and where they are, as shown."""
+    from core.evaluation.app_config import load_app_config
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    out, files, where = _output(args.out, settings)
+    config = load_app_config(args.config)
+    config = config.with_overrides(url=url or args.url or (None if config.url else settings.app.url),
+                                   overrides=_app_overrides(args.override))
+    return settings, config, out, files, where
+
+
+def _judge_for_app(settings: Any, args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
+    """``(judge or None, the reply cache)``: the judge keeps its replies in the cache too."""
+    from core.models import CachedChatModel, EmbeddingCache
+
+    cache = EmbeddingCache(out / "cache" / "embeddings.sqlite")
+    judge = settings.judge_model(args.judge)
+    return (CachedChatModel(judge, cache) if judge is not None else None), cache
+
+
+def _ask_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, golden: Any) -> dict[str, Any]:
+    """Run :func:`core.evaluation.app.evaluate_app` with the command's options, a progress bar
+    on a terminal."""
+    from tqdm.auto import tqdm
+
+    from core.evaluation.app import evaluate_app
+
+    judge, cache = _judge_for_app(settings, args, out)
+    with tqdm(total=len(golden.questions), desc="asking the app", unit="", leave=False, dynamic_ncols=True,
+              disable=None if not args.json else True) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.n = done
+            bar.refresh()
+
+        return evaluate_app(golden, config, settings.app, cache=cache, refresh=args.refresh, judge=judge,
+                            judge_repeat=args.judge_repeat, on_turn=progress)
+
+
+def _store_app_run(report: dict[str, Any], golden: Any, files: Any, where: str) -> None:
+    from core.evaluation.app_report import save_app_run
+    from core.reports import ReportStore, new_run_id
+
+    store = ReportStore(files)
+    report["run_id"] = report.get("run_id") or new_run_id()
+    report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
+    report["location"] = f"{where}/{save_app_run(store, report['run_id'], report)}"
+
+
+def cmd_evaluate_app(args: argparse.Namespace) -> int:
+    """``ragtune evaluate-app --golden FILE [--config FILE] [--url URL]``: ask a deployed RAG app
+    every golden question, score its replies, write the report (``app/runs/<id>/report.json``);
+    exit 4 when the gate fails, 3 when the app answered nothing."""
+    from core.evaluation.app_report import app_gate, format_app_report, latest_app_baseline, load_app_run
+    from core.evaluation.gate import EXIT_GATE
+    from core.golden import read_golden
+    from core.reports import ReportStore
+
+    if args.judge_repeat < 1:
+        raise ConfigError(f"--judge-repeat must be at least 1, got {args.judge_repeat}")
+    settings, config, out, files, where = _app_setup(args)
+    from core.evaluation.app_report import parse_app_thresholds
+
+    parse_app_thresholds(args.fail_under or [])  # a malformed threshold stops before any request
+    golden = read_golden(args.golden)
+    if args.dry_run:
+        return _dry_run_app(args, settings, config, out, golden)
+    baseline = None
+    if args.baseline == "latest":
+        baseline = latest_app_baseline(ReportStore(files), golden.sha256)
+        if baseline is None:
+            print("gate: no earlier app run on this golden file to compare with", file=sys.stderr)
+    elif args.baseline:
+        baseline = load_app_run(ReportStore(files), args.baseline)
+    report = _ask_app(args, settings, config, out, golden)
+    _store_app_run(report, golden, files, where)
+    if args.html:
+        from core.reports.files import write_atomic
+        from core.reports.pages.app_page import render_app
+
+        write_atomic(Path(args.html), render_app(report).encode("utf-8"))
+        print(f"wrote page {args.html}", file=sys.stderr)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_app_report(report))
+        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    if args.fail_under or baseline is not None:
+        lines, failed = app_gate(report, thresholds=args.fail_under or [], baseline=baseline)
         for line in lines:
             print(f"gate: {line}", file=sys.stderr)
         if failed:
             return EXIT_GATE
+    if report["requests"]["n_questions"] and not report["requests"]["n_answered"]:
+        print("error: the app answered no question; the report lists each failure", file=sys.stderr)
+        return EXIT_ALL_FAILED
     return 0
+
+
+def _dry_run_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, golden: Any) -> int:
+    """Print what ``evaluate-app`` would send (:func:`core.evaluation.dry_run.plan_app`); 0."""
+    from core.evaluation.dry_run import plan_app
+
+    judge, cache = _judge_for_app(settings, args, out)
+    plan = plan_app(golden, config, settings.app, cache=cache, refresh=args.refresh, judge=judge,
+                    judge_repeat=args.judge_repeat)
+    if args.json:
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
+    return 0
+
+
+def cmd_compare_apps(args: argparse.Namespace) -> int:
+    """``ragtune compare-apps A B --golden FILE``: two app versions question by question; each
+    of A and B is a stored app run id or a URL (asked now, with the config, and stored)."""
+    from core.evaluation.app_report import compare_apps, format_app_comparison, is_app_run, load_app_run
+    from core.golden import read_golden
+    from core.reports import ReportStore
+
+    if args.judge_repeat < 1:
+        raise ConfigError(f"--judge-repeat must be at least 1, got {args.judge_repeat}")
+    reports = []
+    golden = None
+    for which in (args.first, args.second):
+        settings, config, out, files, where = _app_setup(args, url=which if "://" in which else None)
+        if "://" not in which:
+            if not is_app_run(files, which) and which != "latest":
+                raise ConfigError(f"{which!r} is neither a stored app run nor a URL (http:// or https://)")
+            reports.append(load_app_run(ReportStore(files), which))
+            continue
+        if golden is None:
+            if not args.golden:
+                raise ConfigError(f"asking {which} needs --golden FILE")
+            golden = read_golden(args.golden)
+        if args.dry_run:
+            _dry_run_app(args, settings, config, out, golden)
+            continue
+        report = _ask_app(args, settings, config, out, golden)
+        _store_app_run(report, golden, files, where)
+        print(f"asked {which}: run {report['run_id']} ({report['location']})", file=sys.stderr)
+        reports.append(report)
+    if args.dry_run:
+        return 0
+    comparison = compare_apps(reports[0], reports[1])
+    if args.html:
+        from core.reports.files import write_atomic
+        from core.reports.pages.app_page import render_app_compare
+
+        write_atomic(Path(args.html), render_app_compare(comparison).encode("utf-8"))
+        print(f"wrote page {args.html}", file=sys.stderr)
+    if args.json:
+        _print_json(comparison)
+    else:
+        print(format_app_comparison(comparison))
+    return 0
+
+
+def _print_plan(args: argparse.Namespace, plan: Any, settings: Any) -> int:
+    """Print a ``--dry-run`` plan (as JSON with ``--json`` when the command has it); 0."""
+    if getattr(args, "json", False):
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
+    return 0
+
+
+def _dry_run_evaluate(args: argparse.Namespace, settings: Any, options: Any, golden: Any, models: Sequence[Any]) -> int:
+    """Print what ``evaluate`` would send to chat models and judges
+    (:func:`core.evaluation.dry_run.plan_evaluate`); 0. Nothing is loaded, indexed or sent."""
+    from core.evaluation.answers import ANSWER_K
+    from core.evaluation.dry_run import plan_evaluate
+
+    n_setups = len(options.setups) * len(models) * (2 if settings.rerank_provider != "none" else 1)
+    plan = plan_evaluate(golden, chat_model=options.chat_model if options.generate else None,
+                         judge=options.judge, k=ANSWER_K, chunk_size_tokens=options.chunk_size,
+                         judge_repeat=options.judge_repeat,
+                         label_depth=options.label_depth if options.label_unjudged else 0, n_setups=n_setups)
+    if not options.generate:
+        plan.notes.append("--no-generate: no answers, so no answer is judged")
+    elif options.chat_model is None:
+        plan.notes.append("answers come from the extractive baseline: no chat calls")
+    if args.json:
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    """``Settings.from_env()``, with downloads of ``hf:`` models allowed when the command
+    line says ``--allow-download`` (as ``RAGTUNE_ALLOW_MODEL_DOWNLOAD=1`` does)."""
+    from dataclasses import replace
+
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    return replace(settings, allow_model_download=True) if getattr(args, "allow_download", False) else settings
 
 
 def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
     """The embedding models ``--embedding-model`` names (each a comma-separated list of ids
-    of ``Settings.embedding_models``), or the configured one.
+    of ``Settings.embedding_models``, or of ``hf:ORG/NAME[@REVISION]`` and ``onnx:PATH``
+    names), or the configured one.
 
     Raises:
-        ConfigError: a name that is not configured (the message lists the ones that are).
+        ConfigError: a name that is not configured (the message lists the ones that are and
+            the forms a name may take).
     """
     if not names:
         return [settings.embedding_model()]
+    from core.models.local import name_form
+
     available = settings.embedding_models()
     out = []
     for name in (n.strip() for arg in names for n in arg.split(",")):
@@ -272,10 +563,80 @@ def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
             continue
         match = available.get(name) or available.get(f"local:{name}")
         if match is None:
-            raise ConfigError(f"--embedding-model {name!r} is not configured; configured: {', '.join(available)}")
+            try:
+                named = name_form(name) != "local"  # hf: and onnx: names need no configuring
+            except ConfigError as exc:
+                raise ConfigError(f"--embedding-model {name!r} is not configured (configured: "
+                                  f"{', '.join(available)}); {exc}") from None
+            if not named:
+                raise ConfigError(f"--embedding-model {name!r} is not configured; configured: {', '.join(available)}")
+            match = available[name] = settings.embedding_model_named(name)
         if match not in out:
             out.append(match)
     return out
+
+
+def target_specs(args: argparse.Namespace) -> list[Any]:
+    """The targets of ``--target`` and ``--targets`` (none of them named twice).
+
+    Raises:
+        ConfigError: a malformed option or targets file, or two targets of one name.
+    """
+    from core.targets.spec import check_unique, parse_target_option, read_targets_file
+
+    specs = [parse_target_option(t) for t in args.target or []]
+    if args.targets:
+        specs += read_targets_file(args.targets)
+    check_unique(specs)
+    return specs
+
+
+def _evaluate_targets(args: argparse.Namespace, settings: Any, out: Path, files: Any, where: str,
+                      thresholds: list[Any]) -> int:
+    """``ragtune evaluate --golden FILE --target ... [--targets FILE] [--docs DIR]``: every setup
+    of every target in one report (``core.evaluation.targets``); the gate checks ``--setup``
+    (a pick across targets, ``TARGET/PICK``, or ``TARGET/SETUP``)."""
+    from core.evaluation.gate import EXIT_GATE, check_baseline, latest_baseline, run_gate
+    from core.evaluation.targets import TargetsOptions, evaluate_targets, resolve_gate_setup
+    from core.golden import read_golden
+    from core.reports import ReportStore, new_run_id
+
+    specs = target_specs(args)
+    models = evaluation_models(settings, args.embedding_model)
+    golden = read_golden(args.golden)
+    store = ReportStore(files)
+    baseline = None
+    if args.baseline == "latest":
+        baseline = latest_baseline(store, golden.sha256)
+        if baseline is None:
+            print("gate: no earlier run on this golden file to compare with", file=sys.stderr)
+    elif args.baseline:
+        baseline = store.load_run(args.baseline)
+        check_baseline(baseline, golden.sha256)
+    options = TargetsOptions(rank_grain=args.rank_by, only=args.only or (), skip=args.skip or (),
+                             show_progress=not args.json,
+                             chunking=(args.chunking, _chunk_size(args), _chunk_overlap(args)), embed_title=args.title)
+    report = evaluate_targets(
+        args.golden, specs, settings=settings, out_dir=out, docs=args.docs, golden=golden, embedding_model=models[0],
+        reranker=settings.reranker(), store_config=settings.vector_store_config(out, args.vector_store) if args.docs
+        else None, options=options, on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None)
+    run_id = new_run_id()
+    report["run_id"] = run_id
+    report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
+    report["location"] = f"{where}/{store.save_run(run_id, report)}"
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_report(report))
+        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    if thresholds or baseline is not None:
+        lines, failed = run_gate(report, setup=resolve_gate_setup(report, args.setup), thresholds=thresholds,
+                                 baseline=baseline)
+        for line in lines:
+            print(f"gate: {line}", file=sys.stderr)
+        if failed:
+            return EXIT_GATE
+    return 0
 
 
 def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
@@ -367,6 +728,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             _print_json(experiment)
         else:
             print(format_experiment(experiment))
+        return 0
+    from core.evaluation.app_report import format_app_report, is_app_run, load_app_run
+
+    if args.run != "latest" and is_app_run(files, args.run):
+        if args.csv or args.mlflow is not None:
+            raise ConfigError("--csv and --mlflow export evaluate runs and experiments; an app run is shown as text, "
+                              "--json or --html")
+        app_report = load_app_run(ReportStore(files), args.run)
+        app_report["location"] = f"{where}/app/runs/{args.run}/report.json"
+        if not _write_exports(args, app_report):
+            _print_json(app_report) if args.json else print(format_app_report(app_report))
         return 0
     store = ReportStore(files)
     experiments = sorted({k.split("/")[1] for k in files.list("experiments") if k.endswith("/study.json")},
@@ -546,18 +918,55 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     return "\n".join(lines)
 
 
+def _space_models(args: argparse.Namespace, files: Any) -> dict[str, list[str]]:
+    """The ``hf:`` and ``onnx:`` model names ``optimize``'s space holds (``--set``, ``--space``
+    and, resuming, the stored experiment's space), by parameter (``embedding_model``,
+    ``reranker``), to be built before the space is checked.
+
+    Raises:
+        ConfigError: a bad ``--set`` or space file, or a name of an unknown kind (``x:...``)
+            that is not a configured model's id (the message lists the forms a name may take).
+    """
+    from core.models.local import name_form
+    from core.models.rerank import RERANK_PROVIDERS
+    from core.optimization.model_names import space_model_names
+    from core.optimization.overrides import parse_overrides
+
+    endpoints = {*RERANK_PROVIDERS, "openai"}  # the prefixes of endpoint models' ids
+    spaces = []
+    if args.resume:
+        from core.errors import StoreError
+        from core.experiment.engine import Experiment
+
+        try:
+            spaces.append(Experiment(files, args.resume).study().space)
+        except (StoreError, ConfigError):
+            pass  # the run says what is wrong with the experiment
+    found = space_model_names(parse_overrides(args.set or []), args.space, spaces)
+    out: dict[str, list[str]] = {name: [] for name in found}
+    for parameter, names in found.items():
+        for name in names:
+            try:
+                if name != "none" and name_form(name) != "local":
+                    out[parameter].append(name)
+            except ConfigError:
+                if name.partition(":")[0] not in endpoints:  # an endpoint model's id is checked by the run
+                    raise
+    return out
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     """``ragtune optimize``: search the space of RAG configurations and write the experiment report."""
     from core.optimization.events import LoggingHandler, ProgressBarHandler
     from core.optimization.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
     from core.optimization.overrides import parse_overrides
-    from core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = _settings(args)
     out, files, _ = _output(args.out, settings)
     embedding = settings.embedding_model()
-    embeddings = settings.embedding_models()  # a space may name any of them; the default holds the configured one
-    reranker = settings.reranker()
+    named = _space_models(args, files)
+    embeddings = settings.embedding_models(named["embedding_model"])  # a space may name any of them; the default holds the configured one
+    rerankers = settings.rerankers(named["reranker"])
     chat = settings.chat_model()
     if args.max_evals is not None and args.max_evals < 1:
         raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")
@@ -571,6 +980,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
         cache_replies=not args.no_cache,
     )
+    if args.dry_run:
+        from core.evaluation.dry_run import plan_optimize
+        from core.golden import read_golden
+
+        plan = plan_optimize(read_golden(args.golden), chat_model=chat, judge=settings.judge_model(args.judge),
+                             max_evals=options.max_evals or 0)
+        return _print_plan(args, plan, settings)
     if not args.resume:  # a resumed experiment checks its data against the stored spec
         from core.golden import read_golden
 
@@ -584,7 +1000,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         report = run_experiment(
             args.docs, args.golden, out_dir=out, embedding_models=embeddings,
             default_embedding_models=[embedding.model_id],
-            rerankers={reranker.model_id: reranker} if reranker is not None else None,
+            rerankers=rerankers or None,
             chat_models={chat.model_id: chat} if chat is not None else None,
             judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
             vector_store_configs=settings.vector_store_configs(out),
@@ -668,10 +1084,9 @@ def _corpus_study(args: argparse.Namespace) -> tuple[Any, Path, dict[str, Any]]:
             before any work, as ``evaluate`` does).
     """
     from core.golden import read_golden
-    from core.settings import Settings
 
     _check_expected_documents(read_golden(args.golden), args.docs)
-    settings = Settings.from_env()
+    settings = _settings(args)
     out = Path(args.out or settings.out_dir)
     return settings, out, {"out_dir": out, "embedding_model": settings.embedding_model(),
                            "vector_store_config": settings.vector_store_config(out, args.vector_store)}
@@ -702,6 +1117,15 @@ def cmd_compare_chunking(args: argparse.Namespace) -> int:
         chat_model=chat if judge is not None else None, judge=judge, chunking_chat_model=chat,
         progress=None if args.json else (lambda m: print(m, file=sys.stderr)),
     )
+    if args.dry_run:
+        from core.chunking import MODEL_FREE_METHODS
+        from core.evaluation.dry_run import plan_compare_chunking
+        from core.golden import read_golden
+
+        n_builds = len(options.methods or MODEL_FREE_METHODS) * len(options.sizes)
+        plan = plan_compare_chunking(read_golden(args.golden), chat_model=options.chat_model, judge=judge,
+                                     n_builds=n_builds, budget_chars=args.budget)
+        return _print_plan(args, plan, settings)
     report, questions = compare_chunking(args.docs, args.golden, options=options, **inputs)
     return _print_report(args, report, out / save_comparison(out, report, questions), format_comparison)
 
@@ -800,11 +1224,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     from core.golden.suggest import build_index, suggest_labels
     from core.golden.template import rows_to_jsonl, write_new_file
     from core.models import CachedEmbeddingModel, EmbeddingCache
-    from core.settings import Settings
 
     if Path(args.output).exists():
         raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
-    settings = Settings.from_env()
+    settings = _settings(args)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
@@ -816,35 +1239,67 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def cmd_draft(args: argparse.Namespace) -> int:
-    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model."""
-    from core.golden.draft import DraftOptions, DraftStopped, draft_to_file, read_examples
-    from core.models import CachedEmbeddingModel, EmbeddingCache
-    from core.settings import Settings
+    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model.
 
-    settings = Settings.from_env()
+    Prints a line per row written; exits 1 when the run wrote no row or a model stopped it
+    (refused, stopped answering, or kept ignoring the reply format: the message shows the
+    reply expected), 130 when interrupted (saying how to resume); says why fewer rows than
+    asked were written."""
+    from core.golden.draft import (DraftInterrupted, DraftOptions, DraftStopped, draft_to_file, read_examples,
+                                   unanswerable_path)
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+
+    settings = _settings(args)
     writer = settings.chat_model_named(args.writer) if args.writer else settings.chat_model()
     if writer is None:
         raise ConfigError("drafting needs a chat model: set RAGTUNE_CHAT_PROVIDER and RAGTUNE_CHAT_MODEL "
                           "(and RAGTUNE_CHAT_BASE_URL), or give --writer MODEL")
     critic = settings.chat_model_named(args.critic) if args.critic else None
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else None
-    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries,
+    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries, max_unusable=args.max_unusable,
                            examples=read_examples(args.examples) if args.examples else (),
                            **({"kinds": kinds} if kinds is not None else {}))
+    if args.dry_run:
+        from core.evaluation.dry_run import plan_draft
+
+        cache_file = Path(args.cache or f"{args.output}.replies.jsonl")
+        n_cached = sum(1 for line in cache_file.read_text(encoding="utf-8").splitlines() if line.strip()) \
+            if cache_file.is_file() else 0
+        return _print_plan(args, plan_draft(writer=writer, critic=critic, n=options.n, tries=options.tries,
+                                            n_cached=n_cached), settings)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    side = Path(args.unanswerable_output) if args.unanswerable_output else unanswerable_path(args.output)
+    files = f"{args.output}" + (f" and {side}" if "unanswerable" in options.kinds else "")
+    print(f"drafting {plural(options.n, 'row')} from {plural(len(loaded.documents), 'document')} "
+          f"(writer {writer.model_id}, critic {(critic or writer).model_id}) into {files}", file=sys.stderr)
+
+    def progress(row: dict[str, Any], path: Path) -> None:
+        print(f"  {row['id']} ({row['metadata']['kind']}) -> {path}", file=sys.stderr)
+
+    resume = (f"run the same command again to resume: the rows written are kept and the replies so far are cached "
+              f"in {args.cache or args.output + '.replies.jsonl'}")
     try:
         summary = draft_to_file(loaded.documents, args.output, writer=writer, critic=critic, embedding_model=model,
-                                options=options, cache_path=args.cache)
+                                options=options, cache_path=args.cache, unanswerable_output=side, on_row=progress)
     except DraftStopped as exc:
         print(exc.summary.format(), file=sys.stderr)
-        print(f"ragtune draft: {exc}; the {plural(exc.summary.n_written, 'row')} written so far are in "
-              f"{args.output}; run the same command again to resume (the replies so far are cached)",
-              file=sys.stderr)
+        print(f"ragtune draft: {exc}; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
+              f"{resume}", file=sys.stderr)
         return 1
+    except DraftInterrupted as exc:
+        print(exc.summary.format(), file=sys.stderr)
+        print(f"ragtune draft: interrupted; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
+              f"{resume}", file=sys.stderr)
+        return 130
     print(summary.format())
-    print(f"written to {args.output}: every row is a draft; check each, then remove 'draft'")
+    if not summary.n_written:
+        print("ragtune draft: no row was written (see above why)", file=sys.stderr)
+        return 1
+    print(f"written to {files}: every row is a draft; check each, then remove 'draft'"
+          + (f" (unanswerable questions go to {side}, for 'ragtune cutoff --unanswerable')"
+             if summary.written.get("unanswerable") else ""))
     return 0
 
 
@@ -862,14 +1317,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("golden", help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
     p.add_argument("--docs", help="corpus folder (a path, s3://bucket/prefix or a Blob URL): warn about expected "
                                   "documents it does not hold")
+    p.add_argument("--target", action="append", metavar="KIND:WHERE#INDEX",
+                   help="warn about expected documents this index lacks and evidence its chunks do not hold "
+                        "(as for evaluate; repeatable)")
+    p.add_argument("--targets", metavar="FILE", help="a targets file: check against each of its targets")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--all", action="store_true", help="list every problem in full (by default the first 100 of "
                                                       "each kind, then their count and lines)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("evaluate", help="evaluate every search setup on documents and a golden file")
-    p.add_argument("--docs", required=True, help="folder of documents (.pdf .md .html .docx .txt .json): a path, "
-                                                 "s3://bucket/prefix or a Blob URL")
+    p.add_argument("--docs", help="folder of documents (.pdf .md .html .docx .txt .json): a path, "
+                                  "s3://bucket/prefix or a Blob URL (required unless targets are given)")
+    p.add_argument("--target", action="append", metavar="KIND:WHERE#INDEX",
+                   help="also search an index in place: azure-search:INDEX, azure-search:ENDPOINT#INDEX, "
+                        "pgvector:DSN#TABLE, qdrant:PATH_OR_URL#COLLECTION, milvus:URI_OR_DB#COLLECTION (repeatable)")
+    p.add_argument("--targets", metavar="FILE", help="a targets file (YAML or JSON) naming targets and their fields")
     p.add_argument("--golden", required=True, help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--chunking", default="recursive",
@@ -888,6 +1351,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="MODEL",
                    help="judge answers with this chat model (on RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
     p.add_argument("--rank-by", choices=["doc", "page", "evidence"], help="grain to rank setups by (default: finest labelled)")
+    p.add_argument("--judge-repeat", type=int, default=1, metavar="N",
+                   help="ask the judge N times per answer and metric, and report how the scores spread (default 1)")
+    p.add_argument("--label-unjudged", action="store_true",
+                   help="with a judge: grade (0-3, the UMBRELA prompt) each setup's top results that are not from an "
+                        "expected document or page, and report judged@k, the holes, and found@k and nDCG with those "
+                        "labels beside the golden-only numbers")
+    p.add_argument("--label-depth", type=int, default=10, metavar="K",
+                   help="with --label-unjudged: results per setup and question graded (default 10)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls, tokens and cost this would take")
     p.add_argument("--embedding-model", action="append", metavar="ID[,ID]",
                    help="embedding models whose vectors dense and hybrid search run on (default: the configured one)")
     p.add_argument("--only", action="append", metavar="PATTERN", help="evaluate only the setups whose key matches "
@@ -901,11 +1374,63 @@ def build_parser() -> argparse.ArgumentParser:
                         "rank grain) is under V, e.g. --fail-under found@5=0.8 (repeatable)")
     p.add_argument("--setup", default="finds_the_most",
                    help="the setup the gate checks: a pick (finds_the_most, best_for_balance, best_for_time) or a "
-                        "setup name (default finds_the_most)")
-    p.add_argument("--baseline", metavar="RUN|latest",
-                   help="exit 4 when the chosen setup finds significantly fewer questions than in this stored run "
-                        "on the same golden file (exact McNemar test, alpha 0.05); latest: the newest such run")
+                        "setup name (default finds_the_most; with a baseline, a pick is the setup the baseline "
+                        "gated)")
+    p.add_argument("--baseline", metavar="RUN|FILE|latest",
+                   help="exit 4 when the gated setup finds significantly fewer questions than in this run on the same "
+                        "golden file (exact McNemar test, alpha 0.05): a stored run's id, a report.json file, or "
+                        "latest: the newest stored run that passed its gate on this golden file, corpus and branch; "
+                        "the setup it gated is the one gated now")
+    p.add_argument("--branch", metavar="NAME",
+                   help="the branch this run is on, recorded in the report (default $RAGTUNE_BRANCH, else the CI's: "
+                        "GITHUB_HEAD_REF, GITHUB_REF_NAME, CI_COMMIT_REF_NAME, BUILD_SOURCEBRANCHNAME)")
+    p.add_argument("--baseline-branch", metavar="NAME",
+                   help="with --baseline latest: take the baseline from this branch (for example main, for a pull "
+                        "request) instead of this run's branch")
+    p.add_argument("--any-branch", action="store_true",
+                   help="with --baseline latest: take the baseline from any branch")
     p.set_defaults(func=cmd_evaluate)
+
+    def app_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="the app config: request template and response mapping (YAML or JSON; see "
+                                        "the README's 'Evaluate your deployed app')")
+        p.add_argument("--override", action="append", metavar="KEY=VALUE",
+                       help="add to the config's overrides, sent as ${overrides} (repeatable; VALUE read as YAML)")
+        p.add_argument("--judge", metavar="MODEL", help="judge the answers with this chat model (on "
+                                                        "RAGTUNE_JUDGE_BASE_URL or the chat endpoint)")
+        p.add_argument("--judge-repeat", type=int, default=1, metavar="N",
+                       help="ask the judge N times per answer and metric, and report how the scores spread (default 1)")
+        p.add_argument("--refresh", action="store_true",
+                       help="ask the app again even for questions whose replies are cached")
+        p.add_argument("--dry-run", action="store_true",
+                       help="send nothing: print the calls, tokens and cost this would take, and what the cache holds")
+        p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the report (caches stay in "
+                                     f"$RAGTUNE_OUT_DIR or {DEFAULT_OUT}; default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
+        p.add_argument("--html", metavar="FILE", help="also write the page of the run (or the comparison)")
+        p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = sub.add_parser("evaluate-app", help="ask a deployed RAG app every golden question and score its replies")
+    p.add_argument("--golden", required=True, help="golden JSONL file, native or Amazon Bedrock (conversations are "
+                                                   "played turn by turn)")
+    p.add_argument("--url", help="the app's endpoint (default: the config's url, else $RAGTUNE_APP_URL)")
+    app_options(p)
+    p.add_argument("--fail-under", action="append", metavar="METRIC=V",
+                   help="exit 4 when METRIC is under V: a measure of the citations (found@5, mrr, ... at the rank "
+                        "grain), an answer metric (judge.correctness, unitxt.answer_correctness, ...) or answered "
+                        "(the share of questions answered) (repeatable)")
+    p.add_argument("--baseline", metavar="RUN|latest",
+                   help="exit 4 when this run is significantly worse than that stored app run on the same golden "
+                        "file (exact McNemar tests on the questions answered and cited right; bootstrap intervals "
+                        "of each answer metric's per-question differences)")
+    p.set_defaults(func=cmd_evaluate_app)
+
+    p = sub.add_parser("compare-apps", help="compare two app versions question by question (stored runs or URLs)")
+    p.add_argument("first", help="a stored app run id, 'latest', or a URL to ask now")
+    p.add_argument("second", help="a stored app run id or a URL to ask now")
+    p.add_argument("--golden", help="golden JSONL file (needed to ask a URL)")
+    p.add_argument("--url", help=argparse.SUPPRESS)
+    app_options(p)
+    p.set_defaults(func=cmd_compare_apps)
 
     p = sub.add_parser("optimize", help="search the space of RAG configurations (random phase, then a GAM surrogate)")
     p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
@@ -928,6 +1453,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "models are endpoints)")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the chat and judge models afresh instead of reusing cached replies")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the experiment (caches stay in "
                                  f"$RAGTUNE_OUT_DIR or {DEFAULT_OUT}; default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -943,6 +1470,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--current", metavar="KEY", help="the build in use (e.g. recursive-64-8-plain): it stays unless the "
                                                     "best beats it significantly")
     p.add_argument("--judge", metavar="MODEL", help="with a chat model: judge answers and count 'answered'")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--vector-store", choices=["milvus-lite", "milvus", "pgvector"])
     p.add_argument("--out", help=f"output folder (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -1025,7 +1554,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--critic", metavar="MODEL", help="critic model on the chat endpoint (default the writer)")
     p.add_argument("--tries", type=int, default=DraftOptions.tries,
                    help=f"writer replies per passage before it is set aside (default {DraftOptions.tries})")
+    p.add_argument("--max-unusable", type=int, default=DraftOptions.max_unusable, metavar="N",
+                   help=f"stop after N replies in a row that are not in the reply format (default "
+                        f"{DraftOptions.max_unusable})")
     p.add_argument("--cache", help="reply cache file (default OUTPUT.replies.jsonl)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
+    p.add_argument("--unanswerable-output", metavar="FILE",
+                   help="where unanswerable questions go, for 'cutoff --unanswerable' (default "
+                        "OUTPUT without .jsonl, then .unanswerable.jsonl)")
     p.add_argument("--out", help=f"output folder of the caches (default $RAGTUNE_OUT_DIR or {DEFAULT_OUT})")
     p.add_argument("-o", "--output", required=True,
                    help="the golden file to write (never overwritten; a stopped run of the same settings resumes)")
@@ -1039,6 +1576,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=serve_defaults.DEFAULT_PORT,
                    help=f"TCP port (default {serve_defaults.DEFAULT_PORT})")
     p.set_defaults(func=cmd_serve)
+
+    for name in ("evaluate", "optimize", "compare-chunking", "sweep", "cutoff", "suggest", "draft"):
+        sub.choices[name].add_argument(
+            "--allow-download", action="store_true",
+            help="download an hf:ORG/NAME model missing from the Hugging Face cache (once; as "
+                 "RAGTUNE_ALLOW_MODEL_DOWNLOAD=1 does); without it such a model is an error and nothing is downloaded")
     return parser
 
 

@@ -36,7 +36,19 @@ class IndexingError(RagtuneError):
 
 
 class EmbeddingError(IndexingError):
-    """An embedding model failed or returned something unusable."""
+    """An embedding model failed or returned something unusable.
+
+    Args:
+        message: what failed, naming the model.
+        transient: whether a retry may succeed (an endpoint's passing fault: a truncated
+            reply, a proxy's error page, vectors of NaN); None leaves it to the error it was
+            raised from (:func:`is_transient` reads on down the chain).
+    """
+
+    def __init__(self, message: str, *, transient: bool | None = None) -> None:
+        super().__init__(message)
+        if transient is not None:
+            self.transient = transient
 
 
 class GenerationError(RagtuneError):
@@ -77,6 +89,12 @@ def is_transient(exc: BaseException) -> bool:
     return False
 class RerankError(RagtuneError):
     """A reranker failed (a local model, or a rerank endpoint that is down or answers badly)."""
+
+
+class TargetError(StoreError):
+    """A target searched in place (an Azure AI Search index, a team's own collection) cannot be
+    reached, refuses a request, or answers something unusable; the message names the target
+    and never holds a credential."""
 
 
 class NotStoredError(StoreError):

@@ -359,6 +359,8 @@ def fetch_folder(
     credential: Any = None,
     endpoint_url: str | None = None,
     keep: Callable[[str], bool] | None = None,
+    max_file_bytes: int | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
 ) -> Path:
     """Return a local folder holding the files below the folder (key prefix) ``address``.
 
@@ -375,9 +377,16 @@ def fetch_folder(
         cache_dir: where downloads go (default ``<Settings.out_dir>/inputs``).
         connection_string, credential, endpoint_url: as for :func:`read_input_bytes`.
         keep: ``keep(key)`` -> False leaves a key out (not downloaded). Default: every key.
+        max_file_bytes: files larger than this many bytes are not downloaded: the listing's
+            size is checked first, and a file is read at most one byte past it (a ranged read,
+            where the store offers one), so a file that grew since it was listed is not
+            downloaded whole either. None: no limit.
+        on_skip: called ``on_skip(key, reason)`` for each file left out for its size (the
+            reason names the limit, as the document loader's do).
 
     Returns:
-        The local folder's path.
+        The local folder's path (without the files left out for their size; an empty folder
+        when every file was).
 
     Raises:
         InputNotFoundError: nothing is below the remote prefix (or a missing container).
@@ -390,28 +399,34 @@ def fetch_folder(
     text = str(address)
     shown = shown_address(text)
     files = _open(text, connection_string, credential, endpoint_url)
-    keys = _list(files, text)
+    sizes = _sizes(files, text) if max_file_bytes is not None else {}
+    keys = sorted(sizes) if sizes else _list(files, text)
     keys = [k for k in keys if keep is None or keep(k)]
     if not keys:
         raise InputNotFoundError(f"{shown} holds no files (no keys below this prefix)", address=shown)
+    too_large = {k: sizes[k] for k in keys if max_file_bytes is not None and sizes.get(k, 0) > max_file_bytes}
     root = _cache_root(cache_dir, shown)
     partial = root / f".partial-{uuid.uuid4().hex}"
     digest = hashlib.sha256()
     try:
         try:
-            def fetch(key: str) -> str:
-                try:
-                    data = files.read_bytes(key)
-                except StoreError as exc:
-                    raise StoreError(f"cannot read {shown}/{key}: {_safe(str(exc), text)}") from None
+            def fetch(key: str) -> str | None:
+                if key in too_large:
+                    return None
+                data = _read_capped(files, key, max_file_bytes, shown, text)
+                if data is None:
+                    too_large[key] = -1  # larger than listed: read only as far as the limit
+                    return None
                 write_atomic(partial / key, data)
                 return hashlib.sha256(data).hexdigest()
 
             # downloads are network-bound: a few at once, each written as it arrives
             with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(keys)), thread_name_prefix="ragtune-fetch") as pool:
                 hashes = list(pool.map(fetch, keys))
+            partial.mkdir(parents=True, exist_ok=True)  # every file may have been left out
             for key, sha in zip(keys, hashes):
-                digest.update(f"{key}\0{sha}\n".encode("utf-8"))
+                if sha is not None:
+                    digest.update(f"{key}\0{sha}\n".encode("utf-8"))
             final = root / digest.hexdigest()[:16]
             if final.is_dir():
                 shutil.rmtree(partial, ignore_errors=True)
@@ -427,8 +442,44 @@ def fetch_folder(
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    logger.info("fetched %s to %s (%d files)", shown, final, len(keys))
+    for key in sorted(too_large):
+        size = too_large[key]
+        stated = f"{size:,} bytes" if size >= 0 else "larger than listed"
+        reason = (f"over the size limit: {stated} on disk, more than {max_file_bytes:,} (limit: "
+                  f"RAGTUNE_DOCUMENT_MAX_BYTES); not downloaded")
+        logger.info("not downloading %s/%s: %s", shown, key, reason)
+        if on_skip is not None:
+            on_skip(key, reason)
+    logger.info("fetched %s to %s (%d files)", shown, final, len(keys) - len(too_large))
     return final
+
+
+def _read_capped(files: Any, key: str, max_bytes: int | None, shown: str, address: str) -> bytes | None:
+    """The bytes at ``key``, or None when they are more than ``max_bytes`` (read at most one
+    byte past it where ``files`` offers ``read_at_most``)."""
+    try:
+        if max_bytes is None:
+            return files.read_bytes(key)
+        read_at_most = getattr(files, "read_at_most", None)
+        data = read_at_most(key, max_bytes) if read_at_most is not None else files.read_bytes(key)
+    except StoreError as exc:
+        raise StoreError(f"cannot read {shown}/{key}: {_safe(str(exc), address)}") from None
+    return None if len(data) > max_bytes else data
+
+
+def _sizes(files: Any, address: str) -> dict[str, int]:
+    """``files.sizes()`` (key -> bytes) where the store offers it, else ``{}`` (sizes unknown:
+    each file's read is then what is capped); errors as :func:`_list`'s."""
+    sizes = getattr(files, "sizes", None)
+    if sizes is None:
+        return {}
+    try:
+        return sizes()
+    except StoreError as exc:
+        message, shown = _safe(str(exc), address), shown_address(address)
+        if shown.rstrip("/") in message:
+            raise StoreError(message) from None
+        raise StoreError(f"cannot list {shown}: {message}") from None
 
 
 def _list(files: Any, address: str) -> list[str]:

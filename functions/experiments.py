@@ -1,5 +1,7 @@
 """Experiments on Durable Functions: the steps of ``core.experiment.Experiment``, fanned out.
 
+- ``POST /api/experiments/{id}/resume``: starts a failed experiment's orchestration again from
+  its stored state (:func:`resume_experiment`); a running or completed one is refused (409);
 - starter ``POST /api/experiments``: validates the body
   (``core.optimization.stored.parse_experiment_request``), starts :func:`experiment_orchestrator`
   with a new experiment id as its instance id (the request is stored beside the experiment, the
@@ -18,7 +20,8 @@
   a transient failure (storage, timeouts, 429 / 5xx answers) raises so the queue delivers the
   message again;
 - :func:`evaluation_poisoned`, triggered by ``<queue>-poison`` (after ``maxDequeueCount``
-  deliveries, ``host.json``): stores a failed result, unless an OK one is stored, and raises
+  deliveries, ``host.json``): checks the message as the evaluations queue does, and that a
+  delivery of it failed, then stores a failed result, unless an OK one is stored, and raises
   the event so the orchestration does not wait for its timeout.
 
 Messages and events carry the experiment id, configurations and keys only: the evaluator reads
@@ -93,8 +96,6 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     """``POST /api/experiments``: start an experiment; 202 with ``{"id", "status_url",
     "report_url"}`` (and ``Location``: the status URL), 400 with every problem of the body, 500
     when the settings are invalid."""
-    from urllib.parse import urlsplit
-
     from core.errors import ConfigError
     from core.optimization.stored import check_request_space, parse_experiment_request
     from core.reports import new_run_id
@@ -106,7 +107,10 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     try:
         settings = _settings()
     except ConfigError as exc:
-        return json_response({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
+        from functions.shared import logged, shown
+
+        logger.error("the app's settings are invalid: %s", logged(exc))
+        return json_response({"errors": [f"the app's settings are invalid: {shown(exc)}"]}, 500)
     request, errors = parse_experiment_request(body, remote_only=True, blob_endpoint=settings.blob_endpoint())
     if not errors:
         errors = check_request_space(request, settings)
@@ -121,11 +125,66 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     instance_id = await client.start_new("experiment_orchestrator", experiment_id,
                                          {"experiment_id": experiment_id, "prepare": True})
     logger.info("started experiment %s", instance_id)
+    return _accepted(req, instance_id)
+
+
+def _accepted(req: func.HttpRequest, instance_id: str, **extra: Any) -> func.HttpResponse:
+    """202 with ``{"id", "status_url", "report_url", **extra}`` and ``Location``: the app's own
+    URLs of the experiment, on the request's origin."""
+    from urllib.parse import urlsplit
+
     url = urlsplit(req.url)
     origin = f"{url.scheme}://{url.netloc}" if url.scheme and url.netloc else ""
     base = f"{origin}/api/experiments/{instance_id}"
-    return json_response({"id": instance_id, "status_url": f"{base}/status", "report_url": base}, 202,
+    return json_response({"id": instance_id, "status_url": f"{base}/status", "report_url": base, **extra}, 202,
                          headers={"Location": f"{base}/status"})
+
+
+@bp.route(route="experiments/{experiment_id}/resume", methods=["POST"])
+@bp.durable_client_input(client_name="client")
+async def resume_experiment(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    """``POST /api/experiments/{experiment_id}/resume``: start a failed (or terminated)
+    experiment's orchestration again from its stored state
+    (``core.experiment.orchestration.resume_plan``): at prepare when it was never prepared,
+    else at its next round, whose pending configurations come first; stored evaluations are
+    not sent or run again.
+
+    Status: 202 with ``{"id", "status_url", "report_url", "resumed_from", "message"}``; 409 with
+    ``{"error", "runtime_status"}`` when the orchestration is running or completed; 404 when
+    nothing is stored under the id; 400 for a bad id; 500 (one line) when the Durable client,
+    the settings or the store fail.
+    """
+    from core.errors import ConfigError, StoreError
+    from core.experiment.orchestration import resume_plan
+    from functions.shared import start_once
+
+    experiment_id = req.route_params.get("experiment_id")
+    if not valid_id(experiment_id):
+        return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
+    try:
+        runtime = runtime_status(await client.get_status(experiment_id))
+    except Exception:  # noqa: BLE001 - never a stack trace in an answer
+        logger.exception("status of experiment %s could not be read", experiment_id)
+        return error("the orchestration status could not be read", 500)
+    try:
+        plan = resume_plan(_experiment(experiment_id), runtime)
+    except (ConfigError, StoreError) as exc:
+        logger.error("experiment %s cannot be resumed: %s", experiment_id, exc)
+        return error("the experiment's stored state could not be read", 500)
+    if plan.outcome == "unknown":
+        return error(plan.message, 404)
+    if plan.outcome != "resume":
+        return json_response({"error": plan.message, "runtime_status": runtime}, 409)
+    try:
+        started, refusal = await start_once(client, experiment_id, dict(plan.input))
+    except Exception:  # noqa: BLE001 - never a stack trace in an answer
+        logger.exception("experiment %s could not be started again", experiment_id)
+        return error("the orchestration could not be started", 500)
+    if not started:
+        return json_response({"error": f"experiment {experiment_id} is not resumed: {refusal}",
+                              "runtime_status": runtime_status(await client.get_status(experiment_id))}, 409)
+    logger.info("experiment %s resumed (was %s): %s", experiment_id, runtime, plan.message)
+    return _accepted(req, experiment_id, resumed_from=runtime, message=plan.message)
 
 
 # Orchestrator ---------------------------------------------------------------------------------
@@ -137,8 +196,15 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
     Deterministic: it reads only its input, activity results and events (no I/O, clock other
     than ``context.current_utc_datetime``, environment or randomness).
 
+    Every activity is called with the retry policy of ``core.experiment.orchestration``
+    (``ACTIVITY_MAX_ATTEMPTS`` tries, ``ACTIVITY_FIRST_RETRY_MS`` apart): each step may be
+    retried, so a passing storage error costs a wait. One that outlasts the retries ends the
+    orchestration Failed; ``POST /api/experiments/{id}/resume`` starts it again from the stored
+    state.
+
     Custom status: ``{phase, evaluated, planned, best_score, best_key}`` with ``phase`` one of
-    ``preparing``, ``evaluating``, ``reporting``, ``done``, ``failed`` (then with ``error``).
+    ``preparing``, ``evaluating``, ``reporting``, ``done``, ``failed`` (then with ``error``, a
+    short reason, and ``step``, the activity that failed).
 
     Returns:
         ``{"experiment_id", "status": "done", "report", "best_key", "best_score", "evaluated"}``
@@ -147,6 +213,7 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
     Raises:
         ExperimentFailed: the experiment cannot run (its prepare failed): the orchestration
             ends Failed with the short reason.
+        Exception: an activity failed on every try (the orchestration ends Failed).
     """
     from core.experiment import ExperimentFailed
 
@@ -156,30 +223,51 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
     if data.get("prepare") or "golden" in data:  # the first generation (the request is stored, or given)
         context.set_custom_status({"phase": "preparing", "evaluated": 0, "planned": 0, "best_score": None,
                                    "best_key": None})
-        prepared = yield context.call_activity("prepare_experiment", data if "golden" in data else ref)
+        prepared = yield from _activity(context, "prepare_experiment", data if "golden" in data else ref)
         if prepared.get("error"):
-            context.set_custom_status({"phase": "failed", "error": prepared["error"]})
+            context.set_custom_status({"phase": "failed", "error": prepared["error"], "step": "prepare_experiment"})
             raise ExperimentFailed(prepared["error"])
         context.continue_as_new(ref)
         return None
-    asked = yield context.call_activity("ask_configurations", ref)
+    asked = yield from _activity(context, "ask_configurations", ref)
     summary = asked["summary"]
     status = {k: summary[k] for k in ("evaluated", "planned", "best_score", "best_key")}
     keys = asked["keys"]
     if not keys:
         context.set_custom_status({**status, "phase": "reporting"})
-        report = yield context.call_activity("write_experiment_report", ref)
+        report = yield from _activity(context, "write_experiment_report", ref, status)
         context.set_custom_status({**status, "phase": "done"})
         return {"experiment_id": experiment_id, "status": "done", "report": report["report"],
                 "best_key": status["best_key"], "best_score": status["best_score"], "evaluated": status["evaluated"]}
     context.set_custom_status({**status, "phase": "evaluating", "round": len(keys)})
-    yield context.call_activity("enqueue_evaluations", {**ref, "configurations": asked["configurations"]})
-    arrived = yield from _wait_for_round(context, keys, asked.get("round_timeout_s"))
-    yield context.call_activity("tell_results", {**ref, "keys": keys,
-                                                 "timed_out": [k for k, came in zip(keys, arrived) if not came],
-                                                 "round_timeout_s": asked.get("round_timeout_s")})
+    yield from _activity(context, "enqueue_evaluations", {**ref, "configurations": asked["configurations"]}, status)
+    stored = set(asked.get("stored") or [])  # a resumed round: these results came while it was down
+    waiting = [k for k in keys if k not in stored]
+    arrived = (yield from _wait_for_round(context, waiting, asked.get("round_timeout_s"))) if waiting else []
+    yield from _activity(context, "tell_results", {**ref, "keys": keys,
+                                                   "timed_out": [k for k, came in zip(waiting, arrived) if not came],
+                                                   "round_timeout_s": asked.get("round_timeout_s")}, status)
     context.continue_as_new(ref)
     return None
+
+
+def _activity(context: Any, name: str, data: Any, status: dict | None = None):
+    """Call activity ``name`` with the retry policy (``core.experiment.orchestration``) and
+    return its result; when it failed on every try, set the ``failed`` custom status (the
+    progress in ``status`` kept) and raise its error."""
+    from core.experiment import cut_text
+    from core.experiment.orchestration import ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS
+
+    try:
+        return (yield context.call_activity_with_retry(
+            name, df.RetryOptions(ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS), data))
+    except Exception as exc:  # noqa: BLE001 - said in the status, then raised: the orchestration ends Failed
+        from core.redaction import without_locations
+
+        reason = cut_text(without_locations(str(exc).split("\n", 1)[0].strip()) or type(exc).__name__, 300)
+        context.set_custom_status({**(status or {}), "phase": "failed", "step": name,
+                                   "error": f"{name} failed on each of its {ACTIVITY_MAX_ATTEMPTS} tries: {reason}"})
+        raise
 
 
 def _wait_for_round(context: Any, keys: list[str], timeout_s: Any):
@@ -236,14 +324,19 @@ def prepare_experiment(request: dict) -> dict:
 @bp.activity_trigger(input_name="ref")
 def ask_configurations(ref: dict) -> dict:
     """The round's configurations (``Experiment.ask(RAGTUNE_PARALLEL_EVALUATIONS)``; the GAM is
-    fitted here): ``{"configurations", "keys", "round_timeout_s", "summary"}``."""
+    fitted here): ``{"configurations", "keys", "stored", "round_timeout_s", "summary"}``, where
+    ``stored`` lists the keys, among configurations asked before and still pending (a resumed
+    or retried round), whose result is stored already: no event is waited for them."""
     settings = _settings()
     experiment = _experiment(ref["experiment_id"], settings)
     study = experiment.study()
+    pending = {t.configuration.key for t in study.pending_trials}
     configurations = experiment.ask(settings.parallel_evaluations, study=study)
     from core.experiment import ExperimentSummary
 
-    return {"configurations": [c.to_dict() for c in configurations], "keys": [c.key for c in configurations],
+    keys = [c.key for c in configurations]
+    return {"configurations": [c.to_dict() for c in configurations], "keys": keys,
+            "stored": experiment.stored_keys([k for k in keys if k in pending]),
             "round_timeout_s": settings.round_timeout_s, "summary": ExperimentSummary.of(study).to_dict()}
 
 
@@ -321,7 +414,8 @@ async def evaluate_from_queue(msg: func.QueueMessage, client: df.DurableOrchestr
     request = EvaluationRequest.parse(msg.get_body())
     settings = _settings()
     experiment = _experiment(request.experiment_id, settings)
-    await asyncio.to_thread(evaluate_request, experiment, request, _evaluator(settings), settings.evaluation_timeout_s)
+    await asyncio.to_thread(evaluate_request, experiment, request, _evaluator(settings), settings.evaluation_timeout_s,
+                            getattr(msg, "dequeue_count", None) or 1)
     await _raise(client, request)
 
 
@@ -329,20 +423,23 @@ async def evaluate_from_queue(msg: func.QueueMessage, client: df.DurableOrchestr
                   connection="RAGTUNE_STORAGE_CONNECTION")
 @bp.durable_client_input(client_name="client")
 async def evaluation_poisoned(msg: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
-    """A message that failed ``maxDequeueCount`` times: store a failed result (unless an OK one
-    is stored: then nothing failed) and raise ``evaluated-<key>`` so the orchestration tells the
-    study at once.
+    """A message that failed ``maxDequeueCount`` times: checked as an evaluation message is
+    (``Experiment.record_poisoned``: ids only, a stored experiment, a configuration of its space
+    that its study asked and whose evaluation failed on a delivery), then a failed result is
+    stored (unless an OK one is: then nothing failed) and ``evaluated-<key>`` raised so the
+    orchestration tells the study at once.
 
     Raises:
-        ConfigError: a message too malformed to name its experiment (it stays in the poison
-            queue's own poison queue).
+        ConfigError: a malformed message, an unknown experiment, a configuration outside its
+            space, never asked, or with no failed delivery on record: nothing is written (after
+            ``maxDequeueCount`` tries the message goes to the poison queue's own poison queue).
     """
     from core.experiment import EvaluationRequest
 
     request = EvaluationRequest.parse(msg.get_body())
     experiment = _experiment(request.experiment_id)
     outcome = await asyncio.to_thread(
-        experiment.record_failure, request.configuration,
+        experiment.record_poisoned, request,
         f"the evaluation failed on every delivery and its message was moved to the poison queue (message id {msg.id})")
     if outcome.status != "ok":
         logger.error("experiment %s: configuration %s poisoned", request.experiment_id, request.key)
@@ -391,8 +488,9 @@ def get_experiment(req: func.HttpRequest) -> func.HttpResponse:
 async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
     """``GET /api/experiments/{experiment_id}/status``: the orchestration's ``{instance_id,
     runtime_status, custom_status, created_time, last_updated_time, output}`` through the
-    Durable client. 400 for a bad id, 404 when no orchestration has that id, 500 (one line)
-    when the Durable client fails."""
+    Durable client, store paths and URLs in its texts replaced (a failure says what failed,
+    not where). 400 for a bad id, 404 when no orchestration has that id, 500 (one line) when
+    the Durable client fails."""
     experiment_id = req.route_params.get("experiment_id")
     if not valid_id(experiment_id):
         return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
@@ -409,5 +507,23 @@ async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchest
         return value.isoformat() if hasattr(value, "isoformat") else value
 
     return json_response({"instance_id": experiment_id, "runtime_status": runtime,
-                          "custom_status": status.custom_status, "created_time": when(status.created_time),
-                          "last_updated_time": when(status.last_updated_time), "output": status.output})
+                          "custom_status": _without_locations(status.custom_status),
+                          "created_time": when(status.created_time),
+                          "last_updated_time": when(status.last_updated_time),
+                          "output": _without_locations(status.output)})
+
+
+def _without_locations(value: Any, depth: int = 0) -> Any:
+    """``value`` (JSON) with every string through ``core.redaction.without_locations``: a
+    failed orchestration's output and status say what failed, not where."""
+    from core.redaction import without_locations
+
+    if isinstance(value, str):
+        return without_locations(value)
+    if depth > 8:
+        return value
+    if isinstance(value, dict):
+        return {k: _without_locations(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_locations(v, depth + 1) for v in value]
+    return value

@@ -13,9 +13,11 @@
   content). A file whose rows are all drafts or
   template rows has nothing ready to score, so it never starts one.
 - ``POST /api/golden/template`` and ``POST /api/golden/suggest``: a JSON body of addresses
-  (``core.golden.requests``, the same address rules as experiment requests); the template or the
-  suggested labels are written beside the golden file in the store (never over a file) and the
-  answer holds the address written.
+  (``core.golden.requests``, the same address rules as experiment requests, and each in its
+  own container: documents in ``RAGTUNE_DOCUMENTS_CONTAINER`` or ``RAGTUNE_GOLDEN_CONTAINER``,
+  the golden file in ``RAGTUNE_GOLDEN_CONTAINER``; anything else is a 400 naming the field and
+  the containers allowed); the template or the suggested labels are written beside the golden
+  file in the store (never over a file) and the answer holds the address written.
 """
 
 import json
@@ -74,7 +76,9 @@ def _golden_request(req: func.HttpRequest, kind: str) -> func.HttpResponse:
     """Parse, run and answer a template or suggestion request (see ``core.golden.requests``)."""
     from core.errors import ConfigError, GoldenError, RagtuneError
     from core.golden.requests import OutputExistsError, parse_golden_request, run_golden_request
+    from core.redaction import without_locations
     from core.settings import Settings
+    from functions.shared import logged, shown
 
     try:
         body = json.loads(req.get_body().decode("utf-8-sig"))
@@ -83,18 +87,27 @@ def _golden_request(req: func.HttpRequest, kind: str) -> func.HttpResponse:
     try:
         settings = Settings.from_env()
     except ConfigError as exc:
-        return _json_response({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
-    request, errors = parse_golden_request(body, kind, blob_endpoint=settings.blob_endpoint())
+        logger.error("the app's settings are invalid: %s", logged(exc))
+        return _json_response({"errors": [f"the app's settings are invalid: {shown(exc)}"]}, 500)
+    request, errors = parse_golden_request(body, kind, blob_endpoint=settings.blob_endpoint(),
+                                           golden_container=settings.golden_container,
+                                           documents_container=settings.documents_container)
     if errors:
         return _json_response({"errors": errors}, 400)
+    named = {request["golden"]: "the golden file", request["documents"]: "the documents",
+             request["output"]: f"the {kind} file"}
+    what = "the template" if kind == "template" else "the suggested labels"
     try:
         answer = run_golden_request(request, kind, settings)
     except OutputExistsError as exc:
-        return _json_response({"errors": [str(exc)], "address": exc.address}, 409)
+        return _json_response({"errors": [without_locations(str(exc), named)], "address": exc.address}, 409)
     except GoldenError as exc:
-        return _json_response({"errors": [p.to_dict() for p in exc.problems] or [str(exc)]}, 422)
+        logger.warning("golden %s request failed: %s", kind, logged(exc))
+        problems = [{**p.to_dict(), "message": without_locations(p.message, named)} for p in exc.problems]
+        return _json_response({"errors": problems or [f"{what} could not be made: {shown(exc, settings, named)}"]}, 422)
     except RagtuneError as exc:
-        return _json_response({"errors": [str(exc)]}, 422)
+        logger.warning("golden %s request failed: %s", kind, logged(exc))
+        return _json_response({"errors": [f"{what} could not be made: {shown(exc, settings, named)}"]}, 422)
     logger.info("golden %s written to %s", kind, answer["address"])
     return _json_response(answer, 201)
 
@@ -146,12 +159,20 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     a result, not a failure; so is a file over ``RAGTUNE_GOLDEN_MAX_BYTES`` (not read past the
     limit) or one whose check fails: each gets a failed check, replacing any earlier one.
 
+    A check is stored only while the blob still holds the file checked (its ETag, else its
+    size and Content-MD5 or sha256; ``core.golden.checks.is_current``), with a conditional
+    write where the report store allows one (``core.golden.checks.store_check``): of two quick
+    uploads, the older one's check, finishing last, neither replaces the newer one's nor starts
+    an experiment. A blob removed meanwhile gets no check.
+
     Raises:
         ConfigError: the settings or the report store address are invalid.
         StoreError: the blob name is not a valid key, or the result cannot be written (the
             host retries the trigger).
     """
-    from core.golden.checks import check_key, check_upload
+    import hashlib
+
+    from core.golden.checks import check_key, check_upload, delivered_version, is_current, store_check
     from core.settings import Settings
 
     name = blob_name(blob.name)
@@ -159,18 +180,33 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     limit = settings.golden_max_bytes
     size = getattr(blob, "length", None)
     data = b"" if size is not None and size > limit else blob.read(limit + 1)
+    complete = len(data) <= limit and (size is None or size <= limit)
+    golden = settings.files(settings.blob_address(settings.golden_container))
+    delivered = delivered_version(data, size, getattr(blob, "blob_properties", None), complete=complete)
+    sha256 = hashlib.sha256(data).hexdigest() if complete else None
+
+    def still_current() -> bool:  # the blob still holds the file checked here
+        current = is_current(delivered, sha256, golden.version(name, exact=True),
+                             lambda: golden.read_or_none(name, exact=True))
+        if not current:
+            logger.warning("%s was replaced (or removed) while it was checked: this check is not stored", name)
+        return current
+
     if posixpath.basename(name) == EXPERIMENT_SPEC:
-        too_large = len(data) > limit or (size is not None and size > limit)
         spec = ({"errors": [f"{EXPERIMENT_SPEC} is larger than {limit:,} bytes (RAGTUNE_GOLDEN_MAX_BYTES)"],
-                 "request": None} if too_large else _check_spec(data, settings))
+                 "request": None} if not complete else _check_spec(data, settings))
         result = {"blob": name, "kind": "experiment_spec", **spec}
         result["ok"] = not result["errors"]
     else:
         result = check_upload(data, name, max_bytes=limit, size=size)
         result["blob"] = name
+        if not still_current():  # a newer upload is checked on its own: start nothing for this one
+            return
         result["experiment"] = await _start_experiment(name, result, settings, client) if result["ok"] else None
     key = check_key(name)
-    settings.report_store().files.write_bytes(key, json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    payload = json.dumps(result, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    if not store_check(settings.report_store().files, key, payload, still_current):
+        return
     log = logger.info if result["ok"] else logger.warning
     log("%s checked: %d errors; stored as %s", name, result.get("n_errors", len(result["errors"])), key)
 
@@ -196,7 +232,7 @@ def _check_spec(data: bytes, settings: Any) -> dict:
 async def _start_experiment(name: str, check: dict, settings: Any, client: Any) -> dict | None:
     """Start the experiment of the ``experiment.json`` beside golden blob ``name``, once."""
     from core.optimization.stored import golden_instance_id
-    from functions.shared import runtime_status
+    from functions.shared import start_once
 
     container = settings.golden_container
     spec_key = posixpath.join(posixpath.dirname(name), EXPERIMENT_SPEC)
@@ -207,14 +243,14 @@ async def _start_experiment(name: str, check: dict, settings: Any, client: Any) 
     if spec["errors"]:
         logger.warning("%s beside %s is invalid: %s", spec_key, name, "; ".join(spec["errors"]))
         return {"spec": spec_key, "errors": spec["errors"], "started": False}
-    instance_id = golden_instance_id(name, check["sha256"])
-    runtime = runtime_status(await client.get_status(instance_id))
-    if runtime is not None and runtime not in ("Failed", "Terminated"):  # a failed start may run again
-        return {"spec": spec_key, "instance_id": instance_id, "started": False, "reason": f"already started ({runtime})"}
     from core.experiment import Experiment
 
+    instance_id = golden_instance_id(name, check["sha256"])
     request = {**spec["request"], "golden": settings.blob_address(container, name)}
-    Experiment(settings.report_store().files, instance_id).store_request(request)
-    await client.start_new("experiment_orchestrator", instance_id, {"experiment_id": instance_id, "prepare": True})
+    started, refusal = await start_once(  # a failed or terminated one runs again; never two at once
+        client, instance_id, {"experiment_id": instance_id, "prepare": True},
+        before_start=lambda: Experiment(settings.report_store().files, instance_id).store_request(request))
+    if not started:
+        return {"spec": spec_key, "instance_id": instance_id, "started": False, "reason": f"already started: {refusal}"}
     logger.info("golden file %s started experiment %s", name, instance_id)
     return {"spec": spec_key, "instance_id": instance_id, "started": True, "reason": None}

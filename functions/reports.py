@@ -17,7 +17,9 @@ charset=utf-8``, with ``core.reports.pages.PAGE_CSP``: only inline resources and
 scripts; they reference the shared plotly.js at ``/api/assets/...``). Status 400 for an id or name with
 characters outside ``[A-Za-z0-9_.-]`` (or made only of dots) and for a bad ``limit`` /
 ``offset``; 404 when nothing is stored under it; 500 with a one-line message when the store
-cannot be reached or read. Stack traces are logged, never returned.
+cannot be reached or read: it says what failed and a short reason, never where (no store
+path or URL: ``functions.shared.shown``). Stack traces and the full errors are logged, never
+returned.
 """
 
 import json
@@ -153,18 +155,30 @@ def page_response(build: Callable[[], str]) -> func.HttpResponse:
     from core.errors import ConfigError, NotStoredError, StoreError
     from core.reports.pages import PAGE_HEADERS, PAGE_MEDIA_TYPE
     from core.reports.pages.site import error_page
+    from functions.shared import logged, shown
 
     def page(html: str, status: int) -> func.HttpResponse:
         return func.HttpResponse(html, status_code=status, mimetype="text/html", charset="utf-8",
                                  headers={**PAGE_HEADERS, "Content-Type": PAGE_MEDIA_TYPE})
 
+    def settings() -> Any:
+        from core.settings import Settings
+
+        try:
+            return Settings.from_env()
+        except ConfigError:
+            return None
+
     try:
         return page(build(), 200)
     except NotStoredError as exc:
-        return page(error_page(404, str(exc)), 404)
+        from core.redaction import without_locations
+
+        current = settings()
+        return page(error_page(404, without_locations(str(exc), current and current.shown_locations())), 404)
     except (ConfigError, StoreError) as exc:
-        logger.error("page failed: %s", exc)
-        return page(error_page(500, f"the report store could not be read: {exc}"), 500)
+        logger.error("page failed: %s", logged(exc))
+        return page(error_page(500, f"the report store could not be read: {shown(exc, settings())}"), 500)
     except Exception:  # never a stack trace in an answer
         logger.exception("unexpected error rendering a page")
         return page(error_page(500, "internal error rendering the page"), 500)

@@ -1,11 +1,13 @@
 """Pieces the function modules share: JSON answers, id checks, the report store, Durable
-status, and the store prefix of golden checks. It imports no other function module, so the
-function modules never import each other."""
+status, starting an orchestration once, and the store prefix of golden checks. It imports no
+other function module, so the function modules never import each other."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import weakref
 from typing import Any, Callable
 
 import azure.functions as func
@@ -34,19 +36,39 @@ def valid_id(value: str | None) -> bool:
     return is_safe_id(value)
 
 
+def shown(exc: BaseException, settings: Any = None, named: dict[str, str] | None = None) -> str:
+    """``exc`` as an answer may say it: one line, what failed and not where
+    (``core.redaction.shown_reason``; the places ``settings`` point at and ``named`` are named,
+    any other URL or path is ``<location>``)."""
+    from core.redaction import shown_reason
+
+    places = dict(settings.shown_locations()) if settings is not None else {}
+    return shown_reason(exc, {**places, **(named or {})})
+
+
+def logged(exc: BaseException) -> str:
+    """``exc``'s full text for the log, credentials masked (``core.redaction.without_secrets``)."""
+    from core.redaction import without_secrets
+
+    return without_secrets(f"{type(exc).__name__}: {exc}")
+
+
 def answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
-    """Open the report store and call ``read(store)``; store and settings errors become JSON."""
+    """Open the report store and call ``read(store)``; store and settings errors become JSON
+    that says what failed, not where (the detail goes to the log)."""
     from core.errors import ConfigError, StoreError
     from core.settings import Settings
 
+    settings = None
     try:
-        return read(Settings.from_env().report_store())
+        settings = Settings.from_env()
+        return read(settings.report_store())
     except ConfigError as exc:
-        logger.error("report store settings are invalid: %s", exc)
-        return error(f"the report store is not configured correctly: {exc}", 500)
+        logger.error("report store settings are invalid: %s", logged(exc))
+        return error(f"the report store is not configured correctly: {shown(exc, settings)}", 500)
     except StoreError as exc:
-        logger.error("report store read failed: %s", exc)
-        return error(f"the report store could not be read: {exc}", 500)
+        logger.error("report store read failed: %s", logged(exc))
+        return error(f"the report store could not be read: {shown(exc, settings)}", 500)
     except Exception:  # never a stack trace in an answer
         logger.exception("unexpected error reading the report store")
         return error("internal error reading the report store", 500)
@@ -57,3 +79,52 @@ def runtime_status(status: Any) -> str | None:
     None when no orchestration has that id (the client answers a 404 with an empty status)."""
     runtime = getattr(status, "runtime_status", None)
     return None if runtime is None else str(getattr(runtime, "value", runtime))
+
+
+#: The orchestrator every start runs.
+ORCHESTRATOR = "experiment_orchestrator"
+_STARTING: "weakref.WeakValueDictionary[str, asyncio.Lock]" = weakref.WeakValueDictionary()
+
+
+async def start_once(client: Any, instance_id: str, client_input: Any,
+                     before_start: Callable[[], None] | None = None) -> tuple[bool, str | None]:
+    """Start the experiment orchestrator under ``instance_id`` unless an orchestration that has
+    it is running or completed (``core.experiment.orchestration.start_refusal``): the status is
+    looked up first, under a lock per instance id, so concurrent calls in this process start it
+    once; a start from another process at the same moment is refused by the Durable extension
+    (host.json ``overridableExistingInstanceStates``: ``NonRunningStates``), and that refusal
+    is read back as "already started".
+
+    Args:
+        client: the Durable orchestration client.
+        instance_id: the orchestration's (and the experiment's) id.
+        client_input: the orchestration's input.
+        before_start: called once it is decided to start, before ``start_new`` (to store the
+            request the orchestration reads).
+
+    Returns:
+        ``(started, refusal)``: True and None when started, else False and why not.
+
+    Raises:
+        Exception: the Durable client failed (and the instance is not running since).
+    """
+    from core.experiment.orchestration import start_refusal
+
+    lock = _STARTING.get(instance_id)
+    if lock is None:
+        lock = _STARTING[instance_id] = asyncio.Lock()
+    async with lock:
+        refusal = start_refusal(runtime_status(await client.get_status(instance_id)))
+        if refusal is not None:
+            return False, refusal
+        if before_start is not None:
+            before_start()
+        try:
+            await client.start_new(ORCHESTRATOR, instance_id, client_input)
+        except Exception:  # noqa: BLE001 - the SDK raises plain Exception for the extension's refusal
+            refusal = start_refusal(runtime_status(await client.get_status(instance_id)))
+            if refusal is None:
+                raise
+            logger.info("orchestration %s was started elsewhere meanwhile: %s", instance_id, refusal)
+            return False, refusal
+        return True, None

@@ -470,6 +470,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'RAGTUNE_STORAGE_CONNECTION__credential', value: 'managedidentity' }
         { name: 'RAGTUNE_STORAGE_CONNECTION__clientId', value: identity.properties.clientId }
         { name: 'RAGTUNE_GOLDEN_CONTAINER', value: goldenContainerName }
+        { name: 'RAGTUNE_DOCUMENTS_CONTAINER', value: documentsContainerName }
         { name: 'RAGTUNE_GOLDEN_TRIGGER_SOURCE', value: 'EventGrid' } // Flex Consumption has no polling blob trigger
         { name: 'RAGTUNE_EVALUATIONS_QUEUE', value: evaluationsQueueName }
         { name: 'RAGTUNE_EVALUATION_TIMEOUT_S', value: evaluationTimeoutS }

@@ -20,6 +20,13 @@ extension                 reader
 
 Every loaded ``DoclingDocument`` has ``name`` set to the document id, so a bare
 ``DoclingDocument`` still says where it comes from.
+
+Every file is held to :class:`core.limits.DocumentLimits` (from ``RAGTUNE_DOCUMENT_MAX_*``,
+see :func:`core.settings.document_limits`) before it is parsed where the limit can be seen
+then (see :mod:`core.documents.limits`): its size on disk before it is read (for a remote
+folder, before it is downloaded), a DOCX's parts before docling opens it, a PDF's page count
+before any text is read; the characters of the text once it is extracted (a PDF's page by
+page). A file over a limit is skipped with the limit named, like any file that cannot be read.
 """
 
 from __future__ import annotations
@@ -32,10 +39,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from core.documents.base import LoadedDocument, normalize_id
 from core.errors import DocumentError
+
+if TYPE_CHECKING:
+    from core.limits import DocumentLimits
 
 logger = logging.getLogger(__name__)
 
@@ -272,22 +282,33 @@ def _json_paragraphs(text: str, document_id: str) -> list[str]:
     except json.JSONDecodeError as exc:
         logger.warning("%s does not parse as JSON (%s); reading it as plain text", document_id, exc)
         return _text_paragraphs(text)
+    except RecursionError:
+        logger.warning("%s is JSON nested too deeply to parse; reading it as plain text", document_id)
+        return _text_paragraphs(text)
 
     def dump(value: Any) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False)
 
-    if isinstance(obj, dict):
-        return [f"{json.dumps(k, ensure_ascii=False)}: {dump(v)}" for k, v in obj.items()]
-    if isinstance(obj, list):
-        return [dump(v) for v in obj]
-    return [dump(obj)]
+    try:
+        if isinstance(obj, dict):
+            return [f"{json.dumps(k, ensure_ascii=False)}: {dump(v)}" for k, v in obj.items()]
+        if isinstance(obj, list):
+            return [dump(v) for v in obj]
+        return [dump(obj)]
+    except RecursionError:  # a value nested deeper than json.dumps goes
+        logger.warning("%s is JSON nested too deeply to print; reading it as plain text", document_id)
+        return _text_paragraphs(text)
 
 
-def _load_plain(document_id: str, suffix: str, data: bytes, sha256: str) -> Any:
-    """Read a .txt or .json file into a ``DoclingDocument`` of TEXT items."""
+def _load_plain(document_id: str, suffix: str, data: bytes, sha256: str, limits: DocumentLimits) -> Any:
+    """Read a .txt or .json file into a ``DoclingDocument`` of TEXT items (its characters held
+    to ``limits.max_chars`` before it is split)."""
     from docling_core.types.doc import DocItemLabel
 
+    from core.documents.limits import check_chars
+
     text = _decode(data)
+    check_chars(len(text), limits)
     paragraphs = _json_paragraphs(text, document_id) if suffix == ".json" else _text_paragraphs(text)
     doc = _new_document(document_id, suffix, sha256)
     for paragraph in paragraphs:
@@ -295,14 +316,18 @@ def _load_plain(document_id: str, suffix: str, data: bytes, sha256: str) -> Any:
     return doc
 
 
-def _load_pdf(document_id: str, data: bytes, sha256: str) -> tuple[Any, int]:
-    """Read a PDF into a ``DoclingDocument`` (pages added, paragraphs with provenance) and its page count."""
+def _load_pdf(document_id: str, data: bytes, sha256: str, limits: DocumentLimits) -> tuple[Any, int]:
+    """Read a PDF into a ``DoclingDocument`` (pages added, paragraphs with provenance) and its
+    page count; its pages and characters held to ``limits``."""
     from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, ProvenanceItem, Size
 
+    from core.documents.limits import DocumentTooLarge
     from core.documents.pdf import read_pdf
 
     try:
-        paragraphs, sizes = read_pdf(data)
+        paragraphs, sizes = read_pdf(data, max_pages=limits.max_pages, max_chars=limits.max_chars)
+    except DocumentTooLarge:
+        raise
     except Exception as exc:  # pypdfium2 raises PdfiumError for corrupt or encrypted files
         raise _Skip(f"cannot be read as PDF ({type(exc).__name__}: {exc})") from None
     doc = _new_document(document_id, ".pdf", sha256)
@@ -367,16 +392,78 @@ def _load_docling(document_id: str, suffix: str, data: bytes, sha256: str, backe
     return doc
 
 
-def _has_text(doc: Any) -> bool:
-    """Whether the document holds any non-blank text (text items or table cells)."""
+def _text_chars(doc: Any) -> tuple[bool, int]:
+    """``(whether the document holds any non-blank text, its characters)``: of its text items
+    and table cells."""
     from docling_core.types.doc import TableItem, TextItem
 
+    found, n_chars = False, 0
     for item, _ in doc.iterate_items():
-        if isinstance(item, TextItem) and item.text.strip():
-            return True
-        if isinstance(item, TableItem) and any(c.text.strip() for c in item.data.table_cells):
-            return True
-    return False
+        if isinstance(item, TextItem):
+            n_chars += len(item.text)
+            found = found or bool(item.text.strip())
+        elif isinstance(item, TableItem):
+            for cell in item.data.table_cells:
+                n_chars += len(cell.text)
+                found = found or bool(cell.text.strip())
+    return found, n_chars
+
+
+def _load_file(doc_id: str, path: Path, limits: DocumentLimits, backends: dict[str, Any]) -> LoadedDocument:
+    """Read one file into a :class:`LoadedDocument`, held to ``limits`` (``backends`` holds
+    docling's format backends once the first .md, .html or .docx file needs them).
+
+    Raises:
+        _Skip: the file is not loaded, and why.
+    """
+    from core.documents.limits import DocumentTooLarge, check_chars, check_size, check_zip, is_zip
+
+    suffix = path.suffix.lower()
+    if suffix not in _MIMETYPES:
+        raise _Skip(
+            f"unsupported file type {suffix or '(no extension)'!r} "
+            f"(supported: {', '.join(SUPPORTED_EXTENSIONS)})"
+        )
+    try:
+        check_size(path.stat().st_size, limits)
+        with path.open("rb") as fh:
+            data = fh.read(limits.max_bytes + 1)  # a file that grew since: still at most one byte over
+    except DocumentTooLarge as exc:
+        raise _Skip(str(exc)) from None
+    except OSError as exc:
+        raise _Skip(f"cannot be read ({exc.strerror or exc})") from None
+    if not data:
+        raise _Skip("empty file (0 bytes)")
+    if not data.strip():
+        raise _Skip(f"empty file (only whitespace, {len(data)} bytes)")
+    try:
+        check_size(len(data), limits)
+        if is_zip(suffix, data[:4]):
+            check_zip(data, limits)
+    except DocumentTooLarge as exc:
+        raise _Skip(str(exc)) from None
+    except DocumentError as exc:
+        raise _Skip(f"cannot be read as {suffix[1:].upper()} ({exc})") from None
+    sha256 = hashlib.sha256(data).hexdigest()
+    n_pages = 0
+    try:
+        if suffix == ".pdf":
+            doc, n_pages = _load_pdf(doc_id, data, sha256, limits)
+        elif suffix in _DOCLING_FORMATS:
+            if not backends:
+                backends.update(_docling_backends())
+            doc = _load_docling(doc_id, suffix, data, sha256, backends)
+        else:
+            doc = _load_plain(doc_id, suffix, data, sha256, limits)
+        del data
+        has_text, n_chars = _text_chars(doc)
+        check_chars(n_chars, limits)
+    except DocumentTooLarge as exc:
+        raise _Skip(str(exc)) from None
+    if not has_text:
+        hint = " (a scanned PDF without a text layer?)" if suffix == ".pdf" else ""
+        raise _Skip(f"no text found{hint}")
+    return LoadedDocument(document_id=doc_id, document=doc, sha256=sha256, n_pages=n_pages)
 
 
 def load_documents(
@@ -388,6 +475,7 @@ def load_documents(
     connection_string: str | None = None,
     credential: Any = None,
     endpoint_url: str | None = None,
+    limits: DocumentLimits | None = None,
 ) -> LoadResult:
     """Load every supported file under ``folder`` (recursively) as a ``DoclingDocument``.
 
@@ -398,9 +486,10 @@ def load_documents(
     are skipped, listed under their name with ``\\xNN`` escapes. Symbolic links to folders are
     followed once: a folder reached again (a loop, or a second link to it) is skipped and
     listed, as are broken links. A file that cannot be read (permission,
-    corrupt, encrypted, undecodable) or holds no text (empty, or a PDF without a text layer)
-    is skipped too; each skip is logged as a warning, passed to ``on_skip`` and listed in
-    :attr:`LoadResult.skipped`, and loading goes on.
+    corrupt, encrypted, undecodable), holds no text (empty, or a PDF without a text layer) or
+    is over one of ``limits`` (the reason names the limit and its variable) is skipped too;
+    each skip is logged, passed to ``on_skip`` and listed in :attr:`LoadResult.skipped`, and
+    loading goes on.
 
     Args:
         folder: the corpus folder: a local path, a ``file://`` URL, or the address of a remote
@@ -416,6 +505,8 @@ def load_documents(
         cache_dir: where a remote folder is downloaded (default ``<Settings.out_dir>/inputs``).
         connection_string, credential, endpoint_url: how to reach a remote folder (see
             :func:`core.inputs.read_input_bytes`; defaults from ``core.settings.Settings``).
+        limits: the limits each document is held to; None: from the environment
+            (:func:`core.settings.document_limits`, ``RAGTUNE_DOCUMENT_MAX_*``).
 
     Returns:
         :class:`LoadResult` with the documents sorted by ``document_id`` and the skipped files.
@@ -426,17 +517,24 @@ def load_documents(
             names the address without its query string); no file could be loaded; or
             .md/.html/.docx files are present but docling-slim is not installed.
         ConfigError: an address that cannot be read (unknown scheme, a path-style Blob URL
-            without a connection string).
+            without a connection string), or a ``RAGTUNE_DOCUMENT_MAX_*`` variable that is not
+            a positive number.
     """
     from core import inputs
     from core.errors import StoreError
 
+    if limits is None:
+        from core.settings import document_limits
+
+        limits = document_limits()
     shown = inputs.shown_address(folder)
+    too_large: list[SkippedFile] = []
     if inputs.is_remote(folder):
         try:
             root = inputs.fetch_folder(
                 folder, cache_dir=cache_dir, connection_string=connection_string, credential=credential,
-                endpoint_url=endpoint_url,
+                endpoint_url=endpoint_url, max_file_bytes=limits.max_bytes,
+                on_skip=lambda key, reason: too_large.append(SkippedFile(normalize_id(key), reason)),
             )
         except inputs.InputNotFoundError:
             raise DocumentError(f"corpus folder not found: {shown} (no files below this address)") from None
@@ -459,41 +557,14 @@ def load_documents(
         if on_skip is not None:
             on_skip(item)
 
-    for item in hidden:
+    for item in hidden + too_large:
         skip(item)
 
-    backends: dict | None = None
+    backends: dict[str, Any] = {}
     n_total = len(candidates)
     for n_done, (doc_id, path) in enumerate(candidates, start=1):
-        suffix = path.suffix.lower()
         try:
-            if suffix not in _MIMETYPES:
-                raise _Skip(
-                    f"unsupported file type {suffix or '(no extension)'!r} "
-                    f"(supported: {', '.join(SUPPORTED_EXTENSIONS)})"
-                )
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                raise _Skip(f"cannot be read ({exc.strerror or exc})") from None
-            if not data:
-                raise _Skip("empty file (0 bytes)")
-            if not data.strip():
-                raise _Skip(f"empty file (only whitespace, {len(data)} bytes)")
-            sha256 = hashlib.sha256(data).hexdigest()
-            n_pages = 0
-            if suffix == ".pdf":
-                doc, n_pages = _load_pdf(doc_id, data, sha256)
-            elif suffix in _DOCLING_FORMATS:
-                if backends is None:
-                    backends = _docling_backends()
-                doc = _load_docling(doc_id, suffix, data, sha256, backends)
-            else:
-                doc = _load_plain(doc_id, suffix, data, sha256)
-            if not _has_text(doc):
-                hint = " (a scanned PDF without a text layer?)" if suffix == ".pdf" else ""
-                raise _Skip(f"no text found{hint}")
-            result.documents.append(LoadedDocument(document_id=doc_id, document=doc, sha256=sha256, n_pages=n_pages))
+            result.documents.append(_load_file(doc_id, path, limits, backends))
         except _Skip as exc:
             skip(SkippedFile(doc_id, str(exc)))
         _report_progress(progress, n_done, n_total)

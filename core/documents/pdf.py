@@ -177,11 +177,17 @@ def _paragraphs(lines: list[_Line | None], typical_pitch: float | None, page_no:
     return out
 
 
-def read_pdf(data: bytes) -> tuple[list[PdfParagraph], list[tuple[float, float]]]:
+def read_pdf(
+    data: bytes, *, max_pages: int | None = None, max_chars: int | None = None
+) -> tuple[list[PdfParagraph], list[tuple[float, float]]]:
     """Read a PDF's text layer into paragraphs.
 
     Args:
         data: the PDF file's bytes.
+        max_pages: most pages: the page count is read from the document's page tree before
+            any page is, and a PDF with more is refused. None: no limit.
+        max_chars: most characters of text (pdfium's, counted page by page as the pages are
+            read, so reading stops at the page that passes it). None: no limit.
 
     Returns:
         ``(paragraphs, page_sizes)``: paragraphs in page order (``page_no`` 1-based) and each
@@ -189,19 +195,31 @@ def read_pdf(data: bytes) -> tuple[list[PdfParagraph], list[tuple[float, float]]
 
     Raises:
         pypdfium2.PdfiumError: the bytes are not a readable PDF (corrupt, encrypted, ...).
+        core.documents.limits.DocumentTooLarge: more pages or characters than allowed.
     """
     import pypdfium2 as pdfium
 
+    from core.documents.limits import check_chars, check_pages
+    from core.limits import DocumentLimits
+
+    limits = DocumentLimits(**{k: v for k, v in (("max_pages", max_pages), ("max_chars", max_chars)) if v})
     pdf = pdfium.PdfDocument(data)
     try:
+        n_pages = len(pdf)
+        if max_pages is not None:
+            check_pages(n_pages, limits)
         page_lines: list[list[_Line | None]] = []
         sizes: list[tuple[float, float]] = []
-        for index in range(len(pdf)):
+        n_chars = 0
+        for index in range(n_pages):
             page = pdf[index]
             try:
                 sizes.append(tuple(page.get_size()))  # type: ignore[arg-type]
                 textpage = page.get_textpage()
                 try:
+                    if max_chars is not None:
+                        n_chars += textpage.count_chars()
+                        check_chars(n_chars, limits)
                     page_lines.append(_page_lines(textpage))
                 finally:
                     textpage.close()

@@ -27,6 +27,7 @@ def evaluate_answers(
     k: int = ANSWER_K,
     max_workers: int = 10,
     on_answer: Callable[[int, int], None] | None = None,
+    judge_repeat: int = 1,
 ) -> dict[str, Any]:
     """Generate (or read) and score the answers to every golden question.
 
@@ -44,6 +45,7 @@ def evaluate_answers(
         k: chunks per question given to the generator.
         max_workers: questions answered at once.
         on_answer: progress callback ``(done, total)``.
+        judge_repeat: judge calls per answer and metric.
 
     Returns:
         ``{generator{model_id, kind, k, setup, search}, rag{...}, metrics[...], overall_score,
@@ -80,7 +82,7 @@ def evaluate_answers(
                      "search": setup.to_dict()}
         rag_params = rag.params()
     generate_s = time.perf_counter() - started
-    report = answer_report(golden.questions, answers, judge=judge, metrics=metrics).to_dict()
+    report = answer_report(golden.questions, answers, judge=judge, metrics=metrics, judge_repeat=judge_repeat).to_dict()
     report["generator"] = generator
     report["rag"] = rag_params
     report.setdefault("timings", {})["generate_s"] = round(generate_s, 3)

@@ -531,6 +531,9 @@ def compare_chunking(
             cmp = compare_pair(best_out, [outcomes[t["best_build"]][i] for i in ids])
             t["vs_best"] = {"only_best": cmp["only_first"], "only_this": cmp["only_second"], "p_value": cmp["p_value"]}
             t["tie"] = not (cmp["p_value"] < ALPHA and cmp["only_first"] > cmp["only_second"])
+        from core.evaluation.undecided import tied_with_all
+
+        best["tied_with_all"] = tied_with_all(bool(t.get("tie")) for t in ranked)
         with_builds = [t for t in ranked]
         for i, a in enumerate(with_builds):
             for other in with_builds[i + 1:]:
@@ -582,6 +585,7 @@ def compare_chunking(
         "ranking": [t["method"] for t in ranked],
         "best": best,
         "ties": [t["method"] for t in techniques if t.get("tie")],
+        "undecided": _undecided(best, len(ranked), grain),
         "pairs": pairs,
         "current": current,
         "failures": failures[:MAX_LISTED],
@@ -594,7 +598,21 @@ def compare_chunking(
                       "index_s": round(sum(r.get("index_s", 0.0) for r in rows), 3),
                       "search_s": round(sum(r.get("search_s", 0.0) for r in rows), 3)},
     }
+    from core.models.describe import describe_models
+
+    report["models"] = describe_models([model])  # beside settings.embedding_model: source, revision, sha256
     return report, {"builds": outcomes}
+
+
+def _undecided(best: dict[str, Any] | None, n_ranked: int, grain: str) -> dict[str, Any] | None:
+    """The report's ``undecided`` (:func:`core.evaluation.undecided.undecided`) when every
+    technique with a build is tied with the best, else None."""
+    from core.evaluation.undecided import undecided
+    from core.metrics.paired import ALPHA
+
+    if not best or not best.get("tied_with_all"):
+        return None
+    return undecided("chunking techniques", best["best_build"], n_ranked, grain, ALPHA)
 
 
 def save_comparison(out_dir: str | Path, report: dict[str, Any], questions: dict[str, Any],
@@ -637,7 +655,11 @@ def format_comparison(report: dict[str, Any]) -> str:
                      f"{vs.get('only_best', '-'):>10} {vs.get('only_this', '-'):>10} {p:>7}  "
                      f"{'best' if vs == {} else ('yes' if t.get('tie') else 'no')}")
     best = report.get("best")
-    if best:
+    if best and report.get("undecided"):
+        lines.append(f"\nno winner: {report['undecided']['message']}")
+        lines.append(f"first in the ranking: {best['best_build']} ({st['counting']} {best['counted']} of "
+                     f"{best['n_scored']}; tied with every other technique: not a winner)")
+    elif best:
         lines.append(f"\nbest: {best['best_build']} ({st['counting']} {best['counted']} of {best['n_scored']}); ties "
                      f"(not significantly worse, exact McNemar, alpha {st['alpha']:g}): {', '.join(report['ties'])}")
     cur = report.get("current")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -47,9 +48,31 @@ MAX_PROBLEMS = 100
 MEASURES: tuple[str, ...] = ("similarity", "relevance")
 
 
+@dataclass(frozen=True)
+class UnanswerableQuestions:
+    """The questions of an unanswerable file, ready to ask.
+
+    Attributes:
+        questions: ``(id, question, line)`` per question ready (id ``line-N`` when absent).
+        n_drafts: rows marked ``"draft": true``, left out until a person has checked that no
+            document answers them and removed ``draft`` (as ``ragtune draft`` writes them).
+    """
+
+    questions: tuple[tuple[str, str, int], ...]
+    n_drafts: int = 0
+
+
 def read_unanswerable(path: str | Path, golden_ids: dict[str, int] | None = None) -> list[tuple[str, str, int]]:
+    """The questions of :func:`read_unanswerable_file`, as a list."""
+    return list(read_unanswerable_file(path, golden_ids).questions)
+
+
+def read_unanswerable_file(path: str | Path, golden_ids: dict[str, int] | None = None) -> UnanswerableQuestions:
     """Read a file of unanswerable questions: JSON Lines, each ``{"question": ...}`` with an
-    optional ``id``; an ``expected`` list, if present, must be empty.
+    optional ``id``; an ``expected`` list, if present, must be empty. ``reference``,
+    ``hint``, ``metadata`` and ``draft`` are read as in a golden file: a draft (such as the
+    unanswerable questions ``ragtune draft`` writes to ``<output>.unanswerable.jsonl``) is
+    checked and counted but not asked until ``draft`` is removed.
 
     Each line gets the golden file's line checks (:func:`core.golden.reader.check_unanswerable`:
     JSON, lone surrogates, NaN, unknown fields, types, duplicate ids and questions), and an id
@@ -60,15 +83,16 @@ def read_unanswerable(path: str | Path, golden_ids: dict[str, int] | None = None
         golden_ids: the golden file's ids -> their line there, or None.
 
     Returns:
-        ``(id, question, line)`` per question (id ``line-N`` when absent).
+        The :class:`UnanswerableQuestions`.
 
     Raises:
         GoldenError: any error on any line, or a labelled question (a non-empty ``expected``):
             every problem as ``file:line: error: field 'x': ...`` (the first
-            :data:`MAX_PROBLEMS`).
+            :data:`MAX_PROBLEMS`); or no question ready (every row a draft, or none at all).
     """
     from core.golden.reader import check_unanswerable
     from core.inputs import read_input_bytes, shown_address
+    from core.text import plural
 
     raw = read_input_bytes(path)
     shown = shown_address(path)
@@ -81,9 +105,14 @@ def read_unanswerable(path: str | Path, golden_ids: dict[str, int] | None = None
         what = f"{len(labelled)} labelled questions, " if labelled else ""
         raise GoldenError(f"{shown} is not a file of unanswerable questions: {what}{len(problems)} problems: "
                           f"{listed}{more}", problems[:MAX_PROBLEMS])
-    if not questions:
+    ready = tuple((q.id, q.question, q.line) for q in questions if not q.draft)
+    n_drafts = sum(1 for q in questions if q.draft)
+    if not ready:
+        if n_drafts:
+            raise GoldenError(f"{shown} holds no question ready: {plural(n_drafts, 'unchecked draft')}; check that no "
+                              "document answers each, then remove its 'draft' (drafts are not asked)")
         raise GoldenError(f"{shown} holds no question")
-    return [(q.id, q.question, q.line) for q in questions]
+    return UnanswerableQuestions(ready, n_drafts)
 
 
 def separation(answers: Sequence[float], near_misses: Sequence[float]) -> float:
@@ -163,7 +192,8 @@ def answer_cutoff(
     Args:
         docs_dir: the documents folder (or address).
         golden_path: the golden file (labelled questions).
-        unanswerable_path: questions no document answers (see :func:`read_unanswerable`).
+        unanswerable_path: questions no document answers (see :func:`read_unanswerable_file`;
+            drafts are left out and counted).
         out_dir: working folder (embedding cache, Milvus Lite database; the collection is the
             one ``evaluate`` builds for the same corpus, chunking and model, reused when it is
             there).
@@ -200,7 +230,8 @@ def answer_cutoff(
     chunker = get_chunker(chunking_method, chunk_size, chunk_overlap)
     out_dir = Path(out_dir)
     golden = read_golden(golden_path)
-    unanswerable = read_unanswerable(unanswerable_path, {q.id: q.line for q in golden.questions})
+    unanswerable_file = read_unanswerable_file(unanswerable_path, {q.id: q.line for q in golden.questions})
+    unanswerable = unanswerable_file.questions
     labelled = [q for q in golden.questions if q.document_ids]
     loaded = load_documents(docs_dir, cache_dir=out_dir / "inputs")
     documents = loaded.documents
@@ -235,7 +266,8 @@ def answer_cutoff(
         "schema_version": REPORT_SCHEMA_VERSION,
         "kind": "answer-cutoff",
         "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "n_labelled": len(labelled)},
-        "unanswerable": {"path": shown_address(unanswerable_path), "n_questions": len(unanswerable)},
+        "unanswerable": {"path": shown_address(unanswerable_path), "n_questions": len(unanswerable),
+                         "n_drafts": unanswerable_file.n_drafts},
         "setup": {"chunking": params["chunking"], "embedding_model": model.model_id, "search": setup.name,
                   "search_setup": setup.to_dict(), "measure": measure,
                   "reranker": str(getattr(reranker, "model_id", "")) or None},
@@ -247,6 +279,9 @@ def answer_cutoff(
         "separation": None, "cutoff": None, "trade": [], "reason": None,
         "questions": rows,
     }
+    from core.models.describe import describe_models
+
+    report["models"] = describe_models([model, reranker])  # beside setup's model ids: source, revision, sha256
     if len(answers) < MIN_PER_CLASS or len(misses) < MIN_PER_CLASS:
         few = [f"{n} {what}" for n, what in ((len(answers), "answers"), (len(misses), "near misses")) if n < MIN_PER_CLASS]
         report["reason"] = f"only {' and '.join(few)} (fewer than {MIN_PER_CLASS}): no cut-off can be trusted"
@@ -265,6 +300,10 @@ def format_cutoff(report: dict[str, Any]) -> str:
              f"measure {s['measure']}",
              f"{c['answers']} answers and {c['near_misses']} near misses ({c['near_misses_labelled']} labelled questions "
              f"whose top result is not an expected document)"]
+    drafts = (report.get("unanswerable") or {}).get("n_drafts")
+    if drafts:
+        lines.append(f"left out {drafts} unanswerable questions still marked 'draft' (check that no document answers "
+                     "each, then remove 'draft')")
     if report["separation"] is not None:
         lines.append(f"separation (probability an answer outscores a near miss; 0.5 is a coin): {report['separation']:.3f}")
     if report["cutoff"] is None:

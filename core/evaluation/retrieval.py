@@ -174,6 +174,10 @@ class EvaluateOptions:
         judge: a ``ChatModel`` judging answers, or None (unitxt metrics only).
         by: ``metadata.KEY`` keys to report every setup's metrics per slice of (see
             ``core.evaluation.slices``); empty for none.
+        judge_repeat: judge calls per answer and metric (``--judge-repeat``).
+        label_unjudged: with a judge, grade the setups' top results the golden file does not
+            name (``core.evaluation.unjudged``) and report the measures with those labels.
+        label_depth: results per setup and question graded then.
     """
 
     chunking_method: str = "recursive"
@@ -189,6 +193,9 @@ class EvaluateOptions:
     chat_model: Any = None
     judge: Any = None
     by: tuple[str, ...] = ()
+    judge_repeat: int = 1
+    label_unjudged: bool = False
+    label_depth: int = 10
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -319,11 +326,15 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     Returns:
         ``{"ranking": [names best first], "finds_the_most", "best_for_balance",
-        "best_for_time", "tied_with_best": {name: bool}, "mcnemar": {name: {only_a, only_b,
-        p_value}}, "reason", "rules": {...}}``; the three names are None, and ``reason``
+        "best_for_time", "tied_with_best": {name: bool}, "tied_with_all", "mcnemar": {name:
+        {only_a, only_b, p_value}}, "reason", "rules": {...}}``; ``tied_with_all`` is True when
+        two setups or more were ranked and every one is tied with ``finds_the_most``
+        (:func:`core.evaluation.undecided.tied_with_all`: the pick is no winner); the three
+        names are None, and ``reason``
         says why, when there are no rows, no question could be scored, or no setup found
         anything in the top 10.
     """
+    from core.evaluation.undecided import tied_with_all
     from core.metrics.retrieval import mcnemar_exact
 
     floor = f"latencies within {NOISE_FLOOR_MS:g} ms or {NOISE_FRACTION:.0%} count as equal, then most found"
@@ -347,8 +358,8 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         reason = "no setup found a right result in the top 10 for any question"
     if reason:
         return {"ranking": [r["name"] for r in rows], "finds_the_most": None, "best_for_balance": None,
-                "best_for_time": None, "tied_with_best": {r["name"]: False for r in rows}, "mcnemar": {},
-                "reason": reason, "rules": rules}
+                "best_for_time": None, "tied_with_best": {r["name"]: False for r in rows}, "tied_with_all": False,
+                "mcnemar": {}, "reason": reason, "rules": rules}
     order = {r["name"]: i for i, r in enumerate(rows)}
 
     def steady_fastest(group: list[dict[str, Any]]) -> dict[str, Any]:
@@ -391,9 +402,20 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "best_for_balance": fastest_within(BALANCE_POINTS),
         "best_for_time": fastest_within(TIME_POINTS),
         "tied_with_best": tied,
+        "tied_with_all": tied_with_all(tied.values()),
         "mcnemar": tests,
         "rules": rules,
     }
+
+
+def _undecided(picks: dict[str, Any], n_ranked: int, grain: str) -> dict[str, Any] | None:
+    """The report's ``undecided`` (:func:`core.evaluation.undecided.undecided`) when every ranked
+    setup is tied with ``finds_the_most``, else None."""
+    from core.evaluation.undecided import undecided
+
+    if not picks.get("tied_with_all"):
+        return None
+    return undecided("setups", picks["finds_the_most"], n_ranked, grain, TIE_ALPHA)
 
 
 def corpus_warnings(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = ()) -> list[Any]:
@@ -561,7 +583,9 @@ def evaluate_retrieval(
         ``indexing`` (one entry per model in ``indexing.models``), ``setups`` (metrics per
         grain with ``ci_low`` / ``ci_high``, ``tied_with_best``, timings; a failed setup has
         ``status: failed`` and its ``error``), ``skipped_setups``, ``picks``, ``questions``
-        (per setup the first right rank and the ``top`` results), ``versions``, times.
+        (per setup the first right rank and the ``top`` results), ``versions``, times, and
+        ``models`` (each embedding model's and the reranker's description by model id:
+        source, revision, weight files' sha256; see ``core.models.describe``).
 
     Raises:
         GoldenError: the golden file has errors (every problem is in ``.problems``).
@@ -576,6 +600,7 @@ def evaluate_retrieval(
     from core.inputs import shown_address
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.models.describe import describe_models
     from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model, local_reranker
     from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, describe_store, get_vector_store
     options = options or EvaluateOptions()
@@ -794,6 +819,16 @@ def evaluate_retrieval(
         for r in ok:
             r["tied_with_best"] = bool(picks["tied_with_best"].get(r["name"], False))
             r["mcnemar_vs_best"] = picks["mcnemar"].get(r["name"])
+        unjudged = None
+        if options.label_unjudged and options.judge is not None:
+            from core.evaluation.unjudged import label_unjudged
+            from core.models import CachedChatModel
+
+            status("grading the top results the golden file does not name, with the judge (UMBRELA)")
+            t0 = time.perf_counter()
+            unjudged = label_unjudged(questions, {q: {k: v["top"] for k, v in per_setup[q].items()} for q in per_setup},
+                                      chunks, CachedChatModel(options.judge, cache), depth=options.label_depth)
+            timings["labels_s"] = time.perf_counter() - t0
         answers = None
         if options.generate:
             from core.evaluation.answers import evaluate_answers
@@ -820,6 +855,7 @@ def evaluate_retrieval(
                 answers = evaluate_answers(
                     handing, models[model_id], golden, answer_setup.search, chat_model=options.chat_model,
                     judge=options.judge, on_answer=lambda done, total: bar.update(1),
+                    judge_repeat=options.judge_repeat,
                 )
             if answers is not None and (answers.get("generator") or {}).get("setup") is not None:
                 answers["generator"]["setup"] = answer_setup.key
@@ -872,8 +908,11 @@ def evaluate_retrieval(
         "setups": setup_results,
         "skipped_setups": skipped_setups,
         "picks": picks,
+        "undecided": _undecided(picks, len(ok), rank_grain),
         "answers": answers,
+        **({"unjudged": unjudged} if unjudged is not None else {}),
         "questions": per_question,
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "versions": package_versions(),
+        "models": describe_models([*raw_models, reranker]),  # by model id: source, revision, weight files' sha256
     }

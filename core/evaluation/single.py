@@ -449,6 +449,15 @@ def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: s
     return Path(context.out_dir) / "results" / scope / f"{key}.json"
 
 
+def _models(configuration: Mapping[str, Any], context: EvaluationContext, model: Any) -> dict[str, Any]:
+    """The descriptions of the embedding model and the reranker a configuration uses, by model
+    id (``core.models.describe``: source, revision, weight files' sha256)."""
+    from core.models.describe import describe_models
+
+    name = configuration.get("reranker")
+    return describe_models([model, context.rerankers.get(name) if isinstance(name, str) else None])
+
+
 def _with_reranker(store: Any, configuration: Mapping[str, Any], context: EvaluationContext) -> Any:
     """``store``, or ``store`` followed by the configuration's reranker (``reranker`` not
     ``none``; the first stage fetches ``retrieval_depth`` results).
@@ -607,7 +616,9 @@ def run_single_evaluation(
         store_binding{backend, location, collection} (never credentials),
         collection_reused, n_embedded, timings{chunk_s, index_s, retrieve_s, answers_s, total_s},
         cost{seconds, texts_embedded, texts_from_cache, chat_requests, replies_from_cache,
-        prompt_tokens, completion_tokens, tokens}}`` (``cost``: what this evaluation alone
+        prompt_tokens, completion_tokens, tokens}, models{model id: description}}``
+        (``models``: the embedding model's and the reranker's source, revision and weight
+        files' sha256, see ``core.models.describe``; ``cost``: what this evaluation alone
         spent, see ``core.models.spend.Spend.to_dict``; tokens None when an endpoint did not
         say). ``metrics`` holds the retrieval means at the finest labelled grain (``recall@5``,
         ``mrr``, ...) and the answer metric means (``unitxt.answer_correctness``, ...); a
@@ -650,6 +661,7 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
     }
     try:
         model = context.embedding_model(str(configuration.get("embedding_model")))
+        result["models"] = _models(configuration, context, model)
         chunker = _chunker(configuration, context, model)
         t0 = time.perf_counter()
         chunks = context.chunks(corpus, chunker)

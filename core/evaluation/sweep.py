@@ -194,7 +194,15 @@ def run_sweep(
         "failures": failures[:MAX_LISTED],
         "n_failures": len(failures),
         "timings_s": {"total_s": round(time.perf_counter() - t_start, 3)},
+        "models": _describe(model),  # beside settings.embedding_model: source, revision, sha256
     }
+
+
+def _describe(model: Any) -> dict[str, Any]:
+    """The embedding model's description by id (``core.models.describe``)."""
+    from core.models.describe import describe_models
+
+    return describe_models([model])
 
 
 def _cell(v: Any) -> str:

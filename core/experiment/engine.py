@@ -19,6 +19,9 @@ Layout under ``experiments/<experiment id>/`` in the store:
 - ``study.json``: the study's state (``Study.to_json``);
 - ``results/<configuration key>.json``: each evaluation's full result;
 - ``queued/<configuration key>``: an empty marker once its evaluation message was sent;
+- ``tried/<configuration key>``: an empty marker once a delivery of its evaluation message
+  failed or came again after one that did not finish (what a poison message must find, see
+  :meth:`Experiment.record_poisoned`);
 - ``texts/<sha256>.txt``: full texts of messages that were cut to travel (see :meth:`Experiment.cap`);
 - ``progress.json``: what the runs so far cost (the local runner);
 - ``report.json``: the final report.
@@ -191,6 +194,10 @@ class Experiment:
         """The stored request. Raises ``StoreError`` when absent."""
         return self._read("request.json")
 
+    def has_request(self) -> bool:
+        """Whether a request is stored (``request.json``) for the prepare step."""
+        return self._has("request.json")
+
     def notes(self) -> list[str]:
         """What prepare noted (a space smaller than the budget, values an override removed)."""
         return self._read_optional("notes.json", [])
@@ -254,6 +261,12 @@ class Experiment:
         keys = [key for key in self.files.list(f"{self.prefix}/results") if key.endswith(".json")]
         read = _each(lambda key: json.loads(self.files.read_bytes(key)), keys)
         return {key.rsplit("/", 1)[-1].removesuffix(".json"): result for key, result in zip(keys, read)}
+
+    def stored_keys(self, keys: list[str]) -> list[str]:
+        """The keys among ``keys`` whose result is stored, in order (one request per key, up to
+        :data:`STORE_REQUESTS_AT_ONCE` at a time)."""
+        found = _each(lambda key: self._has(f"results/{key}.json"), keys)
+        return [key for key, here in zip(keys, found) if here]
 
     def write_result(self, key: str, result: Mapping[str, Any]) -> None:
         """Store configuration ``key``'s result."""
@@ -358,6 +371,46 @@ class Experiment:
         _each(send_one, todo)
         return [m.key for m in messages], len(todo)
 
+    def mark_tried(self, key: str) -> None:
+        """Record that a delivery of configuration ``key``'s evaluation message failed, or came
+        again after one that did not finish (``tried/<key>``)."""
+        self.files.write_bytes(f"{self.prefix}/tried/{key}", b"")
+
+    def was_tried(self, key: str) -> bool:
+        """Whether :meth:`mark_tried` recorded a failed delivery of configuration ``key``."""
+        return self._has(f"tried/{key}")
+
+    def admit(self, request: EvaluationRequest, study: Any = None) -> tuple[Any, Any]:
+        """The one check of an evaluation message, from the evaluations queue or its poison
+        queue: the experiment is stored, and the message's configuration (its key already
+        matched by ``EvaluationRequest.parse``) is in the experiment's space and was asked by
+        its study. Nothing is written.
+
+        Args:
+            request: the parsed message (only its ids, key and configuration are read).
+            study: the study (None: the one this process read last when it holds the
+                configuration's trial, else the stored one).
+
+        Returns:
+            ``(configuration, study)``: the ``Configuration`` and the study it was checked on.
+
+        Raises:
+            ConfigError: no experiment with the message's id is stored, or the configuration is
+                outside its space or was never asked.
+            StoreError: the store cannot be read (transient: the message comes again).
+        """
+        missing = ConfigError(f"no experiment {self.experiment_id!r} is stored: the message is not believed")
+        if study is None:
+            try:
+                study = self.study_with(request.configuration)
+            except StoreError:
+                if not self.exists():  # looked up only when the study cannot be read
+                    raise missing from None
+                raise
+        elif not self.exists():
+            raise missing
+        return self.check_configuration(request.configuration, study), study
+
     def check_configuration(self, configuration: Mapping[str, Any], study: Any = None) -> Any:
         """The ``Configuration`` of ``configuration`` when the study asked for it.
 
@@ -387,7 +440,7 @@ class Experiment:
                                  duration_s=(result.get("timings") or {}).get("total_s"))
 
     def evaluate(self, request: EvaluationRequest, run: Callable[[Mapping[str, Any]], Mapping[str, Any]], *,
-                 study: Any = None) -> EvaluationOutcome:
+                 study: Any = None, delivery: int = 1) -> EvaluationOutcome:
         """Run one evaluation and store its result; a configuration whose OK result is stored is
         not evaluated again.
 
@@ -396,44 +449,51 @@ class Experiment:
             run: evaluates a configuration (``run_single_evaluation`` over the experiment's
                 stored data) and returns its result ``{"status", "error", "metrics", ...}``.
             study: the study (None loads the stored one), to check the configuration.
+            delivery: which delivery of the message this is (the queue's dequeue count, from
+                1); from the second on, and whenever a transient failure is raised, the
+                configuration is marked tried (:meth:`mark_tried`), so that its poison message
+                is believed.
 
         Returns:
             The outcome.
 
         Raises:
             ConfigError: the experiment is not stored, or the configuration is outside its
-                space or was never asked (nothing is evaluated or stored).
+                space or was never asked (:meth:`admit`; nothing is evaluated or stored).
             Exception: a transient failure (``core.errors.is_transient``: storage, timeouts, 429
                 and 5xx answers) is raised, not stored, so the queue delivers the message again.
         """
-        missing = ConfigError(f"no experiment {self.experiment_id!r} is stored: nothing evaluated")
-        if study is None:
-            try:
-                study = self.study_with(request.configuration)  # checked here, its round kept below
-            except StoreError:
-                if not self.exists():  # looked up only when the study cannot be read
-                    raise missing from None
-                raise
-        elif not self.exists():
-            raise missing
-        config = self.check_configuration(request.configuration, study)
+        config, study = self.admit(request, study)  # the study is kept for the result's round
         stored = self.result(config.key)
         if stored is not None and stored.get("status") == "ok":
             return self.outcome(config.key, stored, stored=True)
+        if delivery > 1:  # an earlier delivery did not finish (it may have crashed the worker)
+            self.mark_tried(config.key)
         try:
             result = dict(run(config.to_dict()))
         except Exception as exc:  # noqa: BLE001 - a permanent failure is recorded, never lost
             if is_transient(exc):
+                self._mark_tried_quietly(config.key)
                 raise
             logger.exception("configuration %s of experiment %s failed", config.key, self.experiment_id)
             result = {"key": config.key, "configuration": config.to_dict(), "status": "failed",
                       "error": f"{type(exc).__name__}: {exc}", "metrics": {}}
         if result.get("status") != "ok" and result.get("transient"):
+            self._mark_tried_quietly(config.key)
             raise TransientEvaluationError(self.cap(str(result.get("error"))))
         result["key"] = config.key
         result["round"] = self._round_of(config, study)
         self.write_result(config.key, result)
         return self.outcome(config.key, result, stored=False)
+
+    def _mark_tried_quietly(self, key: str) -> None:
+        """:meth:`mark_tried`, logging a store failure instead of raising it (the failure being
+        raised matters more; the next delivery marks it again)."""
+        try:
+            self.mark_tried(key)
+        except StoreError as exc:
+            logger.warning("configuration %s of experiment %s: the failed delivery could not be recorded: %s",
+                           key, self.experiment_id, exc)
 
     def _round_of(self, config: Any, study: Any) -> int | None:
         """The round (``Trial.round``) in which ``config`` was asked, or None."""
@@ -442,9 +502,16 @@ class Experiment:
         trial = (self.study() if study is None else study).trial_of(config)
         return None if trial is None else trial.round
 
-    def record_failure(self, configuration: Mapping[str, Any], error: str) -> EvaluationOutcome:
-        """Store a failed result for ``configuration`` unless an OK result is stored (a poison
-        message whose configuration was evaluated after all raises no failure)."""
+    def record_failure(self, configuration: Mapping[str, Any], error: str, *, study: Any = None) -> EvaluationOutcome:
+        """Store a failed result for ``configuration`` unless an OK result is stored (a
+        configuration evaluated after all raises no failure). The caller has checked the
+        configuration (:meth:`admit`, or it comes from the study itself).
+
+        Args:
+            configuration: the configuration.
+            error: why it failed.
+            study: the study, for the result's round (None: the stored one).
+        """
         from core.optimization import Configuration
 
         config = Configuration(configuration)
@@ -452,9 +519,35 @@ class Experiment:
         if stored is not None and stored.get("status") == "ok":
             return self.outcome(config.key, stored, stored=True)
         result = {"key": config.key, "configuration": config.to_dict(), "status": "failed", "error": error,
-                  "metrics": {}, "round": self._round_of(config, None)}
+                  "metrics": {}, "round": self._round_of(config, study)}
         self.write_result(config.key, result)
         return self.outcome(config.key, result, stored=False)
+
+    def record_poisoned(self, request: EvaluationRequest, error: str) -> EvaluationOutcome:
+        """What a poison message (one that failed on every delivery) does: checked as an
+        evaluation message is (:meth:`admit`: a stored experiment, a configuration of its
+        space that its study asked), then a failed result is stored with ``error``, unless an OK
+        result is stored (nothing failed after all; nothing is written).
+
+        A configuration none of whose deliveries failed (no :meth:`mark_tried` marker: its
+        message was never delivered, or is being evaluated for the first time) is not failed:
+        a poison message cannot have come from it.
+
+        Returns:
+            The outcome (``stored`` True when an OK result was already there).
+
+        Raises:
+            ConfigError: the message is not believed (nothing is written).
+            StoreError: the store cannot be read or written (the message comes again).
+        """
+        config, study = self.admit(request)
+        stored = self.result(config.key)
+        if stored is not None and stored.get("status") == "ok":
+            return self.outcome(config.key, stored, stored=True)
+        if not self.was_tried(config.key):
+            raise ConfigError(f"configuration {config.key} of experiment {self.experiment_id} has no failed delivery "
+                              "on record: a poison message for it is not believed")
+        return self.record_failure(config.to_dict(), error, study=study)
 
     def tell(self, keys: list[str], *, missing: str | Mapping[str, str] | None = None,
              study: Any = None) -> ExperimentSummary:

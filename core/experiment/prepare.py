@@ -283,9 +283,11 @@ class StoredEvaluator:
         return run_single_evaluation(configuration, corpus, golden, context=context)
 
 
-def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEvaluator, timeout_s: float | None) -> Any:
+def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEvaluator, timeout_s: float | None,
+                     delivery: int = 1) -> Any:
     """Run ``request`` (an ``EvaluationRequest``) on ``experiment`` with ``evaluator`` within
-    ``timeout_s`` seconds (None: no limit).
+    ``timeout_s`` seconds (None: no limit); ``delivery`` is the message's dequeue count (see
+    ``Experiment.evaluate``).
 
     Past the budget the evaluation is stored as failed (a configuration too slow for it fails
     the same way on every retry); the evaluation thread cannot be stopped, and should it finish
@@ -305,7 +307,8 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
 
     spec = experiment.spec()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-evaluation")
-    future = pool.submit(experiment.evaluate, request, lambda configuration: evaluator(spec, configuration))
+    future = pool.submit(experiment.evaluate, request, lambda configuration: evaluator(spec, configuration),
+                         delivery=delivery)
     try:
         outcome = future.result(timeout=timeout_s)
         freeze_loaded_heap()  # the libraries an evaluation needs are loaded: later collections skip them

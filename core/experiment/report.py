@@ -92,7 +92,9 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         format, n_questions}, corpus{path}, space{n_valid, parameters}, optimizer{name, seed,
         max_evals, n_random_nodes, evals_per_trial}, objective, leaderboard, best{key, score,
         configuration} or None, counts{evaluations, failed, stored, pending}, results{key:
-        {status, error, metrics, timings, collection, store_binding, stored, round, cost}}, study}``.
+        {status, error, metrics, timings, collection, store_binding, stored, round, cost}}, study,
+        models{model id: description}}`` (``models``: every embedding model and reranker the
+        results name, from their stored descriptions; see ``core.models.describe``).
         Addresses are shown without their query strings.
     """
     from core.inputs import shown_address
@@ -118,6 +120,8 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
                                                "store_binding", "stored", "round", "cost")}
                     for key, r in results.items()},
         "study": study.to_dict(),
+        # beside the configurations' model ids: each model's source, revision and weight files' sha256
+        "models": {m: d for r in results.values() for m, d in (r.get("models") or {}).items()},
     }
     for name, value in (extra or {}).items():
         if name in ("counts", "golden", "corpus") and isinstance(value, Mapping):

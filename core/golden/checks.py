@@ -4,21 +4,24 @@
 a file over the size limit, or one whose check fails unexpectedly, gets a failed check saying
 why (never an exception, and never a previous ``"ok": true`` check left in place).
 :func:`check_key` names the stored check of a blob: one key per blob name, however the name
-is spelled.
+is spelled. :func:`store_check` stores a check only while the blob still holds the file that
+was checked (:func:`is_current`), so of two quick uploads the older one's check, finishing
+last, never replaces the newer one's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from core.golden.problems import DEFAULT_LIMITS, CheckLimits
 from core.golden.types import GoldenCheck, Problem
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CHECKS_PREFIX", "check_key", "check_upload", "failed_check"]
+__all__ = ["CHECKS_PREFIX", "check_key", "check_upload", "delivered_version", "failed_check", "is_current",
+           "store_check"]
 
 #: Report store prefix of the stored golden checks.
 CHECKS_PREFIX = "golden_checks"
@@ -102,3 +105,97 @@ def check_upload(
                                   "ready to run", sha256)
     result["path"] = name
     return result
+
+
+#: Tries of :func:`store_check` when other checks of the same blob keep being stored meanwhile.
+STORE_CHECK_TRIES = 5
+
+
+def delivered_version(data: bytes, size: int | None, properties: Mapping[str, Any] | None, *,
+                      complete: bool) -> Any:
+    """The ``core.reports.blob.BlobVersion`` of the file a blob trigger delivered.
+
+    Args:
+        data: the bytes read (all of them when ``complete``).
+        size: the blob's length as the trigger gave it, or None.
+        properties: the trigger's blob properties (the host's ``BlobProperties``: ``ETag``,
+            ``ContentLength``, ...), or None; only the ETag is read.
+        complete: whether ``data`` is the whole file (False when it was over the size limit).
+
+    Returns:
+        Its ETag when the host gave one, its size, and the MD5 of ``data`` when complete.
+    """
+    from core.reports.blob import BlobVersion
+
+    etag = next((str(v) for k, v in (properties or {}).items() if str(k).lower() == "etag" and v), None)
+    if complete:
+        return BlobVersion(etag=etag, size=len(data), content_md5=hashlib.md5(data).digest())
+    return BlobVersion(etag=etag, size=size)
+
+
+def _bare_etag(etag: str) -> str:
+    return etag.strip().removeprefix("W/").strip('"')
+
+
+def is_current(delivered: Any, sha256: str | None, current: Any, read_current: Callable[[], bytes | None]) -> bool:
+    """Whether a blob still holds the file a check was made of.
+
+    In order: no blob (None) is not current; the same ETag is; another size is not; a check
+    made without reading the content (over the size limit: ``sha256`` None, its verdict
+    depends on the size only) is, at the same size; the same Content-MD5 is, another is not;
+    else the blob is read again (``read_current``) and its sha256 compared. A blob written
+    again with the same bytes (a new ETag) is current: its check would be the same.
+
+    Args:
+        delivered: the checked file's ``BlobVersion`` (:func:`delivered_version`).
+        sha256: the checked bytes' hex sha256, or None when they were not all read.
+        current: the blob's ``BlobVersion`` now (``BlobFiles.version``), or None when gone.
+        read_current: reads the blob's bytes now (None when gone); called only when needed.
+    """
+    if current is None:
+        return False
+    if delivered.etag and current.etag and _bare_etag(delivered.etag) == _bare_etag(current.etag):
+        return True
+    if delivered.size is not None and current.size is not None and delivered.size != current.size:
+        return False
+    if sha256 is None:
+        return True
+    if delivered.content_md5 and current.content_md5:
+        return delivered.content_md5 == current.content_md5
+    now = read_current()
+    return now is not None and hashlib.sha256(now).hexdigest() == sha256
+
+
+def store_check(files: Any, key: str, data: bytes, still_current: Callable[[], bool]) -> bool:
+    """Write the check ``data`` at ``key`` in the report store ``files`` only while
+    ``still_current()`` says its file is still the blob's content.
+
+    Where the store allows a conditional write (``BlobFiles.write_bytes_if``), the stored
+    check's version is read first, then ``still_current()`` is asked, then the check is
+    written only if the stored one did not change in between: a check stored meanwhile (a
+    newer upload's) makes this one look again, and find its file replaced. Elsewhere (a local
+    folder, S3) the check is written right after ``still_current()`` answers.
+
+    Returns:
+        True when written; False when the file was replaced (nothing is written).
+
+    Raises:
+        StoreError: the store failed, or other checks of the blob kept being stored
+            :data:`STORE_CHECK_TRIES` times in a row.
+    """
+    from core.errors import StoreError
+
+    write_if = getattr(files, "write_bytes_if", None)
+    version = getattr(files, "version", None)
+    if write_if is None or version is None:
+        if not still_current():
+            return False
+        files.write_bytes(key, data)
+        return True
+    for _ in range(STORE_CHECK_TRIES):
+        stored = version(key)
+        if not still_current():
+            return False
+        if write_if(key, data, etag=None if stored is None else stored.etag):
+            return True
+    raise StoreError(f"the check {key} kept being replaced while it was stored ({STORE_CHECK_TRIES} tries)")

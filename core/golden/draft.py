@@ -17,9 +17,12 @@ with any OpenAI-compatible chat model, in the steps of DeepEval's synthesizer an
 3. The writer writes one question of the kind written least so far (ties: the order of
    ``kinds``): ``factual`` (one passage), ``multi-hop`` (needs two passages of one document:
    the passage and the nearest passage on another of its pages, else its nearest other
-   section), ``comparison`` (two passages, of another document
-   when there is one), ``unanswerable`` (on the passage's subject, not answered by it). It
-   replies with JSON ``{"question", "reference", "evidence": [quotes]}``.
+   section), ``comparison`` (two passages: the second is chosen on merit, the passage of
+   another document (of the same one when the corpus has one) whose embedding is closest to
+   the first's (cosine; ties: corpus order), among the passages fit to pair: no cover, table
+   of contents or boilerplate, see :func:`core.golden.passages.second_passage_reason`),
+   ``unanswerable`` (on the passage's subject, not answered by it). It replies with JSON
+   ``{"question", "reference", "evidence": [quotes]}``.
 4. Checks, each turning the question down with a reason the writer is told when it is asked
    again (up to ``tries`` replies per passage; then the passage is set aside with the reason):
    the reply is a JSON object with a question and a reference; every evidence quote (at least
@@ -29,10 +32,13 @@ with any OpenAI-compatible chat model, in the steps of DeepEval's synthesizer an
    in a passage); the question is not too close to an earlier one (embedding cosine above
    ``duplicate_cosine``); the critic grades the question and the answer (0 to 1 each) at least
    ``grade_min_score``.
-5. Every row is ``"draft": true``, with the pages holding its quotes as ``expected`` (an
-   ``unanswerable`` question keeps the passage it was written near, and its kind in
-   ``metadata.kind`` lets ``evaluate --by metadata.kind`` report it apart), a hint saying where
-   the answer is, and the kind, the run and the grades under ``metadata``.
+5. Every row is ``"draft": true``, with the pages holding its quotes as ``expected``, a hint
+   saying where the answer is, and the kind, the run and the grades under ``metadata``. An
+   ``unanswerable`` row has no ``expected`` (no page answers it): the passage it was written
+   near is under ``metadata.written_near``, and :func:`draft_to_file` writes it to a file of
+   its own, ``<output>.unanswerable.jsonl``, which ``ragtune cutoff --unanswerable`` reads
+   (once a person has checked that no document answers it and removed ``draft``), so removing
+   ``draft`` never turns it into an answerable row labelled with that page.
 
 Every model reply is appended to a reply cache file as it comes (:class:`ReplyCache`), keyed
 by the model and the request, so a stopped run resumes where it stopped and a rerun costs
@@ -113,6 +119,9 @@ class DraftOptions:
         copy_share: a question is turned down as copying the passage when a run of at least this
             share (0 to 1) of its normalised characters appears in a passage.
         examples: example questions shown to the writer (at most :data:`EXAMPLES_SHOWN` used).
+        max_unusable: the run stops after this many replies in a row that are not in the reply
+            format (no JSON object, or one without the fields asked for), with an example of
+            the reply expected: a model that ignores the format spends no more calls (>= 1).
 
     Raises:
         ConfigError: a value out of range or an unknown kind.
@@ -127,12 +136,13 @@ class DraftOptions:
     duplicate_cosine: float = 0.9
     copy_share: float = 0.7
     examples: tuple[str, ...] = ()
+    max_unusable: int = 8
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
-            raise ConfigError(f"n must be an integer of at least 1, got {self.n!r}")
-        if isinstance(self.tries, bool) or not isinstance(self.tries, int) or self.tries < 1:
-            raise ConfigError(f"tries must be an integer of at least 1, got {self.tries!r}")
+        for name in ("n", "tries", "max_unusable"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be an integer of at least 1, got {value!r}")
         unknown = [k for k in self.kinds if k not in KINDS]
         if unknown or not self.kinds or len(set(self.kinds)) != len(self.kinds):
             raise ConfigError(f"kinds must be distinct names from {', '.join(KINDS)}, got {', '.join(self.kinds) or 'none'}")
@@ -144,7 +154,8 @@ class DraftOptions:
 
 
 class DraftStopped(GenerationError):
-    """A model refused or stopped answering: the run ended, keeping the rows written.
+    """A model refused, stopped answering or kept ignoring the reply format: the run ended,
+    keeping the rows written.
 
     Attributes:
         summary: the run's :class:`DraftSummary` up to the stop.
@@ -152,6 +163,19 @@ class DraftStopped(GenerationError):
 
     def __init__(self, message: str, summary: "DraftSummary") -> None:
         super().__init__(message)
+        self.summary = summary
+
+
+class DraftInterrupted(KeyboardInterrupt):
+    """The run was interrupted (Ctrl-C, SIGINT): the rows written and the replies cached are
+    kept, and the same run resumes from them.
+
+    Attributes:
+        summary: the run's :class:`DraftSummary` up to the interruption.
+    """
+
+    def __init__(self, summary: "DraftSummary") -> None:
+        super().__init__("interrupted")
         self.summary = summary
 
 
@@ -165,6 +189,10 @@ class DraftSummary:
         set_aside: ``{"passage", "kind", "reason", "question"}`` per passage set aside after its
             tries, in order (at most ``n * PASSAGE_OVERSAMPLE``).
         n_replies: model replies used; n_cached: of them, from the reply cache.
+        n_unusable: replies not in the reply format (no JSON object, or without its fields).
+        n_wanted: rows asked for.
+        n_candidates: passages the run could visit (``n * PASSAGE_OVERSAMPLE`` at most).
+        n_visited: of them, visited.
         stopped: why the run ended early, or None.
     """
 
@@ -173,6 +201,10 @@ class DraftSummary:
     set_aside: list[dict[str, Any]] = field(default_factory=list)
     n_replies: int = 0
     n_cached: int = 0
+    n_unusable: int = 0
+    n_wanted: int = 0
+    n_candidates: int = 0
+    n_visited: int = 0
     stopped: str | None = None
 
     @property
@@ -180,16 +212,31 @@ class DraftSummary:
         """Rows written."""
         return sum(self.written.values())
 
+    def why_short(self) -> str | None:
+        """Why fewer rows than asked were written, in words, or None when none are missing."""
+        if self.n_written >= self.n_wanted:
+            return None
+        missing = f"{self.n_wanted - self.n_written} of the {self.n_wanted} rows asked for are missing"
+        if self.stopped:
+            return f"{missing}: the run stopped ({self.stopped})"
+        why = ", ".join(f"{v} {k}" for k, v in sorted(self.passed_over.items(), key=lambda kv: (-kv[1], kv[0])))
+        return (f"{missing}: every one of the {self.n_candidates} passages the run takes ({PASSAGE_OVERSAMPLE} per row "
+                f"asked, spread across the sections) was visited, and {self.n_visited - self.n_written} gave no row"
+                + (f" ({why})" if why else "") + "; lower the critic's bar, add documents, or ask for fewer rows")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable counts."""
-        return {"n_written": self.n_written, "written": dict(self.written), "passed_over": dict(self.passed_over),
-                "set_aside": list(self.set_aside), "n_replies": self.n_replies, "n_cached": self.n_cached,
-                "stopped": self.stopped}
+        return {"n_written": self.n_written, "n_wanted": self.n_wanted, "written": dict(self.written),
+                "passed_over": dict(self.passed_over), "set_aside": list(self.set_aside),
+                "n_replies": self.n_replies, "n_cached": self.n_cached, "n_unusable": self.n_unusable,
+                "n_candidates": self.n_candidates, "n_visited": self.n_visited, "stopped": self.stopped,
+                "why_short": self.why_short()}
 
     def format(self) -> str:
         """The summary as lines a person reads."""
         by_kind = ", ".join(f"{v} {k}" for k, v in self.written.items() if v) or "none"
-        lines = [f"wrote {plural(self.n_written, 'draft question')} ({by_kind})"]
+        asked = f" of {self.n_wanted} asked" if self.n_written < self.n_wanted else ""
+        lines = [f"wrote {plural(self.n_written, 'draft question')}{asked} ({by_kind})"]
         if self.passed_over:
             lines.append("passed over: " + ", ".join(f"{v} {k}" for k, v in sorted(self.passed_over.items())))
         for item in self.set_aside[:SET_ASIDE_SHOWN]:
@@ -197,8 +244,12 @@ class DraftSummary:
         if len(self.set_aside) > SET_ASIDE_SHOWN:
             lines.append(f"  ... and {len(self.set_aside) - SET_ASIDE_SHOWN} more set aside")
         replies = "model reply" if self.n_replies == 1 else "model replies"
-        lines.append(f"{self.n_replies} {replies} used, {self.n_cached} from the cache")
-        if self.stopped:
+        unusable = f", {self.n_unusable} not in the reply format" if self.n_unusable else ""
+        lines.append(f"{self.n_replies} {replies} used, {self.n_cached} from the cache{unusable}")
+        short = self.why_short()
+        if short:
+            lines.append(f"fewer rows than asked: {short}")
+        elif self.stopped:
             lines.append(f"stopped: {self.stopped}")
         return "\n".join(lines)
 
@@ -275,11 +326,24 @@ def _score(value: Any) -> float | None:
     return float(value) if 0.0 <= value <= 1.0 else None
 
 
-class _Models:
-    """The writer and critic behind the reply cache; stops the run on a refusal or a failure."""
+#: A reply of each kind, as the models are asked for it (shown when a model ignores the format).
+REPLY_EXAMPLES = {
+    "score": '{"score": 0.8, "reason": "the passage states the plan\'s dental cover"}',
+    "write": '{"question": "What share of routine check-ups does the dental plan pay?", "reference": "Eighty '
+             'percent.", "evidence": ["pays eighty percent of routine check-ups"]}',
+    "grade": '{"question": 0.9, "answer": 0.8, "reason": "clear, and answered by P1"}',
+}
 
-    def __init__(self, writer: Any, critic: Any, cache: ReplyCache, summary: DraftSummary) -> None:
+
+class _Models:
+    """The writer and critic behind the reply cache; stops the run on a refusal, a failure, or
+    ``max_unusable`` replies in a row of one role (writer, critic) that are not in the reply
+    format (a critic that answers well does not hide a writer that never does)."""
+
+    def __init__(self, writer: Any, critic: Any, cache: ReplyCache, summary: DraftSummary, max_unusable: int) -> None:
         self.writer, self.critic, self.cache, self.summary = writer, critic, cache, summary
+        self.max_unusable = max_unusable
+        self.unusable_in_a_row: Counter = Counter()
 
     def ask(self, model: Any, role: str, messages: list[dict[str, str]]) -> str:
         from core.models.chat import EmptyReplyError
@@ -300,6 +364,26 @@ class _Models:
         if is_refusal(reply):
             self._stop(f"the {role} model {model.model_id} refused: {' '.join(reply.split())[:200]!r}")
         return reply
+
+    def judged(self, usable: bool, model: Any, role: str, task: str, reply: str) -> None:
+        """Count a reply in the reply format or not; stop after ``max_unusable`` unusable in a row
+        from ``role``.
+
+        Raises:
+            DraftStopped: the last ``max_unusable`` replies were all unusable (the message
+                shows the last one and an example of the reply expected).
+        """
+        if usable:
+            self.unusable_in_a_row[role] = 0
+            return
+        self.summary.n_unusable += 1
+        self.unusable_in_a_row[role] += 1
+        if self.unusable_in_a_row[role] >= self.max_unusable:
+            shown = " ".join(reply.split())[:200]
+            self._stop(f"{self.unusable_in_a_row[role]} {role} replies in a row were not in the reply format (the last, "
+                       f"from {model.model_id}: {shown!r}); every reply must be one JSON object, for example "
+                       f"{REPLY_EXAMPLES[task]}: use a model that follows the format (an instruction-tuned one, or a "
+                       "larger one), or give another with --writer / --critic")
 
     def _stop(self, message: str) -> None:
         self.summary.stopped = message
@@ -346,21 +430,54 @@ def grade_messages(question: str, reference: str, units: Sequence[Any]) -> list[
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": body}]
 
 
-def _second_unit(unit: Any, kind: str, units: Sequence[Any]) -> Any | None:
-    """The other passage of a two-passage kind (see the module's docstring), or None.
+class _Pairing:
+    """The other passage of a two-passage kind (step 3 of the module's docstring).
 
-    ``units`` are every passage in corpus order; ``unit`` is one of them."""
-    position = next(i for i, u in enumerate(units) if u is unit)
-    same = [(i, u) for i, u in enumerate(units) if u.document_id == unit.document_id and u is not unit]
-    if kind == "multi-hop":
+    Args:
+        units: every passage in corpus order.
+        embedding_model: the ``EmbeddingModel`` whose cosine ranks a comparison's candidates
+            (embedded once, on the first comparison).
+        n_pages: document id -> its page count.
+    """
+
+    def __init__(self, units: Sequence[Any], embedding_model: Any, n_pages: dict[str, int]) -> None:
+        from core.golden.passages import boilerplate_keys, second_passage_reason
+
+        shared = boilerplate_keys(units)
+        self.units = list(units)
+        self.fit = [u for u in units if second_passage_reason(u, n_pages.get(u.document_id, 0), shared) is None]
+        self.embedding_model = embedding_model
+        self._vectors: dict[int, np.ndarray] = {}
+
+    def second(self, unit: Any, kind: str) -> Any | None:
+        """The second passage for a question of ``kind`` on ``unit``, or None when there is none."""
+        if kind == "multi-hop":
+            return self._nearest_in_document(unit)
+        others = [u for u in self.fit if u.document_id != unit.document_id] or [
+            u for u in self.fit if u.document_id == unit.document_id and u is not unit]
+        if not others:
+            return None
+        self._embed([unit, *others])
+        first = self._vectors[id(unit)]
+        scores = np.array([float(self._vectors[id(u)] @ first) for u in others])
+        return others[int(np.argmax(scores))]  # the first of equals, in corpus order
+
+    def _nearest_in_document(self, unit: Any) -> Any | None:
+        position = next(i for i, u in enumerate(self.units) if u is unit)
+        same = [(i, u) for i, u in enumerate(self.units) if u.document_id == unit.document_id and u is not unit]
         other_pages = [(i, u) for i, u in same if u.target != unit.target]
         nearest = min(other_pages or same, key=lambda iu: (abs(iu[0] - position), iu[0] < position), default=None)
         return None if nearest is None else nearest[1]
-    others = [u for u in units if u.document_id != unit.document_id]
-    if others:
-        after = [u for u in units[position:] if u.document_id != unit.document_id]
-        return (after or others)[0]
-    return same[0][1] if same else None
+
+    def _embed(self, units: Sequence[Any]) -> None:
+        missing = [u for u in dict.fromkeys(units) if id(u) not in self._vectors]
+        if not missing:
+            return
+        vectors = np.asarray(self.embedding_model.embed_documents([u.text[:PASSAGE_MAX_CHARS] for u in missing]),
+                             dtype=np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        for u, v in zip(missing, vectors):
+            self._vectors[id(u)] = v
 
 
 def visiting_order(n_candidates: int, n: int) -> list[int]:
@@ -370,11 +487,13 @@ def visiting_order(n_candidates: int, n: int) -> list[int]:
 
 
 def run_key(documents: Sequence[Any], options: DraftOptions, writer_id: str, critic_id: str) -> str:
-    """16 hex digits naming a run by its corpus, options and models (rows carry it, so a stopped
-    run's file is recognised when the run resumes)."""
+    """16 hex digits naming a run by its corpus, options (but ``max_unusable``, which decides
+    only when a run stops) and models (rows carry it, so a stopped run's file is recognised when
+    the run resumes)."""
     from core.documents import corpus_fingerprint
 
-    canonical = json.dumps({"corpus": corpus_fingerprint(list(documents)), "options": asdict(options),
+    kept = {k: v for k, v in asdict(options).items() if k != "max_unusable"}  # a stop rule, not what is written
+    canonical = json.dumps({"corpus": corpus_fingerprint(list(documents)), "options": kept,
                             "writer": writer_id, "critic": critic_id}, sort_keys=True)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
@@ -394,83 +513,107 @@ def draft_questions(
     Args:
         documents: ``core.documents.LoadedDocument`` objects.
         writer: the ``ChatModel`` writing questions.
-        embedding_model: the ``EmbeddingModel`` comparing questions (duplicates).
+        embedding_model: the ``EmbeddingModel`` comparing questions (duplicates) and passages
+            (a comparison's second passage).
         cache: the reply cache (read first, appended to).
         critic: the ``ChatModel`` scoring passages and grading questions (default the writer).
         options: the run's settings.
         on_row: called with each row as it is accepted (in order), to write it at once.
 
     Returns:
-        The :class:`DraftSummary`.
+        The :class:`DraftSummary` (``why_short()`` says why fewer rows than asked came).
 
     Raises:
-        DraftStopped: a model refused, sent an empty reply or stopped answering; the rows
-            accepted before were passed to ``on_row`` and ``.summary`` counts them.
+        DraftStopped: a model refused, sent an empty reply, stopped answering, or sent
+            ``options.max_unusable`` replies in a row that are not in the reply format; the
+            rows accepted before were passed to ``on_row`` and ``.summary`` counts them.
+        DraftInterrupted: the run was interrupted (SIGINT); the same holds.
         ConfigError: no passage to draft from.
     """
-    from core.golden.passages import corpus_units, section_passages, spread_across_sections
-    from core.metrics.retrieval import normalize_text
+    from core.golden.passages import section_passages, spread_across_sections
 
     options = options or DraftOptions()
     critic = critic or writer
-    summary = DraftSummary()
-    summary.written.update({k: 0 for k in options.kinds})
-    models = _Models(writer, critic, cache, summary)
     ordered = sorted(documents, key=lambda d: d.document_id)
     passages = [p for d in ordered for p in section_passages(d) if not p.unit.near_empty]
     if not passages:
         raise ConfigError("no passage to draft from: every page, section or document is near empty")
-    units = [p.unit for p in passages]
-    key = run_key(ordered, options, writer.model_id, critic.model_id)
     candidates = [p.unit for p in spread_across_sections(passages, options.n * PASSAGE_OVERSAMPLE, options.seed)]
-    # quotes are checked on the whole page (or document) a passage lies on
-    normalized = {u.target: normalize_text(u.text) for u in corpus_units(ordered, by="page")}
-    accepted: list[np.ndarray] = []
-    reviewer = _Reviewer(options, normalized, accepted, embedding_model, models, critic)
+    run = _Run(ordered, [p.unit for p in passages], writer=writer, critic=critic, embedding_model=embedding_model,
+               cache=cache, options=options, on_row=on_row)
+    run.summary.n_candidates = len(candidates)
+    try:
+        for position in visiting_order(len(candidates), options.n):
+            if run.summary.n_written >= options.n:
+                break
+            run.summary.n_visited += 1
+            run.visit(candidates[position])
+    except KeyboardInterrupt:
+        run.summary.stopped = "interrupted"
+        raise DraftInterrupted(run.summary) from None
+    return run.summary
 
-    def pass_over(reason: str) -> None:
-        summary.passed_over[reason] += 1
 
-    for position in visiting_order(len(candidates), options.n):
-        if summary.n_written >= options.n:
-            break
-        unit = candidates[position]
-        reply = parse_json_reply(models.ask(critic, "critic", passage_messages(unit)))
-        passage_score = _score((reply or {}).get("score"))
+class _Run:
+    """One drafting run's state: the models, the checks, the pairing and the rows so far."""
+
+    def __init__(self, ordered: Sequence[Any], units: Sequence[Any], *, writer: Any, critic: Any,
+                 embedding_model: Any, cache: ReplyCache, options: DraftOptions,
+                 on_row: Callable[[dict[str, Any]], None] | None) -> None:
+        from core.golden.passages import corpus_units
+        from core.metrics.retrieval import normalize_text
+
+        self.options, self.writer, self.critic, self.on_row = options, writer, critic, on_row
+        self.summary = DraftSummary(n_wanted=options.n)
+        self.summary.written.update({k: 0 for k in options.kinds})
+        self.models = _Models(writer, critic, cache, self.summary, options.max_unusable)
+        self.pairing = _Pairing(units, embedding_model, {d.document_id: d.n_pages for d in ordered})
+        self.key = run_key(ordered, options, writer.model_id, critic.model_id)
+        # quotes are checked on the whole page (or document) a passage lies on
+        self.normalized = {u.target: normalize_text(u.text) for u in corpus_units(ordered, by="page")}
+        self.accepted: list[np.ndarray] = []
+        self.reviewer = _Reviewer(options, self.normalized, self.accepted, embedding_model, self.models, critic)
+
+    def pass_over(self, reason: str) -> None:
+        self.summary.passed_over[reason] += 1
+
+    def visit(self, unit: Any) -> None:
+        """Score one passage and, when it is strong enough, ask for a question on it (steps 2-5)."""
+        options, summary = self.options, self.summary
+        text = self.models.ask(self.critic, "critic", passage_messages(unit))
+        passage_score = _score((parse_json_reply(text) or {}).get("score"))
+        self.models.judged(passage_score is not None, self.critic, "critic", "score", text)
         if passage_score is None:
-            pass_over("passage score unreadable")
-            continue
+            return self.pass_over("passage score unreadable")
         if passage_score < options.passage_min_score:
-            pass_over("weak passage")
-            continue
+            return self.pass_over("weak passage")
         kind = min(options.kinds, key=lambda k: (summary.written[k], options.kinds.index(k)))
         used = [unit]
         if kind in _NEEDS_TWO:
-            second = _second_unit(unit, kind, units)
+            second = self.pairing.second(unit, kind)
             if second is None:
-                pass_over(f"no second passage for {kind}")
-                continue
+                return self.pass_over(f"no second passage for {kind}")
             used.append(second)
         messages = writer_messages(kind, used, options.examples)
-        reason, row = "", None
+        reason, row, vector = "", None, None
         for _ in range(options.tries):
-            text = models.ask(writer, "writer", messages)
-            reason, row, vector = reviewer.review(text, kind, used)
+            text = self.models.ask(self.writer, "writer", messages)
+            reason, row, vector = self.reviewer.review(text, kind, used)
             if not reason:
                 break
             messages = messages + [{"role": "assistant", "content": text},
                                    {"role": "user", "content": f"Turned down: {reason}. Write it again."}]
         if reason:
-            pass_over(reason.split(":")[0])
+            self.pass_over(reason.split(":")[0])
             question = row.get("question") if isinstance(row, dict) else None
             summary.set_aside.append({"passage": unit.target, "kind": kind, "reason": reason, "question": question})
-            continue
-        accepted.append(vector)
+            return None
+        self.accepted.append(vector)
         summary.written[kind] += 1
-        out = _row(summary.n_written, kind, row, used, normalized, key)
-        if on_row is not None:
-            on_row(out)
-    return summary
+        out = _row(summary.n_written, kind, row, used, self.normalized, self.key)
+        if self.on_row is not None:
+            self.on_row(out)
+        return None
 
 
 class _Reviewer:
@@ -488,10 +631,13 @@ class _Reviewer:
         from core.metrics.retrieval import has_common_run, normalize_text
 
         row = parse_json_reply(text)
+        question = row.get("question") if row is not None else None
+        usable = isinstance(question, str) and bool(question.strip())
+        self.models.judged(usable, self.models.writer, "writer", "write", text)
         if row is None:
             return "not a JSON object", None, None
-        question, reference, evidence = row.get("question"), row.get("reference"), row.get("evidence", [])
-        if not isinstance(question, str) or not question.strip():
+        reference, evidence = row.get("reference"), row.get("evidence", [])
+        if not usable:
             return "no question", row, None
         if kind == "unanswerable" and (not isinstance(reference, str) or not reference.strip()):
             row["reference"] = reference = UNANSWERABLE_REFERENCE
@@ -523,6 +669,7 @@ class _Reviewer:
         reply = self.models.ask(self.critic, "critic", grade_messages(question, reference, used))
         grade = parse_json_reply(reply) or {}
         q_grade, a_grade = _score(grade.get("question")), _score(grade.get("answer"))
+        self.models.judged(q_grade is not None and a_grade is not None, self.critic, "critic", "grade", reply)
         if q_grade is None or a_grade is None:
             return "grade unreadable", row, None
         if min(q_grade, a_grade) < self.options.grade_min_score:
@@ -541,15 +688,19 @@ def _row(number: int, kind: str, reply: dict[str, Any], used: Sequence[Any], nor
     evidence = list(reply.get("evidence") or []) if kind != "unanswerable" else []
     holding = [u for u in used if any(normalize_text(q) in normalized[u.target] for q in evidence)] or list(used[:1])
     where = "; ".join(_where(u) for u in holding)
-    hint = (f"written near {where}: the documents should not answer it" if kind == "unanswerable"
-            else f"the answer is on {where}")
-    row: dict[str, Any] = {"id": f"{DRAFT_ID_PREFIX}{number:03d}", "question": reply["question"].strip(),
-                           "expected": list(dict.fromkeys(u.target for u in holding)),
-                           "reference": reply["reference"].strip()}
-    if evidence:
-        row["evidence"] = evidence
-    row.update({"hint": hint + "; check it, then remove 'draft'", "draft": True,
-                "metadata": {"kind": kind, "draft_run": key, "grades": reply.get("_grades", {})}})
+    targets = list(dict.fromkeys(u.target for u in holding))
+    metadata: dict[str, Any] = {"kind": kind, "draft_run": key, "grades": reply.get("_grades", {})}
+    row: dict[str, Any] = {"id": f"{DRAFT_ID_PREFIX}{number:03d}", "question": reply["question"].strip()}
+    if kind == "unanswerable":  # no page answers it: never an 'expected', which would make it answerable
+        metadata["written_near"] = targets
+        row.update({"reference": reply["reference"].strip(),
+                    "hint": f"written near {where}; check that no document answers it, then remove 'draft'"})
+    else:
+        row.update({"expected": targets, "reference": reply["reference"].strip()})
+        if evidence:
+            row["evidence"] = evidence
+        row["hint"] = f"the answer is on {where}; check it, then remove 'draft'"
+    row.update({"draft": True, "metadata": metadata})
     return row
 
 
@@ -575,6 +726,15 @@ def read_examples(path: str | os.PathLike[str]) -> tuple[str, ...]:
 
 #: The reply cache beside an output file: ``<output>.replies.jsonl``.
 CACHE_SUFFIX = ".replies.jsonl"
+#: The unanswerable questions beside an output file: ``golden.jsonl`` -> ``golden.unanswerable.jsonl``.
+UNANSWERABLE_SUFFIX = ".unanswerable.jsonl"
+
+
+def unanswerable_path(output: str | os.PathLike[str]) -> Path:
+    """Where :func:`draft_to_file` writes unanswerable questions by default: the output's name
+    without ``.jsonl``, then :data:`UNANSWERABLE_SUFFIX`, in the same folder."""
+    target = Path(output)
+    return target.with_name(target.name.removesuffix(".jsonl") + UNANSWERABLE_SUFFIX)
 
 
 def draft_to_file(
@@ -586,54 +746,86 @@ def draft_to_file(
     critic: Any = None,
     options: DraftOptions | None = None,
     cache_path: str | os.PathLike[str] | None = None,
+    unanswerable_output: str | os.PathLike[str] | None = None,
+    on_row: Callable[[dict[str, Any], Path], None] | None = None,
 ) -> DraftSummary:
-    """Run :func:`draft_questions` and append each row to ``output`` as it is accepted.
+    """Run :func:`draft_questions` and append each row to its file as it is accepted:
+    ``unanswerable`` rows to ``unanswerable_output``, the others to ``output``.
 
     A file that exists is never overwritten: it is continued only when every row in it comes
     from the same run (same corpus, options and models: ``metadata.draft_run``), which is how a
-    stopped run resumes; the rows it holds are regenerated from the reply cache and not written
-    twice.
+    stopped or interrupted run resumes; the rows it holds are regenerated from the reply cache
+    and not written twice. A last line cut short (the process killed while writing it) is
+    dropped, as the reply cache drops one.
 
     Args:
         documents: the corpus (``LoadedDocument`` objects).
         output: the golden file to write.
         writer, embedding_model, critic, options: as for :func:`draft_questions`.
         cache_path: the reply cache (default ``<output>.replies.jsonl``).
+        unanswerable_output: the file of unanswerable questions, in the format ``ragtune cutoff
+            --unanswerable`` reads (default :func:`unanswerable_path`).
+        on_row: called with each row written and its file (progress).
 
     Returns:
         The :class:`DraftSummary`.
 
     Raises:
-        ConfigError: ``output`` exists and is not a stopped run of the same settings, or is a folder.
-        DraftStopped: a model refused or stopped answering (the rows before are in ``output``).
+        ConfigError: a file exists and is not a stopped run of the same settings, or is a folder.
+        DraftStopped / DraftInterrupted: as :func:`draft_questions` (the rows before are in
+            their files).
     """
     target = Path(output)
-    if target.is_dir():
-        raise ConfigError(f"{target} is a folder: give a file name to write")
+    side = Path(unanswerable_output) if unanswerable_output is not None else unanswerable_path(target)
+    for path in (target, side):
+        if path.is_dir():
+            raise ConfigError(f"{path} is a folder: give a file name to write")
     options = options or DraftOptions()
     critic = critic or writer
     key = run_key(sorted(documents, key=lambda d: d.document_id), options, writer.model_id, critic.model_id)
-    done: set[str] = set()
-    if target.exists():
-        for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            row = parse_json_reply(line)
-            run = ((row or {}).get("metadata") or {}).get("draft_run") if isinstance(row, dict) else None
-            if run != key:
-                raise ConfigError(f"{target} exists already and line {number} is not from a stopped draft run with "
-                                  "these documents, options and models: it is never overwritten; choose another name")
-            done.add(str(row.get("id")))
+    done = _rows_of_run(target, key) | _rows_of_run(side, key)
     cache = ReplyCache(cache_path or target.with_name(target.name + CACHE_SUFFIX))
-    target.parent.mkdir(parents=True, exist_ok=True)
 
     def write(row: dict[str, Any]) -> None:
         if row["id"] in done:
             return
-        with open(target, "a", encoding="utf-8") as fh:
+        path = side if row["metadata"]["kind"] == "unanswerable" else target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+        if on_row is not None:
+            on_row(row, path)
 
     return draft_questions(documents, writer=writer, critic=critic, embedding_model=embedding_model, cache=cache,
                            options=options, on_row=write)
+
+
+def _rows_of_run(path: Path, key: str) -> set[str]:
+    """The ids of the rows in ``path`` (none when it does not exist), all of run ``key``; a last
+    line cut short is dropped from the file.
+
+    Raises:
+        ConfigError: a row of another run, or not a row.
+    """
+    if not path.exists():
+        return set()
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1].strip() and parse_json_reply(lines[-1]) is None:  # cut short: no newline, no object
+        logger.warning("%s: dropping its last line, cut short: %r", path, lines[-1][:80])
+        lines[-1] = ""
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("\n".join(lines), encoding="utf-8")
+        os.replace(tmp, path)
+    done = set()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        row = parse_json_reply(line)
+        run = ((row or {}).get("metadata") or {}).get("draft_run") if isinstance(row, dict) else None
+        if run != key:
+            raise ConfigError(f"{path} exists already and line {number} is not from a stopped draft run with "
+                              "these documents, options and models: it is never overwritten; choose another name")
+        done.add(str(row.get("id")))
+    return done

@@ -24,7 +24,7 @@ from typing import Any, Callable
 __all__ = ["FIELDS", "json_type", "nearest", "parse_line_object"]
 
 #: The fields a golden line may hold, in schema order.
-FIELDS: tuple[str, ...] = ("id", "question", "expected", "reference", "evidence", "hint", "draft", "metadata")
+FIELDS: tuple[str, ...] = ("id", "question", "expected", "reference", "evidence", "hint", "draft", "grades", "metadata")
 
 _JSON_TYPES = {
     type(None): "null",

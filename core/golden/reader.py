@@ -679,6 +679,7 @@ class _Row:
         elif self.draft:
             self.warning("unchecked draft, not scored (set it to false or remove it once checked)", "draft")
         history = self._history(obj.get("metadata"))
+        grades = self._grades(obj.get("grades"))
         if self.errors or self.template or targets is None or qid is None or not isinstance(question, str):
             return None
         reference, hint, metadata = obj.get("reference"), obj.get("hint"), obj.get("metadata")
@@ -693,7 +694,33 @@ class _Row:
             draft=self.draft,
             history=history,
             metadata=metadata if isinstance(metadata, dict) else {},
+            grades=grades,
         )
+
+    def _grades(self, grades: Any) -> dict[str, float]:
+        """People's grades (``{"judge.<metric>": value}``), each on its judge metric's scale; a
+        grade that is not is an error naming the metric and its scale."""
+        if not isinstance(grades, dict):
+            return {}  # a wrong type is the schema's error
+        from core.metrics.llm_judge import JUDGE_METRICS
+
+        out = {}
+        known = ", ".join(f"judge.{m}" for m in JUDGE_METRICS)
+        for name, value in grades.items():
+            metric = JUDGE_METRICS.get(name.removeprefix("judge.")) if name.startswith("judge.") else None
+            if metric is None:
+                near = nearest(name, tuple(f"judge.{m}" for m in JUDGE_METRICS))
+                tail = f"; did you mean '{near}'?" if near else ""
+                self.error(f"is not a judge metric{tail} (known: {known})", f"grades.{name}")
+                continue
+            scale = (f"a whole number from {metric.low:g} to {metric.high:g}" if metric.integer
+                     else f"from {metric.low:g} to {metric.high:g}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not metric.low <= value <= metric.high \
+                    or (metric.integer and not float(value).is_integer()):
+                self.error(f"must be {scale} (the judge's scale), got {value!r}", f"grades.{name}")
+                continue
+            out[name] = float(value)
+        return out
 
     def _history(self, metadata: Any) -> tuple[tuple[str, str], ...]:
         """The conversation kept under ``metadata.bedrock.history`` (see the module's rules),

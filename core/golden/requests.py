@@ -11,8 +11,13 @@ Request bodies (JSON objects)::
      "top": 1}        # suggest only: ids per question (1..20, default 1)
 
 Addresses follow the rules of experiment requests
-(:func:`core.optimization.stored.parse_experiment_request` with ``remote_only``): ``s3://`` or
-the app's own Blob storage, no query string or user info. For a template, ``golden`` names the
+(:func:`core.optimization.stored.parse_experiment_request` with ``remote_only``: the app's own
+Blob storage, no query string or user info), and each must be in a container meant for it
+(:func:`container_problem`): ``documents`` in the documents container
+(``RAGTUNE_DOCUMENTS_CONTAINER``) or the golden container (``RAGTUNE_GOLDEN_CONTAINER``),
+``golden`` in the golden container. No other container of the account (the task hub's,
+``azure-webjobs-secrets``, ``$logs``, the reports) is read or written, and ``s3://`` addresses
+are refused (nothing says which buckets are the app's). For a template, ``golden`` names the
 golden file to be (it need not exist); for a suggestion, the golden file to read. The result is
 written beside it, as ``<stem>.template.jsonl`` or ``<stem>.suggested.jsonl``, and never over a
 file that exists.
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import posixpath
 import tempfile
-from typing import Any
+from typing import Any, Sequence
 
 from core.errors import ConfigError
 
@@ -55,13 +60,56 @@ def _integer(body: dict[str, Any], name: str, default: int, low: int, high: int,
     return value
 
 
-def parse_golden_request(body: Any, kind: str, *, blob_endpoint: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+def container_problem(name: str, address: str, blob_endpoint: str | None,
+                      allowed: Sequence[tuple[str, str]]) -> str | None:
+    """Why the address of field ``name`` is not in one of the ``allowed`` containers, or None.
+
+    The container is read from the address as ``core.reports.open_files`` reads it: the first
+    segment below the Blob endpoint, after percent-decoding (``%2F`` is a ``/``; a backslash is
+    read as ``/``, as store keys read it), empty segments skipped. An address with a ``.`` or
+    ``..`` segment is refused whatever its container, so no spelling reaches another one.
+
+    Args:
+        name: the field (``"documents"``, ``"golden"``), for the message.
+        address: an address already accepted by ``parse_experiment_request`` (``remote_only``).
+        blob_endpoint: the app's Blob endpoint (``Settings.blob_endpoint()``).
+        allowed: ``(container, setting)`` pairs, ``("golden", "RAGTUNE_GOLDEN_CONTAINER")``.
+
+    Returns:
+        A message naming the field and every allowed container's URL and setting, or None.
+    """
+    from urllib.parse import unquote
+
+    endpoint = (blob_endpoint or "").rstrip("/")
+    if not endpoint:
+        where = " or ".join(f"container {container!r} ({setting})" for container, setting in allowed)
+        return (f"{name!r} must be in the app's Blob storage, in {where}, but no Blob storage is configured "
+                "(RAGTUNE_STORAGE_CONNECTION)")
+    where = " or ".join(f"{endpoint}/{container}/ ({setting})" for container, setting in allowed)
+    refused = f"{name!r} must be in the app's Blob storage below {where}"
+    if not address.lower().startswith(endpoint.lower() + "/"):
+        return f"{refused}: other addresses are not read or written here"
+    segments = [s for s in unquote(address[len(endpoint) + 1:]).replace("\\", "/").split("/") if s]
+    if any(s in (".", "..") for s in segments):
+        return f"{refused}, without '.' or '..' segments"
+    if not segments or segments[0] not in {container for container, _ in allowed}:
+        found = repr(segments[0][:63]) if segments else "none"
+        return f"{refused}, not in container {found}: no other container of the account is read or written here"
+    return None
+
+
+def parse_golden_request(body: Any, kind: str, *, blob_endpoint: str | None, golden_container: str,
+                         documents_container: str) -> tuple[dict[str, Any] | None, list[str]]:
     """Validate a template or suggestion request.
 
     Args:
         body: the parsed JSON.
         kind: ``"template"`` or ``"suggest"``.
         blob_endpoint: the app's Blob endpoint (None refuses every http(s) address).
+        golden_container: the golden container (``Settings.golden_container``): ``golden`` and
+            the file written beside it must be there.
+        documents_container: the documents container (``Settings.documents_container``):
+            ``documents`` must be there or in the golden container.
 
     Returns:
         ``(request, errors)``: the request with defaults filled in and ``output`` (the address
@@ -79,6 +127,15 @@ def parse_golden_request(body: Any, kind: str, *, blob_endpoint: str | None) -> 
     _, address_errors = parse_experiment_request({k: body.get(k) for k in ("golden", "documents")},
                                                  remote_only=True, blob_endpoint=blob_endpoint)
     errors += address_errors
+    golden_only = [(golden_container, "RAGTUNE_GOLDEN_CONTAINER")]
+    allowed = {"documents": [(documents_container, "RAGTUNE_DOCUMENTS_CONTAINER"), *golden_only],
+               "golden": golden_only}
+    for name in ("documents", "golden"):
+        value = body.get(name)
+        if isinstance(value, str) and not any(e.startswith(f"{name!r}") for e in address_errors):
+            problem = container_problem(name, value.strip(), blob_endpoint, allowed[name])
+            if problem:
+                errors.append(problem)
     by = body.get("by", "page")
     if by not in GRAINS:
         errors.append(f"'by' must be one of {', '.join(GRAINS)}, got {by!r}"[:300])

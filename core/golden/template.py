@@ -3,7 +3,7 @@
 ``ragtune template --docs DIR [--by doc|page] [--n 50] [--seed 0] -o FILE`` writes rows such as::
 
     {"id": "template-001", "question": "", "expected": ["handbook.pdf#page=12"],
-     "hint": "page 12 of handbook.pdf (printed 10), under \\"Leave\\": starts \\"Employees may take...\\""}
+     "hint": "page 12 of handbook.pdf (printed 10), under \\"Leave\\": reads \\"Employees may take...\\""}
 
 A row with an empty question and a ``hint`` is a template: ``check`` counts it as waiting and
 ``read_golden`` skips it, so a half-filled file evaluates on the rows that are filled in.
@@ -31,9 +31,12 @@ TEMPLATE_ID_PREFIX = "template-"
 
 
 def unit_hint(unit: Any) -> str:
-    """The hint of a template row: where the unit is, the heading above it, how it starts.
+    """The hint of a template row: where the unit is, the heading above it, and up to
+    :data:`~core.golden.passages.HINT_CHARS` characters of its substantive text
+    (:meth:`~core.golden.passages.Unit.excerpt`: running headers, footers and page numbers
+    left out, from the first paragraph of a sentence's length), enough to write a question.
 
-    Example: ``page 12 of handbook.pdf (printed 10), under "Leave": starts "Employees may..."``.
+    Example: ``page 12 of handbook.pdf (printed 10), under "Leave": reads "Employees may..."``.
     """
     where = unit.document_id if unit.page is None else f"page {unit.page} of {unit.document_id}"
     if unit.printed_page is not None and unit.printed_page != str(unit.page):
@@ -42,9 +45,9 @@ def unit_hint(unit: Any) -> str:
     if unit.heading:
         parts.append(f"under {json.dumps(unit.heading, ensure_ascii=False)}")
     hint = ", ".join(parts)
-    start = unit.start()
-    if start:
-        hint += f": starts {json.dumps(start, ensure_ascii=False)}"
+    excerpt = unit.excerpt()
+    if excerpt:
+        hint += f": reads {json.dumps(excerpt, ensure_ascii=False)}"
     return hint + "; write a question this answers"
 
 

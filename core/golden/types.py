@@ -85,6 +85,8 @@ class GoldenQuestion:
             standalone question. Set for later turns of multi-turn Amazon Bedrock records.
         metadata: the line's ``metadata`` object, as given (free-form JSON, never scored);
             empty when the line has none. Left out of the question's hash.
+        grades: a person's grade of the answer per judge metric (``{"judge.correctness":
+            1.0}``), on the judge's own scale; empty when none. Left out of the hash.
     """
 
     id: str
@@ -97,6 +99,7 @@ class GoldenQuestion:
     draft: bool = False
     history: tuple[tuple[str, str], ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict, hash=False)
+    grades: dict[str, float] = field(default_factory=dict, hash=False)
 
     @property
     def document_ids(self) -> list[str]:
@@ -125,6 +128,8 @@ class GoldenQuestion:
             out["reference"] = self.reference
         if self.evidence:
             out["evidence"] = list(self.evidence)
+        if self.grades:
+            out["grades"] = dict(self.grades)
         if self.metadata:
             out["metadata"] = dict(self.metadata)
         return out

@@ -6,7 +6,7 @@ Shared by the unitxt metrics (:mod:`core.metrics.unitxt_metrics`), the LLM judge
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.rag.records import Context
@@ -49,21 +49,34 @@ class QuestionScore:
             metric does not apply to this question).
         reason: why there is no score, else None.
         raw: the judge's score on its own scale (1 to 5 for ``answer_relevance``), else None.
+        lost: why a judge call brought no score: ``rate_limited`` (429 after the retries),
+            ``timed_out``, ``error`` (another failed call), ``skipped`` (not sent: the judge
+            had failed too many times in a row) or ``unparseable`` (a reply without a valid
+            score); None otherwise (a question without an answer is not a lost judge call).
+        samples: with ``--judge-repeat N``, each call's score (None for a lost one), in order;
+            ``score`` is then the mean of the valid ones.
     """
 
     score: float | None
     status: Status = "scored"
     reason: str | None = None
     raw: float | None = None
+    lost: str | None = None
+    samples: tuple[float | None, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{score}`` plus ``status`` and ``reason`` when not scored, ``raw_score`` when known."""
+        """Return ``{score}`` plus ``status`` and ``reason`` when not scored, ``raw_score`` when
+        known, ``lost`` when a judge call was lost, ``samples`` with repeats."""
         out: dict[str, Any] = {"score": self.score}
         if self.status != "scored":
             out["status"] = self.status
             out["reason"] = self.reason
         if self.raw is not None:
             out["raw_score"] = self.raw
+        if self.lost is not None:
+            out["lost"] = self.lost
+        if self.samples:
+            out["samples"] = list(self.samples)
         return out
 
 
@@ -76,11 +89,17 @@ class MetricScores:
         interval: the evaluator's own confidence interval ``(low, high)`` over the scored
             questions, or None (then one is computed here).
         interval_method: how ``interval`` was computed.
+        lost: judge calls that brought no score, by why (see :attr:`QuestionScore.lost`);
+            with repeats, every lost call counts.
+        repeats: with ``--judge-repeat N`` above 1, how the N calls per item differ
+            (``core.metrics.llm_judge.repeat_spread``), else None.
     """
 
     per_question: list[QuestionScore]
     interval: tuple[float, float] | None = None
     interval_method: str | None = None
+    lost: dict[str, int] = field(default_factory=dict)
+    repeats: dict[str, Any] | None = None
 
 
 def passages_of(item: AnswerItem) -> tuple[Context, ...]:

@@ -131,6 +131,11 @@ class MetricResult:
         n_unscorable: questions the metric does not apply to.
         ci_method: how the interval was computed, or None.
         reason: why ``mean`` or the interval is None, else None.
+        lost: judge calls that brought no score, by why (``rate_limited``, ``timed_out``,
+            ``error``, ``skipped``, ``unparseable``); never averaged in, as 0 or otherwise.
+        repeats: with ``--judge-repeat N``, how the N calls per item differ, else None.
+        agreement: with people's grades in the golden file, the judge's agreement with them
+            and the prediction-powered interval (``core.metrics.agreement.agreement``), else None.
     """
 
     name: str
@@ -144,11 +149,22 @@ class MetricResult:
     n_unscorable: int = 0
     ci_method: str | None = None
     reason: str | None = None
+    lost: dict[str, int] = field(default_factory=dict)
+    repeats: dict[str, Any] | None = None
+    agreement: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{name, evaluator, scores{mean, ci_low, ci_high}, n_scored, n_failed,
-        n_invalid, n_unscorable, ci_method, reason}`` (JSON-serialisable, no NaN)."""
-        return {
+        n_invalid, n_unscorable, ci_method, reason}`` (JSON-serialisable, no NaN), with
+        ``lost``, ``repeats`` and ``agreement`` when known."""
+        extra: dict[str, Any] = {}
+        if self.evaluator == "judge":
+            extra["lost"] = dict(self.lost)
+        if self.repeats is not None:
+            extra["repeats"] = dict(self.repeats)
+        if self.agreement is not None:
+            extra["agreement"] = dict(self.agreement)
+        return {**extra,
             "name": self.name,
             "evaluator": self.evaluator,
             "scores": {"mean": self.mean, "ci_low": self.ci_low, "ci_high": self.ci_high},
@@ -173,7 +189,8 @@ def summarize(name: str, evaluator: str, result: MetricScores) -> MetricResult:
     values = [s.score for s in per_question if s.status == "scored" and s.score is not None]
     counts = {status: sum(1 for s in per_question if s.status == status) for status in ("failed", "invalid", "unscorable")}
     base = dict(name=name, evaluator=evaluator, n_scored=len(values), n_failed=counts["failed"],
-                n_invalid=counts["invalid"], n_unscorable=counts["unscorable"])
+                n_invalid=counts["invalid"], n_unscorable=counts["unscorable"], lost=dict(result.lost),
+                repeats=result.repeats)
     if not values:
         parts = [f"{n} {status}" for status, n in counts.items() if n]
         detail = f" ({', '.join(parts)})" if parts else ""
@@ -253,6 +270,35 @@ class AnswerReport:
         }
 
 
+def judge_agreement(questions: Sequence[Any], name: str, per_question: Sequence[QuestionScore]) -> dict[str, Any] | None:
+    """The judge's agreement with people on metric ``name`` (``judge.<metric>``), from the
+    grades golden rows carry (``GoldenQuestion.grades``), and the prediction-powered interval
+    of the metric's mean (:func:`core.metrics.agreement.agreement`); None when no row the
+    judge scored carries a grade for it.
+
+    Args:
+        questions: the golden questions, in the order of ``per_question``.
+        name: the metric's name.
+        per_question: the judge's scores, one per question.
+    """
+    from core.metrics.agreement import agreement
+
+    metric = JUDGE_METRICS[name.split(".", 1)[1]]
+    pairs, unlabeled = [], []
+    for q, score in zip(questions, per_question):
+        if score.status != "scored" or score.score is None:
+            continue
+        grade = (getattr(q, "grades", None) or {}).get(name)
+        judged = metric.low + score.score * (metric.high - metric.low)  # back on the judge's scale
+        if grade is None:
+            unlabeled.append(score.score)
+        else:
+            pairs.append((float(grade), round(judged, 9)))
+    if not pairs:
+        return None
+    return agreement(pairs, unlabeled, scale=(metric.low, metric.high), integer=metric.integer)
+
+
 def check_metric_names(metrics: Sequence[str]) -> list[str]:
     """Validate metric names (``<evaluator>.<metric>``, see :data:`ALL_METRICS`).
 
@@ -314,6 +360,7 @@ def answer_report(
     judge_workers: int = 4,
     judge_temperature: float | None = 0.0,
     compute_conf_intervals: bool = True,
+    judge_repeat: int = 1,
 ) -> AnswerReport:
     """Score answers produced elsewhere (by :func:`core.rag.generate_answers`, or read from a
     Bedrock bring-your-own-inference file) with unitxt and, when a judge is given, an LLM judge.
@@ -333,6 +380,9 @@ def answer_report(
         judge_workers: judge calls at once.
         judge_temperature: temperature of judge calls (None keeps the judge's setting).
         compute_conf_intervals: compute confidence intervals (unitxt's and the bootstrap).
+        judge_repeat: judge calls per question and metric (``--judge-repeat``); each
+            question's score is then the mean of its valid calls, and each metric reports how
+            the calls differed (``repeats``).
 
     Returns:
         An :class:`AnswerReport`. Its ``questions`` hold one record per question:
@@ -368,10 +418,12 @@ def answer_report(
         timings["unitxt_import_s"] = unitxt_import_s()
         timings["unitxt_s"] = unitxt.last_run_s
     if judge_names:
-        judge_eval = JudgeEvaluator(judge, max_workers=judge_workers, temperature=judge_temperature)
+        judge_eval = JudgeEvaluator(judge, max_workers=judge_workers, temperature=judge_temperature,
+                                    repeats=judge_repeat)
         for short, scores in judge_eval.evaluate(items, judge_names).items():
             per_metric[f"judge.{short}"] = scores
-        evaluators["judge"] = {"model_id": judge_eval.model_id, "temperature": judge_temperature}
+        evaluators["judge"] = {"model_id": judge_eval.model_id, "temperature": judge_temperature,
+                               "repeats": judge_eval.repeats}
         timings["judge_s"] = judge_eval.last_run_s
 
     results = []
@@ -379,8 +431,10 @@ def answer_report(
         evaluator = name.split(".", 1)[0]
         scores = per_metric[name]
         if not compute_conf_intervals:
-            scores = MetricScores(scores.per_question)
+            scores = MetricScores(scores.per_question, lost=scores.lost, repeats=scores.repeats)
         result = summarize(name, evaluator, scores)
+        if evaluator == "judge":
+            result.agreement = judge_agreement(questions, name, scores.per_question)
         if not compute_conf_intervals and result.n_scored > 1 and result.ci_method != "all scores equal":
             result.ci_low = result.ci_high = None
             result.ci_method = None

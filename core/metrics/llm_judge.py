@@ -239,9 +239,13 @@ class JudgeEvaluator:
             None keeps the judge model's setting.
         max_completion_tokens: reply limit for judge calls; None keeps the judge model's
             setting (reasoning models need room to think).
+        max_consecutive_failures: failed calls in a row after which the rest are skipped (and
+            counted as lost, ``skipped``); None: never.
+        repeats: calls per item and metric (``--judge-repeat``), with the same sampling; 1
+            by default.
 
     Raises:
-        ConfigError: ``max_workers`` below 1.
+        ConfigError: ``max_workers`` or ``repeats`` below 1.
 
     References:
         Amazon Bedrock RAG evaluation metrics:
@@ -259,7 +263,11 @@ class JudgeEvaluator:
         temperature: float | None = 0.0,
         max_completion_tokens: int | None = None,
         max_consecutive_failures: int | None = 5,
+        repeats: int = 1,
     ) -> None:
+        if int(repeats) < 1:
+            raise ConfigError(f"repeats (--judge-repeat) must be at least 1, got {repeats}")
+        self.repeats = int(repeats)
         if int(max_workers) < 1:
             raise ConfigError(f"max_workers must be at least 1, got {max_workers}")
         if max_consecutive_failures is not None and int(max_consecutive_failures) < 1:
@@ -281,28 +289,41 @@ class JudgeEvaluator:
         """``answer_relevance``, ``correctness``, ``completeness``, ``faithfulness``, ``helpfulness``."""
         return tuple(JUDGE_METRICS)
 
-    def score_one(self, metric: JudgeMetric, item: AnswerItem) -> QuestionScore:
+    def score_one(self, metric: JudgeMetric, item: AnswerItem, sample: int = 0) -> QuestionScore:
         """Ask the judge for one metric on one answered item and read its reply (a failed call
-        is a ``failed`` score with the error; it is never raised)."""
+        is a ``failed`` score with the error and why it was lost; it is never raised).
+
+        Args:
+            metric: the metric.
+            item: the answered item.
+            sample: which of the repeated calls this is (0 first); a judge that keeps its
+                replies (``CachedChatModel.sampled``) keeps each repeat apart.
+        """
         from core.models.chat import EmptyReplyError
 
+        judge = self.judge
+        if sample and callable(getattr(judge, "sampled", None)):
+            judge = judge.sampled(sample)
         try:
-            reply = self.judge.chat(
+            reply = judge.chat(
                 judge_messages(metric, item),
                 max_completion_tokens=self.max_completion_tokens, temperature=self.temperature,
             )
         except EmptyReplyError:
             reply = ""  # the judge answered with nothing: an invalid reply, not a failed call
         except Exception as exc:  # GenerationError after retries, or a judge of the caller's own
-            return QuestionScore(None, "failed", f"judge call failed: {type(exc).__name__}: {excerpt(str(exc), 200)}")
+            return QuestionScore(None, "failed", f"judge call failed: {type(exc).__name__}: {excerpt(str(exc), 200)}",
+                                 lost=lost_kind(exc))
         parsed = parse_score(reply, metric.low, metric.high, integer=metric.integer)
         if not parsed.valid:
-            return QuestionScore(None, "invalid", parsed.reason)
+            return QuestionScore(None, "invalid", parsed.reason, lost="unparseable")
         value = float(parsed.value)  # type: ignore[arg-type]
         return QuestionScore(metric.normalise(value), raw=value if metric.integer else None)
 
     def evaluate(self, items: Sequence[AnswerItem], metrics: Sequence[str]) -> dict[str, MetricScores]:
-        """Score ``items`` with each of ``metrics`` (short names).
+        """Score ``items`` with each of ``metrics`` (short names), :attr:`repeats` calls per item
+        and metric; an item's score is then the mean of its valid calls (see
+        :func:`combine_samples`), and :func:`repeat_spread` says how the calls differed.
 
         Raises:
             ConfigError: an unknown metric.
@@ -311,7 +332,9 @@ class JudgeEvaluator:
             if metric not in JUDGE_METRICS:
                 raise ConfigError(f"unknown judge metric {metric!r}; known: {', '.join(JUDGE_METRICS)}")
         started = time.perf_counter()
+        n = self.repeats
         results: dict[str, list[QuestionScore | None]] = {m: [None] * len(items) for m in metrics}
+        samples: dict[tuple[str, int], list[QuestionScore | None]] = {}
         jobs = []
         for metric in metrics:
             for i, item in enumerate(items):
@@ -321,28 +344,114 @@ class JudgeEvaluator:
                 elif metric == "faithfulness" and not passages_of(item):
                     results[metric][i] = _NO_PASSAGE_FAITHFULNESS
                 else:
-                    jobs.append((metric, i))
+                    samples[(metric, i)] = [None] * n
+                    jobs.extend((metric, i, r) for r in range(n))
 
         from core.models.breaker import CircuitBreaker
 
         breaker = CircuitBreaker(self.max_consecutive_failures, f"judge {self.model_id}")
 
-        def run(job: tuple[str, int]) -> tuple[str, int, QuestionScore]:
-            metric, i = job
+        def run(job: tuple[str, int, int]) -> tuple[str, int, int, QuestionScore]:
+            metric, i, r = job
             reason = breaker.blocked()
             if reason is not None:
-                return metric, i, QuestionScore(None, "failed", reason)
-            score = self.score_one(JUDGE_METRICS[metric], items[i])
+                return metric, i, r, QuestionScore(None, "failed", reason, lost="skipped")
+            score = self.score_one(JUDGE_METRICS[metric], items[i], sample=r)
             breaker.record(score.status != "failed", score.reason or "")
-            return metric, i, score
+            return metric, i, r, score
 
         if jobs:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(jobs)), thread_name_prefix="ragtune-judge") as pool:
-                for metric, i, score in pool.map(carry_spend(run), jobs):
-                    results[metric][i] = score
+                for metric, i, r, score in pool.map(carry_spend(run), jobs):
+                    samples[(metric, i)][r] = score
+        lost: dict[str, dict[str, int]] = {m: {} for m in metrics}
+        for (metric, i), calls in samples.items():
+            for call in calls:
+                if call is not None and call.lost:
+                    lost[metric][call.lost] = lost[metric].get(call.lost, 0) + 1
+            results[metric][i] = combine_samples([c for c in calls if c is not None], JUDGE_METRICS[metric], n)
         self.last_run_s = time.perf_counter() - started
         if breaker.skipped:
             logger.warning("%s: %d judge calls skipped after %d failures in a row", breaker.what, breaker.skipped,
                            self.max_consecutive_failures)
-        return {m: MetricScores([s for s in scores if s is not None]) for m, scores in results.items()}
+        out = {}
+        for m, scores in results.items():
+            per_item = {i: calls for (metric, i), calls in samples.items() if metric == m}
+            out[m] = MetricScores([s for s in scores if s is not None], lost=lost[m],
+                                  repeats=repeat_spread(per_item, n) if n > 1 else None)
+        return out
 
+
+#: Lost judge calls by kind: their names in reports and tables, in this order.
+LOST_KINDS: tuple[str, ...] = ("rate_limited", "timed_out", "error", "skipped", "unparseable")
+
+
+def lost_kind(exc: BaseException) -> str:
+    """Why a judge call failed: ``rate_limited`` (HTTP 429 after the retries), ``timed_out``
+    (no answer in time), else ``error``; read from the exception and those it was raised from."""
+    current: BaseException | None = exc
+    for _ in range(10):
+        if current is None:
+            break
+        status = getattr(current, "status_code", None)
+        name = getattr(current, "name", "") or type(current).__name__
+        if status == 429 or name == "RateLimitError":
+            return "rate_limited"
+        if isinstance(current, TimeoutError) or "Timeout" in str(name):
+            return "timed_out"
+        current = current.__cause__ or current.__context__
+    return "error"
+
+
+def combine_samples(calls: Sequence[QuestionScore], metric: JudgeMetric, n: int) -> QuestionScore:
+    """One item's score from its ``n`` judge calls: the first call's outcome when ``n`` is 1;
+    else the mean of the valid calls' scores (``raw`` their mean too, for a whole-number
+    scale), with every call's score in ``samples``; when no call was valid, the first call's
+    failure."""
+    if n == 1:
+        return calls[0]
+    valid = [c for c in calls if c.status == "scored" and c.score is not None]
+    values = tuple(c.score if c.status == "scored" else None for c in calls)
+    if not valid:
+        first = calls[0]
+        return QuestionScore(None, first.status, first.reason, lost=first.lost, samples=values)
+    mean = float(sum(c.score for c in valid) / len(valid))  # type: ignore[misc]
+    raw = float(sum(c.raw for c in valid) / len(valid)) if metric.integer and all(  # type: ignore[misc]
+        c.raw is not None for c in valid) else None
+    return QuestionScore(mean, raw=raw, samples=values)
+
+
+#: The score at or above which a judged answer passes, for counting changed verdicts.
+PASS_SCORE = 0.5
+
+
+def repeat_spread(per_item: dict[int, list[QuestionScore | None]], n: int) -> dict[str, Any]:
+    """How ``n`` judge calls per item differ, over the items with at least two valid calls.
+
+    Returns:
+        ``{n, n_items, mean_sd, max_range, n_changed, n_verdict_changed, mean_by_repeat}``:
+        ``mean_sd`` is the mean over items of the sample standard deviation (``ddof=1``) of
+        their calls' scores (in [0, 1]), ``max_range`` the largest spread of one item's
+        scores, ``n_changed`` the items whose calls did not all give the same score,
+        ``n_verdict_changed`` those whose calls fell on both sides of :data:`PASS_SCORE`
+        (the pick "passes" changed), and ``mean_by_repeat`` the mean score of each call
+        number over the items it scored (None when it scored none).
+    """
+    import statistics
+
+    sds, ranges, changed, flipped = [], [], 0, 0
+    by_repeat: list[list[float]] = [[] for _ in range(n)]
+    for calls in per_item.values():
+        values = [c.score for c in calls if c is not None and c.status == "scored" and c.score is not None]
+        for r, c in enumerate(calls):
+            if c is not None and c.status == "scored" and c.score is not None:
+                by_repeat[r].append(c.score)
+        if len(values) < 2:
+            continue
+        sds.append(statistics.stdev(values))
+        ranges.append(max(values) - min(values))
+        changed += int(max(values) != min(values))
+        flipped += int(min(values) < PASS_SCORE <= max(values))
+    return {"n": n, "n_items": len(sds), "mean_sd": float(sum(sds) / len(sds)) if sds else None,
+            "max_range": max(ranges) if ranges else None, "n_changed": changed, "n_verdict_changed": flipped,
+            "mean_by_repeat": [float(sum(v) / len(v)) if v else None for v in by_repeat]}

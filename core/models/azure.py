@@ -22,16 +22,18 @@ __all__ = ["AZURE_OPENAI_SCOPE", "azure_openai_client", "openai_client", "token_
 AZURE_OPENAI_SCOPE = "https://cognitiveservices.azure.com/.default"
 
 
-def token_provider(credential: Any = None) -> Callable[[], str]:
-    """Return a function giving a bearer token for :data:`AZURE_OPENAI_SCOPE`, refreshed as needed.
+def token_provider(credential: Any = None, scope: str = AZURE_OPENAI_SCOPE) -> Callable[[], str]:
+    """Return a function giving a bearer token for ``scope``, refreshed as needed.
 
     Args:
         credential: an ``azure.core.credentials.TokenCredential``; default
             ``DefaultAzureCredential()``.
+        scope: the Entra ID scope (default :data:`AZURE_OPENAI_SCOPE`; a deployed app's own is
+            ``api://<application id>/.default``).
     """
     from azure.identity import DefaultAzureCredential, get_bearer_token_provider
 
-    return get_bearer_token_provider(credential or DefaultAzureCredential(), AZURE_OPENAI_SCOPE)
+    return get_bearer_token_provider(credential or DefaultAzureCredential(), scope)
 
 
 def azure_openai_client(

@@ -11,6 +11,7 @@ up to a fixed number of bytes, so a text looked up again in the same process ski
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -20,8 +21,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from core.errors import StoreError
-from core.models.embeddings import EmbeddingModel, query_text, text_sha256
+from core.models.embeddings import EmbeddingModel, check_vectors, query_text, text_sha256, usable_rows
 from core.models.spend import current_spend
+
+logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -64,6 +67,7 @@ class EmbeddingCache:
         self._memory: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._memory_bytes = 0
         self._memory_limit = max(0, int(memory_bytes))
+        self._replies = False  # the replies table made (see get_reply)
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -85,7 +89,11 @@ class EmbeddingCache:
             ) from exc
 
     def get_many(self, model_id: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
-        """Return the cached vectors among ``keys`` (text sha256s) as ``{key: float32 (dim,)}``."""
+        """Return the cached vectors among ``keys`` (text sha256s) as ``{key: float32 (dim,)}``.
+
+        A stored vector that cannot be searched (NaN or infinite values, or all zeros: written
+        by a version that did not refuse them) is left out, as if it were not cached, so its
+        text is embedded again and the entry replaced; a warning says how many."""
         keys = list(dict.fromkeys(keys))
         found: dict[str, np.ndarray] = {}
         with self._lock:
@@ -104,9 +112,17 @@ class EmbeddingCache:
                     f"SELECT text_sha256, dim, vector FROM embeddings WHERE model_id = ? AND text_sha256 IN ({marks})",
                     [model_id, *part],
                 ).fetchall()
+                unusable = 0
                 for key, dim, blob in rows:
-                    found[key] = np.frombuffer(blob, dtype=np.float32, count=dim).copy()
-                    self._remember(model_id, key, found[key])
+                    vector = np.frombuffer(blob, dtype=np.float32, count=dim).copy()
+                    if not usable_rows(vector[None, :])[0]:
+                        unusable += 1
+                        continue
+                    found[key] = vector
+                    self._remember(model_id, key, vector)
+                if unusable:
+                    logger.warning("%d cached vectors of %s hold NaN, infinite values or only zeros: their texts "
+                                   "are embedded again", unusable, model_id)
         return found
 
     def _remember(self, model_id: str, key: str, vector: np.ndarray) -> None:
@@ -131,7 +147,8 @@ class EmbeddingCache:
             self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)
             self._conn.commit()
             for key, vec in pairs:
-                self._remember(model_id, key, vec)
+                if usable_rows(vec[None, :])[0]:  # what get_many would not return is not kept in memory
+                    self._remember(model_id, key, vec)
 
     def count(self, model_id: str | None = None) -> int:
         """Number of cached vectors (for one model, or all)."""
@@ -139,6 +156,23 @@ class EmbeddingCache:
             if model_id is None:
                 return int(self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
             return int(self._conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", [model_id]).fetchone()[0])
+
+    def get_reply(self, key: str) -> str | None:
+        """The reply kept under ``key`` (a request's hex sha256, see :func:`reply_key`), or None."""
+        with self._lock:
+            if not self._replies:
+                self._conn.execute(_REPLY_SCHEMA)
+                self._conn.commit()
+                self._replies = True
+            row = self._conn.execute("SELECT reply FROM replies WHERE request_sha256 = ?", [key]).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_reply(self, key: str, model_id: str, reply: str) -> None:
+        """Keep ``reply`` under ``key`` for ``model_id`` (replacing what was there)."""
+        self.get_reply("")  # the table exists
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", [key, model_id, reply])
+            self._conn.commit()
 
     def close(self) -> None:
         """Close the database connection (and drop the vectors kept in memory)."""
@@ -210,8 +244,9 @@ class CachedEmbeddingModel:
         """Return float32 ``(len(texts), dim)``, embedding only texts not cached yet.
 
         Raises:
-            EmbeddingError: the wrapped model failed (texts other threads waited for are then
-                embedded by those threads).
+            EmbeddingError: the wrapped model failed or returned vectors that cannot be searched
+                (see :func:`~core.models.embeddings.check_vectors`; nothing is cached then; texts
+                other threads waited for are then embedded by those threads).
         """
         import time
 
@@ -235,6 +270,8 @@ class CachedEmbeddingModel:
                 start = time.perf_counter()
                 vectors = self.model.embed_documents(list(mine.values()))
                 elapsed = time.perf_counter() - start
+                # whatever the model: nothing that cannot be searched is cached
+                check_vectors(np.asarray(vectors, dtype=np.float32), len(mine), self.model_id, self._dimension)
                 new = dict(zip(mine.keys(), vectors))
                 unbilled: list[str] = []
                 if spend is None:  # charged to the first work that asks for them: recorded before
@@ -354,9 +391,36 @@ class CachedChatModel:
         self.n_cache_hits = 0
         self._lock = threading.Lock()
         self._inflight: dict[str, threading.Event] = {}
-        with cache._lock:
-            cache._conn.execute(_REPLY_SCHEMA)
-            cache._conn.commit()
+        self.sample = 0
+        cache.get_reply("")  # makes the replies table
+
+    def sampled(self, sample: int) -> "CachedChatModel":
+        """This model asked for repeat ``sample`` of a request (``0``: the usual one): its replies
+        are kept apart by that number (part of the request's key), so a judge asked the same
+        question N times makes N calls once and none on a rerun. Shares the cache and counters'
+        model."""
+        other = CachedChatModel.__new__(CachedChatModel)
+        other.__dict__.update(self.__dict__)
+        other.sample = int(sample)
+        return other
+
+    def cached(self, messages: Sequence[Mapping[str, str]], *, max_completion_tokens: int | None = None,
+               temperature: float | None = None) -> bool:
+        """Whether the reply to this request is in the cache (nothing is sent)."""
+        from core.models.chat import check_messages
+
+        parameters = self._parameters(max_completion_tokens, temperature)
+        return self.cache.get_reply(reply_key(self.model_id, check_messages(messages), parameters)) is not None
+
+    def _parameters(self, max_completion_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "max_completion_tokens": max_completion_tokens if max_completion_tokens is not None
+            else getattr(self.model, "max_completion_tokens", None),
+            "temperature": temperature if temperature is not None else getattr(self.model, "temperature", None),
+        }
+        if self.sample:
+            out["sample"] = self.sample
+        return out
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["model"], name)
@@ -369,24 +433,19 @@ class CachedChatModel:
             ConfigError: malformed ``messages`` (checked before the cache is read).
             GenerationError: as the wrapped model's ``chat``.
         """
-        parameters = {
-            "max_completion_tokens": max_completion_tokens if max_completion_tokens is not None
-            else getattr(self.model, "max_completion_tokens", None),
-            "temperature": temperature if temperature is not None else getattr(self.model, "temperature", None),
-        }
+        parameters = self._parameters(max_completion_tokens, temperature)
         from core.models.chat import check_messages
 
         key = reply_key(self.model_id, check_messages(messages), parameters)
         while True:
-            with self.cache._lock:
-                row = self.cache._conn.execute("SELECT reply FROM replies WHERE request_sha256 = ?", [key]).fetchone()
+            row = self.cache.get_reply(key)
             if row is not None:
                 with self._lock:
                     self.n_cache_hits += 1
                 spend = current_spend()
                 if spend is not None:
                     spend.add_cached_reply()
-                return str(row[0])
+                return row
             with self._lock:
                 waiting = self._inflight.get(key)
                 if waiting is None:  # this thread asks; others with the same request wait for it
@@ -396,9 +455,7 @@ class CachedChatModel:
             waiting.wait()  # then read the cache again (asked here when that call failed)
         try:
             reply = self.model.chat(messages, max_completion_tokens=max_completion_tokens, temperature=temperature)
-            with self.cache._lock:
-                self.cache._conn.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", [key, self.model_id, reply])
-                self.cache._conn.commit()
+            self.cache.put_reply(key, self.model_id, reply)
             with self._lock:
                 self.n_calls += 1
             return reply

@@ -17,6 +17,7 @@ from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, runtime_
 from urllib.parse import urlparse
 
 from core.errors import ConfigError, GenerationError
+from core.limits import ENDPOINT_DEADLINE_S
 from core.models.spend import current_spend
 
 logger = logging.getLogger(__name__)
@@ -111,7 +112,10 @@ class OpenAIChatModel:
             ``http://localhost:8000/v1``, or the Azure resource endpoint); None uses the client's
             default.
         api_key: the key; never logged or written to reports. Local servers accept any value.
-        timeout_s: per-request timeout in seconds.
+        timeout_s: seconds to connect and to wait for each part of a reply.
+        deadline_s: the total time of one request in seconds, however slowly its reply
+            arrives (a request past it is a timeout, retried as one; default
+            :data:`core.limits.ENDPOINT_DEADLINE_S`).
         max_attempts: attempts per request, including the first (>= 1).
         retry_wait_s: first backoff wait in seconds; it doubles per attempt (plus up to the same
             again of jitter), capped at 20 s.
@@ -151,6 +155,7 @@ class OpenAIChatModel:
         azure_api_version: str | None = None,
         token_limit_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens",
         azure_ad_token_provider: Callable[[], str] | None = None,
+        deadline_s: float = ENDPOINT_DEADLINE_S,
     ) -> None:
         if not model or not isinstance(model, str):
             raise ConfigError("chat model name must be a non-empty string")
@@ -158,6 +163,8 @@ class OpenAIChatModel:
             raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
         if timeout_s <= 0:
             raise ConfigError(f"timeout_s must be positive, got {timeout_s}")
+        if not deadline_s > 0:
+            raise ConfigError(f"deadline_s must be positive, got {deadline_s}")
         if retry_wait_s < 0:
             raise ConfigError(f"retry_wait_s must not be negative, got {retry_wait_s}")
         _check_generation_params(max_completion_tokens, temperature)
@@ -170,6 +177,7 @@ class OpenAIChatModel:
         self._api_key = api_key
         self._ad_token_provider = azure_ad_token_provider
         self.timeout_s = float(timeout_s)
+        self.deadline_s = float(deadline_s)
         self.max_attempts = int(max_attempts)
         self.retry_wait_s = float(retry_wait_s)
         self.max_completion_tokens = max_completion_tokens
@@ -195,7 +203,7 @@ class OpenAIChatModel:
 
                 self._transport = JSONEndpoint(base_url=self.base_url, api_key=self._api_key,
                                                azure_api_version=self.azure_api_version, timeout_s=self.timeout_s,
-                                               ad_token_provider=self._ad_token_provider)
+                                               ad_token_provider=self._ad_token_provider, deadline_s=self.deadline_s)
             return self._transport
 
     def chat(
@@ -217,7 +225,8 @@ class OpenAIChatModel:
 
         Raises:
             ConfigError: malformed messages or parameters out of range.
-            GenerationError: the endpoint failed after retries or refused the request; its
+            GenerationError: the endpoint failed after retries (a request past its deadline is a
+                timeout), refused the request, or answered a body that is not JSON; its
                 subclass :class:`EmptyReplyError` when the reply holds no text (the message gives
                 the model id and the finish reason).
         """

@@ -64,9 +64,10 @@ class OnnxModelFiles:
     """Where one packaged ONNX model lives and what its files must be.
 
     Attributes:
-        model_id: the id in reports and cache keys (``local:<name>``).
-        folder: the folder inside the package (``models/data/<name>``).
-        sha256: the pinned sha256 of ``model.onnx``.
+        model_id: the id in reports and cache keys (``local:<name>``, ``onnx:PATH``).
+        folder: the folder inside the package (``models/data/<name>``), or an absolute folder
+            of one's own (``core.models.onnx_folder``).
+        sha256: the pinned sha256 of ``model.onnx`` (a folder's: taken when it was named).
         max_tokens: the model's window in tokens (longer inputs are truncated).
         dimension: the embedding length, or None for a reranker.
         query_instruction: text put before a query (not a passage) before embedding it, as
@@ -131,10 +132,9 @@ def verify_model_files(files: OnnxModelFiles, path: Path) -> None:
             raise ConfigError(f"model file {f} is missing: reinstall {MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}")
     actual = file_sha256(onnx_file)
     if actual != files.sha256:
-        raise ConfigError(
-            f"model file {onnx_file} has sha256 {actual}; {files.model_id} needs {files.sha256}: "
-            f"reinstall {MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}"
-        )
+        fix = (f"reinstall {MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}" if not Path(files.folder).is_absolute()
+               else "the file changed since the model was named: run again")  # an onnx:PATH folder's
+        raise ConfigError(f"model file {onnx_file} has sha256 {actual}; {files.model_id} needs {files.sha256}: {fix}")
 
 
 class _OnnxRunner:
@@ -196,7 +196,9 @@ class _OnnxRunner:
             ids[i, : len(e.ids)] = e.ids
             mask[i, : len(e.ids)] = 1
             types[i, : len(e.ids)] = e.type_ids
-        return session.run([output], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        wanted = {i.name for i in session.get_inputs()}  # a graph of a model without segments takes no token_type_ids
+        return session.run([output], {k: v for k, v in feeds.items() if k in wanted})[0]
 
 
 def _batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -273,7 +275,7 @@ class OnnxEmbeddingModel:
         """Embed ``texts``; returns float32 ``(len(texts), 384)``, L2-normalised rows.
 
         Raises:
-            EmbeddingError: onnxruntime failed.
+            EmbeddingError: onnxruntime failed, or gave a vector with NaN or of zeros.
         """
         texts = list(texts)
         out = np.zeros((len(texts), self.embedding_dimension), dtype=np.float32)
@@ -289,7 +291,9 @@ class OnnxEmbeddingModel:
                 out[batch] = cls / np.maximum(norms, 1e-12)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"{self.model_id} failed: {type(exc).__name__}: {exc}") from exc
-        return out
+        from core.models.embeddings import check_vectors
+
+        return check_vectors(out, len(texts), self.model_id)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query, after :attr:`query_instruction`; returns float32 ``(384,)``.

@@ -18,10 +18,12 @@ References:
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Protocol, Sequence, runtime_checkable
 from urllib.parse import urlparse
 
 from core.errors import ConfigError, RerankError
+from core.limits import ENDPOINT_DEADLINE_S
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +64,12 @@ class HttpReranker:
     """A rerank endpoint of the Cohere / Jina / vLLM / TEI shape.
 
     Every passage is sent in one request (``top_n`` = their number) and every score comes
-    back; the client puts them back in input order by ``index``. Rate limits (429), server
-    errors (5xx), timeouts and dropped connections are retried with exponential backoff and
-    jitter (tenacity), as the embedding and chat clients do; other errors fail at once.
+    back; the client puts them back in input order by ``index``. Requests go through
+    :class:`core.models.endpoint.JSONEndpoint` (pooled connections, a total deadline per
+    request). Rate limits (429), server errors (5xx), timeouts (each read's and the total
+    deadline's), dropped connections and replies cut short or replaced by an HTML page are
+    retried with exponential backoff and jitter (tenacity), as the embedding and chat clients
+    do; other errors fail at once.
 
     Args:
         model: the model name sent as ``model`` (TEI serves one model and ignores it).
@@ -73,7 +78,9 @@ class HttpReranker:
         provider: ``cohere``, ``jina`` or ``vllm`` (``documents``/``results``) or ``tei``
             (``texts``, a bare list).
         api_key: sent as ``Authorization: Bearer``; never logged or reported.
-        timeout_s: per-request timeout in seconds.
+        timeout_s: seconds to connect and to wait for each part of a reply.
+        deadline_s: the total time of one request in seconds, however slowly its reply
+            arrives (default :data:`core.limits.ENDPOINT_DEADLINE_S`).
         max_attempts: attempts per call, including the first.
         retry_wait_s: first backoff wait in seconds (doubles per attempt, capped at 20 s).
 
@@ -82,7 +89,8 @@ class HttpReranker:
     """
 
     def __init__(self, model: str, *, base_url: str, provider: str = "cohere", api_key: str | None = None,
-                 timeout_s: float = 60.0, max_attempts: int = 6, retry_wait_s: float = 0.5) -> None:
+                 timeout_s: float = 60.0, max_attempts: int = 6, retry_wait_s: float = 0.5,
+                 deadline_s: float = ENDPOINT_DEADLINE_S) -> None:
         if provider not in DOCUMENTS_SHAPE + ("tei",):
             raise ConfigError(f"rerank provider must be one of {', '.join(DOCUMENTS_SHAPE + ('tei',))}, got {provider!r}")
         if not base_url:
@@ -92,16 +100,29 @@ class HttpReranker:
         self.provider = provider
         self._api_key = api_key
         self.timeout_s = timeout_s
+        self.deadline_s = float(deadline_s)
         self.max_attempts = max_attempts
         self.retry_wait_s = retry_wait_s
         self.model_id = f"{provider}:{urlparse(self.base_url).netloc}/{model}"
         self.n_truncated = 0  # the endpoint truncates on its side and does not say
+        self._lock = threading.Lock()
+        self._transport: Any = None
 
     def __repr__(self) -> str:
         return f"HttpReranker({self.model_id!r})"
 
     def verify(self) -> None:
         """Nothing to check before the first call (the settings were checked at construction)."""
+
+    def _endpoint(self) -> Any:
+        with self._lock:
+            if self._transport is None:
+                from core.models.endpoint import JSONEndpoint
+
+                self._transport = JSONEndpoint(base_url=self.base_url, api_key=self._api_key, azure_api_version=None,
+                                               timeout_s=self.timeout_s, deadline_s=self.deadline_s,
+                                               anonymous_key=None)
+            return self._transport
 
     def _body(self, query: str, passages: list[str]) -> dict[str, Any]:
         if self.provider == "tei":
@@ -134,44 +155,38 @@ class HttpReranker:
             One score per passage, in input order (empty for no passages, without a request).
 
         Raises:
-            RerankError: the endpoint is down, failed after retries, refused the request, or
-                answered malformed JSON, a missing or out-of-range index, or a non-numeric score.
+            RerankError: the endpoint is down, failed after retries (a request past its deadline
+                is a timeout), refused the request, or answered malformed JSON, a missing or
+                out-of-range index, or a non-numeric score.
         """
-        import httpx
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+        from core.models.endpoint import EndpointError, MalformedReplyError
 
         passages = list(passages)
         if not passages:
             return []
 
-        class _Retryable(Exception):
-            pass
-
         def retryable(exc: BaseException) -> bool:
-            return isinstance(exc, (_Retryable, httpx.TimeoutException, httpx.TransportError))
+            return isinstance(exc, EndpointError) and exc.transient
 
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        url = f"{self.base_url}/rerank"
         try:
             for attempt in Retrying(
                 retry=retry_if_exception(retryable), stop=stop_after_attempt(self.max_attempts),
                 wait=wait_exponential_jitter(multiplier=self.retry_wait_s, max=20, jitter=self.retry_wait_s), reraise=True,
             ):
                 with attempt:
-                    response = httpx.post(url, json=self._body(query, passages), headers=headers, timeout=self.timeout_s)
-                    if response.status_code == 429 or response.status_code >= 500:
-                        raise _Retryable(f"HTTP {response.status_code}")
-        except _Retryable as exc:
-            raise RerankError(f"rerank endpoint {self.model_id} failed after {self.max_attempts} attempts: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise RerankError(f"rerank endpoint {self.model_id} is unreachable: {type(exc).__name__}: {exc}") from exc
-        if response.status_code >= 400:
-            raise RerankError(f"rerank endpoint {self.model_id} refused the request: HTTP {response.status_code}: "
-                              f"{response.text[:200]}")
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise RerankError(f"rerank endpoint {self.model_id} answered malformed JSON: {response.text[:200]!r}") from exc
+                    data = self._endpoint().post("/rerank", self._body(query, passages))
+        except MalformedReplyError as exc:
+            raise RerankError(f"rerank endpoint {self.model_id} answered malformed JSON: {exc}") from exc
+        except EndpointError as exc:
+            if exc.status_code is not None and not exc.transient:
+                raise RerankError(f"rerank endpoint {self.model_id} refused the request: HTTP {exc.status_code}: "
+                                  f"{exc}") from exc
+            if exc.status_code is not None or exc.name == "APITimeoutError":
+                raise RerankError(f"rerank endpoint {self.model_id} failed after {self.max_attempts} attempts: "
+                                  f"{exc}") from exc
+            raise RerankError(f"rerank endpoint {self.model_id} is unreachable: {exc}") from exc
         return self._parse(data, len(passages))
 
 

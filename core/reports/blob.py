@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -77,6 +78,22 @@ def _describe(exc: Exception) -> str:
 def _without_query(url: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, unquote(parts.path), "", ""))
+
+
+@dataclass(frozen=True)
+class BlobVersion:
+    """Which content a blob holds, as its properties say (``Get Blob Properties``).
+
+    Attributes:
+        etag: the blob's ETag (changes with every write, even of the same bytes).
+        size: its length in bytes.
+        content_md5: the MD5 of its content (16 bytes) when the service keeps one (it does
+            for a blob uploaded in one ``Put Blob``), else None.
+    """
+
+    etag: str | None = None
+    size: int | None = None
+    content_md5: bytes | None = None
 
 
 class BlobFiles:
@@ -197,16 +214,26 @@ class BlobFiles:
             raise StoreError(f"{self._url(self._name(key))} does not exist")
         return data
 
-    def read_or_none(self, key: str) -> bytes | None:
+    def _blob(self, key: str, exact: bool) -> str:
+        """The blob name of ``key``; with ``exact``, ``key`` is a blob's own name in the
+        container, taken as it is (no prefix, no key rules: ``a//y`` stays apart from ``a/y``)."""
+        if exact:
+            if not key or key.startswith("/"):
+                raise StoreError(f"invalid blob name {key[:80]!r}")
+            return key
+        return self._name(key)
+
+    def read_or_none(self, key: str, *, exact: bool = False) -> bytes | None:
         """The blob's bytes, or None when it (or its container) does not exist: one request
-        where ``exists`` then ``read_bytes`` make two.
+        where ``exists`` then ``read_bytes`` make two. With ``exact``, ``key`` is the blob's
+        own name (see :meth:`version`).
 
         Raises:
             StoreError: the service refused or failed the request for another reason.
         """
         from azure.core.exceptions import AzureError, ResourceNotFoundError
 
-        name = self._name(key)
+        name = self._blob(key, exact)
         try:
             return self.container_client.get_blob_client(name).download_blob(max_concurrency=1).readall()
         except ResourceNotFoundError:
@@ -242,6 +269,69 @@ class BlobFiles:
                 blob.upload_blob(body, overwrite=True)
         except (AzureError, ValueError) as exc:
             raise StoreError(f"cannot write {self._url(name)}: {_describe(exc)}") from exc
+
+    def version(self, key: str, *, exact: bool = False) -> BlobVersion | None:
+        """The blob's :class:`BlobVersion` (one ``Get Blob Properties`` request; no content is
+        read), or None when it (or its container) does not exist.
+
+        Args:
+            key: a key below the store's prefix or, with ``exact``, a blob's own name in the
+                container as a trigger gives it (``a//y.jsonl`` is not ``a/y.jsonl``).
+
+        Raises:
+            StoreError: the service refused or failed the request for another reason.
+        """
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        name = self._blob(key, exact)
+        try:
+            properties = self.container_client.get_blob_client(name).get_blob_properties()
+        except ResourceNotFoundError:
+            return None
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot check {self._url(name)}: {_describe(exc)}") from exc
+        md5 = properties.content_settings.content_md5
+        return BlobVersion(etag=properties.etag, size=properties.size, content_md5=bytes(md5) if md5 else None)
+
+    def write_bytes_if(self, key: str, data: bytes, *, etag: str | None) -> bool:
+        """Write ``data`` only if the blob is still the one seen: its ETag is ``etag``, or, for
+        ``etag`` None, no blob is there (``If-Match`` / ``If-None-Match: *`` on the upload, so
+        nothing written in between is replaced). Atomic as :meth:`write_bytes`.
+
+        Returns:
+            True when written; False when the blob changed (or appeared, or went) since.
+
+        Raises:
+            StoreError: the service refused or failed the upload for another reason.
+
+        References:
+            Azure Storage REST API, "Specifying conditional headers for Blob service operations".
+        """
+        from azure.core import MatchConditions
+        from azure.core.exceptions import (AzureError, ResourceExistsError, ResourceModifiedError,
+                                           ResourceNotFoundError)
+
+        name = self._name(key)
+        options: dict[str, Any] = ({"overwrite": True, "etag": etag, "match_condition": MatchConditions.IfNotModified}
+                                   if etag else {"overwrite": False})
+        body = bytes(data)
+        try:
+            blob = self.container_client.get_blob_client(name)
+            try:
+                blob.upload_blob(body, **options)
+            except ResourceNotFoundError as exc:
+                if getattr(exc, "error_code", None) != "ContainerNotFound":
+                    return False  # the blob seen is gone
+                try:
+                    self.container_client.create_container()
+                except ResourceExistsError:
+                    pass
+                blob.upload_blob(body, **options)
+        except (ResourceExistsError, ResourceModifiedError):
+            return False
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot write {self._url(name)}: {_describe(exc)}") from exc
+        return True
 
     def exists(self, key: str) -> bool:
         """True when the blob exists (False also when the container does not).
@@ -291,3 +381,53 @@ class BlobFiles:
         except (AzureError, ValueError) as exc:
             raise StoreError(f"cannot list {self._url(search)}: {_describe(exc)}") from exc
         return sorted(keys)
+
+    def sizes(self, prefix: str = "") -> dict[str, int]:
+        """The keys :meth:`list` gives, each with its blob's size in bytes (``List Blobs`` with
+        the blobs' properties; no content is read).
+
+        Raises:
+            StoreError: as :meth:`list`.
+        """
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        base = self.prefix + "/" if self.prefix else ""
+        search = base + _clean_key(prefix) + "/" if prefix.strip("/") else base
+        found: dict[str, int] = {}
+        try:
+            for blob in self.container_client.list_blobs(name_starts_with=search or None,
+                                                         results_per_page=self.list_page_size):
+                key = blob.name[len(base):]
+                try:
+                    valid = _clean_key(key) == key
+                except StoreError:
+                    valid = False
+                if valid:
+                    found[key] = int(blob.size or 0)
+        except ResourceNotFoundError:
+            return {}
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot list {self._url(search)}: {_describe(exc)}") from exc
+        return found
+
+    def read_at_most(self, key: str, max_bytes: int) -> bytes:
+        """The blob's first ``max_bytes + 1`` bytes at most (one ranged download): a result
+        longer than ``max_bytes`` says the blob is larger, without downloading it.
+
+        Raises:
+            StoreError: the blob does not exist, or the service refused or failed the request.
+        """
+        from azure.core.exceptions import AzureError, HttpResponseError, ResourceNotFoundError
+
+        name = self._name(key)
+        try:
+            blob = self.container_client.get_blob_client(name)
+            return blob.download_blob(offset=0, length=int(max_bytes) + 1, max_concurrency=1).readall()
+        except ResourceNotFoundError as exc:
+            raise StoreError(f"{self._url(name)} does not exist") from exc
+        except HttpResponseError as exc:
+            if getattr(exc, "status_code", None) == 416:  # an empty blob has no byte 0
+                return b""
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+        except (AzureError, ValueError) as exc:
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc

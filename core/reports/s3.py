@@ -201,11 +201,20 @@ class S3Files:
             StoreError: the bucket does not exist, ``prefix`` contains ``..``, or S3 refused
                 or failed the request.
         """
+        return sorted(self.sizes(prefix))
+
+    def sizes(self, prefix: str = "") -> dict[str, int]:
+        """The keys :meth:`list` gives, each with its object's size in bytes (from the same
+        ``ListObjectsV2`` pages; nothing is read).
+
+        Raises:
+            StoreError: as :meth:`list`.
+        """
         from botocore.exceptions import BotoCoreError, ClientError
 
         base = self.prefix + "/" if self.prefix else ""
         search = base + _clean_key(prefix) + "/" if prefix.strip("/") else base
-        keys: list[str] = []
+        found: dict[str, int] = {}
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=search, PaginationConfig={"PageSize": self.list_page_size}
@@ -220,9 +229,32 @@ class S3Files:
                     except StoreError:
                         valid = False
                     if valid:
-                        keys.append(key)
+                        found[key] = int(item.get("Size") or 0)
                     else:
                         logger.debug("skipping object %s: not a valid key", self._url(item["Key"]))
         except (ClientError, BotoCoreError) as exc:
             raise StoreError(f"cannot list {self._url(search)}: {_describe(exc)}") from exc
-        return sorted(keys)
+        return found
+
+    def read_at_most(self, key: str, max_bytes: int) -> bytes:
+        """The object's first ``max_bytes + 1`` bytes at most (one ranged ``GetObject``): a
+        result longer than ``max_bytes`` says the object is larger, without downloading it.
+
+        Raises:
+            StoreError: the object does not exist, or S3 refused or failed the request.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        name = self._name(key)
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=name, Range=f"bytes=0-{int(max_bytes)}")
+            return response["Body"].read(int(max_bytes) + 1)
+        except ClientError as exc:
+            code = (exc.response.get("Error") or {}).get("Code", "")
+            if code == "InvalidRange":  # an empty object has no byte 0
+                return b""
+            if code in _NOT_FOUND or code == "NoSuchBucket":
+                raise StoreError(f"{self._url(name)} does not exist") from exc
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc
+        except BotoCoreError as exc:
+            raise StoreError(f"cannot read {self._url(name)}: {_describe(exc)}") from exc

@@ -113,6 +113,12 @@ def create_app(store: Any, where: str = "") -> Any:
         return _page(chunking_page(store.files, request.path_params["kind"],
                                    need_id(request.path_params["report_id"], "report id"), links))
 
+    def app_run(request: Request) -> Response:
+        from core.evaluation.app_report import load_app_run
+        from core.reports.pages.app_page import render_app
+
+        return _page(render_app(load_app_run(store, need_id(request.path_params["run_id"], "run id")), links))
+
     def history(request: Request) -> Response:
         golden = (request.query_params.get("golden") or "").strip()
         if not golden:
@@ -141,6 +147,7 @@ def create_app(store: Any, where: str = "") -> Any:
         Route("/runs/{run_id}/report.json", guarded(run_json)),
         Route("/experiments/{experiment_id}", guarded(experiment)),
         Route("/chunking/{kind}/{report_id}", guarded(chunking)),
+        Route("/apps/{run_id}", guarded(app_run)),
         Route("/history", guarded(history)),
         Route("/compare", guarded(compare)),
     ]

@@ -17,7 +17,11 @@ def run_summary(report: dict[str, Any]) -> dict[str, Any]:
         ``{summary_version, run_id, started_at, finished_at, golden{path, sha256,
         n_questions}, corpus{path, n_documents}, indexing{chunking, embedding_model,
         vector_store}, rank_grain, finds_the_most, setups[{name, median_ms, error,
-        metrics{grain: {n_scored, means}}}], answers{model_id, overall_score} or None}``.
+        metrics{grain: {n_scored, means}}}], targets[{name, status, fingerprint}] or None (a run over
+        targets), answers{model_id, overall_score} or None, branch,
+        gate{passed, setup, setup_key, exit_code} or None}``. ``branch`` and ``gate`` came after
+        :data:`SUMMARY_VERSION` 1 without changing it: a summary without them is of a report
+        without them (a run before CI gates were recorded), which no ``latest`` baseline takes.
     """
     golden = report.get("golden") or {}
     corpus = report.get("corpus") or {}
@@ -36,6 +40,7 @@ def run_summary(report: dict[str, Any]) -> dict[str, Any]:
         setups.append({"name": s.get("name"), "median_ms": (s.get("timings_ms") or {}).get("median"),
                        "error": s.get("error"), "metrics": metrics})
     answers = report.get("answers")
+    gate = report.get("gate")
     return {
         "summary_version": SUMMARY_VERSION,
         "run_id": report.get("run_id"),
@@ -48,7 +53,14 @@ def run_summary(report: dict[str, Any]) -> dict[str, Any]:
         "rank_grain": (report.get("evaluation") or {}).get("rank_grain"),
         "finds_the_most": (report.get("picks") or {}).get("finds_the_most"),
         "setups": setups,
+        "targets": [{"name": t.get("name"), "status": t.get("status"),
+                     "fingerprint": (t.get("description") or {}).get("fingerprint")}
+                    for t in report.get("targets") or [] if isinstance(t, dict)] or None,
         "answers": None if not isinstance(answers, dict) else {
             "model_id": (answers.get("generator") or {}).get("model_id"),
             "overall_score": answers.get("overall_score")},
+        "branch": report.get("branch"),
+        "gate": None if not isinstance(gate, dict) else {
+            "passed": gate.get("passed") is True, "setup": gate.get("setup"), "setup_key": gate.get("setup_key"),
+            "exit_code": gate.get("exit_code")},
     }

@@ -20,7 +20,8 @@ PICKS = ("finds_the_most", "best_for_balance", "best_for_time")
 
 
 def report_kind(report: Any) -> str:
-    """``"retrieval"``, ``"experiment"`` or ``"chunking"``: what a stored report is.
+    """``"retrieval"``, ``"experiment"``, ``"chunking"`` or ``"app"`` (``ragtune evaluate-app``):
+    what a stored report is.
 
     Raises:
         ConfigError: ``report`` is not a dict, or not a report this version knows.
@@ -28,7 +29,7 @@ def report_kind(report: Any) -> str:
     if not isinstance(report, dict):
         raise ConfigError(f"a report is a JSON object, got {type(report).__name__}")
     kind = report.get("kind")
-    if kind in ("retrieval", "experiment", "chunking"):
+    if kind in ("retrieval", "experiment", "chunking", "app"):
         return kind
     if "leaderboard" in report:
         return "experiment"

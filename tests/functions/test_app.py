@@ -49,10 +49,15 @@ EXPECTED_INDEX = {
     "evaluation_poisoned": ("queueTrigger", "%RAGTUNE_EVALUATIONS_QUEUE%-poison", None),
     "get_experiment": ("httpTrigger", "experiments/{experiment_id}", "function"),
     "get_experiment_status": ("httpTrigger", "experiments/{experiment_id}/status", "function"),
+    "resume_experiment": ("httpTrigger", "experiments/{experiment_id}/resume", "function"),
     "run_page": ("httpTrigger", "runs/{run_id}/page", "function"),
     "experiment_page": ("httpTrigger", "experiments/{experiment_id}/page", "function"),
     "history_page": ("httpTrigger", "history/page", "function"),
     "page_asset": ("httpTrigger", "assets/{name}", "anonymous"),
+    "start_target_evaluation": ("httpTrigger", "evaluations", "function"),
+    "target_evaluation_orchestrator": ("orchestrationTrigger", None, None),
+    "evaluate_target_request": ("activityTrigger", None, None),
+    "get_target_evaluation_status": ("httpTrigger", "evaluations/{run_id}/status", "function"),
 }
 
 
@@ -76,7 +81,8 @@ def test_experiment_starter_has_a_durable_client(app_functions):
 
 
 @pytest.mark.parametrize("name", ["check_golden_blob", "evaluate_from_queue", "evaluation_poisoned",
-                                  "get_experiment_status"])
+                                  "get_experiment_status", "resume_experiment",
+                                  "start_target_evaluation", "get_target_evaluation_status"])
 def test_functions_that_start_or_signal_orchestrations_have_a_durable_client(app_functions, name):
     assert "durableClient" in [b.type for b in app_functions[name].get_bindings()]
 
@@ -163,6 +169,9 @@ def test_host_json_queue_and_durable_settings():
     host = json.loads((ROOT / "host.json").read_text())
     assert host["extensions"]["queues"]["visibilityTimeout"] == "00:01:00"
     assert host["extensions"]["durableTask"]["hubName"] == "ragtune"
+    # start_new refuses an instance id whose orchestration is pending or running (the default,
+    # AnyState, would replace it): a duplicate golden event or resume cannot restart a run
+    assert host["extensions"]["durableTask"]["overridableExistingInstanceStates"] == "NonRunningStates"
 
 
 @pytest.mark.parametrize("value, expected", [("", "EventGrid"), ("LogsAndContainerScan", "LogsAndContainerScan")])

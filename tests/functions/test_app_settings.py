@@ -41,6 +41,16 @@ FALLBACK_ONLY = {
     "AZURE_OPENAI_ENDPOINT": "fallback of RAGTUNE_EMBEDDING_BASE_URL / RAGTUNE_CHAT_BASE_URL (provider azure)",
 }
 
+# Read for the command line only: ``ragtune evaluate-app`` (the deployed RAG app it asks) and
+# ``--dry-run`` (the price table). No function of the Functions app asks a deployed app or plans
+# a dry run, so the deployment sets none of them.
+CLI_ONLY = {
+    **{f"RAGTUNE_APP_{n}": "ragtune evaluate-app" for n in (
+        "URL", "API_KEY", "KEY_HEADER", "SCOPE", "CONCURRENCY", "REQUESTS_PER_MINUTE", "TIMEOUT_S", "DEADLINE_S",
+        "MAX_ATTEMPTS", "STOP_AFTER")},
+    "RAGTUNE_PRICES": "--dry-run", "RAGTUNE_PRICES_FILE": "--dry-run",
+}
+
 _READ_METHODS = {"get", "getenv"}
 _BINDING_TOKEN = re.compile(r"%([A-Za-z][A-Za-z0-9_]*)%")
 _DOC_NAME = re.compile(r"\bRAGTUNE_[A-Z0-9_]*[A-Z0-9](?:__[A-Za-z]+)?")
@@ -106,7 +116,7 @@ def code_settings() -> tuple[set[str], set[str]]:
         tokens, conns = binding_settings(path.read_text(encoding="utf-8"))
         names |= tokens | conns
         connections |= conns
-    return names - set(FALLBACK_ONLY), connections
+    return names - set(FALLBACK_ONLY) - set(CLI_ONLY), connections
 
 
 def bicep_app_settings(text: str) -> set[str]:
@@ -184,6 +194,13 @@ def test_connections_are_identity_based_in_bicep():
     for name in sorted(connections):
         assert name not in bicep, f"{name} would be read as a connection string"
         assert f"{name}__credential" in bicep and f"{name}__clientId" in bicep, name
+
+
+def test_command_line_settings_are_not_used_by_the_functions():
+    for path in sorted((ROOT / "functions").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not any(name in text for name in CLI_ONLY), path
+        assert "evaluate_app" not in text and "dry_run" not in text, path
 
 
 def test_fallback_only_names_are_not_deployed():

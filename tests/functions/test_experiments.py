@@ -108,7 +108,7 @@ def test_an_unusable_request_ends_failed_with_a_short_reason(app_functions):
     status, error = host.run(REQUEST)
     assert status == "failed" and error == "GoldenError: file not found"
     assert host.activity_calls == ["prepare_experiment"]
-    assert host.statuses[-1] == {"phase": "failed", "error": "GoldenError: file not found"}
+    assert host.statuses[-1] == {"phase": "failed", "error": "GoldenError: file not found", "step": "prepare_experiment"}
 
 
 def test_a_hundred_rounds_keep_each_generations_history_bounded(app_functions):
@@ -251,13 +251,14 @@ def _receive(azurite: str, queue: str) -> list[func.QueueMessage]:
     Base64-decoded (``host.json`` ``messageEncoding``), with its id and pop receipt."""
     import base64
 
+    from azure.functions.queue import QueueMessage as HostQueueMessage  # the type the host's binding gives
     from azure.storage.queue import QueueClient
 
     client = QueueClient.from_connection_string(azurite, queue)
     out = []
     for m in client.receive_messages(max_messages=32, visibility_timeout=60):
         body = base64.b64decode(m.content)  # raw text on the wire: Base64, as the trigger expects
-        out.append(func.QueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt))
+        out.append(HostQueueMessage(id=m.id, body=body, pop_receipt=m.pop_receipt, dequeue_count=m.dequeue_count))
         client.delete_message(m)
     return out
 
@@ -342,7 +343,7 @@ def test_a_golden_file_with_1500_bad_lines_ends_failed_with_a_capped_reason(queu
     assert full.startswith(error.split(" [cut; ")[0].removesuffix("...")) and len(full.encode("utf-8")) > MAX_MESSAGE_BYTES
     host, (status, reason), _ = _orchestrate(queued_experiment, request)
     assert status == "failed" and reason == error
-    assert host.statuses[-1] == {"phase": "failed", "error": error}
+    assert host.statuses[-1] == {"phase": "failed", "error": error, "step": "prepare_experiment"}
 
 
 def test_a_redelivered_message_is_not_evaluated_twice(queued_experiment, northwind_dir):
@@ -399,6 +400,7 @@ def test_the_poison_queue_fails_only_what_has_no_ok_result(queued_experiment, no
     client = RecordingClient()
     asyncio.run(fn["evaluate_from_queue"](first, client))  # evaluated, then poisoned all the same
     asyncio.run(fn["evaluation_poisoned"](first, client))
+    _fail_delivery(queued_experiment, second)
     asyncio.run(fn["evaluation_poisoned"](second, client))
     results = queued_experiment["reports"] / "experiments" / EXPERIMENT_ID / "results"
     ok = json.loads((results / f"{json.loads(first.get_body())['key']}.json").read_text())
@@ -410,6 +412,93 @@ def test_the_poison_queue_fails_only_what_has_no_ok_result(queued_experiment, no
     # The orchestration already ended: the event is dropped with a warning, not retried forever.
     client.gone.add(EXPERIMENT_ID)
     asyncio.run(fn["evaluation_poisoned"](second, client))
+
+
+def _fail_delivery(queued_experiment, message):
+    """Deliver ``message`` once to the evaluations queue trigger with an evaluation that fails
+    transiently (a 503 from the embedding endpoint): the host would deliver it again."""
+    import asyncio
+
+    import core.evaluation.single as single
+
+    real = single.run_single_evaluation
+    single.run_single_evaluation = lambda *a, **k: {"status": "failed", "error": "EmbeddingError: 503", "transient": True,
+                                                    "metrics": {}}
+    try:
+        with pytest.raises(Exception, match="503"):
+            asyncio.run(queued_experiment["fn"]["evaluate_from_queue"](message, RecordingClient()))
+    finally:
+        single.run_single_evaluation = real
+
+
+def _forged(experiment_id, configuration):
+    from core.optimization import Configuration
+
+    return func.QueueMessage(id="forged", body=json.dumps({
+        "v": 2, "experiment_id": experiment_id, "key": Configuration(configuration).key,
+        "configuration": configuration}).encode())
+
+
+def test_forged_poison_messages_fail_nothing_and_write_nothing(queued_experiment, northwind_dir):
+    """A poison message is checked as an evaluation message is: one for an unknown experiment,
+    for a configuration outside the space, or for a pending configuration none of whose
+    deliveries failed is refused (ConfigError: the host retries it, then moves it to the
+    poison queue's own poison queue) with nothing written and no event raised; the real one,
+    after its deliveries failed, is stored as failed."""
+    import asyncio
+
+    from core.errors import ConfigError
+
+    fn = queued_experiment["fn"]
+    fn["prepare_experiment"](_request(northwind_dir, max_evals=2, space={**NARROW, "number_of_chunks": [5]}))
+    ref = {"experiment_id": EXPERIMENT_ID}
+    fn["enqueue_evaluations"]({**ref, "configurations": fn["ask_configurations"](ref)["configurations"]})
+    pending, _ = _receive(queued_experiment["azurite"], queued_experiment["queue"])
+    configuration = json.loads(pending.get_body())["configuration"]
+    reports = queued_experiment["reports"]
+    before = sorted(str(p.relative_to(reports)) for p in reports.rglob("*"))
+    client = RecordingClient()
+    for message, why in [
+            (_forged("20990101T000000Z-unknown", configuration), "no experiment '20990101T000000Z-unknown'"),
+            (_forged(EXPERIMENT_ID, {**configuration, "chunk_size": 4096}), "not in experiment"),
+            (pending, "no failed delivery on record")]:
+        with pytest.raises(ConfigError, match=why):
+            asyncio.run(fn["evaluation_poisoned"](message, client))
+    assert sorted(str(p.relative_to(reports)) for p in reports.rglob("*")) == before
+    assert client.raised == [] and not (reports / "experiments" / "20990101T000000Z-unknown").exists()
+    # The pending configuration is evaluated as usual, untouched by the forgeries.
+    asyncio.run(fn["evaluate_from_queue"](pending, client))
+    key = json.loads(pending.get_body())["key"]
+    assert json.loads((reports / "experiments" / EXPERIMENT_ID / "results" / f"{key}.json").read_text())["status"] == "ok"
+    report = json.loads((reports / fn["write_experiment_report"](ref)["report"]).read_text())
+    assert list(report["results"]) == [key]
+
+
+def test_a_delivery_after_one_that_did_not_finish_is_recorded(queued_experiment, northwind_dir):
+    """The first delivery's worker dies without a word (its message is not deleted); Azurite
+    delivers the message again with dequeue count 2, and that delivery records the earlier
+    one (``tried/<key>``) before evaluating, so a poison message would be believed."""
+    import asyncio
+    import base64
+    import time
+
+    from azure.functions.queue import QueueMessage as HostQueueMessage
+    from azure.storage.queue import QueueClient
+
+    fn = queued_experiment["fn"]
+    fn["prepare_experiment"](_request(northwind_dir, max_evals=1))
+    ref = {"experiment_id": EXPERIMENT_ID}
+    fn["enqueue_evaluations"]({**ref, "configurations": fn["ask_configurations"](ref)["configurations"]})
+    queue = QueueClient.from_connection_string(queued_experiment["azurite"], queued_experiment["queue"])
+    (first,) = queue.receive_messages(visibility_timeout=1)
+    assert first.dequeue_count == 1  # ... and the worker is killed here
+    time.sleep(1.5)
+    (again,) = queue.receive_messages(visibility_timeout=60)
+    assert again.dequeue_count == 2
+    message = HostQueueMessage(id=again.id, body=base64.b64decode(again.content), dequeue_count=again.dequeue_count)
+    asyncio.run(fn["evaluate_from_queue"](message, RecordingClient()))
+    key = json.loads(message.get_body())["key"]
+    assert (queued_experiment["reports"] / "experiments" / EXPERIMENT_ID / "tried" / key).exists()
 
 
 def test_a_configuration_outside_the_space_is_refused(queued_experiment, northwind_dir):

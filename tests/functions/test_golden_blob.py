@@ -7,6 +7,7 @@ import hashlib
 import json
 
 import azure.functions as func
+import pytest
 from azure.storage.blob import BlobServiceClient
 
 from core.reports import report_store
@@ -62,11 +63,16 @@ def test_blob_trigger_stores_the_check_in_an_azurite_report_store(azurite, blob_
     assert blob_name("golden/nested/x.jsonl") == "nested/x.jsonl"
 
 
-def test_blob_trigger_falls_back_to_azure_web_jobs_storage(azurite, clean_env, tmp_path, app_functions):
+def test_blob_trigger_falls_back_to_azure_web_jobs_storage(azurite, new_container, clean_env, tmp_path, app_functions):
+    service = BlobServiceClient.from_connection_string(azurite)
+    container = new_container()
+    service.create_container(container)
     clean_env.setenv("AzureWebJobsStorage", azurite)
     clean_env.setenv("RAGTUNE_OUT_DIR", str(tmp_path))
+    clean_env.setenv("RAGTUNE_GOLDEN_CONTAINER", container)
     check = _check(app_functions)
-    check(func.blob.InputStream(data=VALID, name="golden/g.jsonl"))
+    service.get_blob_client(container, "g.jsonl").upload_blob(VALID)
+    check(func.blob.InputStream(data=VALID, name=f"{container}/g.jsonl"))
     stored = json.loads((tmp_path / "golden_checks" / "g.jsonl.json").read_bytes())
     assert stored["ok"] is True and stored["path"] == "g.jsonl"
 
@@ -216,9 +222,124 @@ def test_blob_names_a_folder_would_merge_each_get_their_check(azurite, blob_endp
                                                               tmp_path, app_functions):
     service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
     check = _check(app_functions)
-    names = {"a/y.jsonl": VALID, "a//y.jsonl": INVALID, "a/./y.jsonl": b"not json\n", "l/" + "n" * 1000: VALID}
+    # (a/./y.jsonl, which check_key also keeps apart, cannot be uploaded: HTTP clients fold the
+    # dot segment of its URL; tests/unit/golden/test_checks.py covers its key)
+    names = {"a/y.jsonl": VALID, "a//y.jsonl": INVALID, "l/" + "n" * 1000: VALID}
     for name, data in names.items():
+        service.get_blob_client(container, name).upload_blob(data)
         check(func.blob.InputStream(data=data, name=f"{container}/{name}", length=len(data)))
     for name, data in names.items():
         stored = _stored_by_key(tmp_path, name)
         assert stored["blob"] == name and stored["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def _stream_of(service, container, name, data, *, etag=True):
+    """Upload ``data`` and wrap it as the host delivers it: with the blob's properties (its
+    ETag) from the upload, or, with ``etag`` False, without properties."""
+    blob = service.get_blob_client(container, name)
+    uploaded = blob.upload_blob(data, overwrite=True)
+    properties = {"ETag": uploaded["etag"], "ContentLength": len(data)} if etag else None
+    return func.blob.InputStream(data=data, name=f"{container}/{name}", uri=blob.url, length=len(data),
+                                 blob_properties=properties)
+
+
+@pytest.mark.parametrize("etag", [True, False], ids=["by-etag", "by-content"])
+def test_an_older_check_finishing_last_does_not_replace_the_newer_one(azurite, blob_endpoint, new_container,
+                                                                     clean_env, tmp_path, app_functions, etag):
+    """A valid file is uploaded, then at once a file with an error; the second's check ends
+    first. The first's check, ending last, finds its file replaced (by its ETag, or without
+    one by its size and MD5): it is not stored and starts nothing, so the stored check still
+    says the file on the blob has an error."""
+    service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
+    service.get_blob_client(container, "hr/experiment.json").upload_blob(SPEC)
+    client = RecordingClient()
+    check = _check(app_functions, client)
+    older = _stream_of(service, container, "hr/golden.jsonl", VALID, etag=etag)
+    newer = _stream_of(service, container, "hr/golden.jsonl", INVALID, etag=etag)
+    check(newer)
+    check(older)
+    stored = _stored_check(tmp_path, "hr/golden.jsonl")
+    assert stored["ok"] is False and stored["sha256"] == hashlib.sha256(INVALID).hexdigest()
+    assert client.started == []
+    # The same bytes saved again (a new ETag): the check of either save holds for both.
+    again = _stream_of(service, container, "hr/golden.jsonl", INVALID, etag=etag)
+    check(newer)
+    assert _stored_check(tmp_path, "hr/golden.jsonl")["sha256"] == hashlib.sha256(INVALID).hexdigest()
+    check(again)
+    # A blob removed before its check ends gets none.
+    gone = _stream_of(service, container, "gone.jsonl", VALID, etag=etag)
+    service.get_blob_client(container, "gone.jsonl").delete_blob()
+    check(gone)
+    assert not (tmp_path / "reports" / "golden_checks" / "gone.jsonl.json").exists()
+
+
+def test_a_check_stored_meanwhile_makes_the_older_one_look_again(azurite, blob_endpoint, new_container, clean_env,
+                                                                 tmp_path, app_functions):
+    """The race the conditional write closes, with the report store in Azurite: the older
+    check finds its file current, then (before it writes) the newer file is uploaded and its
+    check stored; the older check's write, conditional on the stored check it saw, is refused,
+    and looking again it finds its file replaced."""
+    from core.golden.checks import check_key, delivered_version, is_current, store_check
+
+    service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
+    reports = new_container()
+    address = f"{blob_endpoint}/{reports}/team"
+    clean_env.setenv("RAGTUNE_REPORTS", address)
+    store = report_store(address, connection_string=azurite)
+    golden = report_store(f"{blob_endpoint}/{container}", connection_string=azurite).files
+    check = _check(app_functions)
+    older = _stream_of(service, container, "g.jsonl", VALID)
+    check(older)  # an earlier check of the same file: the stored one the older check sees first
+    key = check_key("g.jsonl")
+    seen = []
+
+    def older_is_current():
+        delivered = delivered_version(VALID, len(VALID), older.blob_properties, complete=True)
+        seen.append(is_current(delivered, hashlib.sha256(VALID).hexdigest(), golden.version("g.jsonl", exact=True),
+                               lambda: golden.read_or_none("g.jsonl", exact=True)))
+        if len(seen) == 1:  # just after the older check looked, the newer upload lands and is checked
+            check(_stream_of(service, container, "g.jsonl", INVALID))
+        return seen[-1]
+
+    assert store_check(store.files, key, b'{"ok": true, "stale": true}', older_is_current) is False
+    assert seen == [True, False]  # the write was refused, and the second look found the file replaced
+    stored = json.loads(store.files.read_bytes(key))
+    assert stored["ok"] is False and stored["sha256"] == hashlib.sha256(INVALID).hexdigest()
+
+
+def test_a_stored_check_changed_between_look_and_write_is_not_replaced(azurite, blob_endpoint, new_container):
+    """The conditional write itself: written when the stored check is the one seen (or none
+    was there and none is), refused when another was written in between."""
+    files = report_store(f"{blob_endpoint}/{new_container()}/p", connection_string=azurite).files
+    assert files.version("c.json") is None
+    assert files.write_bytes_if("c.json", b"first", etag=None) is True   # container made on the way
+    assert files.write_bytes_if("c.json", b"again", etag=None) is False  # one is there now
+    seen = files.version("c.json")
+    files.write_bytes("c.json", b"meanwhile")
+    assert files.write_bytes_if("c.json", b"late", etag=seen.etag) is False
+    assert files.read_bytes("c.json") == b"meanwhile"
+    assert files.write_bytes_if("c.json", b"next", etag=files.version("c.json").etag) is True
+    # Reference: hashlib's MD5 of the bytes, which Put Blob stores as Content-MD5.
+    assert files.version("c.json").content_md5 == hashlib.md5(b"next").digest()
+
+
+def test_concurrent_deliveries_of_one_blob_start_one_experiment(azurite, blob_endpoint, new_container, clean_env,
+                                                               tmp_path, app_functions):
+    """Event Grid delivers one upload five times at once (each Durable call a round trip of
+    20 ms): the instance status is looked up before each start, one at a time per instance
+    id, so start_new is called once and the other deliveries say it was started already."""
+    service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
+    service.get_blob_client(container, "hr/experiment.json").upload_blob(SPEC)
+    stream = _stream_of(service, container, "hr/golden.jsonl", VALID)
+    client = RecordingClient(latency_s=0.02)
+    fn = user_function(app_functions, "check_golden_blob")
+
+    async def deliveries():
+        streams = [func.blob.InputStream(data=VALID, name=stream.name, length=len(VALID),
+                                         blob_properties=stream.blob_properties) for _ in range(5)]
+        await asyncio.gather(*(fn(s, client) for s in streams))
+
+    asyncio.run(deliveries())
+    assert len(client.started) == 1 and client.refused == []
+    experiment = _stored_check(tmp_path, "hr/golden.jsonl")["experiment"]
+    assert experiment["instance_id"] == client.started[0][1]

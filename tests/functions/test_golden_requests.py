@@ -56,16 +56,92 @@ def test_template_is_written_beside_the_golden_file_once(storage, app_functions)
     assert status == 409 and "never overwritten" in answer["errors"][0]
 
 
+def test_template_skips_a_document_over_its_limit_and_says_which(storage, app_functions, clean_env):
+    # the route loads documents as every other caller does: limits from RAGTUNE_DOCUMENT_MAX_*
+    service, container, base = storage
+    service.get_blob_client(container, "docs/huge.txt").upload_blob(b"word " * 1000)  # 5,000 bytes
+    clean_env.setenv("RAGTUNE_DOCUMENT_MAX_BYTES", "2048")  # the three documents are 482 to 1,427 bytes
+    body = {"documents": f"{base}/docs", "golden": f"{base}/hr/golden.jsonl", "by": "doc", "n": 10}
+    status, answer = post(app_functions, "golden_template_http", "golden/template", body)
+    assert status == 201, answer
+    assert answer["rows"] == 3 and answer["skipped"] == [{
+        "document_id": "huge.txt",
+        "reason": "over the size limit: 5,000 bytes on disk, more than 2,048 (limit: RAGTUNE_DOCUMENT_MAX_BYTES); "
+                  "not downloaded"}]
+
+
+@pytest.fixture
+def containers(storage, new_container, clean_env, squad_dir):
+    """Besides ``storage``'s golden container: a documents container holding one document, and
+    a container standing for the account's others (the task hub's, ``azure-webjobs-secrets``)
+    holding a secret."""
+    service, golden, base = storage
+    documents, other = new_container(), new_container()
+    for name in (documents, other):
+        service.create_container(name)
+    service.get_blob_client(documents, "hr/Normans_p00.txt").upload_blob((squad_dir / "docs" / DOCS[0]).read_bytes())
+    service.get_blob_client(other, "host/keys.json").upload_blob(b'{"masterKey": "SECRET-MASTER-KEY"}')
+    clean_env.setenv("RAGTUNE_DOCUMENTS_CONTAINER", documents)
+    endpoint = base.rsplit("/", 1)[0]
+    return service, endpoint, golden, documents, other
+
+
+def _blobs(service, container):
+    return sorted(b.name for b in service.get_container_client(container).list_blobs())
+
+
+def test_documents_from_the_documents_container_and_the_template_beside_the_golden_file(containers, app_functions):
+    service, endpoint, golden, documents, _ = containers
+    body = {"documents": f"{endpoint}/{documents}/hr", "golden": f"{endpoint}/{golden}/hr/golden.jsonl", "by": "doc"}
+    status, answer = post(app_functions, "golden_template_http", "golden/template", body)
+    assert status == 201, answer
+    assert [r["expected"] for r in blob_rows(service, golden, "hr/golden.template.jsonl")] == [["Normans_p00.txt"]]
+    assert _blobs(service, documents) == ["hr/Normans_p00.txt"]  # nothing written there
+
+
+@pytest.mark.parametrize("documents, golden, field", [
+    ("{endpoint}/{other}/host", "{endpoint}/{golden}/g.jsonl", "documents"),     # read another container
+    ("{endpoint}/{documents}/hr", "{endpoint}/{other}/g.jsonl", "golden"),       # write in another container
+    ("{endpoint}/{documents}/hr", "{endpoint}/{documents}/g.jsonl", "golden"),   # write among the documents
+    ("{endpoint}/{golden}/..%2F{other}/host", "{endpoint}/{golden}/g.jsonl", "documents"),
+    ("{endpoint}/{golden}/../{other}/host", "{endpoint}/{golden}/g.jsonl", "documents"),
+    ("{endpoint}/{documents}/hr", "{endpoint}/{golden}%2F..%2F{other}/g.jsonl", "golden"),
+    ("{endpoint}/{documents}/hr", "{endpoint}/{golden}/a\\..\\..\\{other}/g.jsonl", "golden"),
+    ("{endpoint}//{other}/host", "{endpoint}/{golden}/g.jsonl", "documents"),
+    ("{endpoint}/%24logs/blob", "{endpoint}/{golden}/g.jsonl", "documents"),
+    ("s3://bucket/docs", "{endpoint}/{golden}/g.jsonl", "documents"),
+    ("{endpoint}/{documents}/hr", "s3://bucket/g.jsonl", "golden"),
+])
+@pytest.mark.parametrize("route", ["template", "suggest"])
+def test_addresses_outside_their_containers_are_refused(containers, app_functions, documents, golden, field, route):
+    """Whatever the spelling (percent-encoded or backslash separators, '..', empty segments),
+    a request reads documents only from the documents or golden container and reads and
+    writes golden files only in the golden container; nothing is read or written elsewhere."""
+    service, endpoint, golden_c, documents_c, other = containers
+    names = {"endpoint": endpoint, "golden": golden_c, "documents": documents_c, "other": other}
+    body = {"documents": documents.format(**names), "golden": golden.format(**names)}
+    before = {c: _blobs(service, c) for c in (golden_c, documents_c, other)}
+    status, answer = post(app_functions, f"golden_{route}_http", f"golden/{route}", body)
+    assert status == 400, answer
+    (message,) = [e for e in answer["errors"] if e.startswith(f"{field!r}")]
+    assert f"{endpoint}/{golden_c}/ (RAGTUNE_GOLDEN_CONTAINER)" in message
+    assert (f"{endpoint}/{documents_c}/ (RAGTUNE_DOCUMENTS_CONTAINER)" in message) == (field == "documents")
+    assert {c: _blobs(service, c) for c in before} == before
+    assert "SECRET-MASTER-KEY" not in json.dumps(answer)
+
+
 @pytest.mark.parametrize("body, wanted", [
     ({"documents": "/etc", "golden": "/tmp/g.jsonl"}, "'golden'"),
     ({"documents": "https://example.com/docs", "golden": "s3://b/g.jsonl"}, "'documents'"),
     ({"documents": "s3://b/docs", "golden": "s3://b/g.jsonl", "top": 2}, "unknown field 'top'"),
     ({"documents": "s3://b/docs", "golden": "s3://b/g.jsonl", "by": "chunk"}, "'by' must be one of doc, page"),
     ({"documents": "s3://b/docs", "golden": "s3://b/g.jsonl", "n": 0}, "'n' must be an integer from 1 to 1000"),
-    ({"documents": "s3://b/docs", "golden": "s3://b/hr/"}, "must name a file"),
+    ({"documents": "{base}/docs", "golden": "{base}/hr/"}, "must name a file"),
     (b"not json", "not valid JSON"),
 ])
 def test_bad_template_requests_say_what_is_wrong(storage, app_functions, body, wanted):
+    if isinstance(body, dict):
+        body = {k: v.replace("{base}", storage[2]) if isinstance(v, str) else v for k, v in body.items()}
     status, answer = post(app_functions, "golden_template_http", "golden/template", body)
     assert status == 400 and any(wanted in e for e in answer["errors"]), answer
 

@@ -1,7 +1,9 @@
 """``ragtune evaluate``'s CI gate and remote report stores, end to end on squad-mini with the
 real local model and Milvus Lite: thresholds, a baseline with the exact paired test (p-values
-from scipy.stats.binomtest), a golden file whose documents are all missing, and ``--out
-s3://...`` on moto's server read back by ``report --html`` and ``report --csv``."""
+from scipy.stats.binomtest), ``--baseline latest`` passing over failed runs and other branches,
+the verdict kept in the report and shown on its page, a golden file whose documents are all
+missing, and ``--out s3://...`` on moto's server read back by ``report --html`` and ``report
+--csv``."""
 
 from __future__ import annotations
 
@@ -18,6 +20,15 @@ from core.reports import LocalFiles, ReportStore
 from tests.support.services import delete_bucket, new_s3_bucket
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def no_ci_branch(monkeypatch):
+    """Runs record the branch they are given, not the one of the CI running these tests."""
+    from core.settings import BRANCH_VARIABLES
+
+    for name in BRANCH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +80,64 @@ def test_thresholds_and_baseline(squad_dir, golden, tmp_path, capsys):
     assert f"finds {lost} fewer of 15 questions than in {baseline['run_id']}" in err
     assert f"p = {p:.4f}" in err and "significantly worse" in err
 
-    # latest: the newest run on this golden file, which finds the same questions
+    # latest: the newest run that passed its gate on this golden file (the first), which finds
+    # the same questions; the two failed runs after it are passed over
     assert _evaluate(docs, golden, tmp_path, "--baseline", "latest") == 0
-    assert "finds as many of 15 questions" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "finds as many of 15 questions" in err
+    assert f"baseline {first['run_id']}: the newest run that passed its gate" in err
+    assert "passed over 2 newer runs on this golden file" in err  # the two failed runs (the named one is older)
+    assert store.load_run("latest")["gate"]["baseline"]["run_id"] == first["run_id"]
+
+
+def test_a_regression_pushed_twice_fails_twice_and_the_page_shows_why(squad_dir, golden, tmp_path, capsys):
+    """A stored run that passed its gate on main and found every question; a run that finds
+    fewer fails against it, and so does the same run pushed again (the failed run is passed
+    over); a feature branch takes main's baseline only when told to."""
+    from core.reports import new_run_id
+
+    docs, fast = squad_dir / "docs", ("--skip", "*+rerank")
+    assert _evaluate(docs, golden, tmp_path, *fast, "--branch", "main", "--baseline", "latest") == 0
+    assert "no earlier run passed its gate on this golden file, corpus" in capsys.readouterr().err
+    store = ReportStore(LocalFiles(tmp_path))
+    first = store.load_run("latest")
+    assert first["branch"] == "main" and first["gate"]["passed"] and first["gate"]["baseline"] is None
+    gated = first["gate"]["setup"]
+    assert gated == first["picks"]["finds_the_most"]
+
+    good = copy.deepcopy(first)
+    good["run_id"] = new_run_id()
+    for q in good["questions"]:
+        q["first_relevant_rank"] = {name: 1 for name in q["first_relevant_rank"]}
+    store.save_run(good["run_id"], good)
+    lost = sorted(str(q["id"]) for q in first["questions"] if q["first_relevant_rank"][gated] is None)
+    p = binomtest(len(lost), len(lost), 0.5).pvalue
+    assert len(lost) >= 6 and p < 0.05
+
+    for push in (1, 2):
+        assert _evaluate(docs, golden, tmp_path, *fast, "--branch", "main", "--baseline", "latest") == EXIT_GATE
+        err = capsys.readouterr().err
+        assert f"baseline {good['run_id']}: the newest run that passed its gate" in err
+        assert f"finds {len(lost)} fewer of 15 questions than in {good['run_id']}" in err
+        assert "gate: failed (exit 4); the verdict is in the report's 'gate'" in err
+        if push == 2:
+            assert "passed over 1 newer run on this golden file" in err and "failed its gate" in err
+        now = store.load_run("latest")
+        assert now["gate"]["exit_code"] == EXIT_GATE and now["gate"]["comparison"]["lost"] == lost
+        assert now["gate"]["comparison"]["p_value"] == pytest.approx(p)
+
+    # a feature branch has no passed run of its own; --baseline-branch main compares it with main's
+    assert _evaluate(docs, golden, tmp_path, *fast, "--branch", "fix", "--baseline", "latest") == 0
+    assert "no earlier run passed its gate on this golden file, corpus" in capsys.readouterr().err
+    assert _evaluate(docs, golden, tmp_path, *fast, "--branch", "fix", "--baseline", "latest",
+                     "--baseline-branch", "main") == EXIT_GATE
+    capsys.readouterr()
+
+    page = tmp_path / "run.html"
+    assert main(["report", "latest", "--out", str(tmp_path), "--html", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert 'id="gate"' in html and "exit code 4" in html and good["run_id"] in html
+    assert f"{len(lost)} only in the baseline, 0 only now" in html
 
 
 def test_golden_whose_documents_are_all_missing_is_exit_1(squad_dir, tmp_path, capsys):

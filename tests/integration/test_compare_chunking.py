@@ -32,6 +32,10 @@ def test_every_question_found_when_the_budget_holds_the_corpus(corpus, model, tm
         methods=["recursive", "sentence", "fixed"], sizes=[16], budget_chars=400, current="fixed-16-2-plain"))
     assert {t["method"]: t["counted"] for t in report["techniques"]} == {"recursive": 6, "sentence": 6, "fixed": 6}
     assert sorted(report["ties"]) == ["fixed", "recursive", "sentence"]
+    # so no technique wins: the best is kept, flagged, and the report says so (at the evidence grain)
+    assert report["best"]["tied_with_all"] is True
+    assert report["undecided"]["message"].startswith("these questions cannot tell the chunking techniques apart: "
+                                                     "add more questions")
     assert report["current"]["decision"] == "stay"
     assert set(questions["builds"]) == {b["key"] for b in report["builds"]}
     assert all(v is True for per_q in questions["builds"].values() for v in per_q.values())
@@ -57,6 +61,7 @@ def test_a_sentence_sized_budget_hands_over_one_sentence(corpus, model, tmp_path
     build = report["builds"][0]
     assert build["n_chunks"] == 6 and build["mean_handed_chars"] <= 60
     assert build["counted"] == 6
+    assert report["best"]["tied_with_all"] is False and report["undecided"] is None  # one technique: no contest
 
 
 def test_cli_reports_a_document_a_technique_cannot_cut_and_goes_on(corpus, tmp_path, capsys):

@@ -233,12 +233,32 @@ def test_cli_draft_with_kinds_and_a_stopped_server(corpus, squad_dir, tmp_path, 
         writes = [b["messages"][1]["content"] for b in app.chat_requests if task(b) == "write"]
     first_example = json.loads((squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[0])["question"]
     assert all(f"Questions in the style wanted:\n- {first_example}" in w for w in writes)
-    printed = capsys.readouterr().out
-    assert "wrote 2 draft questions (1 factual, 1 unanswerable)" in printed
-    kinds = [r["metadata"]["kind"] for r in rows_of(out)]
-    assert kinds == ["factual", "unanswerable"]
-    unanswerable = rows_of(out)[1]
-    assert "evidence" not in unanswerable and unanswerable["reference"] == "The documents do not answer this question."
+    captured = capsys.readouterr()
+    assert "wrote 2 draft questions (1 factual, 1 unanswerable)" in captured.out
+    side = tmp_path / "k.unanswerable.jsonl"
+    assert f"draft-001 (factual) -> {out}" in captured.err and f"draft-002 (unanswerable) -> {side}" in captured.err
+    assert [r["metadata"]["kind"] for r in rows_of(out)] == ["factual"]
+    (unanswerable,) = rows_of(side)
+    # no 'expected': removing 'draft' can never make it an answerable row labelled with its page
+    assert "expected" not in unanswerable and "evidence" not in unanswerable
+    assert unanswerable["reference"] == "The documents do not answer this question."
+    near = unanswerable["metadata"]["written_near"]
+    assert len(near) == 1 and near[0] in picked and near[0] in unanswerable["hint"]
+    assert unanswerable["hint"].endswith("check that no document answers it, then remove 'draft'")
+    # cutoff reads the file: drafts are counted and not asked until a person removes 'draft'
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps({"id": f"g{i}", "question": picked[d]["question"], "expected": [d]}) + "\n"
+                                for i, d in enumerate(sorted(picked))), encoding="utf-8")
+    cutoff = ["cutoff", "--docs", str(folder), "--golden", str(labelled), "--unanswerable", str(side),
+              "--out", str(tmp_path / "work"), "--json"]
+    assert main(cutoff) == 1
+    assert "holds no question ready: 1 unchecked draft; check that no document answers each, then remove its " \
+           "'draft'" in capsys.readouterr().err
+    side.write_text(json.dumps({k: v for k, v in unanswerable.items() if k != "draft"}) + "\n", encoding="utf-8")
+    assert main(cutoff) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["unanswerable"] == {"path": str(side), "n_questions": 1, "n_drafts": 0}
+    assert [r["kind"] for r in report["questions"]].count("unanswerable") == 1
     # the server is gone: the run stops at once with a clear message and exit 1
     assert main(["draft", "--docs", str(folder), "--n", "2", "-o", str(tmp_path / "gone.jsonl")]) == 1
     err = capsys.readouterr().err
@@ -318,3 +338,182 @@ def test_passages_are_spread_across_the_sections_of_a_document(embedder, tmp_pat
     assert [r["expected"] for r in written] == [["handbook.md"]] * 4
     assert [r["hint"].split(", under ")[1].split('"')[1] for r in written] == [
         "Handbook", "Handbook > Leave", "Handbook > Leave > Sick leave", "Handbook > Pay"]
+
+
+def _cli_env(monkeypatch, app, tmp_path):
+    monkeypatch.setenv("RAGTUNE_CHAT_PROVIDER", "openai")
+    monkeypatch.setenv("RAGTUNE_CHAT_BASE_URL", app.base_url)
+    monkeypatch.setenv("RAGTUNE_CHAT_MODEL", "scripted")
+    monkeypatch.setenv("RAGTUNE_OUT_DIR", str(tmp_path / "work"))
+
+
+def _squad_folder(squad_dir, picked, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for doc in picked:
+        (folder / doc).write_bytes((squad_dir / "docs" / doc).read_bytes())
+    return folder
+
+
+def test_a_model_that_ignores_the_reply_format_stops_the_run_with_an_example(corpus, squad_dir, tmp_path, capsys,
+                                                                              monkeypatch):
+    _, picked = corpus
+    folder = _squad_folder(squad_dir, picked, tmp_path)
+    chatty = "Sure! This passage is a great fit, I would score it quite high. Let me know if you need more."
+    with OpenAITestApp(lambda body: chatty) as app:
+        _cli_env(monkeypatch, app, tmp_path)
+        code = main(["draft", "--docs", str(folder), "--n", "20", "--max-unusable", "5", "-o", str(tmp_path / "d.jsonl")])
+        asked = len(app.chat_requests)
+    err = capsys.readouterr().err
+    assert code == 1 and asked == 5  # five replies in a row out of format: no more calls
+    assert "5 critic replies in a row were not in the reply format (the last, from openai:" in err
+    assert "/scripted: 'Sure! This passage is a great fit" in err
+    assert 'every reply must be one JSON object, for example {"score": 0.8, "reason": ' in err
+    assert "wrote 0 draft questions of 20 asked" in err and "5 not in the reply format" in err
+    assert "fewer rows than asked: 20 of the 20 rows asked for are missing: the run stopped (5 critic replies in a " \
+           "row" in err
+    assert not (tmp_path / "d.jsonl").exists()
+
+
+def test_a_writer_that_ignores_the_format_is_stopped_though_the_critic_follows_it(corpus, embedder, tmp_path):
+    documents, picked = corpus
+    prose = "Here is a good question: what did the passage say? The answer is in the text."
+    with OpenAITestApp(responder(picked, writer=lambda doc, body: prose)) as app:
+        with pytest.raises(DraftStopped, match="4 writer replies in a row were not in the reply format") as stopped:
+            draft_questions(documents, writer=chat(app), embedding_model=embedder, cache=ReplyCache(tmp_path / "c.jsonl"),
+                            options=DraftOptions(n=8, kinds=("factual",), tries=3, max_unusable=4))
+        tasks = [task(b) for b in app.chat_requests]
+    # passage 1: score, write, rewrite, rewrite (3 out of format); passage 2: score, write (the 4th): stop
+    assert tasks == ["score", "write", "rewrite", "rewrite", "score", "write"]
+    assert '{"question": "What share of routine check-ups' in str(stopped.value)
+    assert stopped.value.summary.n_unusable == 4 and stopped.value.summary.n_written == 0
+
+
+def test_fewer_rows_than_asked_says_why(corpus, embedder, tmp_path):
+    documents, picked = corpus
+    strong = sorted(picked)[5]
+    with OpenAITestApp(responder(picked, passage_score=lambda d: 0.9 if d == strong else 0.2)) as app:
+        summary = draft_questions(documents, writer=chat(app), embedding_model=embedder,
+                                  cache=ReplyCache(tmp_path / "c.jsonl"), options=DraftOptions(n=3, kinds=("factual",)))
+    # 8 one-passage documents, 3 rows asked: min(8, 3 * 3) = 8 passages taken, all visited; one is strong
+    assert summary.n_written == 1 and summary.n_candidates == 8 and summary.n_visited == 8
+    assert summary.why_short() == (
+        "2 of the 3 rows asked for are missing: every one of the 8 passages the run takes (3 per row asked, spread "
+        "across the sections) was visited, and 7 gave no row (7 weak passage); lower the critic's bar, add documents, "
+        "or ask for fewer rows")
+    assert "fewer rows than asked: 2 of the 3 rows asked for are missing" in summary.format()
+    assert summary.to_dict()["why_short"] == summary.why_short()
+
+
+def test_sigint_keeps_the_rows_written_and_says_how_to_resume(corpus, squad_dir, tmp_path, capsys, monkeypatch):
+    import signal
+    import threading
+
+    _, picked = corpus
+    folder = _squad_folder(squad_dir, picked, tmp_path)
+    normal = responder(picked)
+    state = {"n": 0, "interrupt_at": 7}
+    main_thread = threading.main_thread().ident
+
+    def respond(body):
+        state["n"] += 1
+        if state["n"] == state["interrupt_at"]:  # a real SIGINT to the drafting thread, mid-request
+            signal.pthread_kill(main_thread, signal.SIGINT)
+        return normal(body)
+
+    out = tmp_path / "drafts.jsonl"
+    command = ["draft", "--docs", str(folder), "--n", "4", "--kinds", "factual", "-o", str(out)]
+    with OpenAITestApp(respond) as app:
+        _cli_env(monkeypatch, app, tmp_path)
+        assert main(command) == 130
+        err = capsys.readouterr().err
+        # 3 requests per row (score, write, grade): 2 rows were written before the 7th request
+        assert "ragtune draft: interrupted; 2 rows written so far, kept in" in err
+        assert f"run the same command again to resume: the rows written are kept and the replies so far are cached " \
+               f"in {out}.replies.jsonl" in err
+        assert "fewer rows than asked: 2 of the 4 rows asked for are missing: the run stopped (interrupted)" in err
+        first = rows_of(out)
+        assert [r["id"] for r in first] == ["draft-001", "draft-002"]
+        state["interrupt_at"] = None
+        assert main(command) == 0
+    err = capsys.readouterr().err
+    rows = rows_of(out)
+    assert rows[:2] == first and [r["id"] for r in rows] == ["draft-001", "draft-002", "draft-003", "draft-004"]
+    assert "draft-001" not in err and f"draft-003 (factual) -> {out}" in err  # progress only for new rows
+
+
+def _text_page(heading, paragraphs):
+    """A PDF page: a 14 pt heading, then paragraphs of 10 pt lines of about 80 characters."""
+    lines, y = [(72, 720, 14, heading)], 690
+    for paragraph in paragraphs:
+        words, line = paragraph.split(), ""
+        for word in words:
+            if len(line) + len(word) > 80:
+                lines.append((72, y, 10, line.strip()))
+                y, line = y - 14, ""
+            line += " " + word
+        lines.append((72, y, 10, line.strip()))
+        y -= 28
+    return lines
+
+
+DENTAL_A = ("The dental plan pays eighty percent of routine check-ups and cleanings twice a year. Orthodontic braces "
+            "for adults are not covered, and crowns are paid at half their cost once the yearly deductible is met.")
+DENTAL_B = ("Dental care under the handbook covers two check-ups and two cleanings a year at eighty percent. Braces "
+            "are covered for children under eighteen only, and fillings are paid in full after the deductible.")
+TRAVEL_B = ("Business travel is booked through the travel portal at least two weeks ahead. Economy class is used for "
+            "flights under six hours, and hotel costs are paid up to the city's nightly limit.")
+TRAVEL_C = ("Employees who travel abroad must register the trip with the security desk before leaving. Meals on the "
+            "road are repaid against receipts up to a daily allowance set for each country.")
+COVER = ("Contoso Electronics prepared this benefits handbook for every employee in every office, and this edition "
+         "replaces every earlier edition of the handbook that the company has issued before.")
+
+
+def test_comparison_pairs_a_passage_on_merit_not_the_next_cover(embedder, tmp_path):
+    """a-dental.pdf's passage is the one scored strong; the next document, b-handbook.pdf,
+    opens with a cover (over 25 words) and a table of contents: the second passage is its
+    dental page, the passage of another document closest to the first, not its cover."""
+    from core.golden.passages import section_passages
+    from tests.support.pdf import write_pdf
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    toc = [f"{name} {page}" for name, page in (
+        ("Dental and vision cover", 3), ("Travel and expenses policy", 4), ("Pensions and retirement savings", 5),
+        ("Sick leave and absence", 6), ("Parental leave and family care", 7), ("Training budget and courses", 8),
+        ("Company cars and mileage", 9), ("Working from home", 10))]
+    handbook = [[(72, 720, 20, "Employee Benefits Handbook"), *_text_page("2024 edition", [COVER])[1:]],
+                [(72, 720, 14, "Contents"), *[(72, 690 - 20 * i, 10, t) for i, t in enumerate(toc)]],
+                _text_page("Dental cover", [DENTAL_B]), _text_page("Travel and expenses", [TRAVEL_B])]
+    (docs / "a-dental.pdf").write_bytes(write_pdf([_text_page("Dental cover", [DENTAL_A])]))
+    (docs / "b-handbook.pdf").write_bytes(write_pdf(handbook))
+    (docs / "c-travel.pdf").write_bytes(write_pdf([_text_page("Travel abroad", [TRAVEL_C])]))
+    documents = load_documents(docs).documents
+    b_passages = [p.unit for p in section_passages(next(d for d in documents if d.document_id == "b-handbook.pdf"))]
+    assert [u.page for u in b_passages if not u.near_empty][:2] == [1, 2]  # the cover and contents come first
+
+    pairs = []
+
+    def respond(body):
+        text = body["messages"][1]["content"]
+        blocks = re.findall(r"\[(P\d)\] from ([^:\n]+):\n", text)
+        kind = task(body)
+        if kind == "score":
+            return json.dumps({"score": 0.9 if blocks[0][1] == "a-dental.pdf#page=1" else 0.1})
+        if kind == "grade":
+            return json.dumps({"question": 1, "answer": 1})
+        pairs.append([target for _, target in blocks])
+        quotes = [" ".join(text.split(f"[{label}] from {target}:\n", 1)[1].split("\n")[1].split()[:6])
+                  for label, target in blocks]
+        return json.dumps({"question": "How do the two dental plans differ on braces?", "reference": "See both.",
+                           "evidence": quotes})
+
+    written = []
+    with OpenAITestApp(respond) as app:
+        summary = draft_questions(documents, writer=chat(app), embedding_model=embedder,
+                                  cache=ReplyCache(tmp_path / "c.jsonl"),
+                                  options=DraftOptions(n=3, kinds=("comparison",)), on_row=written.append)
+    # 6 passages, 3 rows asked: every passage is visited (9 taken at most); only a-dental.pdf's is strong
+    assert summary.n_visited == 6 and summary.written == {"comparison": 1}
+    assert pairs == [["a-dental.pdf#page=1", "b-handbook.pdf#page=3"]]
+    assert written[0]["expected"] == ["a-dental.pdf#page=1", "b-handbook.pdf#page=3"]

@@ -332,6 +332,38 @@ def test_missing_s3_bucket_is_a_clear_error(monkeypatch, request, tmp_path):
     _assert_no_secret(remote, str(info.value))
 
 
+def test_a_document_over_the_size_limit_is_skipped_without_being_downloaded(remote, tmp_path, monkeypatch):
+    # what a queue evaluation loads (Corpus.load), with the limit from the environment
+    remote.put("corpus/docs/small.txt", b"A small document.")
+    remote.put("corpus/docs/large.txt", b"x" * 5000)
+    remote.put("corpus/docs/sub/exact.txt", b"y" * 4096)
+    monkeypatch.setenv("RAGTUNE_DOCUMENT_MAX_BYTES", "4096")
+    address = remote.address("corpus/docs")
+    cache = tmp_path / "cache"
+    corpus = Corpus.load(address, cache_dir=cache, **remote.access)
+    assert [d.document_id for d in corpus.documents] == ["small.txt", "sub/exact.txt"]  # 4,096 bytes: at the limit
+    assert [(s.document_id, s.reason) for s in corpus.skipped] == [
+        ("large.txt", "over the size limit: 5,000 bytes on disk, more than 4,096 (limit: RAGTUNE_DOCUMENT_MAX_BYTES); "
+                      "not downloaded")]
+    assert not list(cache.rglob("large.txt"))
+
+
+def test_a_file_larger_than_listed_is_read_only_past_the_limit(remote, tmp_path):
+    from core.reports import open_files
+
+    remote.put("docs/grown.txt", b"z" * 10_000)
+    files = open_files(remote.address("docs"), **remote.access)
+    assert files.sizes() == {"grown.txt": 10_000}
+    assert files.read_at_most("grown.txt", 100) == b"z" * 101  # one byte past the limit says it is larger
+    assert files.read_at_most("grown.txt", 20_000) == b"z" * 10_000
+    remote.put("docs/empty.txt", b"")
+    assert files.read_at_most("empty.txt", 100) == b""
+    skipped = []
+    folder = fetch_folder(remote.address("docs"), cache_dir=tmp_path, max_file_bytes=100, **remote.access,
+                          on_skip=lambda key, reason: skipped.append(key))
+    assert skipped == ["grown.txt"] and [p.name for p in folder.iterdir()] == ["empty.txt"]
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 

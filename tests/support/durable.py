@@ -31,28 +31,60 @@ class RecordingClient:
     """The parts of ``DurableOrchestrationClient`` the functions call.
 
     ``started`` holds ``(orchestrator, instance_id, input)``; ``raised`` holds ``(instance_id,
-    event, data)``; ``get_status`` answers an instance in ``failed`` as Failed, a started one as
-    Running and an unknown one with ``runtime_status`` None, as the real client does for a 404.
+    event, data)``; ``get_status`` answers an instance in ``failed`` as Failed, one in
+    ``statuses`` with its runtime status (``"Completed"``, ``"Terminated"``, ...), a started one
+    as Running and an unknown one with ``runtime_status`` None, as the real client does for a
+    404. Starting an instance clears its ``failed`` and ``statuses`` entries (it runs again).
+
+    ``start_new`` behaves as the Durable extension does with host.json's
+    ``overridableExistingInstanceStates`` set to ``NonRunningStates``: an instance id whose
+    orchestration is pending or running is refused (the SDK raises a plain ``Exception`` with
+    the extension's message), any other is (re)started. With ``latency_s``, ``get_status`` and
+    ``start_new`` each wait that long before answering, as an HTTP round trip to the host does,
+    so concurrent callers interleave.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, latency_s: float = 0.0) -> None:
         self.started: list = []
         self.raised: list = []
         self.gone: set[str] = set()
         self.failed: set[str] = set()
+        self.statuses: dict[str, str] = {}
+        self.refused: list = []
+        self.latency_s = latency_s
+
+    def _runtime(self, instance_id: str) -> str | None:
+        if instance_id in self.failed:
+            return "Failed"
+        if instance_id in self.statuses:
+            return self.statuses[instance_id]
+        return "Running" if any(i == instance_id for _, i, _ in self.started) else None
 
     async def start_new(self, name: str, instance_id: str | None = None, client_input: Any = None) -> str:
+        import asyncio
+
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if self._runtime(instance_id) in ("Pending", "Running", "ContinuedAsNew", "Suspended"):
+            self.refused.append(instance_id)
+            raise Exception(f"An Orchestration instance with the status {self._runtime(instance_id)} already exists.")
+        self.failed.discard(instance_id)
+        self.statuses.pop(instance_id, None)
         self.started.append((name, instance_id, json.loads(json.dumps(client_input))))
         return instance_id
 
     async def get_status(self, instance_id: str, *args: Any, **kw: Any) -> Status:
+        import asyncio
+
         from azure.durable_functions.models.OrchestrationRuntimeStatus import OrchestrationRuntimeStatus
 
-        if instance_id in self.failed:
-            return Status(OrchestrationRuntimeStatus.Failed, {"phase": "failed"})
-        if any(i == instance_id for _, i, _ in self.started):
-            return Status(OrchestrationRuntimeStatus.Running, {"phase": "evaluating"})
-        return Status()
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        runtime = self._runtime(instance_id)
+        if runtime is None:
+            return Status()
+        custom = {"Failed": {"phase": "failed"}, "Running": {"phase": "evaluating"}}.get(runtime)
+        return Status(OrchestrationRuntimeStatus(runtime), custom)
 
     async def raise_event(self, instance_id: str, event_name: str, event_data: Any = None, **kw: Any) -> None:
         if instance_id in self.gone:  # the SDK's message for a 410
@@ -91,6 +123,8 @@ class ReplayHost:
         generations: per finished generation, the number of history events it ended with.
         episodes: how many times the orchestrator was replayed.
         statuses: every custom status set, in order.
+        activity_calls: the name of every activity run, each try counted.
+        retry_options: per activity action, its retry options (None for a plain call).
     """
 
     def __init__(self, orchestrator: Callable, activities: dict[str, Callable[[Any], Any]],
@@ -105,6 +139,7 @@ class ReplayHost:
         self.episodes = 0
         self.statuses: list = []
         self.activity_calls: list = []
+        self.retry_options: list = []
         self._clock = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
     def _event(self, kind: int, **fields: Any) -> dict:
@@ -114,6 +149,42 @@ class ReplayHost:
         self._n += 1
         return {"EventType": kind, "EventId": fields.pop("EventId", -1), "IsPlayed": False,
                 "Timestamp": self._clock.isoformat(), **fields}
+
+    def _call_activity(self, action: dict, history: list, seq: int) -> tuple[list, int]:
+        """Run an activity as the Durable extension does: ``TaskScheduled``, then
+        ``TaskCompleted``, or ``TaskFailed`` (``Reason``: the error's text) when it raises; with
+        retry options, each failure is followed by a timer (``TimerCreated``, ``TimerFired``
+        after ``firstRetryIntervalInMilliseconds``) and, while tries remain, the activity is
+        scheduled again: the history DTFx's retry interceptor writes, and the SDK's
+        ``RetryAbleTask`` reads (one timer also after the last failure)."""
+        from datetime import timedelta
+
+        from azure.durable_functions.models.actions.ActionType import ActionType
+        from azure.durable_functions.models.history.HistoryEventType import HistoryEventType as H
+
+        name, data = action["functionName"], json.loads(action["input"])
+        options = action.get("retryOptions") or {}
+        retried = action["actionType"] == ActionType.CALL_ACTIVITY_WITH_RETRY
+        attempts = int(options.get("maxNumberOfAttempts", 1)) if retried else 1
+        self.retry_options.append(options if retried else None)
+        for attempt in range(1, attempts + 1):
+            self.activity_calls.append(name)
+            history.append(self._event(H.TASK_SCHEDULED, EventId=seq, Name=name))
+            try:
+                result = self.activities[name](data)
+            except Exception as exc:  # noqa: BLE001 - what the worker reports as the activity's failure
+                history.append(self._event(H.TASK_FAILED, TaskScheduledId=seq, Reason=f"{type(exc).__name__}: {exc}",
+                                           Details=""))
+                seq += 1
+                if retried:
+                    fire_at = (self._clock + timedelta(milliseconds=options["firstRetryIntervalInMilliseconds"])).isoformat()
+                    history.append(self._event(H.TIMER_CREATED, EventId=seq, FireAt=fire_at))
+                    history.append(self._event(H.TIMER_FIRED, TimerId=seq, FireAt=fire_at))
+                    seq += 1
+                continue
+            history.append(self._event(H.TASK_COMPLETED, TaskScheduledId=seq, Result=json.dumps(result)))
+            return history, seq + 1
+        return history, seq
 
     def run(self, input_: Any, max_generations: int = 10_000, max_episodes: int = 100) -> tuple[str, Any]:
         """Run to the end; returns ``("completed", output)`` or ``("failed", error text)``."""
@@ -145,13 +216,8 @@ class ReplayHost:
                 continued = None
                 for action in new:
                     kind = action["actionType"]
-                    if kind == ActionType.CALL_ACTIVITY:
-                        name, data = action["functionName"], json.loads(action["input"])
-                        self.activity_calls.append(name)
-                        result = self.activities[name](data)
-                        history.append(self._event(H.TASK_SCHEDULED, EventId=seq, Name=name))
-                        history.append(self._event(H.TASK_COMPLETED, TaskScheduledId=seq, Result=json.dumps(result)))
-                        seq += 1
+                    if kind in (ActionType.CALL_ACTIVITY, ActionType.CALL_ACTIVITY_WITH_RETRY):
+                        history, seq = self._call_activity(action, history, seq)
                     elif kind == ActionType.CREATE_TIMER:
                         history.append(self._event(H.TIMER_CREATED, EventId=seq, FireAt=action["fireAt"]))
                         timers.append((seq, action["fireAt"]))

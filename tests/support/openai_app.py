@@ -4,7 +4,10 @@ It runs in a background thread on 127.0.0.1 at a free port and serves:
 
 - ``POST /v1/embeddings``: vectors from a real embedding model (by default the local
   all-MiniLM-L6-v2, :class:`core.models.LocalEmbeddingModel`, loaded on the first request),
-  as float lists or base64 float32 (``encoding_format``), in OpenAI's response shape.
+  as float lists or base64 float32 (``encoding_format``), in OpenAI's response shape. Scripted
+  :class:`EmbeddingReply` objects (:meth:`OpenAITestApp.reply_embeddings`) answer first: the
+  model's vectors changed (NaN, zeros), or a raw body (malformed JSON, an HTML page), sent at
+  once or a byte at a time.
 - ``POST /v1/chat/completions`` (and Azure OpenAI's
   ``/openai/deployments/{deployment}/chat/completions``): scripted replies. A script is a queue
   of replies (consumed in order) and/or a function of the request body; a reply is a string or
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import json
 import socket
 import threading
 import time
@@ -53,6 +57,30 @@ class ChatReply:
     delay_s: float = 0.0
     finish_reason: str = "stop"
     usage: bool = True
+
+
+@dataclass(frozen=True)
+class EmbeddingReply:
+    """One scripted answer to an embeddings request.
+
+    Attributes:
+        transform: a function of the model's float32 vectors ``(n, dim)`` giving the vectors
+            sent instead (``lambda v: v * np.nan``); JSON floats are written as Python's
+            ``json`` writes them (``NaN``, ``Infinity``), base64 as float32 bytes.
+        body: raw bytes sent instead of a reply (with ``status`` and ``content_type``).
+        status: the HTTP status of ``body``.
+        content_type: the content type of ``body``.
+        trickle_s: seconds between the bytes of the reply, sent one at a time (0: at once).
+        encoding_format: ``"float"`` or ``"base64"`` whatever the request asked (as servers
+            that ignore the field do), or None: as asked.
+    """
+
+    transform: Callable[[np.ndarray], np.ndarray] | None = None
+    body: bytes | None = None
+    status: int = 200
+    content_type: str = "application/json"
+    trickle_s: float = 0.0
+    encoding_format: str | None = None
 
 
 Reply = str | ChatReply
@@ -99,6 +127,7 @@ class OpenAITestApp:
         elif chat is not None:
             self._queue.extend(chat)
         self._embedding_model = embedding_model
+        self._embedding_queue: collections.deque[EmbeddingReply] = collections.deque()
         self._model_lock = threading.Lock()
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
@@ -120,6 +149,15 @@ class OpenAITestApp:
         """Append replies to the queue."""
         with self._lock:
             self._queue.extend(replies)
+
+    def reply_embeddings(self, *replies: EmbeddingReply) -> None:
+        """Append scripted answers to embeddings requests (each answers one request, in order)."""
+        with self._lock:
+            self._embedding_queue.extend(replies)
+
+    def _next_embedding_reply(self) -> EmbeddingReply | None:
+        with self._lock:
+            return self._embedding_queue.popleft() if self._embedding_queue else None
 
     @property
     def pending(self) -> int:
@@ -159,7 +197,7 @@ class OpenAITestApp:
         from starlette.applications import Starlette
         from starlette.concurrency import run_in_threadpool
         from starlette.requests import Request
-        from starlette.responses import JSONResponse
+        from starlette.responses import JSONResponse, Response, StreamingResponse
         from starlette.routing import Route
 
         def error(status: int, message: str) -> JSONResponse:
@@ -209,8 +247,22 @@ class OpenAITestApp:
                                        "total_tokens": prompt_tokens + completion_tokens}
             return JSONResponse(completion)
 
-        async def embeddings(request: Request) -> JSONResponse:
+        def send(raw: bytes, status: int, content_type: str, trickle_s: float) -> Response:
+            if trickle_s <= 0:
+                return Response(raw, status_code=status, media_type=content_type)
+
+            async def one_byte_at_a_time():
+                for i in range(len(raw)):
+                    yield raw[i:i + 1]
+                    await asyncio.sleep(trickle_s)
+
+            return StreamingResponse(one_byte_at_a_time(), status_code=status, media_type=content_type)
+
+        async def embeddings(request: Request) -> Response:
             body = await read(request)
+            scripted = self._next_embedding_reply()
+            if scripted is not None and scripted.body is not None:
+                return send(scripted.body, scripted.status, scripted.content_type, scripted.trickle_s)
             inputs = body.get("input")
             if isinstance(inputs, str):
                 inputs = [inputs]
@@ -218,14 +270,19 @@ class OpenAITestApp:
                 return error(400, "'input' must be a string or a non-empty array of strings")
             vectors = await run_in_threadpool(lambda: self._model().embed_documents(inputs))
             vectors = np.asarray(vectors, dtype=np.float32)
-            as_base64 = body.get("encoding_format") == "base64"
+            if scripted is not None and scripted.transform is not None:
+                vectors = np.asarray(scripted.transform(vectors), dtype=np.float32)
+            asked = scripted.encoding_format if scripted is not None and scripted.encoding_format else None
+            as_base64 = (asked or body.get("encoding_format")) == "base64"
             data = []
             for i, vec in enumerate(vectors):
                 value: Any = base64.b64encode(vec.astype("<f4").tobytes()).decode("ascii") if as_base64 else vec.tolist()
                 data.append({"object": "embedding", "index": i, "embedding": value})
             n_tokens = sum(len(t.split()) for t in inputs)
-            return JSONResponse({"object": "list", "data": data, "model": body.get("model"),
-                                 "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens}})
+            reply = {"object": "list", "data": data, "model": body.get("model"),
+                     "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens}}
+            return send(json.dumps(reply).encode("utf-8"), 200, "application/json",  # NaN written as NaN
+                        scripted.trickle_s if scripted is not None else 0.0)
 
         return Starlette(routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),

@@ -121,3 +121,25 @@ def test_milvus_configs_from_env():
     assert cfg == MilvusConfig("http://h:19530", "root:secret", "") and "secret" not in repr(cfg)
     with pytest.raises(ConfigError, match="RAGTUNE_MILVUS_URI"):
         MilvusConfig.from_env({})
+
+
+def test_the_app_settings_and_the_price_table(tmp_path):
+    from core.settings import AppSettings, ModelPrice, Settings
+
+    s = Settings.from_env({"RAGTUNE_APP_URL": " https://app/chat ", "RAGTUNE_APP_API_KEY": "secret-key",
+                           "RAGTUNE_APP_CONCURRENCY": "8", "RAGTUNE_APP_REQUESTS_PER_MINUTE": "90",
+                           "RAGTUNE_APP_DEADLINE_S": "600"})
+    assert s.app == AppSettings(url="https://app/chat", api_key="secret-key", concurrency=8, requests_per_minute=90.0,
+                                deadline_s=600.0)
+    assert "secret-key" not in repr(s)
+    for name, value in (("RAGTUNE_APP_CONCURRENCY", "0"), ("RAGTUNE_APP_TIMEOUT_S", "soon"),
+                        ("RAGTUNE_APP_MAX_ATTEMPTS", "2.5"), ("RAGTUNE_APP_KEY_HEADER", "Api Key")):
+        with pytest.raises(ConfigError, match=name):
+            Settings.from_env({name: value})
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("gpt-4o-mini: {input: 0.15, output: 0.6}\n", encoding="utf-8")
+    assert Settings.from_env({"RAGTUNE_PRICES_FILE": str(prices)}).prices == {"gpt-4o-mini": ModelPrice(0.15, 0.6)}
+    with pytest.raises(ConfigError, match="model 'gpt' needs"):
+        Settings.from_env({"RAGTUNE_PRICES": '{"gpt": {"input": -1, "output": 2}}'})
+    with pytest.raises(ConfigError, match="RAGTUNE_PRICES_FILE .* cannot be read"):
+        Settings.from_env({"RAGTUNE_PRICES_FILE": str(tmp_path / "missing.json")})

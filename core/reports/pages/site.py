@@ -42,6 +42,7 @@ class Links:
         asset: the shared plotly.js (``{file}``: :attr:`~core.reports.pages.render.PageAsset.name`),
             which the pages then reference instead of holding their own copy; empty: every
             page inlines it.
+        app: one ``evaluate-app`` run's page.
     """
 
     index: str = "/"
@@ -51,6 +52,7 @@ class Links:
     history: str = "/history?golden={golden}"
     compare: str = "/compare"
     asset: str = "/assets/{file}"
+    app: str = "/apps/{id}"
 
     def url(self, name: str, **values: str) -> str:
         """The URL ``name`` with ``values`` filled in (URL-encoded), or ``""``."""
@@ -61,7 +63,7 @@ class Links:
 #: The links of the pages the Functions app serves (it has no index page, chunking page or
 #: compare page of its own).
 FUNCTION_LINKS = Links(index="", run="/api/runs/{id}/page", experiment="/api/experiments/{id}/page", chunking="",
-                       history="/api/history/page?golden={golden}", compare="", asset="/api/assets/{file}")
+                       history="/api/history/page?golden={golden}", compare="", asset="/api/assets/{file}", app="")
 
 
 def function_links(code: str | None = None) -> Links:
@@ -78,7 +80,7 @@ def function_links(code: str | None = None) -> Links:
         return FUNCTION_LINKS
     key = quote(str(code), safe="")
     values = {}
-    for name in ("index", "run", "experiment", "chunking", "history", "compare"):
+    for name in ("index", "run", "experiment", "chunking", "history", "compare", "app"):
         template = getattr(FUNCTION_LINKS, name)
         values[name] = f"{template}{'&' if '?' in template else '?'}code={key}" if template else ""
     return Links(**values, asset=FUNCTION_LINKS.asset)  # the asset route takes no key
@@ -193,6 +195,10 @@ def render_report(report: dict[str, Any], links: Links | None = None) -> str:
         return render_experiment(report, running=report.get("status") == "running", links=links)
     if kind == "chunking":
         return render_chunking(report, links=links)
+    if kind == "app":
+        from core.reports.pages.app_page import render_app
+
+        return render_app(report, links)
     return render_run(report, links)
 
 
@@ -294,6 +300,8 @@ def history_entries(store: Any, golden: str) -> list[dict[str, Any]]:
 
 
 def _indexing_text(summary: dict[str, Any]) -> str:
+    if summary.get("targets"):
+        return "targets " + ", ".join(str(t.get("name")) for t in summary["targets"])
     ix = summary.get("indexing") or {}
     chunking = ix.get("chunking")
     if isinstance(chunking, dict):
@@ -302,9 +310,24 @@ def _indexing_text(summary: dict[str, Any]) -> str:
     return f"{chunking or '-'} · {ix.get('embedding_model') or '-'} · {ix.get('vector_store') or '-'}"
 
 
+def target_changes(seen: dict[str, str], targets: list[dict[str, Any]]) -> list[str]:
+    """The names of ``targets`` (a run summary's) whose fingerprint differs from the one last
+    ``seen`` for the same name; ``seen`` is updated to these."""
+    changed = []
+    for t in targets:
+        name, fingerprint = str(t.get("name")), t.get("fingerprint")
+        if fingerprint is None:
+            continue
+        if name in seen and seen[name] != fingerprint:
+            changed.append(name)
+        seen[name] = fingerprint
+    return changed
+
+
 def render_history(entries: list[dict[str, Any]], golden: str, links: Links | None = None) -> str:
     """The history page: for one golden file, every run's numbers per setup as lines over
-    time, and a table of the runs with changes of indexing marked.
+    time, and a table of the runs with changes of indexing marked, and the targets whose
+    description (fingerprint) changed since the run before that searched them.
 
     Args:
         entries: run summaries (:func:`core.reports.summary.run_summary`), oldest first.
@@ -326,8 +349,10 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
         if series:
             figures.append((metric, plots.history_lines(series, metric_label(metric))))
     rows, previous = [], None
+    fingerprints: dict[str, str] = {}
     for e in entries:
         text = _indexing_text(e)
+        changed_targets = target_changes(fingerprints, e.get("targets") or [])
         grain = e.get("rank_grain")
         best = None
         for s in e.get("setups") or []:
@@ -335,6 +360,7 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
                 best = (((s.get("metrics") or {}).get(grain) or {}).get("means") or {}).get("found@10")
         rows.append({"run_id": e.get("run_id"), "started_at": e.get("started_at"), "indexing": text,
                      "changed": previous is not None and text != previous, "grain": grain,
+                     "changed_targets": changed_targets,
                      "finds_the_most": e.get("finds_the_most"), "found10": best,
                      "url": links.url("run", id=e.get("run_id")) if links else ""})
         previous = text
@@ -443,5 +469,8 @@ def index_page(store: Any, links: Links | None = None, where: str = "") -> str:
     experiments = [{"id": e, "finished": done, "url": links.url("experiment", id=e)}
                    for e, done in experiment_ids(store.files)]
     chunking = [{"kind": k, "id": i, "url": links.url("chunking", kind=k, id=i)} for k, i in chunking_ids(store.files)]
+    from core.evaluation.app_report import app_run_ids
+
+    apps = [{"id": i, "url": links.url("app", id=i)} for i in app_run_ids(store.files)[:MOST_RUNS]]
     return render("index.html.j2", plots=False, links=_links(links), where=where, runs=runs, n_runs=n_runs, goldens=goldens,
-                  experiments=experiments, chunking=chunking, compare=links.compare)
+                  experiments=experiments, chunking=chunking, compare=links.compare, apps=apps)

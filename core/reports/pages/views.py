@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import core.reports.pages.plots as plots
+from core.reports.pages.targets import targets_view
 from core.reports.tables import PICKS, interval, metric_label, metric_names, picks_of, top_text
 
 #: Columns of a setups table, when the report holds them (report names).
@@ -173,6 +174,7 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
         "n_warnings": len((report.get("golden") or {}).get("warnings") or []),
         "timings": report.get("timings_s") or {},
         "versions": report.get("versions") or {},
+        "targets": targets_view(report),
     }
 
 

@@ -92,3 +92,24 @@ def test_unanswerable_file_gets_the_golden_line_checks(tmp_path):
     assert f"{path}:3: error: field 'expeted': unknown field" in str(exc.value)
     path.write_text(lines[4] + "\n" + lines[7] + "\n", encoding="utf-8")
     assert read_unanswerable(path, {"g1": 3}) == [("s5", "Who wrote War and Peace?", 1), ("s8", "Is this one fine?", 2)]
+
+
+def test_drafted_unanswerable_questions_are_read_and_wait_for_a_person(tmp_path):
+    """The rows ``ragtune draft`` writes to ``<output>.unanswerable.jsonl``: no 'expected', a
+    reference, a hint and metadata; asked once 'draft' is removed."""
+    from core.evaluation.cutoff import read_unanswerable_file
+
+    drafted = {"id": "draft-004", "question": "Who funded the Normans' ships in 2030?",
+               "reference": "The documents do not answer this question.",
+               "hint": "written near Normans_p00.txt; check that no document answers it, then remove 'draft'",
+               "draft": True, "metadata": {"kind": "unanswerable", "written_near": ["Normans_p00.txt"]}}
+    path = tmp_path / "d.unanswerable.jsonl"
+    path.write_text(json.dumps(drafted) + "\n", encoding="utf-8")
+    with pytest.raises(GoldenError, match="holds no question ready: 1 unchecked draft; check that no document "
+                                          "answers each, then remove its 'draft'"):
+        read_unanswerable_file(path)
+    checked = {k: v for k, v in drafted.items() if k != "draft"}
+    path.write_text(json.dumps(checked) + "\n" + json.dumps(dict(drafted, id="draft-005", question="And?")) + "\n",
+                    encoding="utf-8")
+    read = read_unanswerable_file(path)
+    assert read.questions == (("draft-004", drafted["question"], 1),) and read.n_drafts == 1

@@ -159,6 +159,41 @@ def test_a_poison_message_with_a_stored_ok_result_fails_nothing(data):
     assert again.stored and again.score == 0.5
 
 
+def _poison(experiment, configuration):
+    return experiment.record_poisoned(experiment.evaluation_request(configuration), "poisoned")
+
+
+def test_a_poison_message_is_checked_as_an_evaluation_message_is(data):
+    """A forged poison message fails nothing and writes nothing: not for an unknown
+    experiment, a configuration outside the space or never asked, nor a pending one none of
+    whose deliveries failed; a real one (a delivery failed) stores the failure."""
+    experiment, _ = prepared(data, max_evals=2)
+    first, second = experiment.ask(2)
+    files = experiment.files
+    before = sorted(files.list())
+    outside = {**dict(first), "chunk_size": 4096}
+    for target, configuration, why in [
+            (Experiment(files, "no-such-experiment"), first, "no experiment 'no-such-experiment'"),
+            (experiment, outside, "not in experiment exp-1's space"),
+            (experiment, {**dict(first), "number_of_chunks": 7}, "not in experiment exp-1's space"),
+            (experiment, first, "has no failed delivery on record")]:
+        with pytest.raises(ConfigError, match=why):
+            _poison(target, configuration)
+    assert sorted(files.list()) == before and experiment.results() == {}
+    # a delivery fails transiently: now the poison message is believed
+    with pytest.raises(StoreError):
+        experiment.evaluate(experiment.evaluation_request(first), lambda c: (_ for _ in ()).throw(StoreError("down")))
+    assert experiment.was_tried(first.key) and not experiment.was_tried(second.key)
+    outcome = _poison(experiment, first)
+    assert outcome.status == "failed" and outcome.error == "poisoned"
+    assert experiment.result(first.key)["round"] == 1
+    # a second delivery marks it tried before running (the first may have crashed its worker)
+    experiment.evaluate(experiment.evaluation_request(second), ok(0.5), delivery=2)
+    assert experiment.was_tried(second.key)
+    assert _poison(experiment, second).stored  # evaluated after all: nothing failed
+    assert experiment.result(second.key)["status"] == "ok"
+
+
 def test_one_key_with_non_ascii_values(data):
     """Configuration.key is the sha256 of the canonical JSON with UTF-8 kept (computed here by
     hand); result files are named by it and the report counts both evaluations."""

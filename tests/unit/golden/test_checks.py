@@ -63,3 +63,31 @@ def test_a_hostile_upload_gives_a_result_that_stores_as_utf8():
     result = check_upload(data, "g.jsonl", max_bytes=100_000)
     assert result["ok"] is False and [e["line"] for e in result["errors"]] == [1, 2, None]
     json.dumps(result, ensure_ascii=False).encode("utf-8")
+
+
+def test_whether_a_blob_still_holds_the_checked_file():
+    """Each rule of is_current, with versions written out by hand (MD5 and sha256 from hashlib)."""
+    import hashlib
+
+    from core.golden.checks import delivered_version, is_current
+    from core.reports.blob import BlobVersion
+
+    data, other = b'{"question": "q"}\n', b'{"question": "Q"}\n'  # same size, other bytes
+    sha = hashlib.sha256(data).hexdigest()
+    delivered = delivered_version(data, len(data), {"ETag": '"0x1"'}, complete=True)
+    assert delivered == BlobVersion('"0x1"', len(data), hashlib.md5(data).digest())
+    never = lambda: pytest.fail("the content is not read when the properties tell")  # noqa: E731
+    assert is_current(delivered, sha, None, never) is False  # removed
+    assert is_current(delivered, sha, BlobVersion("0x1", 999, None), never) is True  # same ETag (quotes aside)
+    assert is_current(delivered, sha, BlobVersion('"0x2"', len(data) + 1, None), never) is False  # other size
+    assert is_current(delivered, sha, BlobVersion('"0x2"', len(data), hashlib.md5(data).digest()), never) is True
+    assert is_current(delivered, sha, BlobVersion('"0x2"', len(data), hashlib.md5(other).digest()), never) is False
+    # no MD5 kept (a blob put in blocks): the content is read again and its sha256 compared
+    assert is_current(delivered, sha, BlobVersion('"0x2"', len(data), None), lambda: data) is True
+    assert is_current(delivered, sha, BlobVersion('"0x2"', len(data), None), lambda: other) is False
+    assert is_current(delivered, sha, BlobVersion('"0x2"', len(data), None), lambda: None) is False
+    # over the size limit, not read: its check depends on the size alone
+    large = delivered_version(b"", 50_000_000, None, complete=False)
+    assert large == BlobVersion(None, 50_000_000, None)
+    assert is_current(large, None, BlobVersion('"0x3"', 50_000_000, None), never) is True
+    assert is_current(large, None, BlobVersion('"0x3"', 60_000_000, None), never) is False

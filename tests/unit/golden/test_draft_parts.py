@@ -8,8 +8,8 @@ import json
 import pytest
 
 from core.errors import ConfigError
-from core.golden.draft import (DraftOptions, ReplyCache, is_refusal, parse_json_reply, request_key,
-                               visiting_order)
+from core.golden.draft import (DraftOptions, DraftSummary, ReplyCache, is_refusal, parse_json_reply, request_key,
+                               unanswerable_path, visiting_order)
 
 
 def test_json_replies_with_fences_and_text_around():
@@ -50,8 +50,33 @@ def test_reply_cache_keeps_replies_and_skips_a_line_cut_short(tmp_path):
     assert json.loads(path.read_text(encoding="utf-8").splitlines()[0]) == {"key": key, "model": "m", "reply": "hello"}
 
 
-@pytest.mark.parametrize("kwargs", [{"n": 0}, {"tries": 0}, {"kinds": ()}, {"kinds": ("factual", "factual")},
+@pytest.mark.parametrize("kwargs", [{"n": 0}, {"tries": 0}, {"max_unusable": 0}, {"kinds": ()}, {"kinds": ("factual", "factual")},
                                     {"kinds": ("trivia",)}, {"grade_min_score": 1.5}, {"duplicate_cosine": 2}])
 def test_options_out_of_range_are_refused(kwargs):
     with pytest.raises(ConfigError):
         DraftOptions(**kwargs)
+
+
+def test_unanswerable_questions_go_beside_the_output():
+    assert str(unanswerable_path("out/golden.jsonl")) == "out/golden.unanswerable.jsonl"
+    assert str(unanswerable_path("drafts")) == "drafts.unanswerable.jsonl"
+
+
+def test_why_short_says_why_by_hand():
+    done = DraftSummary(n_wanted=2)
+    done.written["factual"] = 2
+    assert done.why_short() is None
+    stopped = DraftSummary(n_wanted=5, stopped="the writer model m refused: 'no'")
+    stopped.written["factual"] = 1
+    assert stopped.why_short() == ("4 of the 5 rows asked for are missing: the run stopped (the writer model m "
+                                   "refused: 'no')")
+
+
+def test_the_stop_rule_is_no_part_of_a_runs_key(tmp_path):
+    from core.documents import load_documents
+    from core.golden.draft import run_key
+
+    (tmp_path / "a.md").write_text("# A\n\nSome text about a thing.\n", encoding="utf-8")
+    docs = load_documents(tmp_path).documents
+    assert run_key(docs, DraftOptions(max_unusable=3), "w", "c") == run_key(docs, DraftOptions(), "w", "c")
+    assert run_key(docs, DraftOptions(tries=2), "w", "c") != run_key(docs, DraftOptions(), "w", "c")

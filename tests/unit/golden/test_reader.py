@@ -131,7 +131,7 @@ def test_typo_expeted_is_an_error_with_a_suggestion(tmp_path):
 def test_unknown_field_without_a_near_name_lists_the_known_ones(tmp_path):
     check = check_golden(write(tmp_path, OK_ROW, {"question": "Q2", "expected": ["a.pdf"], "zzz": 1}))
     assert check.errors == [
-        Problem("error", "unknown field; known fields: id, question, expected, reference, evidence, hint, draft, metadata", 2, "zzz")
+        Problem("error", "unknown field; known fields: id, question, expected, reference, evidence, hint, draft, grades, metadata", 2, "zzz")
     ]
 
 

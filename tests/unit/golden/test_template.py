@@ -46,7 +46,7 @@ def test_squad_rows_name_documents_and_start_like_them(squad_docs):
     for row in rows:
         assert row["question"] == "" and row["id"].startswith("template-")
         doc = row["expected"][0]
-        start = row["hint"].split('starts "', 1)[1].split("...", 1)[0]
+        start = row["hint"].split('reads "', 1)[1].split("...", 1)[0]
         assert texts[doc].startswith(start[:60])
     assert [r["expected"] for r in rows] == [r["expected"] for r in template_rows(squad_docs, n=7, seed=0)]
     assert [r["expected"] for r in rows] != [r["expected"] for r in template_rows(squad_docs, n=7, seed=5)]

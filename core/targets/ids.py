@@ -1,0 +1,105 @@
+"""Document ids as an index holds them, in the golden file's form.
+
+An index names a chunk's document in many ways: ``Benefit_Options.pdf``, a page reference
+``Benefit_Options.pdf#page=2`` (Azure's RAG samples store this as ``sourcepage``), a Windows
+path ``docs\\hr\\leave.md``, ``./hr/leave.md``, or the URL of a blob
+``https://acct.blob.core.windows.net/docs/hr/leave%20policy.md``. :func:`index_document_id`
+turns each into the id and page a golden file's ``expected`` uses, through the same parser the
+golden file is read with (:meth:`core.golden.types.Target.parse`: Unicode NFC, ``#page=N``), so
+both sides of a match are normalised alike.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+from core.documents.base import normalize_id
+from core.golden.types import Target
+
+#: Hosts whose URL paths start with a container (Azure Blob Storage and Data Lake).
+_CONTAINER_HOSTS = (".blob.core.windows.net", ".dfs.core.windows.net")
+
+
+def _path_form(value: str) -> str:
+    """A path with ``/`` separators, without a leading ``./`` or ``/``."""
+    text = value.replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    return text.lstrip("/")
+
+
+def _url_path(value: str) -> str | None:
+    """The path of a URL (percent-decoded; a blob URL without its container), or None when
+    ``value`` is not a URL."""
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https", "s3", "gs", "abfs", "abfss", "file") or not (parts.netloc or parts.path):
+        return None
+    path = unquote(parts.path).lstrip("/")
+    host = parts.hostname or ""
+    if host.endswith(_CONTAINER_HOSTS) or (host in ("127.0.0.1", "localhost") and path.count("/") >= 2):
+        # https://acct.blob.core.windows.net/<container>/<name>; Azurite adds the account first
+        segments = path.split("/")
+        path = "/".join(segments[2:] if host in ("127.0.0.1", "localhost") else segments[1:])
+    if parts.fragment:
+        path += "#" + parts.fragment
+    return path
+
+
+def index_document_id(value: object, *, strip_prefix: str = "") -> tuple[str, int | None]:
+    """The golden-file document id and page of an index's document value.
+
+    Steps: a URL becomes its percent-decoded path (a blob URL without its container); ``\\``
+    becomes ``/``; a leading ``./`` or ``/`` goes; ``strip_prefix`` (in the same form) is
+    removed from the front; then :meth:`core.golden.types.Target.parse` splits off
+    ``#page=N`` and normalises to NFC. A value it cannot parse as a page reference is kept
+    whole as the id.
+
+    Args:
+        value: the index's value (any type; ``None`` gives ``""``).
+        strip_prefix: a folder or URL prefix the index adds before the golden file's ids
+            (``https://acct.blob.core.windows.net/docs/`` or ``docs/``).
+
+    Returns:
+        ``(document_id, page)``; page is None when the value names none.
+    """
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return "", None
+    text = _url_path(text) or _path_form(text)
+    if strip_prefix:
+        prefix = _url_path(strip_prefix.strip())
+        prefix = _path_form(prefix if prefix is not None else strip_prefix.strip())
+        if prefix and text.startswith(prefix):
+            text = text[len(prefix):].lstrip("/")
+    try:
+        target = Target.parse(text)
+    except ValueError:  # another anchor, or a page that is not a number: the value is the id
+        return normalize_id(text), None
+    return target.document_id, target.page
+
+
+def page_numbers(value: object) -> tuple[int, ...]:
+    """A page field's value as 1-based pages: an int, a float with no fraction, digits, or a
+    list of those; anything else (empty, 0, negative, text) gives no page.
+
+    Args:
+        value: the field's value.
+
+    Returns:
+        The pages in the order given, without repeats.
+    """
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out: list[int] = []
+    for item in items:
+        if isinstance(item, bool) or item is None:
+            continue
+        try:
+            number = float(str(item).strip())
+        except ValueError:
+            continue
+        if number == int(number) and number >= 1 and int(number) not in out:
+            out.append(int(number))
+    return tuple(out)
+
+
+__all__ = ["index_document_id", "page_numbers"]

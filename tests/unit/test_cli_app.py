@@ -1,0 +1,128 @@
+"""``ragtune evaluate-app`` and ``compare-apps`` end to end: a scripted deployed app and the
+scripted OpenAI-compatible judge, both over real HTTP; the report stored, its page, the gate
+(thresholds and a baseline), ``--dry-run`` (which sends nothing) and ``report`` of an app run.
+Expected values are computed by hand from the scripts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from core.cli import main
+from tests.support.app_server import DeployedApp, demo_reply
+from tests.support.openai_app import OpenAITestApp, last_user_text
+
+QUESTIONS = [f"What is rule {i}?" for i in range(6)]
+CONFIG = """
+request:
+  messages: ${messages}
+  context:
+    overrides: ${overrides}
+overrides: {top: 3}
+response:
+  answer: message.content
+  contexts: context.data_points.text
+citations_in_answer: '\\[([^\\]]+)\\]'
+"""
+
+
+@pytest.fixture()
+def files(tmp_path):
+    golden = tmp_path / "golden.jsonl"
+    rows = [{"id": f"r{i}", "question": q, "expected": [f"rules.pdf#page={i + 1}"], "reference": f"rule {i} says {i}",
+             **({"grades": {"judge.correctness": 1}} if i < 2 else {})} for i, q in enumerate(QUESTIONS)]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    config = tmp_path / "app.yaml"
+    config.write_text(CONFIG, encoding="utf-8")
+    return golden, config
+
+
+def app_citing(right: bool):
+    def respond(body, request):
+        q = body["messages"][-1]["content"]
+        i = QUESTIONS.index(q)
+        page = i + 1 if right else i + 20
+        return demo_reply(f"rule {i} says {i} [rules.pdf#page={page}]", [f"rules.pdf#page={page}: rule {i} says {i}"])
+    return respond
+
+
+def judge(body):
+    text = last_user_text(body)
+    answer = re.search(r"\[ANSWER\]\n(.*)\n", text).group(1)
+    if text.startswith("Rate how relevant"):
+        return "5"
+    return "1" if "#page=2]" in answer or "#page=1]" in answer or re.search(r"page=[3-6]\]", answer) else "0"
+
+
+def test_evaluate_app_reports_gates_compares_and_dry_runs(tmp_path, files, monkeypatch, capsys):
+    golden, config = files
+    out = tmp_path / "out"
+    with OpenAITestApp(judge) as judge_app:
+        monkeypatch.setenv("RAGTUNE_CHAT_BASE_URL", judge_app.base_url)
+        monkeypatch.setenv("RAGTUNE_APP_API_KEY", "app-key")
+        monkeypatch.setenv("RAGTUNE_PRICES", json.dumps({"judge-model": {"input": 1.0, "output": 2.0}}))
+        with DeployedApp(app_citing(right=True)) as app:
+            code = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app.url,
+                         "--judge", "judge-model", "--out", str(out), "--html", str(tmp_path / "app.html"),
+                         "--fail-under", "found@1=0.9", "--fail-under", "judge.correctness=0.5"])
+            printed = capsys.readouterr()
+            assert code == 0, printed.err
+            assert len(app.requests) == 6
+            assert all(r["headers"]["api-key"] == "app-key" for r in app.requests)
+            assert app.requests[0]["body"]["context"] == {"overrides": {"top": 3}}
+            n_judge = len(judge_app.chat_requests)
+            # unitxt's faithfulness and context correctness read the contexts; five judge metrics
+            assert n_judge == 6 * 5
+            assert "gate: passed: citations meets found@1 >= 0.9" in printed.err
+            assert "gate: passed: judge.correctness is 1.000 >= 0.5" in printed.err
+            assert "6 answered, 0 failed" in printed.out
+            runs = sorted((out / "app" / "runs").iterdir())
+            report = json.loads((runs[0] / "report.json").read_text())
+            agreement = next(m for m in report["answers"]["metrics"] if m["name"] == "judge.correctness")["agreement"]
+            assert agreement["n"] == 2 and agreement["mean_difference"] == 0.0
+            page = (tmp_path / "app.html").read_text()
+            assert "judge calls lost" in page and "The judge against people" in page and "rules.pdf#page=1" in page
+
+            # a dry run sends nothing and knows every reply is cached
+            code = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app.url,
+                         "--judge", "judge-model", "--out", str(out), "--dry-run", "--json"])
+            plan = json.loads(capsys.readouterr().out)
+            assert code == 0 and len(app.requests) == 6 and len(judge_app.chat_requests) == n_judge
+            groups = {g["purpose"]: g for g in plan["groups"]}
+            assert (groups["app"]["calls"], groups["app"]["cached"]) == (6, 6)
+            assert (groups["judge"]["calls"], groups["judge"]["cached"]) == (30, 30)
+            assert groups["judge"]["cost_usd"] == 0.0 and plan["unpriced"] == []
+
+        # version 2 of the app cites the wrong page every time
+        with DeployedApp(app_citing(right=False)) as app2:
+            code = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app2.url,
+                         "--judge", "judge-model", "--out", str(out), "--baseline", "latest"])
+            printed = capsys.readouterr()
+        assert code == 4
+        # found by the baseline only: 6 of 6; exact McNemar p = 2 * (1/2)^6 = 0.03125
+        assert "finds 6 fewer of 6 questions" in printed.err and "p = 0.0312" in printed.err
+        assert "failed: judge.correctness is lower than in" in printed.err
+    first, second = sorted(p.name for p in (out / "app" / "runs").iterdir())
+    assert main(["compare-apps", first, second, "--out", str(out), "--html", str(tmp_path / "cmp.html")]) == 0
+    text = capsys.readouterr().out
+    assert "cited right in the top 10: only first 6, only second 0 (exact McNemar p = 0.0312)" in text
+    assert re.search(r"judge\.correctness\s+6\s+1\.000\s+0\.000\s+-1\.000", text) and "worse" in text
+    assert "worse" in (tmp_path / "cmp.html").read_text()
+    assert main(["report", second, "--out", str(out)]) == 0
+    assert "app http://127.0.0.1" in capsys.readouterr().out
+
+
+def test_a_missing_price_gives_tokens_without_a_cost_said_once(tmp_path, files, monkeypatch, capsys):
+    golden, config = files
+    monkeypatch.setenv("RAGTUNE_CHAT_BASE_URL", "http://127.0.0.1:9/v1")  # never contacted
+    monkeypatch.delenv("RAGTUNE_PRICES", raising=False)
+    code = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", "http://127.0.0.1:9/chat",
+                 "--judge", "judge-model", "--out", str(tmp_path / "out"), "--dry-run"])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert text.count("no price for openai:127.0.0.1:9/judge-model") == 1
+    row = next(line for line in text.splitlines() if line.startswith("openai:127.0.0.1:9/judge-model"))
+    cells = row.split()
+    assert cells[-1] == "-" and cells[-3].startswith("~") and int(cells[-3][1:]) > 0

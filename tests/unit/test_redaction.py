@@ -1,0 +1,45 @@
+"""What an error may show over HTTP (``core.redaction``): expected texts written by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.errors import NotStoredError, StoreError
+from core.redaction import shown_reason, without_locations, without_secrets
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("cannot read http://127.0.0.1:10000/devstoreaccount1/reports/x/study.json: AuthorizationFailure: no.",
+     "cannot read <location>: AuthorizationFailure: no."),
+    ("cannot read https://acct.blob.core.windows.net/r/x?sig=SECRET&se=1, then gave up",
+     "cannot read <location>, then gave up"),
+    ("s3://bucket/key.json does not exist.", "<location> does not exist."),
+    ("cannot read /tmp/r/x.json: [Errno 21] Is a directory: '/tmp/r/x.json'",
+     "cannot read <location>: [Errno 21] Is a directory: '<location>'"),
+    ("C:\\data\\reports\\x does not exist", "<location> does not exist"),
+    ("(see /var/log/x)", "(see <location>)"),
+    # words with slashes, ratios and quoted separators are not locations
+    ("use a relative path without '..' and/or '/'", "use a relative path without '..' and/or '/'"),
+    ("found@10 is 1/3; golden.jsonl line 3: unknown field", "found@10 is 1/3; golden.jsonl line 3: unknown field"),
+])
+def test_locations_are_replaced(text, shown):
+    assert without_locations(text) == shown
+
+
+def test_named_locations_are_named_with_the_rest_of_their_path():
+    named = {"ragtune-out": "the app's working folder", "ragtune-out/reports": "the report store"}
+    assert without_locations("no run in ragtune-out/reports/runs yet; cache ragtune-out/cache/e.sqlite: locked",
+                             named) == "no run in the report store yet; cache the app's working folder: locked"
+    assert without_locations("my-ragtune-out/x", named) == "my-ragtune-out/x"  # only the whole name
+
+
+def test_secrets_are_masked():
+    assert without_secrets("AccountKey=abc==;BlobEndpoint=x sig=s&se=1 password=p api_key=k") == \
+        "AccountKey=***;BlobEndpoint=x sig=***&se=1 password=*** api_key=***"
+
+
+def test_a_shown_reason_is_one_short_line():
+    exc = StoreError("cannot write https://a.blob.core.windows.net/r/k: 503 Server Busy\nRequestId: 42\nTime: now")
+    assert shown_reason(exc) == "StoreError: cannot write <location>: 503 Server Busy"
+    assert shown_reason(NotStoredError("x" * 500), limit=20) == "NotStoredError: x..."
+    assert shown_reason(StoreError("")) == "StoreError"
