@@ -713,10 +713,11 @@ def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``ragtune report [RUN|latest|EXPERIMENT] [--out DIR|ADDRESS] [--json] [--html FILE]
+    """``ragtune report [RUN|latest|EXPERIMENT|CHUNKING] [--out DIR|ADDRESS] [--json] [--html FILE]
     [--csv FILE [--per-question]] [--mlflow [URI]]``: print a stored report (``latest``: the
     newest evaluate run, or the newest finished experiment when no run is stored), or write
-    it as a page, a CSV file or MLflow runs.
+    it as a page, a CSV file or MLflow runs; a chunking comparison or sweep (by its id) is
+    printed or written as a page.
 
     Raises:
         StoreError: nothing stored under that id (the message lists recent runs and
@@ -729,6 +730,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     _, files, where = _output(args.out, settings)
+    if _report_chunking(args, files, where):
+        return 0
     experiment_key = f"experiments/{args.run}/report.json"
     if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
         experiment = json.loads(files.read_bytes(experiment_key))
@@ -782,6 +785,46 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         print(format_report(report))
     return 0
+
+
+def _report_chunking(args: argparse.Namespace, files: Any, where: str) -> bool:
+    """``ragtune report ID`` for a stored chunking comparison or sweep: its page with
+    ``--html``, its JSON with ``--json``, else its text as ``compare-chunking`` / ``sweep``
+    print it. False when ``args.run`` names neither.
+
+    Raises:
+        ConfigError: ``--csv``, ``--per-question`` or ``--mlflow`` asked of one (they take
+            evaluate runs and experiments).
+    """
+    from core.reports.files import is_safe_id
+    from core.reports.pages.site import chunking_prefixes
+
+    if args.run == "latest" or not is_safe_id(args.run):
+        return False
+    for kind, prefix in chunking_prefixes().items():
+        key = f"{prefix}/{args.run}/report.json"
+        if not files.exists(key):
+            continue
+        report = json.loads(files.read_bytes(key))
+        report["location"] = f"{where}/{key}"
+        if args.csv or args.per_question or args.mlflow is not None:
+            raise ConfigError(f"{args.run} is a {'sweep' if kind == 'sweeps' else 'chunking comparison'}: write it "
+                              "with --html FILE or print it with --json (--csv and --mlflow take evaluate runs and "
+                              "experiments)")
+        if args.html:
+            _write_exports(args, report)
+        elif args.json:
+            _print_json(report)
+        elif kind == "sweeps":
+            from core.evaluation.sweep import format_sweep
+
+            print(format_sweep(report))
+        else:
+            from core.evaluation.chunking import format_comparison
+
+            print(format_comparison(report))
+        return True
+    return False
 
 
 def _write_exports(args: argparse.Namespace, report: dict[str, Any]) -> bool:
@@ -1482,7 +1525,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print a stored retrieval report or experiment report")
     p.add_argument("run", nargs="?", default="latest",
-                   help="an evaluate run id, 'latest' (default: the newest evaluate run, else the newest experiment), or an optimize experiment id")
+                   help="an evaluate run id, 'latest' (default: the newest evaluate run, else the newest experiment), "
+                        "an optimize experiment id, or a compare-chunking or sweep id")
     p.add_argument("--out", help=f"report store: a folder, s3://bucket/prefix or a Blob URL (default $RAGTUNE_OUT_DIR "
                                  f"or {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

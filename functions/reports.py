@@ -10,9 +10,11 @@
 | ``GET /api/runs/{run_id}/page`` | the run's page (HTML) |
 | ``GET /api/experiments/{experiment_id}/page`` | the experiment's page, finished or running (HTML) |
 | ``GET /api/history/page?golden=SHA256_OR_PATH`` | every run on one golden file over time (HTML) |
+| ``GET /api/assets/plotly-<hash>.min.js`` | the plotly.js the pages share (anonymous, cached a year) |
 
 Every answer is JSON except the golden file itself and the pages (``text/html;
-charset=utf-8``, with ``core.reports.pages.PAGE_CSP``: only inline resources). Status 400 for an id or name with
+charset=utf-8``, with ``core.reports.pages.PAGE_CSP``: only inline resources and the app's own
+scripts; they reference the shared plotly.js at ``/api/assets/...``). Status 400 for an id or name with
 characters outside ``[A-Za-z0-9_.-]`` (or made only of dots) and for a bad ``limit`` /
 ``offset``; 404 when nothing is stored under it; 500 with a one-line message when the store
 cannot be reached or read: it says what failed and a short reason, never where (no store
@@ -224,3 +226,19 @@ def history_page(req: func.HttpRequest) -> func.HttpResponse:
         return error("give the golden file as ?golden=<sha256 or path> (at most 1,024 characters)", 400)
     links = function_links(req.params.get("code"))
     return page_response(lambda: build(Settings.from_env().report_store(), golden, links))
+
+
+@bp.route(route="assets/{name}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def page_asset(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/assets/{name}``: the plotly.js the pages share, with its cache headers; 304
+    for a matching ``If-None-Match``; 404 for any other name. Anonymous: it is the public
+    plotting library, the same for every store, and holds no data."""
+    from core.reports.pages.render import page_asset as find
+
+    found = find(req.route_params.get("name"))
+    if found is None:
+        return error("no such asset", 404)
+    if req.headers.get("if-none-match") == found.etag:
+        unchanged = {k: v for k, v in found.headers.items() if k != "Content-Type"}
+        return func.HttpResponse(status_code=304, headers=unchanged)
+    return func.HttpResponse(found.body, status_code=200, headers=found.headers)

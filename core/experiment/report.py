@@ -15,9 +15,15 @@ EXPERIMENT_SCHEMA_VERSION = "1.1"
 
 
 def _objective_interval(result: Mapping[str, Any], objective: str) -> tuple[float | None, float | None]:
+    """The objective's 95 % interval in a stored evaluation result: an answer metric's
+    ``scores``, or a retrieval metric's bootstrap interval at the result's rank grain
+    (``retrieval[rank_grain].ci_low / ci_high``); ``(None, None)`` when it has none."""
     for metric in (result.get("answers") or {}).get("metrics", []):
         if metric.get("name") == objective:
             return metric["scores"].get("ci_low"), metric["scores"].get("ci_high")
+    block = (result.get("retrieval") or {}).get(result.get("rank_grain") or "")
+    if isinstance(block, dict) and isinstance(block.get("ci_low"), dict) and isinstance(block.get("ci_high"), dict):
+        return block["ci_low"].get(objective), block["ci_high"].get(objective)
     return None, None
 
 

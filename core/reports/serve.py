@@ -9,8 +9,11 @@
 | ``GET /chunking/{runs or sweeps}/{id}`` | a chunking run or sweep |
 | ``GET /history?golden=SHA256_OR_PATH`` | every run on one golden file over time |
 | ``GET /compare?a=RUN&b=RUN`` | two runs compared, with the exact paired test |
+| ``GET /assets/plotly-<hash>.min.js`` | the one plotly.js every page references (cached a year) |
 
-Pages are ``text/html; charset=utf-8`` with :data:`core.reports.pages.PAGE_CSP`. An id that is
+Pages are ``text/html; charset=utf-8`` with :data:`core.reports.pages.PAGE_CSP`; they share
+one copy of plotly.js (:func:`core.reports.pages.render.plotly_asset`), which a browser fetches
+once and keeps (``Cache-Control: immutable``; a matching ``If-None-Match`` is answered 304). An id that is
 not stored is 404, a malformed one 400, a store that cannot be read 502, each with a short
 page saying so (the trace goes to the log). starlette and uvicorn are imported when the app
 is built.
@@ -127,8 +130,19 @@ def create_app(store: Any, where: str = "") -> Any:
         b = need_id(request.query_params.get("b"), "run b")
         return _page(compare_page(store, a, b, links))
 
+    def asset(request: Request) -> Response:
+        from core.reports.pages.render import page_asset
+
+        found = page_asset(request.path_params["name"])
+        if found is None:
+            return Response("no such asset", status_code=404, media_type="text/plain; charset=utf-8")
+        if request.headers.get("if-none-match") == found.etag:
+            return Response(status_code=304, headers={k: v for k, v in found.headers.items() if k != "Content-Type"})
+        return Response(found.body, headers=found.headers)
+
     routes = [
         Route("/", guarded(index)),
+        Route("/assets/{name}", guarded(asset)),
         Route("/runs/{run_id}", guarded(run)),
         Route("/runs/{run_id}/report.json", guarded(run_json)),
         Route("/experiments/{experiment_id}", guarded(experiment)),

@@ -53,6 +53,7 @@ EXPECTED_INDEX = {
     "run_page": ("httpTrigger", "runs/{run_id}/page", "function"),
     "experiment_page": ("httpTrigger", "experiments/{experiment_id}/page", "function"),
     "history_page": ("httpTrigger", "history/page", "function"),
+    "page_asset": ("httpTrigger", "assets/{name}", "anonymous"),
     "start_target_evaluation": ("httpTrigger", "evaluations", "function"),
     "target_evaluation_orchestrator": ("orchestrationTrigger", None, None),
     "evaluate_target_request": ("activityTrigger", None, None),

@@ -90,3 +90,26 @@ def test_the_page_routes_are_indexed_with_function_auth(app_functions):
                         ("history_page", "history/page")):
         trigger = [b for b in app_functions[name].get_bindings() if b.type == "httpTrigger"][0]
         assert trigger.route == route and str(trigger.auth_level).lower().endswith("function")
+
+
+def test_pages_share_the_anonymous_plotly_asset(store, app_functions):
+    """The Functions' pages reference /api/assets/<name> (the same asset ``ragtune serve``
+    gives) with its integrity hash; the asset route answers without a key, with a year's
+    cache, 304 for its ETag, 404 for any other name; the links keep their key, the asset
+    does not need one."""
+    from core.reports.pages.render import plotly_asset
+
+    asset = plotly_asset()
+    html = _is_page(_get(app_functions, "run_page", {"run_id": RUN}, {"code": "k"}))
+    assert f'<script src="/api/assets/{asset.name}" integrity="{asset.integrity}"></script>' in html
+    assert len(html.encode()) < 100_000 < len(asset.body)
+    trigger = [b for b in app_functions["page_asset"].get_bindings() if b.type == "httpTrigger"][0]
+    assert trigger.route == "assets/{name}" and str(trigger.auth_level).lower().endswith("anonymous")
+    resp = _get(app_functions, "page_asset", {"name": asset.name})
+    assert resp.status_code == 200 and resp.get_body() == asset.body
+    assert resp.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert resp.headers["Content-Type"] == "text/javascript; charset=utf-8"
+    req = func.HttpRequest("GET", "/api/x", body=b"", route_params={"name": asset.name},
+                           headers={"If-None-Match": asset.etag})
+    assert app_functions["page_asset"].get_user_function()(req).status_code == 304
+    assert _get(app_functions, "page_asset", {"name": "plotly.min.js"}).status_code == 404

@@ -2,6 +2,11 @@
 extractive baseline), loaded in headless Chromium (Debian's package, driven by Playwright):
 no console error, every plot drawn with data, a screenshot that is not blank; a question
 holding ``<script>`` stays text; ``ragtune serve`` is started for real and fetched over HTTP.
+Each page kind at 1,280 and 390 px wide: no sideways scroll, tables within their box, no row
+taller than its content, no plot label overlapping another or clipped
+(:data:`tests.support.browser.LAYOUT_JS`), and the plots hold the numbers of the report
+(plotly's data read from the DOM). Screenshots of each kind at both widths are kept in the
+``page-shots`` folder of pytest's temporary directory.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import pytest
 from core.reports import LocalFiles, ReportStore
 from core.reports.pages import PAGE_CSP, experiment_page, history_page, run_page
 from core.reports.serve import SHUTDOWN_GRACE_S
-from tests.support.browser import check_page, launch
+from tests.support.browser import check_page, full_screenshot, launch, layout_problems
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -56,6 +61,10 @@ def site(squad_dir, tmp_path_factory):
     broken["metrics"] = {}
     store.save_run(failed["run_id"], failed)
 
+    assert main(["compare-chunking", "--docs", docs, "--golden", str(golden), "--out", str(out), "--json",
+                 "--techniques", "recursive,fixed", "--sizes", "256"]) == 0
+    assert main(["sweep", "--docs", docs, "--golden", str(golden), "--out", str(out), "--json",
+                 "--chunking", "recursive", "--chunk-size", "256", "--chunk-overlap", "32", "--search", "vector"]) == 0
     options = ExperimentOptions(max_evals=3, seed=1, n_random_nodes=2, show_progress=False,
                                 overrides={"chunk_size": (128,), "chunking_method": ("recursive",)})
     experiment = run_experiment(squad_dir / "docs", golden, out_dir=out,
@@ -72,9 +81,12 @@ def site(squad_dir, tmp_path_factory):
         slim["run_id"] = f"2025{(i // 28) % 12 + 1:02d}{i % 28 + 1:02d}T{i % 24:02d}0000Z-{i:06x}"
         slim["started_at"] = f"2025-{(i // 28) % 12 + 1:02d}-{i % 28 + 1:02d}T{i % 24:02d}:00:00+00:00"
         many_store.save_run(slim["run_id"], slim)
+    from core.reports.pages.site import chunking_ids
+
+    stored = dict((kind, report_id) for kind, report_id in chunking_ids(store.files))
     return {"out": out, "store": store, "answered": oldest, "unanswered": newest, "failed": failed["run_id"],
             "experiment": experiment["experiment_id"], "running": running_id, "many": many_store,
-            "sha": answered["golden"]["sha256"], "base": base}
+            "sha": answered["golden"]["sha256"], "base": base, "comparison": stored["runs"], "sweep": stored["sweeps"]}
 
 
 @pytest.fixture(scope="module")
@@ -252,3 +264,113 @@ def test_experiment_page_by_rounds_with_costs_renders(browser, tmp_path):
     assert 'id="fig-rounds"' in html
     result = check_page(browser, _file_page(tmp_path, "rounds", html), tmp_path / "rounds.png")
     _assert_page_ok(result, min_plots=4)  # best so far by evaluation and by round, coloured scores, cost
+
+
+#: Page kind -> (served path, the tables that must fit, the least plots drawn).
+KINDS = {
+    "evaluate": ("/runs/{answered}", ["#picks", "#questions-table", "#answer-metrics"], 2),
+    "evaluate-failed-setup": ("/runs/{failed}", ["#picks", "#questions-table"], 2),
+    "experiment": ("/experiments/{experiment}", ["#leaderboard"], 3),
+    "experiment-running": ("/experiments/{running}", ["#leaderboard"], 3),
+    "chunking-comparison": ("/chunking/runs/{comparison}", ["#techniques"], 2),
+    "sweep": ("/chunking/sweeps/{sweep}", ["#techniques"], 1),
+    "history": ("/history?golden={sha}", ["#history-runs"], 3),
+    "compare": ("/compare?a={answered}&b={unanswered}", ["#compare-setups"], 1),
+    "index": ("/", ["#runs-table"], 0),
+}
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return tmp_path_factory.mktemp("page-shots")
+
+
+def _rank_tables(page):
+    """The setups table of every grain tab, each shown in turn (its tab clicked)."""
+    return page.evaluate("() => Array.from(document.querySelectorAll('.tabs button[data-tab]')).map(b => b.dataset.tab)")
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_page_kind_fits_1280_and_390_px(site, server, browser, shots, kind):
+    """No sideways scroll, every table within its box, no row taller than its content, no plot
+    label overlapping or clipped, at 1,280 and at 390 px (the evaluate page: at each grain)."""
+    path, tables, least = KINDS[kind]
+    result = check_page(browser, server + path.format(**{k: v for k, v in site.items() if isinstance(v, str)}),
+                        shots / f"{kind}.png")
+    page = result["page"]
+    assert result["errors"] == [] and len(result["plots"]) >= least
+    problems = []
+    for width in (1280, 390):
+        tabs = _rank_tables(page) or [None]
+        for tab in tabs:
+            if tab is not None:
+                page.click(f'.tabs button[data-tab="{tab}"]')
+            setups = [f"#{tab}-setups"] if tab and page.locator(f"#{tab}-setups").count() else []
+            problems += [f"{width} px{' ' + tab if tab else ''}: {p}" for p in layout_problems(page, tables + setups, width)]
+        full_screenshot(page, shots / f"{kind}-{width}.png")
+    page.close()
+    assert problems == []
+
+
+def _data(page, plot_id):
+    """The traces plotly drew in ``plot_id`` (its ``data``, read from the DOM), by name."""
+    return {t["name"]: t for t in page.evaluate(f"() => document.getElementById('{plot_id}').data")}
+
+
+def test_the_plots_hold_the_numbers_of_the_reports(site, server, browser, tmp_path):
+    """Each page's plotly data, read in the browser, against the stored report's JSON: the
+    wait the picks use (``timings_ms.total`` median) and found@10 with its interval per setup;
+    found@k at 1, 3, 5 and 10 against the report's means; the experiment's scores and their
+    intervals; the chunking comparison's counts; history and compare per setup."""
+    store = site["store"]
+    report = store.load_run(site["answered"])
+    grain = report["evaluation"]["rank_grain"]
+    page = check_page(browser, f"{server}/runs/{site['answered']}", tmp_path / "run.png")["page"]
+    time = _data(page, f"grain-{grain}-time")
+    found = _data(page, f"grain-{grain}-found")
+    ok = [s for s in report["setups"] if s.get("status", "ok") == "ok"]
+    assert set(time) == {s["name"] for s in ok} and any(s["timings_ms"].get("rerank") for s in ok)
+    for s in ok:
+        block = s["metrics"][grain]
+        assert time[s["name"]]["x"] == [s["timings_ms"]["total"]["median"]]
+        assert time[s["name"]]["y"] == [block["means"]["found@10"]]
+        err = time[s["name"]]["error_y"]
+        assert err["array"][0] == pytest.approx(block["ci_high"]["found@10"] - block["means"]["found@10"])
+        assert err["arrayminus"][0] == pytest.approx(block["means"]["found@10"] - block["ci_low"]["found@10"])
+        ys = found[s["name"]]["y"]
+        assert [ys[k - 1] for k in (1, 3, 5, 10)] == pytest.approx([block["means"][f"found@{k}"] for k in (1, 3, 5, 10)])
+        # the table shows the same wait, formatted to three figures
+        cell = page.locator(f"#grain-{grain}-setups tbody tr", has_text=s["name"]).first.locator("td.wait")
+        assert cell.inner_text().startswith(_ms(s["timings_ms"]["total"]["median"]))
+    page.close()
+
+    experiment = json.loads((site["out"] / "experiments" / site["experiment"] / "report.json").read_text())
+    page = check_page(browser, f"{server}/experiments/{site['experiment']}", tmp_path / "exp.png")["page"]
+    scored = sorted((r for r in experiment["leaderboard"] if r["score"] is not None), key=lambda r: r["trial"])
+    score = _data(page, "fig-best")["score"]
+    assert score["y"] == [r["score"] for r in scored]
+    if all(r["ci_low"] is not None for r in scored):  # mrr: the bootstrap interval at the rank grain
+        assert score["error_y"]["arrayminus"] == pytest.approx([r["score"] - r["ci_low"] for r in scored])
+    page.close()
+
+    comparison = json.loads((site["out"] / "chunking" / "runs" / site["comparison"] / "report.json").read_text())
+    page = check_page(browser, f"{server}/chunking/runs/{site['comparison']}", tmp_path / "cmp.png")["page"]
+    bars = {x: y for t in _data(page, "chunking-techniques").values() for x, y in zip(t["x"], t["y"])}
+    assert bars == {t["method"]: t["counted"] for t in comparison["techniques"] if t["best_build"]}
+    assert f"best: {comparison['best']['best_build']}" in page.inner_text("#verdict")
+    page.close()
+
+    page = check_page(browser, f"{server}/compare?a={site['answered']}&b={site['unanswered']}", tmp_path / "c.png")["page"]
+    other = store.load_run(site["unanswered"])
+    bars = _data(page, "compare-found")
+    for run, trace in ((report, bars[site["answered"]]), (other, bars[site["unanswered"]])):
+        means = {s["name"]: s["metrics"][run["evaluation"]["rank_grain"]]["means"]["found@10"]
+                 for s in run["setups"] if s.get("status", "ok") == "ok"}
+        assert dict(zip(trace["x"], trace["y"])) == {n: means[n] for n in trace["x"]}
+    page.close()
+
+
+def _ms(value):
+    from core.reports.pages.render import fmt_ms
+
+    return fmt_ms(value)

@@ -71,3 +71,93 @@ def check_page(context: Any, url: str, screenshot: Path) -> dict[str, Any]:
     out = {"errors": errors, "plots": plots, "colours": colours, "ink": share, "page": page,
            "headers": response.headers if response is not None else {}}
     return out
+
+
+#: What a page's layout gets wrong at the viewport's width, as readable lines (empty: nothing):
+#: the page scrolls sideways; a table wider than its box; a visible row taller than its
+#: content (a row: as tall as its tallest cell's content plus padding; a card, a flex row:
+#: each cell as tall as its content or its label; give or take 0.6 of a line, as the text's
+#: boxes are shorter than its lines); in a drawn plot, two labels (axis ticks,
+#: axis titles, legend entries, text on the plot) overlapping, or one outside the plot's SVG
+#: (clipped).
+LAYOUT_JS = """(tables) => {
+  const problems = [];
+  const width = window.innerWidth;
+  const doc = document.documentElement;
+  if (doc.scrollWidth > width + 1) problems.push(`the page scrolls sideways: ${doc.scrollWidth} px in ${width}`);
+  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const contentHeight = cell => {
+    const range = document.createRange(); range.selectNodeContents(cell);
+    const rects = Array.from(range.getClientRects()).filter(r => r.height > 0);
+    if (!rects.length) return 0;
+    return Math.max(...rects.map(r => r.bottom)) - Math.min(...rects.map(r => r.top));
+  };
+  const padding = cell => { const s = getComputedStyle(cell); return parseFloat(s.paddingTop) + parseFloat(s.paddingBottom)
+                                                               + parseFloat(s.borderTopWidth) + parseFloat(s.borderBottomWidth); };
+  for (const selector of tables) {
+    const table = document.querySelector(selector);
+    if (!table || !visible(table)) { problems.push(`${selector}: not shown`); continue; }
+    const box = table.parentElement.getBoundingClientRect();
+    const own = table.getBoundingClientRect();
+    if (own.right > box.right + 1 || own.right > width + 1)
+      problems.push(`${selector}: ${Math.round(own.width)} px wide in a ${Math.round(box.width)} px box`);
+    for (const row of table.querySelectorAll('tbody tr')) {
+      if (!visible(row)) continue;
+      const cells = Array.from(row.cells).filter(visible);
+      const rowHeight = row.getBoundingClientRect().height;
+      const line = parseFloat(getComputedStyle(row).lineHeight) || 20;
+      if (getComputedStyle(row).display === 'table-row') {
+        const need = Math.max(...cells.map(c => contentHeight(c) + padding(c)));
+        if (rowHeight > need + 0.6 * line + 4) problems.push(`${selector}: a row ${Math.round(rowHeight)} px tall for ${Math.round(need)} px of content: ${row.textContent.slice(0, 60)}`);
+      } else {
+        for (const c of cells) {
+          const h = c.getBoundingClientRect().height;
+          const need = Math.max(contentHeight(c), line) + padding(c);
+          if (h > need + 0.6 * line + 4) problems.push(`${selector}: a cell ${Math.round(h)} px tall for ${Math.round(need)} px: ${c.textContent.slice(0, 60)}`);
+        }
+      }
+    }
+  }
+  for (const plot of document.querySelectorAll('div.plot')) {
+    if (!visible(plot) || plot.dataset.rendered !== '1') continue;
+    const svg = plot.querySelector('svg.main-svg').getBoundingClientRect();
+    const labels = [];
+    const take = (kind, nodes) => nodes.forEach(n => { const r = n.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0 && (n.textContent || '').trim()) labels.push({kind, text: n.textContent, r}); });
+    take('x tick', plot.querySelectorAll('.xtick text, .x2tick text'));
+    take('y tick', plot.querySelectorAll('.ytick text, .y2tick text'));
+    take('axis title', plot.querySelectorAll('.g-xtitle text, .g-ytitle text, .g-y2title text'));
+    take('legend', plot.querySelectorAll('.legend text.legendtext'));
+    take('text', plot.querySelectorAll('.textpoint text, .annotation-text'));
+    take('menu', plot.querySelectorAll('.updatemenu-item-text'));
+    const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+    for (let i = 0; i < labels.length; i++) {
+      const a = labels[i];
+      if (a.r.left < svg.left - 1 || a.r.right > svg.right + 1 || a.r.top < svg.top - 1 || a.r.bottom > svg.bottom + 1)
+        problems.push(`${plot.id}: ${a.kind} '${a.text}' is clipped`);
+      for (let j = i + 1; j < labels.length; j++) {
+        const b = labels[j];
+        if (overlap(a.r, b.r)) problems.push(`${plot.id}: ${a.kind} '${a.text}' overlaps ${b.kind} '${b.text}'`);
+      }
+    }
+  }
+  return problems;
+}"""
+
+
+def layout_problems(page: Any, tables: list[str], width: int) -> list[str]:
+    """:data:`LAYOUT_JS`'s findings on ``page`` at ``width`` px wide (the viewport is resized,
+    the plots redraw for it), for the tables ``tables`` (CSS selectors) and every visible plot."""
+    page.set_viewport_size({"width": width, "height": 1000})
+    page.evaluate("() => Promise.all(Array.from(document.querySelectorAll('div.plot'))"
+                  ".filter(p => p.dataset.rendered === '1' && p.getBoundingClientRect().width > 0)"
+                  ".map(p => Plotly.Plots.resize(p)))")
+    page.wait_for_timeout(200)
+    return page.evaluate(LAYOUT_JS, tables)
+
+
+def full_screenshot(page: Any, path: Path, most_px: int = 8000) -> None:
+    """A screenshot of the whole page (its first ``most_px`` pixels) at the current width."""
+    height = min(page.evaluate("() => document.documentElement.scrollHeight"), most_px)
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    page.screenshot(path=str(path), full_page=True, clip={"x": 0, "y": 0, "width": width, "height": height})

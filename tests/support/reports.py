@@ -95,3 +95,58 @@ def experiment_report(experiment_id: str = "20260101T000000Z-eeeeee") -> dict[st
         "counts": {"evaluations": 3, "failed": 1, "stored": 0, "collections_built": 3, "texts_embedded": 30},
         "timings_s": {"total_s": 33.0},
     }
+
+
+def comparison_report(run_id: str = "20260103T000000Z-cccccc") -> dict[str, Any]:
+    """A chunking comparison (``compare-chunking``'s report layout) over 20 questions.
+
+    By hand: recursive-64-8-plain is the best build (found 15 of 20). sentence-64-plain finds
+    13: 3 questions only the best found, 1 only sentence; exact McNemar two-sided p = 2 *
+    P(X <= 1 | n 4, 1/2) = 2 * 5/16 = 0.625: a tie. fixed-64-8-plain finds 8: 7 only the
+    best, 0 only fixed; p = 2 / 2**7 = 0.015625 < 0.05: worse. sentence against fixed: 6 and
+    1, p = 2 * 8/128 = 0.125.
+    """
+    def build(method, size, overlap, counted, n_chunks):
+        key = f"{method}-{size}-{overlap}-plain" if overlap is not None else f"{method}-{size}-plain"
+        return {"key": key, "method": method, "chunk_size": size, "chunk_overlap": overlap, "embed_headings": False,
+                "n_chunks": n_chunks, "chunk_s": 0.5, "status": "ok", "counted": counted, "n_scored": 20,
+                "mean_chunk_chars": 230.5, "mean_handed_chars": 3900.0, "embed_s": 3.0, "index_s": 0.2,
+                "build_s": 3.7, "median_search_ms": 4.25, "search_s": 0.1, "fetched": 34}
+    builds = [build("recursive", 64, 8, 15, 300), build("recursive", 128, 16, 12, 160),
+              build("sentence", 64, None, 13, 280), build("sentence", 128, None, 11, 150),
+              build("fixed", 64, 8, 8, 310), build("fixed", 128, 16, 6, 155)]
+    return {
+        "schema_version": "1.0", "kind": "chunking-comparison", "run_id": run_id,
+        "started_at": "2026-01-03T00:00:00+00:00", "finished_at": "2026-01-03T00:05:00+00:00",
+        "golden": {"path": "golden.jsonl", "sha256": "ab" * 32, "n_questions": 20},
+        "corpus": {"path": "docs", "n_documents": 4, "fingerprint": "f" * 16, "skipped": []},
+        "settings": {"budget_chars": 4000, "sizes": [64, 128], "methods": ["recursive", "sentence", "fixed"],
+                     "embed_headings": [False], "search": {"search_mode": "vector"}, "search_name": "vector",
+                     "embedding_model": "local:test", "grain": "page", "counting": "found", "alpha": 0.05,
+                     "overlap_share": 0.125, "rule": "results handed over best first, whole, while they fit in the "
+                                                     "budget; a result that does not fit is passed over"},
+        "builds": builds, "left_out": [],
+        "techniques": [
+            {"method": "recursive", "best_build": "recursive-64-8-plain", "counted": 15, "n_scored": 20, "tie": True,
+             "vs_best": None},
+            {"method": "sentence", "best_build": "sentence-64-plain", "counted": 13, "n_scored": 20, "tie": True,
+             "vs_best": {"only_best": 3, "only_this": 1, "p_value": 0.625}},
+            {"method": "fixed", "best_build": "fixed-64-8-plain", "counted": 8, "n_scored": 20, "tie": False,
+             "vs_best": {"only_best": 7, "only_this": 0, "p_value": 0.015625}},
+        ],
+        "ranking": ["recursive", "sentence", "fixed"],
+        "best": {"method": "recursive", "best_build": "recursive-64-8-plain", "counted": 15, "n_scored": 20,
+                 "tie": True, "vs_best": None},
+        "ties": ["recursive", "sentence"],
+        "pairs": [{"first": "recursive", "second": "sentence", "only_first": 3, "only_second": 1, "p_value": 0.625,
+                   "significant": False},
+                  {"first": "recursive", "second": "fixed", "only_first": 7, "only_second": 0, "p_value": 0.015625,
+                   "significant": True},
+                  {"first": "sentence", "second": "fixed", "only_first": 6, "only_second": 1, "p_value": 0.125,
+                   "significant": False}],
+        "current": {"key": "fixed-64-8-plain", "decision": "switch", "switch_to": "recursive-64-8-plain",
+                    "p_value": 0.015625, "reason": "the best beats the current significantly"},
+        "failures": [{"document_id": "scan.pdf", "build": "sentence-64-plain", "reason": "no text <b>"}],
+        "n_failures": 1, "answer_errors": [], "n_answer_errors": 0,
+        "timings_s": {"total_s": 300.0, "embed_s": 18.0, "chunk_s": 3.0, "index_s": 1.2, "search_s": 0.6},
+    }

@@ -66,3 +66,25 @@ def test_the_printed_leaderboard_shows_each_configurations_texts_and_tokens(tmp_
     assert header.split()[-3:] == ["seconds", "embedded", "tokens"]
     rows = [line.split() for line in lines if line.strip()[:1].isdigit()]
     assert [r[-3:] for r in rows] == [["2.5", "120", "3456"], ["2.5", "0", "—"], ["2.5", "—", "—"]]
+
+
+def test_a_chunking_comparison_is_printed_and_written_as_a_page(tmp_path, capsys):
+    """``report ID`` finds a stored compare-chunking run: text as compare-chunking prints it,
+    ``--html`` its page (best, ties, McNemar counts), ``--csv`` refused with what to use."""
+    from tests.support.reports import comparison_report
+
+    report = comparison_report("20260103T000000Z-cccccc")
+    folder = tmp_path / "chunking" / "runs" / report["run_id"]
+    folder.mkdir(parents=True)
+    (folder / "report.json").write_text(json.dumps(report))
+    assert main(["report", report["run_id"], "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "best: recursive-64-8-plain (found 15 of 20); ties" in text and "recursive, sentence" in text
+    page = tmp_path / "chunking.html"
+    assert main(["report", report["run_id"], "--out", str(tmp_path), "--html", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "Chunking comparison 20260103T000000Z-cccccc" in html and "<b>recursive-64-8-plain</b>" in html
+    assert main(["report", report["run_id"], "--out", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["best"]["counted"] == 15
+    assert main(["report", report["run_id"], "--out", str(tmp_path), "--csv", str(tmp_path / "x.csv")]) == 1
+    assert "write it with --html FILE" in capsys.readouterr().err and not (tmp_path / "x.csv").exists()

@@ -2,8 +2,10 @@
 the history of a golden file, two runs compared, and an index of a report store.
 
 Pages are rendered from Jinja2 templates (autoescape on: every value from a report is
-escaped) and draw their plots with plotly.js, inlined, so a page works offline and from a
-file. :mod:`core.reports.pages.site` reads what a page needs from a report store.
+escaped) and draw their plots with plotly.js: inlined in a standalone page, so it works
+offline and from a file, or referenced as one shared asset by the pages a server gives
+(:attr:`Links.asset`). :mod:`core.reports.pages.site` reads what a page needs from a report
+store.
 """
 
 from core.reports.pages.render import PAGE_CSP, PAGE_HEADERS, PAGE_MEDIA_TYPE

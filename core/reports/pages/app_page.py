@@ -1,7 +1,7 @@
 """The pages of ``ragtune evaluate-app`` runs: one run, and two app versions compared.
 
 Rendered from ``app.html.j2`` and ``app_compare.html.j2`` like the other pages (autoescape on,
-plotly.js inlined); every value comes from the stored report (:mod:`core.evaluation.app`) or
+plotly.js inlined, or the shared asset referenced when served); every value comes from the stored report (:mod:`core.evaluation.app`) or
 the comparison (:func:`core.evaluation.app_report.compare_apps`), nothing is computed again
 but what the plots draw.
 """
@@ -33,7 +33,10 @@ def render_app(report: dict[str, Any], links: Any = None) -> str:
         curves[s["name"]] = (list(range(1, plots.CURVE_MAX_K + 1)),
                              plots.found_curve_points(ranks, agg.get("n_scored") or 0))
     figure = plots.found_curves(curves, f"cited right in the top k ({grain} grain)") if curves else None
-    return render("app.html.j2", links=_links(links), report=report, grain=grain, figure=figure,
+    from core.reports.pages.site import _plotly_src
+
+    return render("app.html.j2", plotly_src=_plotly_src(links), links=_links(links), report=report, grain=grain,
+                  figure=figure,
                   answers=report.get("answers") or {}, requests=report.get("requests") or {},
                   latency=report.get("latency_ms") or {}, refusals=report.get("refusals") or {})
 
@@ -44,4 +47,7 @@ def render_app_compare(comparison: dict[str, Any], links: Any = None) -> str:
     figure = plots.compare_bars(names, [m["first_mean"] for m in comparison["metrics"]],
                                 [m["second_mean"] for m in comparison["metrics"]],
                                 (str(comparison["first"]), str(comparison["second"])), "mean score") if names else None
-    return render("app_compare.html.j2", links=_links(links), c=comparison, figure=figure)
+    from core.reports.pages.site import _plotly_src
+
+    return render("app_compare.html.j2", plotly_src=_plotly_src(links), links=_links(links), c=comparison,
+                  figure=figure)

@@ -15,13 +15,26 @@ from typing import Any, Iterable
 CURVE_MAX_K = 10
 
 
-def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
+#: A legend under the plot, placed against the figure's bottom edge: plotly then widens the
+#: bottom margin to hold it, so it never covers the x axis' title or ticks (``yref`` container,
+#: plotly.js 2.23 and later).
+LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom", "yref": "container"}
+#: Wait ratios (slowest over fastest) from which the time axis is logarithmic.
+LOG_AXIS_RATIO = 20.0
+
+
+def _figure(data: list[dict[str, Any]], title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
+    """``{title, data, layout}``: the title is the page's caption of the plot (HTML, so it
+    wraps on a narrow screen instead of being clipped), not drawn by plotly."""
+    return {"title": title, "data": data, "layout": _layout(x, y, **extra)}
+
+
+def _layout(x: str, y: str, **extra: Any) -> dict[str, Any]:
     layout = {
-        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
         "xaxis": {"title": {"text": x}, "automargin": True},
         "yaxis": {"title": {"text": y}, "automargin": True},
-        "margin": {"l": 50, "r": 16, "t": 40, "b": 44},
-        "legend": {"orientation": "h", "y": -0.25},
+        "margin": {"l": 50, "r": 16, "t": 12, "b": 44},
+        "legend": dict(LEGEND_BELOW),
         "hovermode": "closest",
         "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff",
     }
@@ -57,33 +70,57 @@ def found_curves(curves: dict[str, tuple[list[int], list[float | None]]], title:
     data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": ks, "y": ys,
              "hovertemplate": f"{name}<br>found@%{{x}} = %{{y:.3f}}<extra></extra>"}
             for name, (ks, ys) in curves.items()]
-    return {"data": data, "layout": _layout(title, "k (chunks returned)", "found@k", yaxis={
+    return _figure(data, title, "k (chunks returned)", "found@k", yaxis={
         "title": {"text": "found@k"}, "range": [0, 1.02], "automargin": True}, xaxis={
-        "title": {"text": "k (chunks returned)"}, "dtick": 1, "automargin": True})}
+        "title": {"text": "k (chunks returned)"}, "dtick": 1, "automargin": True})
+
+
+def _ms_text(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def quality_vs_time(points: list[dict[str, Any]], metric: str) -> dict[str, Any]:
-    """One point per setup: ``metric`` against the median search time, picks labelled.
+    """One trace per setup: ``metric`` (with its 95 % interval as an error bar) against the
+    median time a user waits for one question's results; the picks drawn as stars. The
+    names are in the legend, never written on the plot (they would overlap). The x axis is
+    logarithmic when the slowest wait is :data:`LOG_AXIS_RATIO` times the fastest or more.
 
     Args:
-        points: ``{name, median_ms, value, label}`` per setup (``label``: the picks naming it).
+        points: per setup ``{name, wait_ms, parts, value, low, high, picks}``: ``wait_ms`` the
+            median wait (ms; the picks' measure), ``parts`` each part's ``{label, median}``
+            (see :func:`core.reports.pages.views.wait_of`), ``low`` / ``high`` the interval
+            or None, ``picks`` the picks naming the setup.
         metric: the y axis' metric label.
     """
-    data = [{
-        "type": "scatter", "mode": "markers+text", "name": "setups",
-        "x": [p["median_ms"] for p in points], "y": [p["value"] for p in points],
-        "text": [p["name"] + (f" ({p['label']})" if p["label"] else "") for p in points],
-        "textposition": "top center", "marker": {"size": 11}, "cliponaxis": False,
-        "hovertemplate": "%{text}<br>median %{x:.2f} ms<br>" + metric + " %{y:.3f}<extra></extra>",
-    }]
-    xs = [p["median_ms"] for p in points]
-    ys = [p["value"] for p in points]
-    pad_x = (max(xs) - min(xs)) * 0.25 or max(abs(xs[0]) * 0.25, 1.0)
-    pad_y = (max(ys) - min(ys)) * 0.25 or 0.05
-    return {"data": data, "layout": _layout(
-        f"{metric} against the time a user waits", "median search time (ms)", metric, showlegend=False,
-        xaxis={"title": {"text": "median search time (ms)"}, "range": [min(xs) - pad_x, max(xs) + pad_x], "automargin": True},
-        yaxis={"title": {"text": metric}, "range": [min(ys) - pad_y, max(ys) + pad_y], "automargin": True})}
+    data = []
+    for p in points:
+        parts = " + ".join(f"{part['label']} {_ms_text(part['median'])}" for part in p["parts"].values()
+                           if part["median"] is not None)
+        interval = f" [{p['low']:.3f}, {p['high']:.3f}]" if p["low"] is not None and p["high"] is not None else ""
+        text = (f"{p['name']}<br>waits {_ms_text(p['wait_ms'])} ms (median)<br>median of each part: {parts} ms"
+                f"<br>{metric} {p['value']:.3f}{interval}")
+        if p["picks"]:
+            text += f"<br>pick: {', '.join(p['picks'])}"
+        trace: dict[str, Any] = {
+            "type": "scatter", "mode": "markers", "name": p["name"], "x": [p["wait_ms"]], "y": [p["value"]],
+            "text": [text], "hovertemplate": "%{text}<extra></extra>",
+            "marker": {"size": 15 if p["picks"] else 10, "symbol": "star" if p["picks"] else "circle",
+                       "line": {"width": 1, "color": "#1d2433"} if p["picks"] else {"width": 0}},
+        }
+        if p["low"] is not None and p["high"] is not None:
+            trace["error_y"] = {"type": "data", "symmetric": False, "array": [p["high"] - p["value"]],
+                                "arrayminus": [p["value"] - p["low"]], "thickness": 1, "width": 3}
+        data.append(trace)
+    xs = [p["wait_ms"] for p in points]
+    log = min(xs) > 0 and max(xs) / min(xs) >= LOG_AXIS_RATIO
+    title = "median wait per question (ms" + (", log scale)" if log else ")")
+    xaxis: dict[str, Any] = {"title": {"text": title}, "automargin": True, "rangemode": "tozero"}
+    if log:
+        xaxis = {"title": {"text": title}, "automargin": True, "type": "log", "dtick": 1}
+    return _figure(data, f"{metric} against the time a user waits (query embedding + search + rerank; stars: picks)",
+                   title, metric, xaxis=xaxis)
 
 
 def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = False) -> dict[str, Any]:
@@ -91,13 +128,15 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
     the round, when evaluations ran in parallel).
 
     Args:
-        trials: ``{x, score, label}`` in the order evaluated (``score`` None for a failed one).
+        trials: ``{x, score, label, low?, high?}`` in the order evaluated (``score`` None for
+            a failed one; ``low`` / ``high`` its 95 % interval, drawn as an error bar, or None).
         objective: the objective's name (maximised).
         by_round: whether ``x`` is a round number: then the best-so-far line has one point
             per round (the best after that round's evaluations), and the scores sit at their
             round.
     """
     xs, ys, labels, best_x, best, running = [], [], [], [], [], None
+    above, below = [], []
     for t in trials:
         if t["score"] is None:
             continue
@@ -105,20 +144,31 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
         xs.append(t["x"])
         ys.append(t["score"])
         labels.append(t["label"])
+        low, high = t.get("low"), t.get("high")
+        known = low is not None and high is not None
+        above.append(high - t["score"] if known else None)
+        below.append(t["score"] - low if known else None)
         if by_round and best_x and best_x[-1] == t["x"]:
             best[-1] = running
         else:
             best_x.append(t["x"])
             best.append(running)
     axis = "round" if by_round else "evaluation (#)"
-    data = [
+    if any(v is not None for v in above):  # each score's 95 % interval, where the report has one
+        data_error = {"type": "data", "symmetric": False, "array": above, "arrayminus": below, "thickness": 1,
+                      "width": 3}
+    else:
+        data_error = None
+    data: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "markers", "name": "score", "x": xs, "y": ys, "text": labels,
          "hovertemplate": "%{text}<br>" + objective + " %{y:.3f}<extra></extra>"},
         {"type": "scatter", "mode": "lines+markers" if by_round else "lines", "name": "best so far",
          "x": best_x, "y": best, "line": {"shape": "hv"}},
     ]
+    if data_error:
+        data[0]["error_y"] = data_error
     extra = {"xaxis": {"title": {"text": axis}, "dtick": 1, "automargin": True}} if by_round else {}
-    return {"data": data, "layout": _layout(f"best {objective} so far, by {axis}", axis, objective, **extra)}
+    return _figure(data, f"best {objective} so far, by {axis}", axis, objective, **extra)
 
 
 def scores_by_parameter(trials: list[dict[str, Any]], parameters: list[str], objective: str) -> dict[str, Any]:
@@ -148,9 +198,9 @@ def scores_by_parameter(trials: list[dict[str, Any]], parameters: list[str], obj
     if len(buttons) > 1:
         extra["updatemenus"] = [{"buttons": buttons, "direction": "down", "x": 1, "xanchor": "right", "y": 1.02,
                                  "yanchor": "bottom", "pad": {"t": 0, "b": 4}}]
-        extra["margin"] = {"l": 50, "r": 16, "t": 70, "b": 44}
-    return {"data": data, "layout": _layout(f"{objective} by evaluation, coloured by parameter",
-                                            "evaluation", objective, **extra)}
+        extra["margin"] = {"l": 50, "r": 16, "t": 40, "b": 44}
+    return _figure(data, f"{objective} by evaluation, coloured by parameter",
+                   "evaluation", objective, **extra)
 
 
 def parameter_effect(name: str, groups: list[dict[str, Any]], objective: str) -> dict[str, Any]:
@@ -171,8 +221,8 @@ def parameter_effect(name: str, groups: list[dict[str, Any]], objective: str) ->
         {"type": "scatter", "mode": "markers+lines", "name": "mean per value", "x": [g["value"] for g in groups],
          "y": [g["mean"] for g in groups], "marker": {"size": 12, "symbol": "diamond"}},
     ]
-    return {"data": data, "layout": _layout(f"{name}: per-value means", name, objective,
-                                            xaxis={"title": {"text": name}, "type": "category", "automargin": True})}
+    return _figure(data, f"{name}: per-value means", name, objective,
+                   xaxis={"title": {"text": name}, "type": "category", "automargin": True})
 
 
 def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) -> dict[str, Any]:
@@ -190,35 +240,37 @@ def partial_dependence(name: str, points: list[dict[str, Any]], objective: str) 
                          "arrayminus": [p["effect"] - p["low"] for p in points]},
              "marker": {"size": 10},
              "hovertemplate": name + "=%{x}<br>effect %{y:.3f}<extra></extra>"}]
-    return {"data": data, "layout": _layout(f"{name}: GAM partial dependence (95% band)", name,
-                                            f"effect on {objective}", showlegend=False,
-                                            xaxis={"title": {"text": name}, "type": "category", "automargin": True})}
+    return _figure(data, f"{name}: GAM partial dependence (95% band)", name,
+                   f"effect on {objective}", showlegend=False,
+                   xaxis={"title": {"text": name}, "type": "category", "automargin": True})
 
 
 def cost_bars(labels: list[str], seconds: list[float | None], texts_embedded: list[int | None] | None = None,
-              tokens: list[int | None] | None = None) -> dict[str, Any]:
+              tokens: list[int | None] | None = None, details: list[str] | None = None) -> dict[str, Any]:
     """Cost per configuration: seconds as bars, texts embedded (and chat and judge tokens,
     where known) as markers on a second axis; None values are left out of the plot, and a
     count that is zero or unknown for every configuration draws no markers.
 
     Args:
-        labels: one label per configuration.
+        labels: one short label per configuration (the x axis: ``#3``).
         seconds: the evaluation's time in seconds, per configuration.
         texts_embedded: distinct texts the evaluation sent to the embedding model, or None.
         tokens: prompt plus completion tokens of its chat and judge requests, None when
             unknown.
+        details: one longer text per configuration, shown on hover (default the labels).
     """
-    data: list[dict[str, Any]] = [{"type": "bar", "name": "seconds", "x": labels, "y": seconds,
-                                   "hovertemplate": "%{x}<br>%{y:.1f} s<extra></extra>"}]
+    text = details or labels
+    data: list[dict[str, Any]] = [{"type": "bar", "name": "seconds", "x": labels, "y": seconds, "text": text,
+                                   "textposition": "none", "hovertemplate": "%{text}<br>%{y:.1f} s<extra></extra>"}]
     for name, values in (("texts embedded", texts_embedded), ("tokens", tokens)):
         if values and any(isinstance(v, (int, float)) and v > 0 for v in values):  # all zero or unknown: no trace
-            data.append({"type": "scatter", "mode": "markers", "name": name, "x": labels, "y": values,
-                         "yaxis": "y2", "hovertemplate": "%{x}<br>%{y} " + name + "<extra></extra>"})
+            data.append({"type": "scatter", "mode": "markers", "name": name, "x": labels, "y": values, "text": text,
+                         "yaxis": "y2", "hovertemplate": "%{text}<br>%{y} " + name + "<extra></extra>"})
     extra: dict[str, Any] = {"xaxis": {"type": "category", "automargin": True}, "showlegend": len(data) > 1}
     if len(data) > 1:
         extra["yaxis2"] = {"title": {"text": "count"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
                            "automargin": True}
-    return {"data": data, "layout": _layout("cost per configuration", "configuration", "seconds", **extra)}
+    return _figure(data, "cost per configuration", "configuration", "seconds", **extra)
 
 
 def history_lines(series: dict[str, dict[str, list[Any]]], metric: str) -> dict[str, Any]:
@@ -232,10 +284,9 @@ def history_lines(series: dict[str, dict[str, list[Any]]], metric: str) -> dict[
              "hovertemplate": "%{text}<br>" + metric + " %{y:.3f}<extra>" + name + "</extra>",
              "line": {"shape": "hv"}, "marker": {"size": 5}}
             for name, s in series.items()]
-    return {"data": data, "layout": _layout(f"{metric} per run", "run start (UTC)", metric,
-                                            xaxis={"title": {"text": "run start (UTC)"}, "type": "date",
-                                                   "automargin": True},
-                                            yaxis={"title": {"text": metric}, "range": [0, 1.02], "automargin": True})}
+    return _figure(data, f"{metric} per run", "run start (UTC)", metric,
+                   xaxis={"title": {"text": "run start (UTC)"}, "type": "date", "automargin": True},
+                   yaxis={"title": {"text": metric}, "range": [-0.05, 1.05], "automargin": True})
 
 
 def compare_bars(setups: list[str], first: list[float | None], second: list[float | None],
@@ -243,14 +294,81 @@ def compare_bars(setups: list[str], first: list[float | None], second: list[floa
     """``metric`` per setup in two runs, side by side."""
     data = [{"type": "bar", "name": names[0], "x": setups, "y": first},
             {"type": "bar", "name": names[1], "x": setups, "y": second}]
-    return {"data": data, "layout": _layout(f"{metric} per setup", "setup", metric, barmode="group",
-                                            xaxis={"type": "category", "automargin": True})}
+    return _figure(data, f"{metric} per setup", "setup", metric, barmode="group",
+                   xaxis={"type": "category", "automargin": True})
 
 
-def technique_bars(labels: list[str], values: list[float | None], tied: list[bool], metric: str) -> dict[str, Any]:
-    """``metric`` of each chunking technique at its best; ties with the best drawn apart."""
+def technique_bars(labels: list[str], values: list[float | None], tied: list[bool], metric: str,
+                   details: list[str] | None = None, title: str | None = None) -> dict[str, Any]:
+    """``metric`` of each row of a chunking report (a technique, a sweep's build and search);
+    ties with the best drawn apart; ``details``: a longer text per row, shown on hover;
+    ``title``: the caption (default: per technique at its best)."""
     colours = ["#d99a00" if t else "#2b59c3" for t in tied]
     data = [{"type": "bar", "name": metric, "x": labels, "y": values, "marker": {"color": colours},
-             "hovertemplate": "%{x}<br>" + metric + " %{y:.3f}<extra></extra>"}]
-    return {"data": data, "layout": _layout(f"{metric} per technique at its best", "technique", metric,
-                                            xaxis={"type": "category", "automargin": True}, showlegend=False)}
+             "text": details or labels, "textposition": "none",
+             "hovertemplate": "%{text}<br>" + metric + " %{y:.3f}<extra></extra>"}]
+    return _figure(data, title or f"{metric} per technique at its best", "rank" if title else "technique", metric,
+                   xaxis={"type": "category", "automargin": True}, showlegend=False)
+
+
+def chunking_bars(rows: list[dict[str, Any]], counting: str, n_questions: int | None) -> dict[str, Any]:
+    """Questions counted (``found`` or ``answered``) per chunking technique at its best build,
+    as the chunking comparison reports them: the best, the ties (not significantly worse,
+    exact McNemar) and the techniques significantly worse drawn apart.
+
+    Args:
+        rows: per technique ``{method, best_build, counted, n_scored, status, only_best,
+            only_this, p_value}`` (``status`` ``best``, ``tie`` or ``worse``), best first.
+        counting: what was counted (``found`` or ``answered``).
+        n_questions: the questions scored (the y axis' top), or None.
+    """
+    colours = {"best": "#067647", "tie": "#d99a00", "worse": "#2b59c3"}
+    data = []
+    for status, name in (("best", "best"), ("tie", "tied with the best"), ("worse", "significantly worse")):
+        chosen = [r for r in rows if r["status"] == status]
+        if not chosen:
+            continue
+        text = [f"{r['method']}: {r['best_build']}<br>{counting} {r['counted']} of {r['n_scored']}"
+                + ("" if r["p_value"] is None else f"<br>only the best {r['only_best']}, only this {r['only_this']}, "
+                                                   f"exact McNemar p {r['p_value']:.3g}")
+                for r in chosen]
+        data.append({"type": "bar", "name": name, "x": [r["method"] for r in chosen],
+                     "y": [r["counted"] for r in chosen], "text": text, "textposition": "none",
+                     "marker": {"color": colours[status]}, "hovertemplate": "%{text}<extra></extra>"})
+    yaxis: dict[str, Any] = {"title": {"text": f"questions {counting}"}, "automargin": True, "rangemode": "tozero"}
+    if n_questions:
+        yaxis["range"] = [0, n_questions * 1.02]
+    return _figure(data, f"questions {counting} per technique at its best build (of {n_questions or '?'})",
+                   "technique", f"questions {counting}", yaxis=yaxis,
+                   xaxis={"type": "category", "automargin": True, "categoryorder": "array",
+                          "categoryarray": [r["method"] for r in rows]})
+
+
+def builds_by_size(builds: list[dict[str, Any]], counting: str) -> dict[str, Any]:
+    """Questions counted by every build of the comparison: one line per technique and heading
+    setting, against the chunk size (``-`` for a technique without a size).
+
+    Args:
+        builds: the report's ``builds`` rows that were searched (``status`` ok), in build order.
+        counting: what was counted.
+    """
+    lines: dict[str, dict[str, list[Any]]] = {}
+    sizes: list[str] = []
+    for b in builds:
+        size = "-" if b.get("chunk_size") is None else str(b["chunk_size"])
+        if size not in sizes:
+            sizes.append(size)
+        name = f"{b.get('method')}" + (" + headings" if b.get("embed_headings") else "")
+        line = lines.setdefault(name, {"x": [], "y": [], "text": []})
+        line["x"].append(size)
+        line["y"].append(b.get("counted"))
+        line["text"].append(f"{b.get('key')}<br>{counting} {b.get('counted')} of {b.get('n_scored')}"
+                            f"<br>{b.get('n_chunks')} chunks")
+    data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": s["x"], "y": s["y"], "text": s["text"],
+             "hovertemplate": "%{text}<extra></extra>"} for name, s in lines.items()]
+    order = sorted(sizes, key=lambda v: (v == "-", int(v) if v.isdigit() else 0))
+    return _figure(data, f"questions {counting} by every build, by chunk size", "chunk size (tokens)",
+                   f"questions {counting}",
+                   yaxis={"title": {"text": f"questions {counting}"}, "rangemode": "tozero", "automargin": True},
+                   xaxis={"title": {"text": "chunk size (tokens)"}, "type": "category", "categoryorder": "array",
+                          "categoryarray": order, "automargin": True})

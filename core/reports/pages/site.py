@@ -39,6 +39,9 @@ class Links:
         chunking: one chunking run's or sweep's page (``{kind}`` is ``runs`` or ``sweeps``).
         history: the history page of one golden file.
         compare: the compare page (takes ``?a=RUN&b=RUN``).
+        asset: the shared plotly.js (``{file}``: :attr:`~core.reports.pages.render.PageAsset.name`),
+            which the pages then reference instead of holding their own copy; empty: every
+            page inlines it.
         app: one ``evaluate-app`` run's page.
     """
 
@@ -48,6 +51,7 @@ class Links:
     chunking: str = "/chunking/{kind}/{id}"
     history: str = "/history?golden={golden}"
     compare: str = "/compare"
+    asset: str = "/assets/{file}"
     app: str = "/apps/{id}"
 
     def url(self, name: str, **values: str) -> str:
@@ -59,7 +63,7 @@ class Links:
 #: The links of the pages the Functions app serves (it has no index page, chunking page or
 #: compare page of its own).
 FUNCTION_LINKS = Links(index="", run="/api/runs/{id}/page", experiment="/api/experiments/{id}/page", chunking="",
-                       history="/api/history/page?golden={golden}", compare="", app="")
+                       history="/api/history/page?golden={golden}", compare="", asset="/api/assets/{file}", app="")
 
 
 def function_links(code: str | None = None) -> Links:
@@ -79,7 +83,16 @@ def function_links(code: str | None = None) -> Links:
     for name in ("index", "run", "experiment", "chunking", "history", "compare", "app"):
         template = getattr(FUNCTION_LINKS, name)
         values[name] = f"{template}{'&' if '?' in template else '?'}code={key}" if template else ""
-    return Links(**values)
+    return Links(**values, asset=FUNCTION_LINKS.asset)  # the asset route takes no key
+
+
+def _plotly_src(links: Links | None) -> str:
+    """Where a page finds the shared plotly.js, or ``""`` (a standalone page inlines it)."""
+    if links is None or not links.asset:
+        return ""
+    from core.reports.pages.render import plotly_asset
+
+    return links.url("asset", file=plotly_asset().name)
 
 
 def error_page(status: int, message: str, links: Links | None = None) -> str:
@@ -100,20 +113,39 @@ def render_run(report: dict[str, Any], links: Links | None = None) -> str:
     sha = (report.get("golden") or {}).get("sha256")
     context = run_view(report)
     context["links"] = _links(links, history=links.url("history", golden=sha) if links and sha else "")
-    return render("run.html.j2", **context)
+    return render("run.html.j2", plotly_src=_plotly_src(links), **context)
 
 
 def render_experiment(report: dict[str, Any], running: bool = False, links: Links | None = None) -> str:
     """The page of an experiment report; ``running``: the experiment has not finished."""
-    return render("experiment.html.j2", links=_links(links), **experiment_view(report, running))
+    return render("experiment.html.j2", plotly_src=_plotly_src(links), links=_links(links),
+                  **experiment_view(report, running))
+
+
+#: The ``kind`` of a chunking comparison's report (``ragtune compare-chunking``).
+COMPARISON_KIND = "chunking-comparison"
+#: The ``kind`` of a sweep's report (``ragtune sweep``).
+SWEEP_KIND = "sweep"
+#: A sweep's columns on its page, as ``ragtune sweep`` prints them (report names).
+SWEEP_COLUMNS = ("rank", "method", "chunk_size", "chunk_overlap", "embed_headings", "search", "ndcg@10", "mrr",
+                 "recall@5", "recall@10", "n_chunks", "build_s", "median_ms")
+#: Most rows a chunking page's bar chart draws (the table lists every one).
+MOST_BARS = 30
 
 
 def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: Links | None = None) -> str:
-    """The page of a chunking run or a sweep: found per technique at its best, ties marked.
+    """The page of a chunking run or a sweep.
 
-    The report is read loosely: its first list of objects is the techniques (each with a
-    ``name``/``technique``/``method``, a found-like score, ``tied_with_best`` when given).
+    A chunking comparison (``kind`` :data:`COMPARISON_KIND`) shows the best build, the ties,
+    the McNemar counts against the best and charts, as ``compare-chunking`` prints them (see
+    :func:`~core.reports.pages.views.chunking_view`). Any other report is read loosely: its
+    first list of objects is the rows (each with a ``name``/``technique``/``method``, a
+    found-like score, ``tied_with_best`` when given).
     """
+    if report.get("kind") == COMPARISON_KIND:
+        from core.reports.pages.views import chunking_view
+
+        return render("comparison.html.j2", plotly_src=_plotly_src(links), links=_links(links), **chunking_view(report))
     rows = []
     listing = next((v for v in report.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)), [])
     columns: list[str] = []
@@ -122,25 +154,42 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
             if key not in columns and (value is None or isinstance(value, (str, int, float, bool))):
                 columns.append(key)
     metric = next((c for c in columns if c.startswith(("found", "recall", "mrr", "score"))), None)
+    sweep = report.get("kind") == SWEEP_KIND and isinstance(report.get("rows"), list)
+    if sweep:  # the columns `ragtune sweep` prints, ranked as it ranks them
+        listing = [r for r in report["rows"] if isinstance(r, dict)]
+        columns = [c for c in SWEEP_COLUMNS if any(c in r for r in listing)]
+        metric = "ndcg@10"
     for item in listing:
         label = str(item.get("name") or item.get("technique") or item.get("method") or item.get("chunking_method") or "?")
-        rows.append({"label": label, "cells": [item.get(c) for c in columns], "value": item.get(metric) if metric else None,
+        detail = label
+        if sweep:
+            label, detail = str(item.get("build")), f"#{item.get('rank')} {item.get('build')} {item.get('search')}"
+        rows.append({"label": label, "detail": detail, "short": f"#{item.get('rank')}" if sweep else label,
+                     "cells": [item.get(c) for c in columns], "value": item.get(metric) if metric else None,
                      "tied": bool(item.get("tied_with_best"))})
     figure = None
-    if metric and any(isinstance(r["value"], (int, float)) for r in rows):
-        figure = plots.technique_bars([r["label"] for r in rows], [r["value"] for r in rows],
-                                      [r["tied"] for r in rows], metric_label(metric))
+    drawn = rows[:MOST_BARS]
+    if metric and any(isinstance(r["value"], (int, float)) for r in drawn):
+        figure = plots.technique_bars([r["short"] for r in drawn], [r["value"] for r in drawn],
+                                      [r["tied"] for r in drawn], metric_label(metric), [r["detail"] for r in drawn],
+                                      title=(f"{metric_label(metric)} of each build and search, by rank"
+                                             + (f" (the first {MOST_BARS})" if len(rows) > MOST_BARS else ""))
+                                      if sweep else None)
     scalars = {k: v for k, v in report.items() if v is None or isinstance(v, (str, int, float, bool))}
-    return render("chunking.html.j2", links=_links(links), kind=kind, report=report, rows=rows, columns=columns,
+    return render("chunking.html.j2", plotly_src=_plotly_src(links), links=_links(links), kind=kind, report=report,
+                  rows=rows, columns=columns, label_name="build" if sweep else "technique",
                   figure=figure, scalars=scalars, title=str(report.get("run_id") or report.get("id") or kind))
 
 
 def render_report(report: dict[str, Any], links: Links | None = None) -> str:
-    """The page of any stored report, by its kind.
+    """The page of any stored report, by its kind: an evaluate run, an experiment, a chunking
+    comparison or a sweep.
 
     Raises:
         ConfigError: not a report this version knows.
     """
+    if isinstance(report, dict) and report.get("kind") in (COMPARISON_KIND, SWEEP_KIND):
+        return render_chunking(report, kind="sweep" if report["kind"] == SWEEP_KIND else "chunking run", links=links)
     kind = report_kind(report)
     if kind == "experiment":
         return render_experiment(report, running=report.get("status") == "running", links=links)
@@ -316,7 +365,8 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
                      "url": links.url("run", id=e.get("run_id")) if links else ""})
         previous = text
     path = next(((e.get("golden") or {}).get("path") for e in reversed(entries)), None)
-    return render("history.html.j2", links=_links(links), golden=golden, path=path, figures=figures,
+    return render("history.html.j2", plotly_src=_plotly_src(links), links=_links(links), golden=golden, path=path,
+                  figures=figures,
                   rows=list(reversed(rows)), n_runs=len(entries))
 
 
@@ -367,7 +417,7 @@ def compare_view(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any
 
 def render_compare(first: dict[str, Any], second: dict[str, Any], links: Links | None = None) -> str:
     """The page comparing two evaluate runs (see :func:`compare_view`)."""
-    return render("compare.html.j2", links=_links(links), **compare_view(first, second))
+    return render("compare.html.j2", plotly_src=_plotly_src(links), links=_links(links), **compare_view(first, second))
 
 
 def compare_page(store: Any, first: str, second: str, links: Links | None = None) -> str:

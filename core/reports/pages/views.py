@@ -32,6 +32,97 @@ def chunking_text(chunking: Any) -> str:
     return ", ".join([str(chunking.get("method") or "?")] + rest)
 
 
+#: The parts of the time a user waits for one question's results, as ``timings_ms`` names them,
+#: with their short labels (``embedding``: embedding the question).
+WAIT_PARTS = (("query_embedding", "embedding"), ("search", "search"), ("rerank", "rerank"))
+#: Most results listed per setup as what "came back instead" of a question's first right one.
+MOST_INSTEAD = 3
+
+
+def wait_of(timings: Any) -> dict[str, Any]:
+    """The time a user waits for one question's results, as the picks use it, read from a
+    setup's ``timings_ms`` (never recomputed).
+
+    Reports from ``evaluate`` hold ``total`` (per question: query embedding + search +
+    rerank; its median over questions is what :func:`core.evaluation.retrieval.pick_setups`
+    compares) and each part's own statistics (``query_embedding`` and ``rerank`` None where the
+    setup has no such step). A report written before the split holds the search alone, at the
+    top level of ``timings_ms``, and its picks used that.
+
+    Returns:
+        ``{median, p95, parts, split}``: milliseconds (None when unknown); ``parts`` maps each
+        of :data:`WAIT_PARTS` to ``{label, median}`` (median None: no such step);
+        ``split`` is False for a report that predates the parts.
+    """
+    timings = timings if isinstance(timings, dict) else {}
+    total = timings.get("total")
+    if not isinstance(total, dict):
+        parts = {"search": {"label": "search", "median": _num(timings.get("median"))}}
+        return {"median": _num(timings.get("median")), "p95": _num(timings.get("p95")), "parts": parts,
+                "split": False}
+    parts = {}
+    for key, label in WAIT_PARTS:
+        block = timings.get(key)
+        parts[key] = {"label": label, "median": _num(block.get("median")) if isinstance(block, dict) else None}
+    return {"median": _num(total.get("median")), "p95": _num(total.get("p95")), "parts": parts, "split": True}
+
+
+def _setup_row(report: dict[str, Any], setup: dict[str, Any], block: Any, key: str, others: list[str],
+               ranked: bool) -> dict[str, Any]:
+    """One row of a grain's setups table: the key metric with its interval, picks and (at the
+    rank grain) the tie with the best and its McNemar counts, the wait with its parts, then
+    the other metrics."""
+    name = setup.get("name")
+    vs_best = setup.get("mcnemar_vs_best") if ranked and isinstance(setup.get("mcnemar_vs_best"), dict) else None
+    row: dict[str, Any] = {"name": name, "picks": picks_of(report, name), "error": setup.get("error"),
+                           "tied": bool(setup.get("tied_with_best")) if ranked else False, "vs_best": vs_best,
+                           "wait": wait_of(setup.get("timings_ms")), "key": None, "cells": []}
+    if isinstance(block, dict):
+        means = block.get("means") or {}
+        low, high = interval(block, key)
+        row["key"] = {"value": means.get(key), "low": low, "high": high}
+        for m in others:
+            low, high = interval(block, m)
+            row["cells"].append({"value": means.get(m), "low": low, "high": high})
+    elif not row["error"]:
+        row["error"] = "no scores at this grain"
+    return row
+
+
+def _grain_figures(report: dict[str, Any], setups: list[dict[str, Any]], blocks: dict[Any, Any], grain: str,
+                   rank_grain: Any, questions: list[dict[str, Any]], metric: str) -> list[tuple[str, Any]]:
+    """A grain's plots: found@k per setup and the key metric against the time a user waits."""
+    figures: list[tuple[str, Any]] = []
+    curves = {}
+    for s in setups:
+        block = blocks.get(s.get("name"))
+        if not isinstance(block, dict) or not block.get("n_scored"):
+            continue
+        if grain == rank_grain and questions:
+            ranks = [(q.get("first_relevant_rank") or {}).get(s.get("name")) for q in questions]
+            ks = list(range(1, plots.CURVE_MAX_K + 1))
+            curves[s.get("name")] = (ks, plots.found_curve_points(ranks, int(block["n_scored"])))
+        else:
+            means = block.get("means") or {}
+            ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("found@"))
+            curves[s.get("name")] = (ks, [means[f"found@{k}"] for k in ks])
+    if curves:
+        figures.append(("found", plots.found_curves(curves, f"found@k per setup [{grain}]")))
+    points = []
+    for s in setups:
+        block = blocks.get(s.get("name"))
+        value = _num(((block or {}).get("means") or {}).get(metric)) if isinstance(block, dict) else None
+        wait = wait_of(s.get("timings_ms"))
+        if value is not None and wait["median"] is not None:
+            low, high = interval(block, metric)
+            points.append({"name": s.get("name"), "wait_ms": wait["median"], "parts": wait["parts"],
+                           "value": value, "low": _num(low), "high": _num(high),
+                           "picks": picks_of(report, s.get("name"))})
+    if points:
+        figures.append(("time", plots.quality_vs_time(points, metric_label(metric))))
+    return figures
+
+
 def run_view(report: dict[str, Any]) -> dict[str, Any]:
     """The context of an evaluate run's page (see ``run.html.j2``)."""
     evaluation = report.get("evaluation") or {}
@@ -55,46 +146,12 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
         if not view["scorable"]:
             grains.append(view)
             continue
-        for s in setups:
-            block = blocks.get(s.get("name"))
-            timings = s.get("timings_ms") or {}
-            row = {"name": s.get("name"), "picks": picks_of(report, s.get("name")),
-                   "tied": s.get("tied_with_best"), "error": s.get("error"),
-                   "median_ms": timings.get("median"), "p95_ms": timings.get("p95"), "cells": []}
-            if isinstance(block, dict):
-                means = block.get("means") or {}
-                for m in columns:
-                    low, high = interval(block, m)
-                    row["cells"].append({"value": means.get(m), "low": low, "high": high})
-            elif not row["error"]:
-                row["error"] = "no scores at this grain"
-            view["rows"].append(row)
-        curves = {}
-        for s in setups:
-            block = blocks.get(s.get("name"))
-            if not isinstance(block, dict) or not block.get("n_scored"):
-                continue
-            if grain == rank_grain and questions:
-                ranks = [(q.get("first_relevant_rank") or {}).get(s.get("name")) for q in questions]
-                ks = list(range(1, plots.CURVE_MAX_K + 1))
-                curves[s.get("name")] = (ks, plots.found_curve_points(ranks, int(block["n_scored"])))
-            else:
-                means = block.get("means") or {}
-                ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("found@"))
-                curves[s.get("name")] = (ks, [means[f"found@{k}"] for k in ks])
-        if curves:
-            view["figures"].append(("found", plots.found_curves(curves, f"found@k per setup [{grain}]")))
-        metric = _ranked_metric(first)
-        points = []
-        for s in setups:
-            block = blocks.get(s.get("name"))
-            value = _num(((block or {}).get("means") or {}).get(metric)) if isinstance(block, dict) else None
-            median = _num((s.get("timings_ms") or {}).get("median"))
-            if value is not None and median is not None:
-                points.append({"name": s.get("name"), "median_ms": median, "value": value,
-                               "label": ", ".join(picks_of(report, s.get("name")))})
-        if points:
-            view["figures"].append(("time", plots.quality_vs_time(points, metric_label(metric))))
+        key = _ranked_metric(first)
+        others = [m for m in columns if m != key]
+        view.update(key=metric_label(key), others=[metric_label(m) for m in others])
+        view["rows"] = [_setup_row(report, s, blocks.get(s.get("name")), key, others, grain == rank_grain)
+                        for s in setups]
+        view["figures"] = _grain_figures(report, setups, blocks, grain, rank_grain, questions, key)
         grains.append(view)
     picks = report.get("picks") or {}
     return {
@@ -108,6 +165,8 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
         "grains": grains,
         "picks": [{"name": p, "setup": picks.get(p), "rule": (picks.get("rules") or {}).get(p)} for p in PICKS],
         "picks_reason": picks.get("reason"),
+        "wait_rule": (picks.get("rules") or {}).get("latency"),
+        "wait_split": any(wait_of(s.get("timings_ms"))["split"] for s in setups),
         "failed_setups": [s for s in setups if s.get("error")],
         "questions": questions_view(report, setups, rank_grain),
         "answers": answers_view(report.get("answers")),
@@ -119,9 +178,20 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def instead_of(top: Any, rank: Any, most: int = MOST_INSTEAD) -> list[str]:
+    """What a setup returned before a question's first right result (all of it, at most
+    ``most``, when no right result came back), one ``document#page (score)`` text each; ``[]``
+    when the first result was right or the report keeps no ``top``."""
+    if not isinstance(top, list) or rank == 1:
+        return []
+    above = top[:rank - 1] if isinstance(rank, int) and not isinstance(rank, bool) and rank > 1 else top
+    return [top_text([hit]) for hit in above[:most] if isinstance(hit, dict)]
+
+
 def questions_view(report: dict[str, Any], setups: list[dict[str, Any]], grain: str | None) -> dict[str, Any]:
-    """Per question: each setup's rank of the first right result, and what came back instead
-    when the report keeps it (``top``)."""
+    """Per question: each setup's rank of the first right result, and, when the report keeps
+    it (``top``), what came back instead: the results above the first right one (at most
+    :data:`MOST_INSTEAD` per setup), setups that returned the same listed together."""
     names = [s.get("name") for s in setups]
     rows = []
     has_top = False
@@ -130,14 +200,18 @@ def questions_view(report: dict[str, Any], setups: list[dict[str, Any]], grain: 
             continue
         ranks = q.get("first_relevant_rank") or {}
         tops = q.get("top") if isinstance(q.get("top"), dict) else {}
-        cells = []
+        has_top = has_top or bool(tops)
+        cells, instead = [], {}
         for name in names:
             rank = ranks.get(name)
-            instead = top_text(tops.get(name)) if tops and rank != 1 else ""
-            has_top = has_top or bool(tops)
-            cells.append({"rank": rank, "instead": instead})
+            cells.append({"rank": rank})
+            hits = instead_of(tops.get(name), rank) if tops else []
+            if hits:
+                instead.setdefault(tuple(hits), []).append(str(name))
         rows.append({"id": q.get("id"), "line": q.get("line"), "question": q.get("question"),
                      "expected": [str(e) for e in q.get("expected") or []], "cells": cells,
+                     "instead": [{"setups": who, "hits": list(hits)} for hits, who in instead.items()],
+                     "n_instead": sum(len(who) for who in instead.values()),
                      "missed": any(c["rank"] is None for c in cells)})
     return {"setups": names, "rows": rows, "grain": grain, "has_top": has_top,
             "n_missed": sum(1 for r in rows if r["missed"])}
@@ -184,6 +258,14 @@ def _best_row(board: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"key": top.get("key"), "score": top["score"]}
 
 
+def _with_interval(best: Any, board: list[dict[str, Any]]) -> Any:
+    """The best configuration with its leaderboard row's interval (``ci_low`` / ``ci_high``)."""
+    if not isinstance(best, dict):
+        return best
+    row = next((r for r in board if r.get("key") == best.get("key") and r.get("score") is not None), {})
+    return {**best, "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high")}
+
+
 def _trial_label(row: dict[str, Any]) -> str:
     p = row.get("parameters") or {}
     bits = [str(p.get(k)) for k in ("chunking_method", "chunk_size", "number_of_chunks", "search_mode") if p.get(k) is not None]
@@ -209,6 +291,7 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
              if p in parameters]
     ok = [r for r in by_trial if r.get("score") is not None]
     trials = [{"x": r.get("trial") or 0, "score": r.get("score"), "label": _trial_label(r),
+               "low": _num(r.get("ci_low")), "high": _num(r.get("ci_high")),
                "parameters": r.get("parameters") or {}} for r in by_trial]
     figures = []
     if ok:
@@ -221,10 +304,11 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
         if varying:
             figures.append(("colour", plots.scores_by_parameter([t for t in trials if t["score"] is not None],
                                                                varying, objective)))
-        figures.append(("cost", plots.cost_bars([_trial_label(r) for r in by_trial],
+        figures.append(("cost", plots.cost_bars([f"#{r.get('trial')}" for r in by_trial],
                                                 [r.get("duration_s") for r in by_trial],
                                                 [(r.get("cost") or {}).get("texts_embedded") for r in by_trial],
-                                                [(r.get("cost") or {}).get("tokens") for r in by_trial])))
+                                                [(r.get("cost") or {}).get("tokens") for r in by_trial],
+                                                [_trial_label(r) for r in by_trial])))
     from core.reports.pages.effects import gam_effects
 
     effects = []
@@ -239,9 +323,58 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
                    for v, s in sorted(groups.items(), key=lambda item: _value_order(item[0]))]
         effects.append((f"effect-{name}", plots.parameter_effect(name, ordered, objective)))
     return {"report": report, "experiment_id": report.get("experiment_id") or "", "objective": objective,
-            "running": running, "leaderboard": board, "shown": shown, "figures": figures, "effects": effects,
+            "running": running, "leaderboard": board, "shown": [p for p in shown if p in varying],
+            "same": {p: (board[0].get("parameters") or {}).get(p) for p in shown if p not in varying} if board else {},
+            "figures": figures, "effects": effects,
             "effects_model": "gam" if fitted else "means",
             "golden": report.get("golden") or {}, "corpus": report.get("corpus") or {},
             "optimizer": report.get("optimizer") or {}, "counts": report.get("counts") or {},
-            "best": report.get("best") or _best_row(board), "timings": report.get("timings_s") or {},
+            "best": _with_interval(report.get("best") or _best_row(board), board),
+            "timings": report.get("timings_s") or {},
             "n_failed": sum(1 for r in board if r.get("status") == "failed")}
+
+
+def _technique_status(t: dict[str, Any]) -> str:
+    if not t.get("best_build"):
+        return "none"
+    if t.get("vs_best") is None and t.get("tie"):
+        return "best"
+    return "tie" if t.get("tie") else "worse"
+
+
+def chunking_view(report: dict[str, Any]) -> dict[str, Any]:
+    """The context of a chunking comparison's page (``compare-chunking``; see
+    ``chunking.html.j2``), as :func:`core.evaluation.chunking.format_comparison` prints it:
+    each technique at its best build with what it counted, the paired exact McNemar test
+    against the best and whether it ties; the best and the ties; what ``--current`` decided;
+    every pair of techniques, every build, and what failed. Read from the report, never
+    computed again."""
+    settings = report.get("settings") or {}
+    counting = str(settings.get("counting") or "found")
+    order = {m: i for i, m in enumerate(report.get("ranking") or [])}
+    techniques = sorted((t for t in report.get("techniques") or [] if isinstance(t, dict)),
+                        key=lambda t: order.get(t.get("method"), len(order)))
+    rows = []
+    for t in techniques:
+        vs = t.get("vs_best") if isinstance(t.get("vs_best"), dict) else {}
+        rows.append({"method": t.get("method"), "best_build": t.get("best_build"), "counted": t.get("counted"),
+                     "n_scored": t.get("n_scored"), "status": _technique_status(t), "reason": t.get("reason"),
+                     "only_best": vs.get("only_best"), "only_this": vs.get("only_this"), "p_value": vs.get("p_value")})
+    scored = [r for r in rows if r["status"] != "none"]
+    builds = [b for b in report.get("builds") or [] if isinstance(b, dict)]
+    n_questions = (report.get("golden") or {}).get("n_questions")
+    figures = []
+    if scored:
+        figures.append(("techniques", plots.chunking_bars(scored, counting, n_questions)))
+    searched = [b for b in builds if b.get("status") == "ok" and isinstance(b.get("counted"), int)]
+    if searched:
+        figures.append(("builds", plots.builds_by_size(searched, counting)))
+    return {"report": report, "title": str(report.get("run_id") or "chunking comparison"), "settings": settings,
+            "counting": counting, "golden": report.get("golden") or {}, "corpus": report.get("corpus") or {},
+            "best": report.get("best") if isinstance(report.get("best"), dict) else None,
+            "ties": [str(t) for t in report.get("ties") or []], "rows": rows, "figures": figures,
+            "pairs": [p for p in report.get("pairs") or [] if isinstance(p, dict)], "builds": builds,
+            "current": report.get("current") if isinstance(report.get("current"), dict) else None,
+            "failures": report.get("failures") or [], "n_failures": report.get("n_failures") or 0,
+            "answer_errors": report.get("answer_errors") or [], "n_answer_errors": report.get("n_answer_errors") or 0,
+            "left_out": report.get("left_out") or [], "timings": report.get("timings_s") or {}}

@@ -599,3 +599,17 @@ def test_what_a_process_remembers_belongs_to_one_store_object(tmp_path):
         assert in_b.spec().documents.endswith(str(tmp_path / "b" / "docs"))
     finally:
         os.chdir(cwd)
+
+
+def test_leaderboard_rows_carry_a_retrieval_objectives_interval(data):
+    """The objective mrr is a retrieval metric: its row's interval is the evaluation's bootstrap
+    interval at its rank grain (stored in the result, copied as it is)."""
+    experiment, _ = prepared(data)
+    (config,) = experiment.ask(1)
+    retrieval = {"doc": {"means": {"mrr": 0.25}, "ci_low": {"mrr": 0.125}, "ci_high": {"mrr": 0.5}},
+                 "page": {"means": {"mrr": 0.1}, "ci_low": {"mrr": 0.0}, "ci_high": {"mrr": 0.2}}}
+    experiment.evaluate(experiment.evaluation_request(config),
+                        lambda c: {**ok(0.25)(c), "retrieval": retrieval, "rank_grain": "doc"})
+    experiment.tell([config.key])
+    row = experiment.build_report()["leaderboard"][0]
+    assert (row["score"], row["ci_low"], row["ci_high"]) == (0.25, 0.125, 0.5)

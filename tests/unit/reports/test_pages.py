@@ -44,11 +44,42 @@ def test_run_page_plots_hold_the_report_numbers():
     curve = {t["name"]: t["y"] for t in figs["grain-doc-found"]["data"]}
     assert curve["A"] == [0.25, 0.5] + [0.75] * 8  # A: q1 at 1, q4 at 2, q2 at 3
     assert curve["B"] == [0.25] + [0.5] * 9  # B: q4 at 1, q1 at 2
-    time = figs["grain-doc-time"]["data"][0]
-    assert time["x"] == [5.0, 2.0] and time["y"] == [0.75, 0.5]  # median ms, found@10
-    assert time["text"] == ["A (finds_the_most)", "B (best_for_balance, best_for_time)"]
+    time = {t["name"]: t for t in figs["grain-doc-time"]["data"]}  # one trace per setup
+    # a report from before the wait was split: the median search time is the wait
+    assert (time["A"]["x"], time["A"]["y"], time["B"]["x"], time["B"]["y"]) == ([5.0], [0.75], [2.0], [0.5])
+    assert time["A"]["marker"]["symbol"] == "star" and "pick: finds_the_most" in time["A"]["text"][0]
+    assert "pick: best_for_balance, best_for_time" in time["B"]["text"][0]
+    assert "the search alone (this report predates the split" in html
     assert "grain-page-found" not in figs  # no page labels: no curve, a note instead
     assert "[page] not scorable: no page labels" in html
+
+
+def test_run_page_plots_and_tabulates_the_wait_the_picks_use():
+    """A reranked setup waits 905 ms (its ``timings_ms.total`` median, what the picks compare)
+    though its search alone takes 5 ms: the table and the plot show 905, with the median of
+    each part (embedding 20, search 5, rerank 880); B has no rerank part."""
+    report = retrieval_report()
+    a, b = report["setups"]
+    a["timings_ms"].update(search={"median": 5.0, "p95": 10.0, "mean": 5.0}, query_embedding={"median": 20.0, "p95": 30.0,
+                           "mean": 20.0}, rerank={"median": 880.0, "p95": 1500.0, "mean": 900.0},
+                           total={"median": 905.0, "p95": 1540.0, "mean": 925.0})
+    b["timings_ms"].update(search={"median": 2.0, "p95": 4.0, "mean": 2.0}, query_embedding={"median": 20.0, "p95": 30.0,
+                           "mean": 20.0}, rerank=None, total={"median": 22.0, "p95": 34.0, "mean": 22.0})
+    a["mcnemar_vs_best"], b["mcnemar_vs_best"] = None, {"only_a": 1, "only_b": 0, "p_value": 1.0}
+    b["tied_with_best"] = True
+    html = render_run(report)
+    time = {t["name"]: t for t in figures(html)["grain-doc-time"]["data"]}
+    assert time["A"]["x"] == [905.0] and time["B"]["x"] == [22.0]
+    assert "waits 905 ms (median)" in time["A"]["text"][0]
+    assert "embedding 20.0 + search 5.00 + rerank 880 ms" in time["A"]["text"][0]
+    assert "embedding 20.0 + search 2.00 ms" in time["B"]["text"][0]
+    assert figures(html)["grain-doc-time"]["layout"]["xaxis"]["type"] == "log"  # 905 / 22 > 20
+    table = html[html.index('id="grain-doc-setups"'):]
+    table = table[:table.index("</table>")]
+    assert ">905<span class=\"sub\">embedding 20.0 + search 5.00 + rerank 880</span>" in table
+    assert ">1,540<" in table and ">34.0<" in table  # p95 of the wait
+    assert "only best 1, only this 0, p 1.000" in table
+    assert "the time a user waits for one question's results, as the picks measure it" in html
 
 
 def test_page_is_self_contained_with_its_csp():
@@ -102,6 +133,9 @@ def test_experiment_page_plots_and_escaping():
     best = figs["fig-best"]["data"]
     # trials in order: #0 0.5, #1 0.7 (#2 failed and is left out); best so far 0.5 then 0.7
     assert best[0]["x"] == [0, 1] and best[0]["y"] == [0.5, 0.7] and best[1]["y"] == [0.5, 0.7]
+    # each score's interval (score -/+ 0.1 in the report) as its error bar; the best's shown with it
+    assert [round(v, 9) for v in best[0]["error_y"]["array"] + best[0]["error_y"]["arrayminus"]] == [0.1] * 4
+    assert "<b>0.700</b> <span class=\"ci\">95% CI [0.600, 0.800]</span> (k1)" in html
     effect = figs["effect-chunk_size"]["data"][1]
     assert effect["x"] == ["128", "256"] and effect["y"] == [0.5, 0.7]  # numeric order, failed left out
     assert figs["fig-cost"]["data"][0]["y"] == [10.0, 11.0, 12.0]
@@ -183,3 +217,31 @@ def test_experiment_page_from_a_store(tmp_path):
         experiment_page(files, "e2")
     with pytest.raises(NotStoredError):
         experiment_page(files, "../e1")
+
+
+def test_chunking_comparison_page_shows_the_best_the_ties_and_the_mcnemar_counts():
+    """From tests/support/reports.comparison_report (worked by hand there): the best build,
+    the ties, per technique the questions only the best / only it found and the exact p, and
+    the charts hold the report's counts."""
+    from core.reports.pages import render_report
+    from tests.support.reports import comparison_report
+
+    report = comparison_report()
+    report["failures"][0]["reason"] = HOSTILE
+    html = render_report(report)
+    assert "best: <b>recursive-64-8-plain</b> (found 15 of 20)" in html
+    assert '<span class="badge tie">recursive</span><span class="badge tie">sentence</span>' in html
+    table = html[html.index('id="techniques"'):]
+    table = table[:table.index("</table>")]
+    cells = re.findall(r'<td class="n" data-label="[^"]+"><div>([^<]*)</div>', table)
+    # found, only the best, only this, p: per technique best first
+    assert cells == ["15/20", "-", "-", "-", "13/20", "3", "1", "0.625", "8/20", "7", "0", "0.0156"]
+    assert "current fixed-64-8-plain: <b>switch</b> to recursive-64-8-plain" in html
+    figs = figures(html)
+    bars = {t["name"]: (t["x"], t["y"]) for t in figs["chunking-techniques"]["data"]}
+    assert bars == {"best": (["recursive"], [15]), "tied with the best": (["sentence"], [13]),
+                    "significantly worse": (["fixed"], [8])}
+    lines = {t["name"]: (t["x"], t["y"]) for t in figs["chunking-builds"]["data"]}
+    assert lines == {"recursive": (["64", "128"], [15, 12]), "sentence": (["64", "128"], [13, 11]),
+                     "fixed": (["64", "128"], [8, 6])}
+    assert HOSTILE not in html and "&lt;script&gt;alert(&#34;x&#34;)" in html
