@@ -573,9 +573,9 @@ def _first_stage(setup: EvalSetup, store: Any, questions: Sequence[Any], bar: An
 #: When a reranked setup is not run (see :func:`settled_reranked_setups`).
 SETTLED_RULE = (
     "a reranked setup is not run when the same search without the reranker, in the same run, finds a right "
-    "result at rank 1 for every question scored at the ranking grain: reranking reorders that search's "
-    "candidates, so at that grain it cannot find more questions in the top k nor find any earlier (found@k, MRR), "
-    "it can only lose some, and it waits longer"
+    "result at rank 1 for every question scored at the ranking grain: no setup can find more questions in the "
+    "top k or find any earlier there (found@k, MRR), so the reranked one could only tie or lose, and it waits "
+    "longer; its other numbers are not computed"
 )
 
 
@@ -616,7 +616,7 @@ def settled_reranked_setups(setups: Sequence[EvalSetup], first_hits: dict[str, d
         scored = [r for r in result.per_question.values() if r.scores is not None]
         if scored and all(r.first_relevant_rank == 1 for r in scored):
             out[setup.key] = (
-                f"not run: {twin.key} already finds a right result at rank 1 for all {len(scored)} questions scored "
+                f"{twin.key} already finds a right result at rank 1 for all {len(scored)} questions scored "
                 f"at the {grain} grain, so reranking could not find more or find any earlier there, only add time "
                 f"(to run it, rank by a finer grain with --rank-by, or --skip {twin.key})"
             )
@@ -908,7 +908,7 @@ def evaluate_retrieval(
         settled = settled_reranked_setups(setups, {k: f.hits for k, f in first.items() if f.error is None},
                                           questions, rank_grain)
         for key, reason in settled.items():
-            status(f"{key} {reason}")
+            status(f"{key} not run: {reason}")
             skipped_setups.append({"key": key, "reason": reason, "rule": SETTLED_RULE})
         rerank_error = None
         if memo is not None:

@@ -172,7 +172,7 @@ def test_a_reranked_setup_whose_search_finds_every_question_first_is_not_run(cor
     skipped = {s["key"]: s for s in report["skipped_setups"]}
     assert skipped["dense+rerank"]["rule"] == SETTLED_RULE
     assert skipped["dense+rerank"]["reason"].startswith(
-        f"not run: dense already finds a right result at rank 1 for all {len(first)} questions scored at the doc grain")
+        f"dense already finds a right result at rank 1 for all {len(first)} questions scored at the doc grain")
     assert any(line.startswith("dense+rerank not run: ") for line in said)
     # marked skipped, never scored: no numbers, no place in the ranking, no pairs scored
     assert [s["key"] for s in report["setups"]] == ["dense"]

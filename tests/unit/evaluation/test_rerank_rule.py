@@ -39,10 +39,10 @@ def test_a_twin_that_finds_every_scored_question_first_settles_its_reranked_setu
     # by hand: dense has rank 1 for q1 and q2 (q3 has no label); keyword has q2 at rank 2
     assert list(settled) == ["dense+rerank"]
     reason = settled["dense+rerank"]
-    assert reason.startswith("not run: dense already finds a right result at rank 1 for all 2 questions scored "
+    assert reason.startswith("dense already finds a right result at rank 1 for all 2 questions scored "
                              "at the doc grain")
     assert "--skip dense" in reason and "--rank-by" in reason
-    assert "cannot find more questions in the top k nor find any earlier" in SETTLED_RULE
+    assert "no setup can find more questions in the top k or find any earlier there" in SETTLED_RULE
     # the same at the page grain: only q2 is labelled with a page, found first
     assert list(settled_reranked_setups(setups, found, QUESTIONS, "page")) == ["dense+rerank"]
 
