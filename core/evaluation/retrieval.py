@@ -634,6 +634,30 @@ def _about(seconds: float) -> str:
     return f"about {round(seconds / 60)} minutes"
 
 
+#: Without a progress bar (a log, not a terminal), a line is said every this many seconds of reranking.
+RERANK_LOG_EVERY_S = 30.0
+
+
+def _rerank_progress(bar: Any, done: int, total: int, status: Callable[[str], Any],
+                     started: float) -> Callable[[int], None]:
+    """The progress callback of the reranking, ``done`` of ``total`` pairs scored so far: the
+    bar, or, when the bar is off (output that is not a terminal), a line every
+    :data:`RERANK_LOG_EVERY_S` seconds with the time left."""
+    bar.update(done)
+    state = {"done": done, "said": time.perf_counter()}
+
+    def scored(n: int) -> None:
+        bar.update(n)
+        state["done"] += n
+        now = time.perf_counter()
+        if bar.disable and now - state["said"] >= RERANK_LOG_EVERY_S and state["done"] < total:
+            state["said"] = now
+            left = (now - started) / state["done"] * (total - state["done"])
+            status(f"reranking: {state['done']} of {total} pairs scored, {_about(left)} left")
+
+    return scored
+
+
 def _score_reranked(memo: _RerankMemo, reranked: Sequence[EvalSetup], first: dict[str, _FirstStage],
                     questions: Sequence[Any], status: Callable[[str], Any], show_progress: bool) -> str | None:
     """Score every (question, chunk) pair the ``reranked`` setups need, once each, saying
@@ -651,8 +675,8 @@ def _score_reranked(memo: _RerankMemo, reranked: Sequence[EvalSetup], first: dic
     missing = getattr(memo.reranker, "missing", None)
     new = missing([(query, chunk.text) for query, chunk in pairs]) if missing is not None else [True] * len(pairs)
     todo = [pair for pair, m in zip(pairs, new) if m]
-    head = ", ".join(s.key for s in reranked[:4]) + (", ..." if len(reranked) > 4 else "")
-    what = (f"{plural(len(reranked), 'reranked setup')} ({head}) on {plural(len(questions), 'question')}: "
+    keys = ", ".join(s.key for s in reranked[:4]) + (", ..." if len(reranked) > 4 else "")
+    what = (f"{plural(len(reranked), 'reranked setup')} ({keys}) on {plural(len(questions), 'question')}: "
             f"{len(pairs)} passage pairs to score")
     try:
         if not todo:
@@ -664,8 +688,8 @@ def _score_reranked(memo: _RerankMemo, reranked: Sequence[EvalSetup], first: dic
             cached = f", {len(pairs) - len(todo)} of them from the cache" if len(todo) < len(pairs) else ""
             status(f"{what}{cached}, {_about(each * len(todo))}; --skip '*+rerank' to leave them out")
             with _progress(len(todo), "reranking", show_progress) as bar:
-                bar.update(min(len(todo), RERANK_CALIBRATION))
-                memo.prescore(todo, on_scored=bar.update)
+                done = min(len(todo), RERANK_CALIBRATION)
+                memo.prescore(todo, on_scored=_rerank_progress(bar, done, len(todo), status, started))
         memo.prescore(pairs)  # the pairs the cache holds
     except RagtuneError as exc:
         logger.warning("reranker %s failed: %s", memo.reranker.model_id, exc)

@@ -63,3 +63,27 @@ def test_without_its_twin_or_any_scored_question_it_runs():
     assert settled_reranked_setups(setups, found, QUESTIONS, "doc") == {}
     setups, found = first_stage(hits(C2))
     assert settled_reranked_setups(setups, found, [QUESTIONS[2]], "doc") == {}  # nothing scored: nothing known
+
+
+def test_without_a_bar_the_reranking_says_how_far_it_is(monkeypatch):
+    import io
+    import time
+
+    from tqdm import tqdm
+
+    from core.evaluation import retrieval
+
+    monkeypatch.setattr(retrieval, "RERANK_LOG_EVERY_S", 0.0)
+    said: list[str] = []
+    started = time.perf_counter() - 10.0  # 10 s spent on the first 4 pairs: 2.5 s a pair
+    scored = retrieval._rerank_progress(tqdm(total=20, disable=True), 4, 20, said.append, started)
+    scored(6)
+    scored(10)  # the last: nothing left to say
+    assert len(said) == 1 and said[0].startswith("reranking: 10 of 20 pairs scored, about ")
+    # by hand: about 1 s a pair so far, 10 pairs left: about 10 s
+    assert said[0].endswith(" s left") and 10 <= int(said[0].split("about ")[1].split(" ")[0]) <= 12
+    # with a bar (a terminal), the bar shows it and nothing is said
+    bar = tqdm(total=20, file=io.StringIO())
+    quiet = retrieval._rerank_progress(bar, 4, 20, said.append, started)
+    quiet(6)
+    assert bar.n == 10 and len(said) == 1
