@@ -325,11 +325,11 @@ class OnnxCrossEncoder:
             alone: the int8 graph quantises activations per pass (over every pair in it,
             padding included), so in a padded batch a pair's logit moves with its batch mates;
             and on CPU a padded batch does the padding's work too, so it is not faster per
-            pair than single passes (``bench/retrieval.py --batch-size`` measures it).
+            pair than single passes (``bench/retrieval.py --rerank-passes`` measures both).
         workers: threads scoring pairs side by side (default :data:`SCORE_WORKERS`), each
             running one pass at a time on one onnxruntime thread; with 1, passes run one after
             another on onnxruntime's own threads (one per core). The scores are the same
-            either way (onnxruntime's integer matrix products do not depend on the threads).
+            either way (tested against one session with onnxruntime's defaults, to 1e-5).
 
     Raises:
         ConfigError: ``workers`` or ``batch_size`` below 1; (on :meth:`verify` or first use)
