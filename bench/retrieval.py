@@ -18,12 +18,27 @@ Usage: python bench/retrieval.py [--data northwind squad-mini musique-mini] [--q
 [--models ID ...] [--out DIR]
 (``--questions N`` keeps the first N questions of each golden file, for a quick look; the
 goals are stated on every question.)
+
+``--cold-warm`` measures instead what a user waits for: the default ``ragtune evaluate`` (the
+command, in a fresh process, as a user runs it: the default embedding model, the local
+reranker, the extractive answers) on each data set, first cold (a fresh output folder, so
+empty caches), then warm (the same folder again). It prints the wall time of each and the
+share of each step (``timings_s`` of the report), the rerank pairs scored and read from the
+cache, and whether the warm run's numbers equal the cold run's. With ``--before CHECKOUT``
+the same command of another checkout of ragtune (for example the main branch) runs cold
+first, side by side, and its numbers are compared with the cold run's. Goal: squad-mini cold
+in at most 60 s. ``--rerank-passes`` times the local cross-encoder's ways of scoring the
+same pairs side by side (one pair per pass on onnxruntime's threads, as before; one pair per
+pass over two single-threaded workers; padded batches sorted by length) with each one's
+largest score difference from scoring each pair alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -105,15 +120,144 @@ def goal(name: str, report: dict) -> str:
             f"{'met' if value >= target - 1e-9 else 'NOT met'}")
 
 
+#: Steps of ``timings_s``, in the order they run, with the names printed.
+STEPS = [("load_s", "load documents"), ("chunk_s", "chunk"), ("index_s", "embed and index chunks"),
+         ("embed_questions_s", "embed questions (timed)"), ("search_s", "search and rerank"),
+         ("rerank_s", "  of which rerank"), ("answers_s", "answers")]
+#: The goal of --cold-warm: squad-mini's default evaluate, cold, in at most this many seconds.
+COLD_GOAL_S = 60.0
+
+
+def cli_evaluate(checkout: Path, docs: Path, golden: Path, out: Path) -> tuple[float, dict]:
+    """Run ``ragtune evaluate`` of ``checkout`` with its defaults in a fresh process (no
+    RAGTUNE_ settings from this environment); return its wall time in seconds and its report."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTUNE_")}
+    env["PYTHONPATH"] = str(checkout)
+    command = [sys.executable, "-m", "core.cli", "evaluate", "--docs", str(docs), "--golden", str(golden),
+               "--out", str(out), "--json"]
+    t0 = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=checkout, timeout=4 * 3600)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return wall, json.loads(done.stdout)
+
+
+def numbers(report: dict) -> dict:
+    """What must not change between runs: every setup's metrics and counts, the per-question
+    top results, and the answer metrics."""
+    setups = {s["key"]: {k: s.get(k) for k in ("status", "metrics", "found_top10", "found_first", "n_scored")}
+              for s in report["setups"]}
+    top = {q["id"]: q["top"] for q in report["questions"]}
+    answers = report.get("answers") or {}
+    return {"setups": setups, "top": top, "skipped": [s["key"] for s in report.get("skipped_setups") or []],
+            "answers": [(m["name"], m["scores"]) for m in answers.get("metrics") or []]}
+
+
+def cold_warm(names: list[str], out: Path, before: Path | None) -> list[str]:
+    """The --cold-warm runs and their printed lines."""
+    lines = []
+    for name in names:
+        docs, golden, _, _, _ = DATASETS[name]
+        runs = []
+        if before is not None:
+            runs.append(("before, cold",) + cli_evaluate(before, docs, golden, out / f"{name}-before"))
+        runs.append(("cold",) + cli_evaluate(ROOT, docs, golden, out / name))
+        runs.append(("warm",) + cli_evaluate(ROOT, docs, golden, out / name))
+        report = runs[-1][2]
+        lines.append(f"\n{name}, the default evaluate: {report['golden']['n_questions']} questions, "
+                     f"{report['corpus']['n_chunks']} chunks, {len(report['setups'])} setups, ranked at the "
+                     f"{report['evaluation']['rank_grain']} grain")
+        lines.append(f"{'step':<26}" + "".join(f"{label:>22}" for label, _, _ in runs))
+        for key, label in STEPS:
+            cells = []
+            for _, wall, r in runs:
+                value = r["timings_s"].get(key)
+                cells.append(f"{value:9.1f} s {100 * value / wall:5.1f} %" if value is not None else f"{'-':>17}")
+            lines.append(f"{label:<26}" + "".join(f"{c:>22}" for c in cells))
+        lines.append(f"{'total (wall, a process)':<26}" + "".join(f"{wall:9.1f} s {'':>7}" for _, wall, _ in runs))
+        for label, _, r in runs:
+            cache = (r.get("reranker") or {}).get("cache")
+            if cache:
+                lines.append(f"{label}: rerank pairs {cache['pairs_scored']} scored, {cache['pairs_from_cache']} from "
+                             f"the cache, {cache['score_seconds']:.1f} s in the model")
+        cold = next(r for label, _, r in runs if label == "cold")
+        same = numbers(cold) == numbers(report)
+        lines.append(f"warm numbers equal cold: {'yes' if same else 'NO'}")
+        if before is not None:
+            lines.append(f"cold numbers equal before: {'yes' if numbers(runs[0][2]) == numbers(cold) else 'NO'}")
+            lines.append(f"cold speed-up against before: {runs[0][1] / runs[1][1]:.1f}x")
+        for label, _, r in runs:
+            p = r["picks"]
+            lines.append(f"{label} picks: {p['finds_the_most']}, {p['best_for_balance']}, {p['best_for_time']}")
+        if name == "squad-mini":
+            wall = next(w for label, w, _ in runs if label == "cold")
+            lines.append(f"goal: squad-mini cold in at most {COLD_GOAL_S:.0f} s: {wall:.0f} s, "
+                         f"{'met' if wall <= COLD_GOAL_S else 'NOT met'}")
+    return lines
+
+
+def rerank_passes(names: list[str], n_pairs: int) -> list[str]:
+    """Time the local cross-encoder's ways of scoring the same pairs, side by side."""
+    from core.models.onnx import OnnxCrossEncoder
+
+    docs, golden, _, _, _ = DATASETS[names[0]]
+    passages = [p.read_text(encoding="utf-8") for p in sorted(docs.iterdir()) if p.is_file()]
+    queries = [json.loads(line)["question"] for line in golden.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pairs = [(queries[i % len(queries)], passages[(7 * i) % len(passages)]) for i in range(n_pairs)]
+    ways = [("one pair a pass, onnxruntime's threads", dict(workers=1)),
+            ("one pair a pass, two workers", dict(workers=2)),
+            ("batches of 8 by length, onnxruntime's threads", dict(workers=1, batch_size=8)),
+            ("batches of 8 by length, two workers", dict(workers=2, batch_size=8))]
+    models = [(label, OnnxCrossEncoder(**kw)) for label, kw in ways]
+    for _, model in models:
+        model.score_pairs(pairs[:2])  # loads
+    times: dict[str, list[float]] = {label: [] for label, _ in ways}
+    scores: dict[str, list[float]] = {}
+    for _ in range(3):  # in turn, three times: the fastest of each
+        for label, model in models:
+            t0 = time.perf_counter()
+            scores[label] = model.score_pairs(pairs)
+            times[label].append(time.perf_counter() - t0)
+    reference = scores[ways[0][0]]
+    lines = [f"\nthe local cross-encoder on {n_pairs} {names[0]} pairs (fastest of 3, in turn):",
+             f"{'way':<48} {'ms/pair':>8} {'vs first':>9} {'max |score diff|':>17}"]
+    first = min(times[ways[0][0]])
+    for label, _ in ways:
+        best = min(times[label])
+        diff = max(abs(a - b) for a, b in zip(scores[label], reference))
+        lines.append(f"{label:<48} {1000 * best / n_pairs:>8.1f} {first / best:>8.2f}x {diff:>17.6f}")
+    return lines
+
+
 def main() -> int:
     """Run the benchmark and print its tables and goals; returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", nargs="+", choices=list(DATASETS), default=["northwind", "squad-mini"])
+    parser.add_argument("--data", nargs="+", choices=list(DATASETS), default=None,
+                        help="data sets (default northwind squad-mini; with --cold-warm or --rerank-passes squad-mini)")
     parser.add_argument("--questions", type=int, default=None, help="keep the first N questions of each golden file")
     parser.add_argument("--out", help="output folder to keep (default: a temporary one)")
     parser.add_argument("--json", help="also write the per-setup numbers to this file")
     parser.add_argument("--models", nargs="+", help="local embedding models to run (default: every installed one)")
+    parser.add_argument("--cold-warm", action="store_true",
+                        help="time the default evaluate command cold, then warm (see the module's docstring)")
+    parser.add_argument("--before", metavar="CHECKOUT", help="with --cold-warm: also run this checkout's evaluate, cold")
+    parser.add_argument("--rerank-passes", type=int, metavar="N_PAIRS", default=None,
+                        help="time the cross-encoder's ways of scoring N_PAIRS pairs side by side")
     args = parser.parse_args()
+    if args.cold_warm or args.rerank_passes:
+        names = args.data or ["squad-mini"]
+        lines = []
+        if args.rerank_passes:
+            lines += rerank_passes(names, args.rerank_passes)
+        if args.cold_warm:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(args.out or tmp)
+                out.mkdir(parents=True, exist_ok=True)
+                lines += cold_warm(names, out, Path(args.before).resolve() if args.before else None)
+        print("\n".join(lines))
+        return 0
+    args.data = args.data or ["northwind", "squad-mini"]
     model_ids = args.models or installed_local_embedding_models()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.out or tmp)

@@ -6,6 +6,11 @@ collection per model (reused when the indexing parameters match) -> search every
 every setup (keyword, dense, hybrid RRF, hybrid weighted; each also reranked), timing the
 query embedding, the search and the reranker apart -> retrieval metrics at the doc, page and
 evidence grains, with bootstrap intervals -> rank the setups, test ties, pick three -> report.
+
+Reranking is the slow step: every (question, chunk) pair the reranked setups need is scored
+once, all together after the first-stage searches (with an estimate of the time said first),
+through a cache of scores kept across runs beside the embeddings; a reranked setup whose
+search already finds every question first is not run (:data:`SETTLED_RULE`).
 """
 
 from __future__ import annotations
@@ -487,14 +492,52 @@ class _RerankMemo:
     """A reranker's scores within one run, each (question, chunk) pair scored once.
 
     Reranked setups share most of their first-stage chunks, so each pair is sent to the
-    reranker once; its measured cost (the call's time shared evenly among the pairs the call
-    scored) is charged to every setup that reranks it, so each setup's rerank time is what
-    scoring its own passages costs, as a user would wait for it.
+    reranker once (:meth:`prescore` sends every pair of every reranked setup in one go, so
+    pairs of many questions go to the model together); its measured cost (the time of the
+    call, or chunk of a call, that scored it, shared evenly among its pairs) is charged to
+    every setup that reranks it, so each setup's rerank time is what scoring its own
+    passages costs, as a user would wait for it. A pair read from the reranker's cache
+    (:class:`~core.models.cache.CachedReranker`) carries the cost measured when it was scored.
     """
 
     def __init__(self, reranker: Any) -> None:
         self.reranker = reranker
         self._memo: dict[tuple[str, str], tuple[float, float]] = {}
+
+    def need(self, pairs: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """The distinct ``(query, chunk)`` pairs among ``pairs`` this run has not scored yet."""
+        out: dict[tuple[str, str], tuple[str, Any]] = {}
+        for query, chunk in pairs:
+            key = (query, chunk.chunk_id)
+            if key not in self._memo and key not in out:
+                out[key] = (query, chunk)
+        return list(out.values())
+
+    def prescore(self, pairs: Sequence[tuple[str, Any]], on_scored: Callable[[int], Any] | None = None) -> None:
+        """Score ``(query, chunk)`` pairs not scored yet in this run, all in one go.
+
+        Raises:
+            RerankError: the reranker failed.
+            StoreError: its cache cannot be written.
+        """
+        from core.models.rerank import score_pairs
+
+        todo = self.need(pairs)
+        if not todo:
+            return
+        texts = [(query, chunk.text) for query, chunk in todo]
+        scores = getattr(self.reranker, "scores", None)
+        if scores is not None:
+            found = [(s.score, s.cost_ms) for s in scores(texts, on_scored=on_scored)]
+        else:
+            started = time.perf_counter()
+            values = score_pairs(self.reranker, texts)
+            cost = (time.perf_counter() - started) * 1000.0 / len(texts)
+            found = [(float(v), cost) for v in values]
+            if on_scored is not None:
+                on_scored(len(texts))
+        for (query, chunk), pair in zip(todo, found):
+            self._memo[(query, chunk.chunk_id)] = pair
 
     def rerank(self, query: str, hits: Sequence[Any], k: int) -> tuple[list[Any], float]:
         """Return the best ``k`` of ``hits`` by the reranker's score, and the milliseconds
@@ -506,20 +549,174 @@ class _RerankMemo:
         from core.models.rerank import rerank_order
         from core.vectorstores.base import RetrievedChunk
 
-        need: dict[str, str] = {}
-        for h in hits:
-            if (query, h.chunk.chunk_id) not in self._memo:
-                need[h.chunk.chunk_id] = h.chunk.text
-        if need:
-            s = time.perf_counter()
-            scores = self.reranker.rerank(query, list(need.values()))
-            cost = (time.perf_counter() - s) * 1000.0 / len(need)
-            for chunk_id, score in zip(need, scores):
-                self._memo[(query, chunk_id)] = (float(score), cost)
+        self.prescore([(query, h.chunk) for h in hits])
         pairs = [self._memo[(query, h.chunk.chunk_id)] for h in hits]
         order = rerank_order([score for score, _ in pairs])[:k]
         kept = [RetrievedChunk(chunk=hits[i].chunk, score=pairs[i][0], rank=r) for r, i in enumerate(order, start=1)]
         return kept, sum(cost for _, cost in pairs)
+
+
+@dataclass
+class _FirstStage:
+    """One setup's first-stage results: per question id the hits (``depth`` of them, best
+    first), the milliseconds each search took (in question order), or the error that stopped
+    it (reranked setups only; an unreranked setup's failure stops the run)."""
+
+    hits: dict[str, list[Any]]
+    search_ms: list[float]
+    error: str | None = None
+
+
+def _first_stage(setup: EvalSetup, store: Any, questions: Sequence[Any], bar: Any) -> _FirstStage:
+    """Search every question with ``setup``'s search at its depth, timing each search.
+
+    Raises:
+        RagtuneError: the search of an unreranked setup failed.
+    """
+    search = setup.search.to_dict()
+    out = _FirstStage({}, [])
+    try:
+        if questions:  # one untimed search first, so no setup pays for a cold start
+            store.search(questions[0].question, k=setup.depth, **search)
+        for q in questions:
+            s = time.perf_counter()
+            out.hits[q.id] = store.search(q.question, k=setup.depth, **search)
+            out.search_ms.append((time.perf_counter() - s) * 1000.0)
+            bar.update(1)
+    except RagtuneError as exc:
+        if not setup.reranker:
+            raise
+        logger.warning("setup %s failed: %s", setup.key, exc)
+        out.error = str(exc)[:2000]
+        bar.update(len(questions) - len(out.hits))
+    return out
+
+
+#: When a reranked setup is not run (see :func:`settled_reranked_setups`).
+SETTLED_RULE = (
+    "a reranked setup is not run when the same search without the reranker, in the same run, finds a right "
+    "result at rank 1 for every question scored at the ranking grain: no setup can find more questions in the "
+    "top k or find any earlier there (found@k, MRR), so the reranked one could only tie or lose, and it waits "
+    "longer; its other numbers are not computed"
+)
+
+
+def settled_reranked_setups(setups: Sequence[EvalSetup], first_hits: dict[str, dict[str, list[Any]]],
+                            questions: Sequence[Any], grain: str) -> dict[str, str]:
+    """The reranked setups :data:`SETTLED_RULE` leaves out, each with the reason said to the user.
+
+    A reranked setup is left out when its twin (the same search on the same vectors, without
+    the reranker, depth ``TOP_K``) is evaluated in this run and its top ``TOP_K`` puts a right
+    result first for every question scored at ``grain`` (at least one question). The twin
+    then has found@k = 1 for every k and MRR = 1 at that grain, the most any setup can have:
+    the reranked setup could only tie it or lose questions there, and its time a user waits
+    adds the reranker's, so it could neither rank above the twin nor be picked over it. Its
+    other numbers (other grains, recall@k, nDCG) are not computed; nothing is made up for them.
+
+    Args:
+        setups: the setups of the run.
+        first_hits: setup key -> question id -> first-stage hits, for the setups whose first
+            stage ran.
+        questions: the golden questions.
+        grain: the ranking grain.
+
+    Returns:
+        ``{reranked setup key: reason}``.
+    """
+    from core.metrics.retrieval import evaluate_rankings
+
+    out: dict[str, str] = {}
+    for setup in setups:
+        if not setup.reranker:
+            continue
+        twin = next((s for s in setups if not s.reranker and s.search == setup.search
+                     and s.embedding_model == setup.embedding_model), None)
+        if twin is None or twin.key not in first_hits:
+            continue
+        rankings = {q.id: [h.chunk for h in first_hits[twin.key][q.id][:TOP_K]] for q in questions}
+        result = evaluate_rankings(questions, rankings, grains=[grain], ks=(1,))[grain]
+        scored = [r for r in result.per_question.values() if r.scores is not None]
+        if scored and all(r.first_relevant_rank == 1 for r in scored):
+            out[setup.key] = (
+                f"{twin.key} already finds a right result at rank 1 for all {len(scored)} questions scored "
+                f"at the {grain} grain, so reranking could not find more or find any earlier there, only add time "
+                f"(to run it, rank by a finer grain with --rank-by, or --skip {twin.key})"
+            )
+    return out
+
+
+#: Pairs scored, and timed, before the estimate of a run's reranking is shown.
+RERANK_CALIBRATION = 16
+
+
+def _about(seconds: float) -> str:
+    """A rough duration for people: ``about 40 s``, ``about 3 minutes``."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    return f"about {round(seconds / 60)} minutes"
+
+
+#: Without a progress bar (a log, not a terminal), a line is said every this many seconds of reranking.
+RERANK_LOG_EVERY_S = 30.0
+
+
+def _rerank_progress(bar: Any, done: int, total: int, status: Callable[[str], Any],
+                     started: float) -> Callable[[int], None]:
+    """The progress callback of the reranking, ``done`` of ``total`` pairs scored so far: the
+    bar, or, when the bar is off (output that is not a terminal), a line every
+    :data:`RERANK_LOG_EVERY_S` seconds with the time left."""
+    bar.update(done)
+    state = {"done": done, "said": time.perf_counter()}
+
+    def scored(n: int) -> None:
+        bar.update(n)
+        state["done"] += n
+        now = time.perf_counter()
+        if bar.disable and now - state["said"] >= RERANK_LOG_EVERY_S and state["done"] < total:
+            state["said"] = now
+            left = (now - started) / state["done"] * (total - state["done"])
+            status(f"reranking: {state['done']} of {total} pairs scored, {_about(left)} left")
+
+    return scored
+
+
+def _score_reranked(memo: _RerankMemo, reranked: Sequence[EvalSetup], first: dict[str, _FirstStage],
+                    questions: Sequence[Any], status: Callable[[str], Any], show_progress: bool) -> str | None:
+    """Score every (question, chunk) pair the ``reranked`` setups need, once each, saying
+    before the work how much there is and about how long it takes (timed on its first
+    :data:`RERANK_CALIBRATION` pairs), with a progress bar.
+
+    Returns:
+        None, or the reranker's error, which fails every reranked setup.
+    """
+    from core.text import plural
+
+    pairs = memo.need((q.question, h.chunk) for s in reranked for q in questions for h in first[s.key].hits[q.id])
+    if not pairs:
+        return None
+    missing = getattr(memo.reranker, "missing", None)
+    new = missing([(query, chunk.text) for query, chunk in pairs]) if missing is not None else [True] * len(pairs)
+    todo = [pair for pair, m in zip(pairs, new) if m]
+    keys = ", ".join(s.key for s in reranked[:4]) + (", ..." if len(reranked) > 4 else "")
+    what = (f"{plural(len(reranked), 'reranked setup')} ({keys}) on {plural(len(questions), 'question')}: "
+            f"{len(pairs)} passage pairs to score")
+    try:
+        if not todo:
+            status(f"{what}, every one from the cache")
+        else:
+            started = time.perf_counter()
+            memo.prescore(todo[:RERANK_CALIBRATION])
+            each = (time.perf_counter() - started) / min(len(todo), RERANK_CALIBRATION)
+            cached = f", {len(pairs) - len(todo)} of them from the cache" if len(todo) < len(pairs) else ""
+            status(f"{what}{cached}, {_about(each * len(todo))}; --skip '*+rerank' to leave them out")
+            with _progress(len(todo), "reranking", show_progress) as bar:
+                done = min(len(todo), RERANK_CALIBRATION)
+                memo.prescore(todo, on_scored=_rerank_progress(bar, done, len(todo), status, started))
+        memo.prescore(pairs)  # the pairs the cache holds
+    except RagtuneError as exc:
+        logger.warning("reranker %s failed: %s", memo.reranker.model_id, exc)
+        return str(exc)[:2000]
+    return None
 
 
 def _time_query_embeddings(model: Any, questions: Sequence[Any]) -> list[float]:
@@ -577,6 +774,8 @@ def evaluate_retrieval(
             each one's vectors (one collection per model).
         reranker: a ``Reranker``, None for no reranked setups, or ``"default"`` for the
             local cross-encoder (skipped, with the reason in the report, when it cannot run).
+            Its scores are kept in ``<out_dir>/cache/embeddings.sqlite`` (see
+            ``core.models.cache.CachedReranker``).
 
     Returns:
         The report dict (see the README): ``schema_version``, ``golden``, ``corpus``,
@@ -586,6 +785,8 @@ def evaluate_retrieval(
         (per setup the first right rank and the ``top`` results), ``versions``, times, and
         ``models`` (each embedding model's and the reranker's description by model id:
         source, revision, weight files' sha256; see ``core.models.describe``).
+        A reranked setup left out by :data:`SETTLED_RULE` is in ``skipped_setups`` with its
+        reason and the rule, and nowhere else.
 
     Raises:
         GoldenError: the golden file has errors (every problem is in ``.problems``).
@@ -600,6 +801,7 @@ def evaluate_retrieval(
     from core.inputs import shown_address
     from core.metrics.retrieval import GRAINS, evaluate_rankings
     from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.models.cache import CachedReranker
     from core.models.describe import describe_models
     from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model, local_reranker
     from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, describe_store, get_vector_store
@@ -653,6 +855,8 @@ def evaluate_retrieval(
     # unreachable store fails at once.
     cache = EmbeddingCache(out_dir / "cache" / "embeddings.sqlite")
     models = {m.model_id: CachedEmbeddingModel(m, cache) for m in raw_models}
+    if reranker is not None and any(s.reranker for s in setups):
+        reranker = CachedReranker(reranker, cache)  # scores kept by model, query and passage, across runs
     store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
     probe = get_vector_store(next(iter(models.values())), store_config, "ragtune_probe")
     try:
@@ -741,72 +945,78 @@ def evaluate_retrieval(
         found_vectors: dict[str, list[bool]] = {}
         memo = _RerankMemo(reranker) if reranker is not None else None
         if memo is not None and any(s.reranker for s in setups) and questions:
-            try:  # untimed: loads the model or opens the connection
-                reranker.rerank(questions[0].question, [c.text for c in chunks[:2]])
+            try:  # untimed, and not cached: loads the model or opens the connection
+                getattr(reranker, "reranker", reranker).rerank(questions[0].question, [c.text for c in chunks[:2]])
             except RagtuneError as exc:  # each reranked setup then fails with the reason
                 logger.warning("reranker %s failed: %s", reranker.model_id, exc)
         rerank_truncated_before = getattr(reranker, "n_truncated", 0) if reranker is not None else 0
         t0 = time.perf_counter()
         with _progress(len(questions) * len(setups), "searching", options.show_progress) as bar:
-            for setup in setups:
-                store = stores[setup.embedding_model or ids[0]]
-                search = setup.search.to_dict()
-                rankings: dict[str, list[Any]] = {}
-                hits_by_q: dict[str, list[Any]] = {}
-                search_ms: list[float] = []
-                rerank_ms: list[float] = []
-                try:
-                    if questions:  # one untimed search first, so no setup pays for a cold start
-                        store.search(questions[0].question, k=setup.depth, **search)
-                    for q in questions:
-                        s = time.perf_counter()
-                        hits = store.search(q.question, k=setup.depth, **search)
-                        search_ms.append((time.perf_counter() - s) * 1000.0)
-                        if setup.reranker:
-                            hits, cost_ms = memo.rerank(q.question, hits, TOP_K)
-                            rerank_ms.append(cost_ms)
-                        hits_by_q[q.id] = hits[:TOP_K]
-                        rankings[q.id] = [h.chunk for h in hits[:TOP_K]]
-                        bar.update(1)
-                except RagtuneError as exc:
-                    if not setup.reranker:
-                        raise
-                    logger.warning("setup %s failed: %s", setup.key, exc)
-                    setup_results.append({"name": setup.key, "key": setup.key, "setup": setup.to_dict(),
-                                          "status": "failed", "error": str(exc)[:2000]})
-                    bar.update(len(questions) - len(hits_by_q))
-                    continue
-                grains = evaluate_rankings(questions, rankings, grains=GRAINS, ks=KS)
-                rank_result = grains[rank_grain]
-                for q in questions:
-                    r = rank_result.per_question[q.id]
-                    per_setup[q.id][setup.key] = {"first_relevant_rank": r.first_relevant_rank,
-                                                  "top": _top(hits_by_q[q.id], r.judgement)}
-                scored = [r for r in rank_result.per_question.values() if r.scores is not None]
-                found_vectors[setup.key] = [r.scores[f"found@{TOP_K}"] > 0 for r in scored]
-                embed = query_ms.get(setup.embedding_model, []) if setup.embedding_model else []
-                total = [s + (embed[i] if embed else 0.0) + (rerank_ms[i] if rerank_ms else 0.0)
-                         for i, s in enumerate(search_ms)]
-                search_stats = _stats_ms(search_ms)
-                setup_results.append({
-                    "name": setup.key,
-                    "key": setup.key,
-                    "setup": setup.to_dict(),
-                    "status": "ok",
-                    "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
-                    "slices": setup_slices(questions, grains, options.by),
-                    "found_top10": sum(found_vectors[setup.key]),
-                    "found_first": sum(1 for r in scored if r.scores["found@1"] > 0),
-                    "n_scored": len(scored),
-                    "timings_ms": {
-                        **search_stats,  # the search alone, as reports before the split gave it
-                        "n": len(search_ms),
-                        "search": search_stats,
-                        "query_embedding": _stats_ms(embed) if embed else None,
-                        "rerank": _stats_ms(rerank_ms) if rerank_ms else None,
-                        "total": _stats_ms(total),
-                    },
-                })
+            first = {setup.key: _first_stage(setup, stores[setup.embedding_model or ids[0]], questions, bar)
+                     for setup in setups}
+        settled = settled_reranked_setups(setups, {k: f.hits for k, f in first.items() if f.error is None},
+                                          questions, rank_grain)
+        for key, reason in settled.items():
+            status(f"{key} not run: {reason}")
+            skipped_setups.append({"key": key, "reason": reason, "rule": SETTLED_RULE})
+        rerank_error = None
+        if memo is not None:
+            reranked = [s for s in setups if s.reranker and s.key not in settled and first[s.key].error is None]
+            t1 = time.perf_counter()
+            rerank_error = _score_reranked(memo, reranked, first, questions, status, options.show_progress)
+            timings["rerank_s"] = time.perf_counter() - t1
+        ranked_by_setup: dict[str, dict[str, list[Any]]] = {}
+        for setup in setups:
+            if setup.key in settled:
+                continue
+            stage = first[setup.key]
+            error = stage.error or (rerank_error if setup.reranker else None)
+            if error is not None:
+                setup_results.append({"name": setup.key, "key": setup.key, "setup": setup.to_dict(),
+                                      "status": "failed", "error": error})
+                continue
+            rankings: dict[str, list[Any]] = {}
+            hits_by_q = ranked_by_setup[setup.key] = {}
+            rerank_ms: list[float] = []
+            for q in questions:
+                hits = stage.hits[q.id]
+                if setup.reranker:
+                    hits, cost_ms = memo.rerank(q.question, hits, TOP_K)
+                    rerank_ms.append(cost_ms)
+                hits_by_q[q.id] = hits[:TOP_K]
+                rankings[q.id] = [h.chunk for h in hits[:TOP_K]]
+            search_ms = stage.search_ms
+            grains = evaluate_rankings(questions, rankings, grains=GRAINS, ks=KS)
+            rank_result = grains[rank_grain]
+            for q in questions:
+                r = rank_result.per_question[q.id]
+                per_setup[q.id][setup.key] = {"first_relevant_rank": r.first_relevant_rank,
+                                              "top": _top(hits_by_q[q.id], r.judgement)}
+            scored = [r for r in rank_result.per_question.values() if r.scores is not None]
+            found_vectors[setup.key] = [r.scores[f"found@{TOP_K}"] > 0 for r in scored]
+            embed = query_ms.get(setup.embedding_model, []) if setup.embedding_model else []
+            total = [s + (embed[i] if embed else 0.0) + (rerank_ms[i] if rerank_ms else 0.0)
+                     for i, s in enumerate(search_ms)]
+            search_stats = _stats_ms(search_ms)
+            setup_results.append({
+                "name": setup.key,
+                "key": setup.key,
+                "setup": setup.to_dict(),
+                "status": "ok",
+                "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
+                "slices": setup_slices(questions, grains, options.by),
+                "found_top10": sum(found_vectors[setup.key]),
+                "found_first": sum(1 for r in scored if r.scores["found@1"] > 0),
+                "n_scored": len(scored),
+                "timings_ms": {
+                    **search_stats,  # the search alone, as reports before the split gave it
+                    "n": len(search_ms),
+                    "search": search_stats,
+                    "query_embedding": _stats_ms(embed) if embed else None,
+                    "rerank": _stats_ms(rerank_ms) if rerank_ms else None,
+                    "total": _stats_ms(total),
+                },
+            })
         timings["search_s"] = time.perf_counter() - t0
 
         ok = [r for r in setup_results if r["status"] == "ok"]
@@ -845,7 +1055,11 @@ def evaluate_retrieval(
             model_id = answer_setup.embedding_model or ids[0]
             answer_store = stores[model_id]
             if answer_setup.reranker:
-                answer_store = RerankingStore(answer_store, reranker, answer_setup.depth)
+                # the setup's reranked results, already computed, answer the same questions again
+                ranked = {q.question: hits for q in questions
+                          if (hits := ranked_by_setup.get(answer_setup.key, {}).get(q.id)) is not None}
+                answer_store = RerankingStore(answer_store, reranker, answer_setup.depth, ranked=ranked,
+                                              ranked_setup=answer_setup.search.to_dict(), keep=TOP_K)
             t0 = time.perf_counter()
             with _progress(len(questions), "answering", options.show_progress) as bar:
                 from core.evaluation.handing import ParentHandingStore
@@ -902,6 +1116,7 @@ def evaluate_retrieval(
         "reranker": None if reranker is None else {
             "model_id": reranker.model_id, "retrieval_depth": RERANK_DEPTH, "keep": TOP_K,
             "n_truncated": getattr(reranker, "n_truncated", 0) - rerank_truncated_before,
+            "cache": reranker.stats() if isinstance(reranker, CachedReranker) else None,
         },
         "evaluation": {"top_k": TOP_K, "ks": list(KS), "grains": list(GRAINS), "rank_grain": rank_grain,
                        "rank_grain_reason": rank_grain_reason},

@@ -1,8 +1,10 @@
-"""A persistent cache of embeddings and chat replies, so no text is embedded twice by the same
-model and no chat request is sent twice.
+"""A persistent cache of embeddings, chat replies and rerank scores, so no text is embedded
+twice by the same model, no chat request is sent twice, and no (query, passage) pair is scored
+twice by the same reranker.
 
 Embedding keys are ``(model_id, sha256 of the text)``, values float32 vectors; reply keys are
-the sha256 of (model, messages, sampling parameters). The cache is one SQLite file (WAL mode,
+the sha256 of (model, messages, sampling parameters); rerank keys are (the reranker's id and
+model file, sha256 of the query, sha256 of the passage), values the score and its cost. The cache is one SQLite file (WAL mode,
 safe for several processes on one machine, with ``synchronous=NORMAL``: a commit is not
 synced to disk on its own, so a power cut can lose the last entries, which are then asked
 again, but never leaves the file inconsistent; see https://www.sqlite.org/wal.html). Recently used vectors are also kept in memory,
@@ -16,7 +18,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -467,3 +469,238 @@ class CachedChatModel:
         """``{"chat_calls", "replies_from_cache"}``."""
         with self._lock:
             return {"chat_calls": self.n_calls, "replies_from_cache": self.n_cache_hits}
+
+
+_RERANK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rerank_scores (
+    model_key TEXT NOT NULL,
+    query_sha256 TEXT NOT NULL,
+    passage_sha256 TEXT NOT NULL,
+    score REAL NOT NULL,
+    cost_ms REAL NOT NULL,
+    PRIMARY KEY (model_key, query_sha256, passage_sha256)
+) WITHOUT ROWID
+"""
+
+#: Pairs a :class:`CachedReranker` sends to the model in one call (and stores in one commit):
+#: progress is reported, and a stopped run loses, at most this many pairs.
+RERANK_CHUNK = 32
+#: Passages of one query looked up in the cache file per statement (SQLite limits its parameters).
+_LOOKUP_ROWS = 500
+
+
+def rerank_model_key(reranker: Any) -> str:
+    """What a reranker's cached scores are kept under: its ``model_id``, and, when it has one,
+    the sha256 of its model file (``model_sha256``) and its window (``max_input_tokens``), so
+    scores of another file or another truncation are never taken for its own."""
+    key = str(reranker.model_id)
+    sha = getattr(reranker, "model_sha256", None)
+    if sha:
+        key += f"@sha256:{sha}"
+    window = getattr(reranker, "max_input_tokens", None)
+    if window:
+        key += f"@{int(window)}tokens"
+    return key
+
+
+class CachedReranker:
+    """A ``Reranker`` whose scores are kept in the embedding cache's SQLite file, by (model,
+    query, passage), so no pair is scored twice by the same model, in one run or across runs.
+
+    Keys are :func:`rerank_model_key` (the model id, its file's sha256 and window), the sha256
+    of the query and the sha256 of the passage text; a row holds the score and the cost
+    measured when it was computed (:class:`~core.models.rerank.PairScore`), so a rerun from the
+    cache reports the time a user waits as the first run measured it. Pairs missing from the
+    cache go to the model :data:`RERANK_CHUNK` at a time (pairs of many queries together,
+    through :func:`~core.models.rerank.score_pairs`), each chunk stored in one commit. Threads
+    asking for the same pair at once score it once (the others wait for it, as in
+    :class:`CachedEmbeddingModel`). Nothing is kept in memory beyond one call's pairs.
+    Failed calls store nothing.
+
+    Counters (safe under threads): ``n_pairs`` (pairs asked for, repeats included),
+    ``n_scored`` (pairs sent to the model), ``n_cache_hits`` (pairs answered from the cache)
+    and ``score_seconds`` (time in the model). Other attributes (``n_truncated``, ...) are the
+    wrapped reranker's.
+
+    Args:
+        reranker: the ``Reranker`` to wrap.
+        cache: the :class:`EmbeddingCache` whose file also holds the scores.
+
+    Raises:
+        StoreError: the cache file cannot be written.
+    """
+
+    def __init__(self, reranker: Any, cache: EmbeddingCache) -> None:
+        self.reranker = reranker
+        self.model_id = reranker.model_id
+        self.model_key = rerank_model_key(reranker)
+        self.cache = cache
+        self.n_pairs = 0
+        self.n_scored = 0
+        self.n_cache_hits = 0
+        self.score_seconds = 0.0
+        self._lock = threading.Lock()
+        self._inflight: dict[tuple[str, str], threading.Event] = {}
+        try:
+            with cache._lock:
+                cache._conn.execute(_RERANK_SCHEMA)
+                cache._conn.commit()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot create the rerank cache in {cache.path}: {exc}") from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["reranker"], name)
+
+    def __repr__(self) -> str:
+        return f"CachedReranker({self.model_key!r})"
+
+    def verify(self) -> None:
+        """The wrapped reranker's ``verify``.
+
+        Raises:
+            ConfigError: it cannot run, and why.
+        """
+        self.reranker.verify()
+
+    def _lookup(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, float]]:
+        """``{(query sha256, passage sha256): (score, cost_ms)}`` for the keys the file holds."""
+        by_query: dict[str, list[str]] = {}
+        for q, p in dict.fromkeys(keys):
+            by_query.setdefault(q, []).append(p)
+        found: dict[tuple[str, str], tuple[float, float]] = {}
+        with self.cache._lock:
+            for q, passages in by_query.items():
+                for i in range(0, len(passages), _LOOKUP_ROWS):
+                    part = passages[i : i + _LOOKUP_ROWS]
+                    rows = self.cache._conn.execute(
+                        "SELECT passage_sha256, score, cost_ms FROM rerank_scores WHERE model_key = ? AND "
+                        f"query_sha256 = ? AND passage_sha256 IN ({','.join('?' * len(part))})",
+                        [self.model_key, q, *part],
+                    ).fetchall()
+                    for p, score, cost in rows:
+                        found[(q, p)] = (float(score), float(cost))
+        return found
+
+    def missing(self, pairs: Sequence[tuple[str, str]]) -> list[bool]:
+        """For each ``(query, passage)`` pair, True when the cache lacks its score (nothing is
+        scored)."""
+        keys = [(text_sha256(q), text_sha256(p)) for q, p in pairs]
+        found = self._lookup(keys)
+        return [key not in found for key in keys]
+
+    def _score(self, todo: dict[tuple[str, str], tuple[str, str]],
+               on_scored: Callable[[int], Any] | None) -> dict[tuple[str, str], tuple[float, float]]:
+        """Score ``todo`` (key -> pair) with the model, a chunk at a time, storing each chunk."""
+        import time
+
+        from core.models.rerank import score_pairs
+
+        out: dict[tuple[str, str], tuple[float, float]] = {}
+        items = list(todo.items())
+        for i in range(0, len(items), RERANK_CHUNK):
+            part = items[i : i + RERANK_CHUNK]
+            started = time.perf_counter()
+            scores = score_pairs(self.reranker, [pair for _, pair in part])
+            elapsed = time.perf_counter() - started
+            cost = elapsed * 1000.0 / len(part)
+            rows = [(self.model_key, q, p, float(s), cost) for ((q, p), _), s in zip(part, scores)]
+            try:
+                with self.cache._lock:
+                    self.cache._conn.executemany("INSERT OR REPLACE INTO rerank_scores VALUES (?, ?, ?, ?, ?)", rows)
+                    self.cache._conn.commit()
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot write the rerank cache in {self.cache.path}: {exc}") from exc
+            for (key, _), s in zip(part, scores):
+                out[key] = (float(s), cost)
+            with self._lock:
+                self.n_scored += len(part)
+                self.score_seconds += elapsed
+            if on_scored is not None:
+                on_scored(len(part))
+        return out
+
+    def scores(self, pairs: Sequence[tuple[str, str]], *,
+               on_scored: Callable[[int], Any] | None = None) -> list[Any]:
+        """Score ``(query, passage)`` pairs, from the cache where it holds them.
+
+        Args:
+            pairs: ``(query, passage)`` tuples of any queries.
+            on_scored: called with the number of pairs after each chunk the model scored here
+                (for progress; pairs found in the cache are not reported).
+
+        Returns:
+            One :class:`~core.models.rerank.PairScore` per pair, in input order.
+
+        Raises:
+            RerankError: the model failed (pairs other threads waited for are then scored by
+                those threads).
+            StoreError: the cache file cannot be written.
+        """
+        from core.models.rerank import PairScore
+
+        pairs = [(str(q), str(p)) for q, p in pairs]
+        keys = [(text_sha256(q), text_sha256(p)) for q, p in pairs]
+        found = self._lookup(keys)
+        mine: dict[tuple[str, str], tuple[str, str]] = {}
+        theirs: dict[tuple[str, str], threading.Event] = {}
+        with self._lock:
+            for key, pair in zip(keys, pairs):
+                if key in found or key in mine or key in theirs:
+                    continue
+                if key in self._inflight:
+                    theirs[key] = self._inflight[key]
+                else:
+                    mine[key] = pair
+                    self._inflight[key] = threading.Event()
+        try:
+            new = self._score(mine, on_scored) if mine else {}
+        finally:
+            with self._lock:
+                for key in mine:
+                    self._inflight.pop(key).set()
+        if theirs:
+            for event in theirs.values():
+                event.wait()
+            found.update(self._lookup(list(theirs)))
+            lost = [k for k in theirs if k not in found]
+            if lost:  # the other thread failed: score them here
+                by_key = dict(zip(keys, pairs))
+                again = self.scores([by_key[k] for k in lost], on_scored=on_scored)
+                found.update((k, (s.score, s.cost_ms)) for k, s in zip(lost, again))
+        with self._lock:
+            self.n_pairs += len(pairs)
+            self.n_cache_hits += sum(1 for k in keys if k not in mine)
+        out = []
+        for key in keys:
+            if key in new:
+                score, cost = new[key]
+                out.append(PairScore(score, cost, cached=False))
+            else:
+                score, cost = found[key]
+                out.append(PairScore(score, cost, cached=True))
+        return out
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """The scores of :meth:`scores`, one float per pair, in input order.
+
+        Raises:
+            RerankError: the model failed.
+            StoreError: the cache file cannot be written.
+        """
+        return [s.score for s in self.scores(pairs)]
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        """Score each passage against ``query`` (the ``Reranker`` method), through the cache.
+
+        Raises:
+            RerankError: the model failed.
+            StoreError: the cache file cannot be written.
+        """
+        return self.score_pairs([(query, p) for p in passages])
+
+    def stats(self) -> dict[str, float]:
+        """``{"pairs", "pairs_scored", "pairs_from_cache", "score_seconds"}``: pairs asked for,
+        sent to the model, answered from the cache, and seconds in the model."""
+        with self._lock:
+            return {"pairs": self.n_pairs, "pairs_scored": self.n_scored, "pairs_from_cache": self.n_cache_hits,
+                    "score_seconds": round(self.score_seconds, 3)}

@@ -140,9 +140,10 @@ def verify_model_files(files: OnnxModelFiles, path: Path) -> None:
 class _OnnxRunner:
     """A tokenizer and an onnxruntime session for one model folder, loaded once, thread-safe."""
 
-    def __init__(self, files: OnnxModelFiles, path: str | Path | None) -> None:
+    def __init__(self, files: OnnxModelFiles, path: str | Path | None, threads: int | None = None) -> None:
         self.files = files
         self._path = Path(path) if path else None
+        self._threads = threads  # onnxruntime's intra-op threads; None: its default (one per core)
         self._session: Any = None
         self._tokenizer: Any = None
         self._verified = False
@@ -170,6 +171,8 @@ class _OnnxRunner:
                 logger.info("loading %s from %s", self.files.model_id, path)
                 options = ort.SessionOptions()
                 options.log_severity_level = 3
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
                 self._session = ort.InferenceSession(str(path / "model.onnx"), options, providers=["CPUExecutionProvider"])
                 tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
                 tokenizer.enable_truncation(self.files.max_tokens, strategy="longest_first")
@@ -199,6 +202,12 @@ class _OnnxRunner:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         wanted = {i.name for i in session.get_inputs()}  # a graph of a model without segments takes no token_type_ids
         return session.run([output], {k: v for k, v in feeds.items() if k in wanted})[0]
+
+
+#: Threads the local cross-encoder scores pairs on, each running one pass at a time on one
+#: onnxruntime thread: on a busy machine this keeps both cores working where onnxruntime's
+#: own thread pool, whose threads wait for each other at every operator, loses much of its time.
+SCORE_WORKERS = 2
 
 
 def _batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -309,27 +318,44 @@ class OnnxCrossEncoder:
 
     Scores are raw logits (unbounded, higher is more relevant), in the order of the passages.
     A pair longer than 512 word pieces is truncated longest-first (the passage loses its end,
-    the short query stays whole); :attr:`n_truncated` counts them.
+    the short query stays whole); :attr:`n_truncated` counts them. :meth:`score_pairs` scores
+    pairs of many queries in one call.
 
     Args:
         files: which packaged model (default :data:`MS_MARCO_MINILM`).
         model_path: a folder holding ``model.onnx`` and ``tokenizer.json``; default the
             package's folder.
-        batch_size: pairs per forward pass; 1 by default, so a pair's score does not depend
-            on the other passages (see :class:`OnnxEmbeddingModel`), at a small cost in speed
-            against batches of a few pairs.
+        batch_size: pairs per forward pass; 1 by default, so a pair's score is the one it gets
+            alone: the int8 graph quantises activations per pass (over every pair in it,
+            padding included), so in a padded batch a pair's logit moves with its batch mates;
+            and on CPU a padded batch does the padding's work too, so it is not faster per
+            pair than single passes (``bench/retrieval.py --rerank-passes`` measures both).
+        workers: threads scoring pairs side by side (default :data:`SCORE_WORKERS`), each
+            running one pass at a time on one onnxruntime thread; with 1, passes run one after
+            another on onnxruntime's own threads (one per core). The scores are the same
+            either way (tested against one session with onnxruntime's defaults, to 1e-5).
 
     Raises:
-        ConfigError: (on :meth:`verify` or first use) the files are missing or their sha256
-            differs.
+        ConfigError: ``workers`` or ``batch_size`` below 1; (on :meth:`verify` or first use)
+            the files are missing or their sha256 differs.
     """
 
     def __init__(self, files: OnnxModelFiles = MS_MARCO_MINILM, *, model_path: str | Path | None = None,
-                 batch_size: int = 1) -> None:
-        self._runner = _OnnxRunner(files, model_path)
+                 batch_size: int = 1, workers: int = SCORE_WORKERS) -> None:
+        if workers < 1 or batch_size < 1:
+            raise ConfigError(f"workers and batch_size must be at least 1, got {workers} and {batch_size}")
+        self._runner = _OnnxRunner(files, model_path, threads=1 if workers > 1 else None)
         self.model_id = files.model_id
         self.batch_size = batch_size
+        self.workers = workers
         self.n_truncated = 0
+        self._count_lock = threading.Lock()
+
+    @property
+    def model_sha256(self) -> str:
+        """The pinned sha256 of ``model.onnx`` (checked before the first use): what the scores
+        come from, part of the rerank cache's key."""
+        return self._runner.files.sha256
 
     @property
     def max_input_tokens(self) -> int:
@@ -353,17 +379,46 @@ class OnnxCrossEncoder:
         Raises:
             RerankError: onnxruntime failed.
         """
-        passages = list(passages)
-        if not passages:
+        return self.score_pairs([(query, p) for p in passages])
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Score ``(query, passage)`` pairs, of one query or many, in one call.
+
+        Each pair is tokenised as ``[CLS] query [SEP] passage [SEP]`` and truncated
+        longest-first to :attr:`max_input_tokens` (what sentence-transformers' ``CrossEncoder``
+        does: ``truncation="longest_first"`` at the tokenizer's ``model_max_length``, 512);
+        pairs are run ``batch_size`` at a time, longest first, spread over :attr:`workers`
+        threads. With ``batch_size`` 1, a pair's score is the one it gets scored alone.
+
+        Returns:
+            One logit per pair, in input order (empty for no pairs).
+
+        Raises:
+            RerankError: onnxruntime failed.
+        """
+        pairs = [(str(q), str(p)) for q, p in pairs]
+        if not pairs:
             return []
-        encodings, truncated = self._runner.encode([(query, p) for p in passages])
-        self.n_truncated += truncated
-        scores = [0.0] * len(passages)
+        encodings, truncated = self._runner.encode(pairs)
+        with self._count_lock:
+            self.n_truncated += truncated
+        scores = [0.0] * len(pairs)
+        batches = _batches([len(e.ids) for e in encodings], self.batch_size)
+
+        def run(batch: list[int]) -> None:
+            logits = self._runner.run([encodings[i] for i in batch], "logits")
+            for i, value in zip(batch, logits[:, 0]):
+                scores[i] = float(value)
+
         try:
-            for batch in _batches([len(e.ids) for e in encodings], self.batch_size):
-                logits = self._runner.run([encodings[i] for i in batch], "logits")
-                for i, value in zip(batch, logits[:, 0]):
-                    scores[i] = float(value)
+            if self.workers > 1 and len(batches) > 1:
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
+                    list(pool.map(run, batches))
+            else:
+                for batch in batches:
+                    run(batch)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise RerankError(f"{self.model_id} failed: {type(exc).__name__}: {exc}") from exc
         return scores

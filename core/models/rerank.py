@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 from urllib.parse import urlparse
 
@@ -36,6 +37,11 @@ DOCUMENTS_SHAPE: tuple[str, ...] = ("cohere", "jina", "vllm")
 @runtime_checkable
 class Reranker(Protocol):
     """Scores passages against a query.
+
+    A reranker may also have ``score_pairs(pairs)``, scoring ``(query, passage)`` pairs of
+    many queries in one call (see :func:`score_pairs`), and ``model_sha256``, the sha256 of the
+    model file its scores come from (part of the rerank cache's key, see
+    ``core.models.cache.rerank_model_key``).
 
     Attributes:
         model_id: a stable id naming the model (and the endpoint's host for remote ones).
@@ -188,6 +194,58 @@ class HttpReranker:
                                   f"{exc}") from exc
             raise RerankError(f"rerank endpoint {self.model_id} is unreachable: {exc}") from exc
         return self._parse(data, len(passages))
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """A reranker's score of one (query, passage) pair, and what computing it cost.
+
+    Attributes:
+        score: the reranker's score (the model's scale; higher is more relevant).
+        cost_ms: milliseconds of the reranker's time this pair took when it was scored: the
+            wall time of the call (or part of a call) it was scored in, divided by the number
+            of pairs scored there. A score read from a cache keeps the cost measured when it
+            was computed, so a rerun reports the same time a user waits.
+        cached: True when the score was read from a cache instead of computed now.
+    """
+
+    score: float
+    cost_ms: float
+    cached: bool = False
+
+
+def score_pairs(reranker: Any, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """Score ``(query, passage)`` pairs of any queries in one go.
+
+    Uses the reranker's own ``score_pairs`` when it has one (the local cross-encoder scores
+    pairs of many queries in one call); otherwise one :meth:`Reranker.rerank` call per
+    distinct query, with that query's passages in the order given.
+
+    Args:
+        reranker: a ``Reranker``.
+        pairs: ``(query, passage)`` tuples.
+
+    Returns:
+        One score per pair, in input order (empty for no pairs).
+
+    Raises:
+        RerankError: the reranker failed.
+    """
+    pairs = list(pairs)
+    own = getattr(reranker, "score_pairs", None)
+    if own is not None:
+        return [float(s) for s in own(pairs)]
+    by_query: dict[str, list[int]] = {}
+    for i, (query, _) in enumerate(pairs):
+        by_query.setdefault(query, []).append(i)
+    out = [0.0] * len(pairs)
+    for query, where in by_query.items():
+        scores = reranker.rerank(query, [pairs[i][1] for i in where])
+        if len(scores) != len(where):
+            raise RerankError(f"reranker {reranker.model_id} gave {len(scores)} scores for {len(where)} passages")
+        for i, score in zip(where, scores):
+            out[i] = float(score)
+    return out
 
 
 def rerank_order(scores: Sequence[float]) -> list[int]:

@@ -116,3 +116,71 @@ def test_a_page_label_on_a_document_that_did_not_load_ranks_by_documents(corpus,
     assert report["evaluation"]["rank_grain"] in ("doc", "evidence")
     assert "loaded" in report["evaluation"]["rank_grain_reason"]
     assert report["picks"]["finds_the_most"] is not None
+
+
+def test_rerank_scores_are_cached_and_the_answers_reuse_the_reranked_results(corpus, tmp_path):
+    docs, golden, n = corpus
+    options = EvaluateOptions(show_progress=False, only=["dense+rerank", "keyword+rerank"], generate=True)
+    said: list[str] = []
+    first = evaluate_retrieval(docs, golden, out_dir=tmp_path, options=options, on_status=said.append)
+    cache = first["reranker"]["cache"]
+    # every distinct (question, chunk) pair of both setups scored once, nothing asked again
+    # afterwards (the answers did not rerank): with both setups reranking every chunk there is,
+    # scoring per setup would have asked twice as many
+    assert cache["pairs"] == cache["pairs_scored"] and cache["pairs_from_cache"] == 0
+    assert 0 < cache["pairs"] <= n * first["corpus"]["n_chunks"]
+    estimate = [line for line in said if "passage pairs to score" in line]
+    assert len(estimate) == 1 and "2 reranked setups (keyword+rerank, dense+rerank) on 12 questions" in estimate[0]
+    assert estimate[0].endswith("; --skip '*+rerank' to leave them out")
+    # the answers come from the answer setup's reranked top 5, as ranked in the evaluation
+    key = first["answers"]["generator"]["setup"]
+    assert key == first["picks"]["finds_the_most"] and key.endswith("+rerank")
+    top = {q["id"]: q["top"][key] for q in first["questions"]}
+    for record in first["answers"]["questions"]:
+        assert [c["document_id"] for c in record["contexts"]] == [t["document"] for t in top[record["question_id"]][:5]]
+
+    # a second run over the same output folder scores nothing and reports the same numbers
+    # (the rerank times are those measured when the pairs were scored, so the picks hold)
+    said.clear()
+    again = evaluate_retrieval(docs, golden, out_dir=tmp_path, options=options, on_status=said.append)
+    assert again["reranker"]["cache"] == {**cache, "pairs_scored": 0, "pairs_from_cache": cache["pairs"],
+                                          "score_seconds": 0.0}
+    assert any("every one from the cache" in line for line in said)
+    for a, b in zip(first["setups"], again["setups"]):
+        assert (a["key"], a["metrics"], a["timings_ms"]["rerank"]) == (b["key"], b["metrics"], b["timings_ms"]["rerank"])
+    assert [q["top"] for q in first["questions"]] == [q["top"] for q in again["questions"]]
+    assert first["picks"]["ranking"] == again["picks"]["ranking"]
+    assert first["answers"]["questions"] == again["answers"]["questions"]
+
+
+def test_a_reranked_setup_whose_search_finds_every_question_first_is_not_run(corpus, tmp_path):
+    from core.evaluation.retrieval import SETTLED_RULE
+
+    docs, golden, _ = corpus
+    options = EvaluateOptions(show_progress=False, only=["dense"], rank_grain="doc")
+    plain = evaluate_retrieval(docs, golden, out_dir=tmp_path, options=options, reranker=None)
+    # the questions dense finds first at the doc grain, as a golden file of their own
+    first = {q["id"] for q in plain["questions"] if q["first_relevant_rank"]["dense"] == 1}
+    assert first, "dense finds no question first on this corpus"
+    rows = [json.loads(line) for line in golden.read_text(encoding="utf-8").splitlines()]
+    settled = tmp_path / "settled.jsonl"
+    settled.write_text("".join(json.dumps(r) + "\n" for r in rows if r["id"] in first), encoding="utf-8")
+
+    said: list[str] = []
+    options = EvaluateOptions(show_progress=False, only=["dense*"], rank_grain="doc")
+    report = evaluate_retrieval(docs, settled, out_dir=tmp_path, options=options, on_status=said.append)
+    skipped = {s["key"]: s for s in report["skipped_setups"]}
+    assert skipped["dense+rerank"]["rule"] == SETTLED_RULE
+    assert skipped["dense+rerank"]["reason"].startswith(
+        f"dense already finds a right result at rank 1 for all {len(first)} questions scored at the doc grain")
+    assert any(line.startswith("dense+rerank not run: ") for line in said)
+    # marked skipped, never scored: no numbers, no place in the ranking, no pairs scored
+    assert [s["key"] for s in report["setups"]] == ["dense"]
+    assert report["picks"]["ranking"] == ["dense"] and report["picks"]["finds_the_most"] == "dense"
+    assert all(set(q["top"]) == {"dense"} for q in report["questions"])
+    assert report["reranker"]["cache"]["pairs"] == 0
+    # without its twin in the run, the reranked setup runs
+    options = EvaluateOptions(show_progress=False, only=["dense+rerank"], rank_grain="doc")
+    alone = evaluate_retrieval(docs, settled, out_dir=tmp_path, options=options)
+    assert [(s["key"], s["status"]) for s in alone["setups"]] == [("dense+rerank", "ok")]
+    assert alone["skipped_setups"] == []

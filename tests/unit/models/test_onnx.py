@@ -107,6 +107,56 @@ def test_cross_encoder_gives_one_logit_per_pair():
     assert model.n_truncated - before == 1
 
 
+@pytest.fixture(scope="module")
+def cross_encoder_reference():
+    """sentence-transformers' ``CrossEncoder`` recipe written out on its own: the model
+    folder's Hugging Face tokenizer (``transformers``) with ``truncation`` at its
+    ``model_max_length`` (512), one pair per pass (no padding), onnxruntime with its default
+    options, the one logit."""
+    import onnxruntime as ort
+
+    transformers = pytest.importorskip("transformers")
+    try:
+        path = package_model_dir(MS_MARCO_MINILM.folder)
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
+    assert tokenizer.model_max_length == 512
+    session = ort.InferenceSession(str(path / "model.onnx"), providers=["CPUExecutionProvider"])
+
+    def logit(query: str, passage: str, truncation: str = "longest_first") -> float:
+        enc = tokenizer(query, passage, truncation=truncation, max_length=512, return_tensors="np")
+        feed = {name: enc[name].astype(np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+        return float(session.run(["logits"], feed)[0][0, 0])
+
+    return logit
+
+
+def test_pairs_of_many_queries_score_as_each_pair_alone(cross_encoder_reference, squad_dir, tmp_path):
+    from core.models import EmbeddingCache
+    from core.models.cache import CachedReranker
+
+    passages = [p.read_text(encoding="utf-8") for p in sorted((squad_dir / "docs").iterdir())[:5]]
+    long_passage = " ".join(passages) * 3  # well past the 512-token window
+    queries = ["In what country is Normandy located?", "Who ruled the duchy of Normandy?", PAIRS[0][0]]
+    pairs = [(q, p) for q in queries for p in passages] + [(queries[0], long_passage), PAIRS[0]]
+    reference = [cross_encoder_reference(q, p) for q, p in pairs]
+    model = OnnxCrossEncoder()  # pairs of all queries in one call, over two threads
+    scores = model.score_pairs(pairs)
+    np.testing.assert_allclose(scores, reference, atol=1e-5)
+    assert model.n_truncated == 1  # the long passage alone
+    # the passage is cut, the short query kept whole: the same as cutting the passage only
+    assert abs(cross_encoder_reference(queries[0], long_passage, "only_second") - scores[-2]) < 1e-5
+    # one query's passages through rerank, in one thread: the same scores
+    one = OnnxCrossEncoder(workers=1)
+    np.testing.assert_allclose(one.rerank(queries[1], passages), reference[5:10], atol=1e-5)
+    # through the cache: the same scores when scored, and when read back in a later run
+    cold = CachedReranker(OnnxCrossEncoder(), EmbeddingCache(tmp_path / "cache.sqlite"))
+    np.testing.assert_allclose(cold.score_pairs(pairs), reference, atol=1e-5)
+    warm = CachedReranker(OnnxCrossEncoder(), EmbeddingCache(tmp_path / "cache.sqlite"))
+    assert warm.score_pairs(pairs) == cold.score_pairs(pairs) and warm.stats()["pairs_scored"] == 0
+
+
 @pytest.mark.parametrize("files", [BGE_SMALL_EN, MS_MARCO_MINILM])
 def test_a_changed_model_file_is_refused_naming_it(tmp_path, files):
     try:
