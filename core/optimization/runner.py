@@ -202,7 +202,7 @@ def run_experiment(
     from core.experiment.spec import ExperimentSpec
     from core.golden import read_golden
     from core.inputs import shown_address
-    from core.optimization.events import pattern_payload
+    from core.experiment.events import pattern_payload
     from core.optimization.preselection import preselect_models
     from core.optimization.study import Study
     from core.reports import LocalFiles, new_run_id
