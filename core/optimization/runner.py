@@ -203,7 +203,7 @@ def run_experiment(
     from core.golden import read_golden
     from core.inputs import shown_address
     from core.experiment.events import pattern_payload
-    from core.optimization.preselection import preselect_models
+    from core.experiment.preselection import preselect_models
     from core.optimization.study import Study
     from core.reports import LocalFiles, new_run_id
     from core.vectorstores import MilvusLiteConfig, backend_name
