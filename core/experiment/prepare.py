@@ -136,7 +136,7 @@ def budget_note(n_valid: int, max_evals: int | None) -> str | None:
 
 
 def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] | None, settings: Any) -> Prepared:
-    """The prepare step of a request (``core.optimization.stored.parse_experiment_request``;
+    """The prepare step of a request (``core.experiment.requests.parse_experiment_request``;
     None: the one stored with ``Experiment.store_request``): read the golden file, build the
     space and store the spec, a new study and the notes. An experiment already prepared is left
     as it is.
@@ -151,7 +151,7 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     from core.golden import read_golden
     from core.inputs import shown_address
     from core.optimization.study import Study
-    from core.optimization.stored import models_from_settings, request_overrides
+    from core.experiment.requests import models_from_settings, request_overrides
 
     experiment = Experiment(files, experiment_id)
     if experiment.exists():
@@ -214,7 +214,7 @@ class StoredEvaluator:
         from core.evaluation.single import Corpus, EvaluationContext
         from core.golden import read_golden
         from core.inputs import shown_address
-        from core.optimization.stored import models_from_settings
+        from core.experiment.requests import models_from_settings
 
         with self._lock:
             which = (spec.experiment_id, spec.golden, spec.golden_sha256, spec.documents)

@@ -11,7 +11,7 @@ Request bodies (JSON objects)::
      "top": 1}        # suggest only: ids per question (1..20, default 1)
 
 Addresses follow the rules of experiment requests
-(:func:`core.optimization.stored.parse_experiment_request` with ``remote_only``): ``s3://`` or
+(:func:`core.experiment.requests.parse_experiment_request` with ``remote_only``): ``s3://`` or
 the app's own Blob storage, no query string or user info. For a template, ``golden`` names the
 golden file to be (it need not exist); for a suggestion, the golden file to read. The result is
 written beside it, as ``<stem>.template.jsonl`` or ``<stem>.suggested.jsonl``, and never over a
@@ -70,7 +70,7 @@ def parse_golden_request(body: Any, kind: str, *, blob_endpoint: str | None) -> 
     from core.golden.passages import GRAINS
     from core.golden.suggest import DEFAULT_TOP
     from core.golden.template import DEFAULT_TEMPLATE_ROWS
-    from core.optimization.stored import parse_experiment_request
+    from core.experiment.requests import parse_experiment_request
 
     if not isinstance(body, dict):
         return None, ["the body must be a JSON object"]

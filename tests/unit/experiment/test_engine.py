@@ -15,7 +15,7 @@ from core.experiment import EvaluationRequest, Experiment, MAX_MESSAGE_BYTES, Tr
 from core.experiment.engine import STORE_REQUESTS_AT_ONCE, _each
 from core.experiment.prepare import StoredEvaluator, evaluate_request, prepare_request
 from core.optimization import Configuration
-from core.optimization.stored import parse_experiment_request
+from core.experiment.requests import parse_experiment_request
 from core.reports import LocalFiles
 
 from tests.support.experiment_settings import GOLDEN, FakeEmbedding, FakeSettings  # noqa: F401
