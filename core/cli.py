@@ -506,7 +506,7 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
 def cmd_optimize(args: argparse.Namespace) -> int:
     """``ragtune optimize``: search the space of RAG configurations and write the experiment report."""
     from core.experiment.events import LoggingHandler, ProgressBarHandler
-    from core.optimization.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
+    from core.experiment.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
     from core.optimization.overrides import parse_overrides
     from core.settings import Settings
 

@@ -9,7 +9,7 @@
   evaluator that reads its data from the stored spec.
 - :mod:`~core.experiment.report`: the one report builder.
 
-The local runner (``core.optimization.runner``, ``ragtune optimize``) and the Durable activities
+The local runner (``core.experiment.runner``, ``ragtune optimize``) and the Durable activities
 (``functions/experiments.py``) both drive these steps. Importing this package does no I/O and
 imports no heavy library.
 """

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from core.errors import ConfigError
-from core.optimization.runner import ExperimentOptions, build_space
+from core.experiment.runner import ExperimentOptions, build_space
 
 
 class Model:
