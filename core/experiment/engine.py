@@ -300,8 +300,9 @@ class Experiment:
         """Up to ``n`` configurations to evaluate, recorded as pending and saved.
 
         Configurations asked before and never told come first (a retried step, a resumed
-        run); new ones fill up to ``n`` (``Study.ask``: distinct, untried). An empty list
-        means the study is finished.
+        run), as many as the budget leaves room for (a budget lowered on resume leaves the
+        rest unevaluated); new ones fill up to ``n`` (``Study.ask``: distinct, untried). An
+        empty list means the study is finished.
 
         Args:
             n: how many (>= 1), or None for the sampler's natural batch.
@@ -309,7 +310,8 @@ class Experiment:
                 stored one. It is saved either way.
         """
         study = self.study() if study is None else study
-        pending = [t.configuration for t in study.pending_trials]
+        room = max(0, study.max_evals - study.n_evaluated)
+        pending = [t.configuration for t in study.pending_trials][:room]
         want = n if n is not None else max(1, int(study.sampler.batch_size(study.space, study.trials)))
         out = pending[:want]
         if len(out) < want:

@@ -1,8 +1,8 @@
 """The local experiment runner: ``ragtune optimize`` drives one experiment in one process.
 
 It loads the corpus and the golden file once, then loops over the steps of the experiment
-engine (:class:`core.experiment.Experiment`): ask a batch, evaluate it in a pool of worker
-threads (``workers``), tell each stored result, publish events, and save the study and what it
+engine (:class:`core.experiment.Experiment`): ask a batch (``Experiment.ask``), evaluate it in a
+pool of worker threads (``workers``), tell each stored result, publish events, and save the study and what it
 cost after every evaluation (``experiments/<id>/study.json`` and ``progress.json``), so a
 stopped experiment resumes where it stopped. It ends by writing the one experiment report
 (``core.experiment.report``), with the corpus details and costs this runner knows.
@@ -256,6 +256,7 @@ def run_experiment(
                     status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
                                       f"made; the budget stays at {done} and nothing more is evaluated", "resume")
                 study.set_budget(max(options.resume_budget, done))
+                experiment.save_study(study)  # the budget the resumed run works to
             previous = experiment.progress()
             asked = len(study.pending_trials)
             status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
@@ -286,16 +287,17 @@ def run_experiment(
                        f"{study.max_evals} with {spec.optimizer}"
                        + (f", {workers} at a time" if workers > 1 else ""), "space")
 
-        # Pending trials of a resumed study were asked but never told: evaluate them first, as far
-        # as the budget (the experiment's total, evaluations already made included) allows.
-        pending = [t.configuration for t in study.pending_trials]
+        # Pending trials of a resumed study were asked but never told: Experiment.ask hands them
+        # out first, in one batch, as far as the budget (the experiment's total, evaluations
+        # already made included) allows.
+        pending = len(study.pending_trials)
         iteration = study.n_evaluated
         room = max(0, study.max_evals - iteration)
-        if len(pending) > room:
-            status("warning", f"the budget of {study.max_evals} evaluations leaves {len(pending) - room} asked "
+        if pending > room:
+            status("warning", f"the budget of {study.max_evals} evaluations leaves {pending - room} asked "
                               "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them",
                    "resume")
-            pending = pending[:room]
+            pending = room
         started_at = previous.get("started_at") or started.isoformat(timespec="seconds")
         preselection = preselection if not options.experiment_id else previous.get("preselection")
         prev_counts = previous.get("counts") or {}
@@ -358,11 +360,10 @@ def run_experiment(
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     try:
         while True:
-            batch = pending or study.ask(workers if workers > 1 else None)
-            pending = []
+            batch = experiment.ask(pending or (workers if workers > 1 else None), study=study)
+            pending = 0
             if not batch:
                 break
-            experiment.save_study(study)
             info = getattr(study.sampler, "last_info", None)
             step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
             running = {}
