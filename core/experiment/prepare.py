@@ -8,6 +8,9 @@
   completed from the golden file, a new study and its notes): how every experiment is
   prepared, by the Functions' prepare step and by the local runner (``ragtune optimize``).
 - :func:`prepare_request`: the Functions' prepare step, from a validated request.
+- :class:`LoadedEvaluator`: one experiment's loaded corpus, golden file and evaluation
+  context, evaluating a configuration on them; how every driver evaluates (the local runner
+  holds one, :class:`StoredEvaluator` one per experiment), with :func:`embed_questions_early`.
 - :class:`StoredEvaluator`: runs one configuration on the data the stored spec names (the
   evaluator trusts nothing else), keeping the loaded corpus and golden file between
   evaluations of the same experiment in one process.
@@ -27,6 +30,7 @@ from core.experiment.types import Prepared, cut_text
 from core.text import plural
 
 if TYPE_CHECKING:
+    from core.evaluation.single import Corpus, EvaluationContext
     from core.golden.types import GoldenSet
     from core.optimization.space import SearchSpace
     from core.optimization.study import Study
@@ -282,6 +286,35 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     return Prepared(plan.objective, plan.space.n_valid, new.study.max_evals, tuple(notes))
 
 
+@dataclass(frozen=True)
+class LoadedEvaluator:
+    """Evaluates configurations of one experiment on its loaded data.
+
+    Attributes:
+        corpus: the loaded ``Corpus``.
+        golden: the ``GoldenSet``.
+        context: the ``EvaluationContext`` (models, stores, caches) shared by its evaluations.
+    """
+
+    corpus: Corpus
+    golden: GoldenSet
+    context: EvaluationContext
+
+    def __call__(self, configuration: Mapping[str, Any]) -> dict[str, Any]:
+        """Evaluate ``configuration`` (``run_single_evaluation``): the result
+        ``{"status", "error", "metrics", ...}``; a failure is a result with ``status``
+        ``"failed"`` (see ``run_single_evaluation`` for what it raises)."""
+        from core.evaluation.single import run_single_evaluation
+
+        return run_single_evaluation(configuration, self.corpus, self.golden, context=self.context)
+
+
+def embed_questions_early(context: EvaluationContext, golden: GoldenSet, space: SearchSpace) -> None:
+    """Start embedding ``golden``'s questions with the space's embedding model while the
+    documents load (``EvaluationContext.embed_questions_early``)."""
+    context.embed_questions_early([q.question for q in golden.questions], space["embedding_model"].values)
+
+
 class StoredEvaluator:
     """Evaluates configurations of stored experiments with a deployment's settings.
 
@@ -297,9 +330,9 @@ class StoredEvaluator:
     def __init__(self, settings: Any) -> None:
         self.settings = settings
         self._lock = threading.Lock()
-        self._loaded: tuple[Any, Any, Any, Any] | None = None
+        self._loaded: tuple[tuple[str, ...], LoadedEvaluator] | None = None
 
-    def _inputs(self, spec: ExperimentSpec) -> tuple[Any, Any, Any]:
+    def _inputs(self, spec: ExperimentSpec) -> LoadedEvaluator:
         from concurrent.futures import ThreadPoolExecutor
 
         from core.evaluation.single import Corpus, EvaluationContext
@@ -310,7 +343,7 @@ class StoredEvaluator:
         with self._lock:
             which = (spec.experiment_id, spec.golden, spec.golden_sha256, spec.documents)
             if self._loaded is not None and self._loaded[0] == which:
-                return self._loaded[1:]
+                return self._loaded[1]
             # the documents (the longest read) load while the golden file and the space are read
             loading = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-corpus")
             corpus_future = loading.submit(Corpus.load, spec.documents)
@@ -334,8 +367,7 @@ class StoredEvaluator:
                     context.open_store_early()
                 space = self._space(spec)
                 if space is not None:  # the questions are embedded while the documents load
-                    context.embed_questions_early([q.question for q in golden.questions],
-                                                  space["embedding_model"].values)
+                    embed_questions_early(context, golden, space)
                 corpus = corpus_future.result()
             except BaseException:
                 if cold and context is not None:
@@ -345,8 +377,9 @@ class StoredEvaluator:
                 loading.shutdown(wait=True)  # a load still running after a failure ends before this returns
             if space is not None:  # else every collection gets a keyword index
                 context.fit_to_space(space)
-            self._loaded = (which, corpus, golden, context)
-            return corpus, golden, context
+            loaded = LoadedEvaluator(corpus, golden, context)
+            self._loaded = (which, loaded)
+            return loaded
 
     def _space(self, spec: ExperimentSpec) -> Any:
         """The experiment's search space, from its stored study; None when it cannot be read
@@ -368,10 +401,7 @@ class StoredEvaluator:
             ConfigError: the golden file changed, or the settings are unusable.
             StoreError / DocumentError: the data cannot be read.
         """
-        from core.evaluation.single import run_single_evaluation
-
-        corpus, golden, context = self._inputs(spec)
-        return run_single_evaluation(configuration, corpus, golden, context=context)
+        return self._inputs(spec)(configuration)
 
 
 def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEvaluator, timeout_s: float | None) -> Any:
@@ -410,5 +440,6 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
         pool.shutdown(wait=False)
 
 
-__all__ = ["ExperimentPlan", "NewStudy", "StoredEvaluator", "budget_note", "build_space", "context_length",
-           "evaluate_request", "plan_experiment", "prepare_request", "removed_values", "start_study"]
+__all__ = ["ExperimentPlan", "LoadedEvaluator", "NewStudy", "StoredEvaluator", "budget_note", "build_space",
+           "context_length", "embed_questions_early", "evaluate_request", "plan_experiment", "prepare_request",
+           "removed_values", "start_study"]

@@ -167,9 +167,9 @@ def run_experiment(
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from core.evaluation.retrieval import corpus_warnings, package_versions
-    from core.evaluation.single import Corpus, EvaluationContext, check_objective, run_single_evaluation
+    from core.evaluation.single import Corpus, EvaluationContext, check_objective
     from core.experiment.engine import Experiment, TransientEvaluationError
-    from core.experiment.prepare import plan_experiment, start_study
+    from core.experiment.prepare import LoadedEvaluator, embed_questions_early, plan_experiment, start_study
     from core.experiment.spec import ExperimentSpec
     from core.golden import read_golden
     from core.inputs import shown_address
@@ -220,7 +220,7 @@ def run_experiment(
     context.open_store_early()  # while the documents load
     try:  # until the loop's own finally takes over, a failure closes the store opened above
         if not options.experiment_id:  # a resumed experiment's space is the stored one, read below
-            context.embed_questions_early([q.question for q in golden.questions], space["embedding_model"].values)
+            embed_questions_early(context, golden, space)
         corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
         for skipped in corpus.skipped:
             status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
@@ -345,8 +345,7 @@ def run_experiment(
             Experiment.create(files, spec, study)
             experiment.write_progress(progress())
 
-        def run(configuration: dict[str, Any]) -> dict[str, Any]:
-            return run_single_evaluation(configuration, corpus, golden, context=context)
+        run = LoadedEvaluator(corpus, golden, context)
 
         def evaluate(config: Any) -> Any:
             try:
