@@ -350,11 +350,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     """
     from core.errors import StoreError
     from core.reports import ReportStore
+    from core.reports.keys import EXPERIMENTS_PREFIX
     from core.settings import Settings
 
     settings = Settings.from_env()
     _, files, where = _output(args.out, settings)
-    experiment_key = f"experiments/{args.run}/report.json"
+    experiment_key = f"{EXPERIMENTS_PREFIX}/{args.run}/report.json"
     if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
         experiment = json.loads(files.read_bytes(experiment_key))
         experiment["location"] = f"{where}/{experiment_key}"
@@ -366,7 +367,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(format_experiment(experiment))
         return 0
     store = ReportStore(files)
-    experiments = sorted({k.split("/")[1] for k in files.list("experiments") if k.endswith("/study.json")},
+    experiments = sorted({k.split("/")[1] for k in files.list(EXPERIMENTS_PREFIX) if k.endswith("/study.json")},
                          reverse=True)  # experiment ids sort by time
     if args.run in experiments:
         if args.html:
@@ -378,7 +379,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise StoreError(f"experiment {args.run} has no report yet (it stopped before its end): continue it with "
                          f"'ragtune optimize --resume {args.run}' and the same --docs and --golden")
     if args.run == "latest" and not store.run_ids():
-        finished = [e for e in experiments if files.exists(f"experiments/{e}/report.json")]
+        finished = [e for e in experiments if files.exists(f"{EXPERIMENTS_PREFIX}/{e}/report.json")]
         if finished:
             args.run = finished[0]
             return cmd_report(args)

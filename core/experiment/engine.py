@@ -39,11 +39,10 @@ from core.experiment.spec import ExperimentSpec
 from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
                                    cut_text)
 from core.reports.files import is_safe_id
+from core.reports.keys import EXPERIMENTS_PREFIX
 
 logger = logging.getLogger(__name__)
 
-#: Prefix of the experiments in the store.
-EXPERIMENTS_PREFIX = "experiments"
 #: Store requests in flight at once when a step reads or writes many objects (a round's
 #: results, a report's, a round's messages): each is a network round trip to Blob or S3.
 STORE_REQUESTS_AT_ONCE = 8

@@ -15,12 +15,12 @@ from urllib.parse import quote
 from core.errors import NotStoredError, StoreError
 from core.metrics.paired import ALPHA, paired_outcomes
 from core.reports.files import is_safe_id
+from core.reports.keys import CHUNKING_RUNS_PREFIX, EXPERIMENTS_PREFIX, SWEEP_RUNS_PREFIX
 import core.reports.pages.plots as plots
 from core.reports.pages.render import render
 from core.reports.pages.views import experiment_view, run_view
 from core.reports.tables import metric_label, report_kind
 
-EXPERIMENTS_PREFIX = "experiments"
 #: Most runs the index lists and the history page draws (newest first); the rest are counted.
 MOST_RUNS = 5000
 #: The metrics the history page draws, at each run's rank grain.
@@ -195,12 +195,7 @@ def experiment_page(files: Any, experiment_id: str, links: Links | None = None) 
 
 def chunking_prefixes() -> dict[str, str]:
     """Where chunking comparisons (``runs``) and sweeps (``sweeps``) keep their reports in a
-    report store: :data:`core.evaluation.chunking.CHUNKING_RUNS_PREFIX` and
-    :data:`core.evaluation.sweep.SWEEP_RUNS_PREFIX` (imported when asked, so that the pages
-    load without the evaluation modules)."""
-    from core.evaluation.chunking import CHUNKING_RUNS_PREFIX
-    from core.evaluation.sweep import SWEEP_RUNS_PREFIX
-
+    report store (:mod:`core.reports.keys`)."""
     return {"runs": CHUNKING_RUNS_PREFIX, "sweeps": SWEEP_RUNS_PREFIX}
 
 
