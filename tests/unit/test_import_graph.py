@@ -113,8 +113,8 @@ def test_the_cycle_finder_finds_a_circle():
 
 #: The folders (and a few modules) of ``core``, lowest first: a module may import modules of its
 #: own layer and of layers below it, never above (DESIGN.md, "The shape" and rule 13). A module
-#: belongs to the layer of the longest prefix that names it. Read from the code where it differs
-#: from the table of DESIGN.md:
+#: belongs to the layer of the longest prefix that names it (a module at the top of ``core`` not
+#: named below is in the base). Read from the code where it differs from the table of DESIGN.md:
 #: - the optimizer (pure) needs only the chunking methods and the RAG template's defaults;
 #: - the settings build the models, vector stores and report stores a deployment configures, so
 #:   they sit above those; inputs are read with the settings' storage access, documents through
