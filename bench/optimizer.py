@@ -14,7 +14,7 @@ One process, on one corpus and golden file:
 2. the replays: the GAM sampler (``GAMSampler()``, its defaults), uniform random search
    (``RandomSampler()``) and Optuna's TPE (``TPESampler``, 10 random start-up trials) each
    search the table for ``--seeds`` seeds, one configuration per ask, each score looked up
-   instead of evaluated (``core.optimization.replay``). Every seed is replayed twice: once
+   instead of evaluated (``bench/replay.py``). Every seed is replayed twice: once
    until it reaches the target, with the whole space as budget (evaluations to the target),
    and once for 20 evaluations (the best score after 10 and 20). Stopping at the target keeps
    TPE's replay short: once it has converged it mostly suggests configurations it has already
@@ -59,7 +59,8 @@ sys.path.insert(0, str(ROOT))
 from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, run_single_evaluation  # noqa: E402
 from core.golden import read_golden  # noqa: E402
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel  # noqa: E402
-from core.optimization import GAMSampler, RandomSampler, SearchSpace, default_space, replay, replay_tpe  # noqa: E402
+from bench.replay import replay, replay_tpe  # noqa: E402
+from core.optimization import GAMSampler, RandomSampler, SearchSpace, default_space  # noqa: E402
 
 SQUAD = ROOT / "examples" / "data" / "squad-mini"
 DEFAULT_OUT = ROOT / ".bench-cache" / "optimizer"

@@ -726,13 +726,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     """
     from core.errors import StoreError
     from core.reports import ReportStore
+    from core.reports.keys import EXPERIMENTS_PREFIX
     from core.settings import Settings
 
     settings = Settings.from_env()
     _, files, where = _output(args.out, settings)
     if _report_chunking(args, files, where):
         return 0
-    experiment_key = f"experiments/{args.run}/report.json"
+    experiment_key = f"{EXPERIMENTS_PREFIX}/{args.run}/report.json"
     if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
         experiment = json.loads(files.read_bytes(experiment_key))
         experiment["location"] = f"{where}/{experiment_key}"
@@ -755,7 +756,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             _print_json(app_report) if args.json else print(format_app_report(app_report))
         return 0
     store = ReportStore(files)
-    experiments = sorted({k.split("/")[1] for k in files.list("experiments") if k.endswith("/study.json")},
+    experiments = sorted({k.split("/")[1] for k in files.list(EXPERIMENTS_PREFIX) if k.endswith("/study.json")},
                          reverse=True)  # experiment ids sort by time
     if args.run in experiments:
         if args.html:
@@ -767,7 +768,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise StoreError(f"experiment {args.run} has no report yet (it stopped before its end): continue it with "
                          f"'ragtune optimize --resume {args.run}' and the same --docs and --golden")
     if args.run == "latest" and not store.run_ids():
-        finished = [e for e in experiments if files.exists(f"experiments/{e}/report.json")]
+        finished = [e for e in experiments if files.exists(f"{EXPERIMENTS_PREFIX}/{e}/report.json")]
         if finished:
             args.run = finished[0]
             return cmd_report(args)
@@ -971,8 +972,8 @@ def _space_models(args: argparse.Namespace, files: Any) -> dict[str, list[str]]:
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     """``ragtune optimize``: search the space of RAG configurations and write the experiment report."""
-    from core.optimization.events import LoggingHandler, ProgressBarHandler
-    from core.optimization.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
+    from core.experiment.events import LoggingHandler, ProgressBarHandler
+    from core.experiment.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
     from core.optimization.overrides import parse_overrides
 
     settings = _settings(args)
@@ -1274,7 +1275,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
                            examples=read_examples(args.examples) if args.examples else (),
                            **({"kinds": kinds} if kinds is not None else {}))
     if args.dry_run:
-        from core.evaluation.dry_run import plan_draft
+        from core.golden.draft import plan_draft
 
         cache_file = Path(args.cache or f"{args.output}.replies.jsonl")
         n_cached = sum(1 for line in cache_file.read_text(encoding="utf-8").splitlines() if line.strip()) \

@@ -549,25 +549,6 @@ class Settings:
 
         return DefaultAzureCredential()
 
-    def configured_targets(self) -> dict[str, Any]:
-        """The targets ``RAGTUNE_TARGETS`` configures, by name (``TargetSpec`` objects); empty
-        when it is unset. A value that names an existing file is read as a targets file, any
-        other as the file's text.
-
-        Raises:
-            ConfigError: the file or text is not a valid targets file (says where).
-        """
-        if not self.targets_config:
-            return {}
-        from core.targets.spec import parse_targets_text, read_targets_file
-
-        text = self.targets_config
-        if "\n" not in text and not text.lstrip().startswith(("[", "{", "-")) and Path(text).is_file():
-            specs = read_targets_file(text)
-        else:
-            specs = parse_targets_text(text, "RAGTUNE_TARGETS")
-        return {s.name: s for s in specs}
-
     def storage_credential(self) -> Any:
         """The Microsoft Entra ID credential for an identity-based storage connection:
         ``DefaultAzureCredential`` (managed identity ``RAGTUNE_STORAGE_CONNECTION__clientId``

@@ -2,13 +2,13 @@
 name (``RAGTUNE_TARGETS``), never addresses from a request.
 
 - starter ``POST /api/evaluations``: checks the body
-  (``core.evaluation.target_requests.parse_target_request``), keeps the request in the report
+  (``core.experiment.target_requests.parse_target_request``), keeps the request in the report
   store under a new run id, starts :func:`target_evaluation_orchestrator` with ``{"run_id"}``
   as its input and instance id, and answers 202 with the app's own URLs: the status, the report
   (``/api/runs/{id}``, served as every run's is) and its page;
 - orchestrator :func:`target_evaluation_orchestrator`: one activity, its custom status
   ``{"phase": "evaluating" | "done" | "failed"}``;
-- activity :func:`evaluate_target_request`: ``core.evaluation.target_requests.run_stored_request``
+- activity :func:`evaluate_target_request`: ``core.experiment.target_requests.run_stored_request``
   (a run that cannot be made is recorded as failed; a storage failure raises, and the activity
   is retried);
 - ``GET /api/evaluations/{run_id}/status``: the orchestration's status.
@@ -44,9 +44,10 @@ async def start_target_evaluation(req: func.HttpRequest, client: df.DurableOrche
     from urllib.parse import urlsplit
 
     from core.errors import ConfigError
-    from core.evaluation.target_requests import parse_target_request, store_request
+    from core.experiment.target_requests import parse_target_request, store_request
     from core.reports import new_run_id
     from core.settings import Settings
+    from core.targets.spec import configured_targets
 
     try:
         body = json.loads(req.get_body().decode("utf-8-sig"))
@@ -54,7 +55,7 @@ async def start_target_evaluation(req: func.HttpRequest, client: df.DurableOrche
         return json_response({"errors": ["the body is not valid JSON (UTF-8)"]}, 400)
     try:
         settings = Settings.from_env()
-        configured = settings.configured_targets()
+        configured = configured_targets(settings.targets_config)
     except ConfigError as exc:
         return json_response({"errors": [f"the app's settings are invalid: {exc}"]}, 500)
     request, errors = parse_target_request(body, configured=configured, blob_endpoint=settings.blob_endpoint())
@@ -90,8 +91,8 @@ def target_evaluation_orchestrator(context: df.DurableOrchestrationContext):
 
 @bp.activity_trigger(input_name="ref")
 def evaluate_target_request(ref: dict) -> dict:
-    """``core.evaluation.target_requests.run_stored_request`` of ``{"run_id"}``."""
-    from core.evaluation.target_requests import run_stored_request
+    """``core.experiment.target_requests.run_stored_request`` of ``{"run_id"}``."""
+    from core.experiment.target_requests import run_stored_request
     from core.settings import Settings
 
     settings = Settings.from_env()

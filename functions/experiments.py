@@ -3,7 +3,7 @@
 - ``POST /api/experiments/{id}/resume``: starts a failed experiment's orchestration again from
   its stored state (:func:`resume_experiment`); a running or completed one is refused (409);
 - starter ``POST /api/experiments``: validates the body
-  (``core.optimization.stored.parse_experiment_request``), starts :func:`experiment_orchestrator`
+  (``core.experiment.requests.parse_experiment_request``), starts :func:`experiment_orchestrator`
   with a new experiment id as its instance id (the request is stored beside the experiment, the
   orchestration's input is ``{"experiment_id", "prepare": true}``), and answers 202 with the experiment id and the
   app's own URLs (``/api/experiments/{id}/status``, ``/api/experiments/{id}``), never Durable's
@@ -97,7 +97,7 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     "report_url"}`` (and ``Location``: the status URL), 400 with every problem of the body, 500
     when the settings are invalid."""
     from core.errors import ConfigError
-    from core.optimization.stored import check_request_space, parse_experiment_request
+    from core.experiment.requests import check_request_space, parse_experiment_request
     from core.reports import new_run_id
 
     try:

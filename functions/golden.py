@@ -153,7 +153,7 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     line numbers, bounded, ``sha256``, counts) plus ``blob`` (the blob's name) and ``experiment``: None
     without a specification, else ``{"spec", "instance_id", "started", "reason"}`` or
     ``{"spec", "errors"}`` for an invalid specification. The instance id comes from the blob
-    name and the file's sha256 (``core.optimization.stored.golden_instance_id``): a repeated
+    name and the file's sha256 (``core.experiment.requests.golden_instance_id``): a repeated
     event or an unchanged save starts nothing new. An upload of ``experiment.json`` itself is
     checked as a specification (stored the same way) and starts nothing. A file with errors is
     a result, not a failure; so is a file over ``RAGTUNE_GOLDEN_MAX_BYTES`` (not read past the
@@ -213,7 +213,7 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
 
 def _check_spec(data: bytes, settings: Any) -> dict:
     """``{"errors": [...], "request": request or None}`` for an ``experiment.json``."""
-    from core.optimization.stored import check_request_space, parse_experiment_request
+    from core.experiment.requests import check_request_space, parse_experiment_request
 
     try:
         body = json.loads(data)
@@ -231,7 +231,7 @@ def _check_spec(data: bytes, settings: Any) -> dict:
 
 async def _start_experiment(name: str, check: dict, settings: Any, client: Any) -> dict | None:
     """Start the experiment of the ``experiment.json`` beside golden blob ``name``, once."""
-    from core.optimization.stored import golden_instance_id
+    from core.experiment.requests import golden_instance_id
     from functions.shared import start_once
 
     container = settings.golden_container

@@ -98,7 +98,7 @@ def get_run_golden(req: func.HttpRequest) -> func.HttpResponse:
 
     404 when the run is unknown or its golden file was not stored.
     """
-    from core.reports.store import GOLDEN_PREFIX
+    from core.reports.keys import GOLDEN_PREFIX
 
     run_id = req.route_params.get("run_id")
     if not valid_id(run_id):

@@ -12,10 +12,9 @@ from typing import Any, Callable
 
 import azure.functions as func
 
-logger = logging.getLogger(__name__)
+from core.reports.keys import GOLDEN_CHECKS_PREFIX  # the store prefix of golden checks, for the function modules
 
-#: Report store prefix of the stored golden checks.
-GOLDEN_CHECKS_PREFIX = "golden_checks"
+logger = logging.getLogger(__name__)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> func.HttpResponse:

@@ -8,10 +8,9 @@ import logging
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-logger = logging.getLogger(__name__)
+from core.rag.template import NUMBER_OF_CHUNKS
 
-#: Chunks given to the generator per question (ai4rag's ``number_of_chunks`` default).
-ANSWER_K = 5
+logger = logging.getLogger(__name__)
 
 
 def evaluate_answers(
@@ -24,7 +23,7 @@ def evaluate_answers(
     judge: Any = None,
     metrics: Sequence[str] | None = None,
     templates: Mapping[str, str] | None = None,
-    k: int = ANSWER_K,
+    k: int = NUMBER_OF_CHUNKS,
     max_workers: int = 10,
     on_answer: Callable[[int, int], None] | None = None,
     judge_repeat: int = 1,

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from core.errors import ConfigError, NotStoredError, StoreError
+from core.errors import ConfigError
 from core.text import plural
 
 __all__ = [
@@ -30,55 +30,10 @@ __all__ = [
     "format_app_report", "latest_app_baseline", "load_app_run", "parse_app_thresholds", "save_app_run",
 ]
 
-APP_RUNS_PREFIX = "app/runs"
+from core.reports.app_runs import APP_RUNS_PREFIX, app_run_ids, is_app_run, load_app_run, save_app_run
+
 #: The share of questions answered, as a threshold's name.
 ANSWERED = "answered"
-
-
-def save_app_run(store: Any, run_id: str, report: dict[str, Any]) -> str:
-    """Write ``report`` as ``app/runs/<run_id>/report.json`` (atomically) and keep its golden
-    file once per sha256 (``ReportStore.save_golden``); returns the report's key."""
-    key = f"{APP_RUNS_PREFIX}/{run_id}/report.json"
-    store.files.write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8"))
-    return key
-
-
-def app_run_ids(files: Any) -> list[str]:
-    """Every stored app run id, newest first."""
-    ids = {k.split("/")[2] for k in files.list(APP_RUNS_PREFIX) if k.endswith("/report.json") and k.count("/") == 3}
-    return sorted(ids, reverse=True)
-
-
-def is_app_run(files: Any, run_id: str) -> bool:
-    """Whether ``run_id`` names a stored app run."""
-    from core.reports.files import is_safe_id
-
-    return is_safe_id(run_id) and files.exists(f"{APP_RUNS_PREFIX}/{run_id}/report.json")
-
-
-def load_app_run(store: Any, run_id: str = "latest") -> dict[str, Any]:
-    """A stored app run (``latest``: the newest).
-
-    Raises:
-        NotStoredError: none stored, or none with that id (the message lists recent ones).
-        StoreError: the file is not a valid report.
-    """
-    files = store.files
-    if run_id == "latest":
-        ids = app_run_ids(files)
-        if not ids:
-            raise NotStoredError("no app run is stored yet: run 'ragtune evaluate-app' first")
-        run_id = ids[0]
-    elif not is_app_run(files, run_id):
-        raise NotStoredError(f"no app run {run_id!r}; recent app runs: {', '.join(app_run_ids(files)[:5]) or 'none'}")
-    key = f"{APP_RUNS_PREFIX}/{run_id}/report.json"
-    try:
-        report = json.loads(files.read_bytes(key))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreError(f"{key} is not a valid report: {exc}") from exc
-    if not isinstance(report, dict) or report.get("kind") != "app":
-        raise StoreError(f"{key} is not an app report")
-    return report
 
 
 def latest_app_baseline(store: Any, golden_sha256: str, *, branch: str | None = None) -> dict[str, Any] | None:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from core.errors import ConfigError, IndexingError, RagtuneError
+from core.reports.keys import CHUNKING_RUNS_PREFIX  # where the comparison runs are stored
 from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
@@ -55,8 +56,6 @@ MAX_FETCH = 100
 FETCH_MARGIN = 2
 #: A judge correctness score of at least this counts the question as answered.
 ANSWERED_MIN_CORRECTNESS = 1.0
-#: Where the comparison runs are stored in the report store.
-CHUNKING_RUNS_PREFIX = "chunking/runs"
 #: Chunks embedded per call.
 EMBED_BATCH = 256
 #: Most failures (documents a build could not cut, answers that failed) listed in a report;

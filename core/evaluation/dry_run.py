@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from core.models.costs import CostPlan, count_tokens, message_tokens
 
-__all__ = ["JUDGE_REPLY", "plan_app", "plan_compare_chunking", "plan_draft", "plan_evaluate", "plan_optimize"]
+__all__ = ["JUDGE_REPLY", "plan_app", "plan_compare_chunking", "plan_evaluate", "plan_optimize"]
 
 #: A judge's reply, whose tokens stand for every judge call's completion.
 JUDGE_REPLY = "0.75"
@@ -185,32 +185,4 @@ def plan_compare_chunking(golden: Any, *, chat_model: Any, judge: Any, n_builds:
             plan.group(judge.model_id, "judge").add(judged, count_tokens(JUDGE_REPLY), cached=False, exact=False)
     plan.notes.append(f"{n_builds} builds (techniques x sizes) x {len(golden.questions)} questions; handed text "
                       f"taken as the whole budget of {budget_chars} characters")
-    return plan
-
-
-def plan_draft(*, writer: Any, critic: Any, n: int, tries: int, n_cached: int) -> CostPlan:
-    """The plan of ``ragtune draft``: per row the critic scores a passage, the writer writes
-    (up to ``tries`` times) and the critic grades each try; passages passed over add more. The
-    counts are from the fewest (every first try kept) to the most (every try used);
-    ``n_cached`` replies the run's reply file already holds are not asked again."""
-    from types import SimpleNamespace
-
-    from core.golden.draft import PASSAGE_MAX_CHARS, grade_messages, passage_messages, writer_messages
-
-    plan = CostPlan()
-    unit = SimpleNamespace(text=_filler(PASSAGE_MAX_CHARS // 2), target="document.pdf#page=1")
-    critic = critic or writer
-    reply = count_tokens('{"question": "a question of about twenty words", "reference": "an answer", '
-                         '"evidence": ["a quote of some words"]}')
-    shapes = [(critic, "critic", message_tokens(passage_messages(unit)), 1),
-              (writer, "writer", message_tokens(writer_messages("factual", [unit], ())), tries),
-              (critic, "critic", message_tokens(grade_messages("a question", "an answer", [unit])), tries)]
-    for model, purpose, prompt, per_row in shapes:
-        group = plan.group(model.model_id, purpose)
-        for _ in range(n * per_row):
-            group.add(prompt, reply, cached=False, exact=False)
-    plan.notes.append(f"at most: {tries} tries per row for {n} rows (at least {3 * n} calls when every first try "
-                      f"is kept); passages are about {PASSAGE_MAX_CHARS // 2} characters")
-    if n_cached:
-        plan.notes.append(f"the reply file already holds {n_cached} replies: a resumed run asks none of them again")
     return plan

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from core.errors import ConfigError, RagtuneError, is_transient
 from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
 from core.metrics.retrieval import metric_names
+from core.rag.template import NUMBER_OF_CHUNKS
 
 logger = logging.getLogger(__name__)
 
@@ -504,7 +505,7 @@ def leg_depth(configuration: Mapping[str, Any]) -> int:
     from core.vectorstores.fusion import hybrid_window
     from core.vectorstores.rerank import RERANK_DEPTH
 
-    k = int(configuration.get("number_of_chunks", 5))
+    k = int(configuration.get("number_of_chunks", NUMBER_OF_CHUNKS))
     reranker = configuration.get("reranker")
     if _applies(reranker) and reranker != "none":
         depth = configuration.get("retrieval_depth")
@@ -696,7 +697,7 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
             timings["index_s"] = round(time.perf_counter() - t0, 3)
 
             setup = _search_setup(configuration)
-            k = int(configuration.get("number_of_chunks", 5))
+            k = int(configuration.get("number_of_chunks", NUMBER_OF_CHUNKS))
             from core.vectorstores.memo import SearchMemo
 
             # the answers are generated from the very chunks the retrieval metrics scored

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from core.metrics.retrieval import DEFAULT_KS, TOP_K  # the one home of the rank cut-offs
+from core.reports.keys import SWEEP_RUNS_PREFIX  # where sweeps are stored
 from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
@@ -29,8 +30,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_METHODS: tuple[str, ...] = ("recursive",)
 DEFAULT_SIZES: tuple[int, ...] = (128, 256)
 DEFAULT_OVERLAPS: tuple[int, ...] = (0, 32)
-#: Where sweeps are stored in the report store.
-SWEEP_RUNS_PREFIX = "sweep/runs"
 
 
 def run_sweep(

@@ -448,7 +448,7 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
 
 def _build(docs: str, model: Any, vectors: Any, out_dir: Any, store_config: Any, options: TargetsOptions,
            status: Callable[[str], None]) -> Any:
-    from core.targets.collection import CollectionTarget
+    from core.evaluation.collection_target import CollectionTarget
     from core.vectorstores import MilvusLiteConfig
 
     status(f"building ragtune's collection from {docs}")

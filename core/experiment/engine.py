@@ -42,11 +42,10 @@ from core.experiment.spec import ExperimentSpec
 from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
                                    cut_text)
 from core.reports.files import is_safe_id
+from core.reports.keys import EXPERIMENTS_PREFIX
 
 logger = logging.getLogger(__name__)
 
-#: Prefix of the experiments in the store.
-EXPERIMENTS_PREFIX = "experiments"
 #: Store requests in flight at once when a step reads or writes many objects (a round's
 #: results, a report's, a round's messages): each is a network round trip to Blob or S3.
 STORE_REQUESTS_AT_ONCE = 8
@@ -313,8 +312,9 @@ class Experiment:
         """Up to ``n`` configurations to evaluate, recorded as pending and saved.
 
         Configurations asked before and never told come first (a retried step, a resumed
-        run); new ones fill up to ``n`` (``Study.ask``: distinct, untried). An empty list
-        means the study is finished.
+        run), as many as the budget leaves room for (a budget lowered on resume leaves the
+        rest unevaluated); new ones fill up to ``n`` (``Study.ask``: distinct, untried). An
+        empty list means the study is finished.
 
         Args:
             n: how many (>= 1), or None for the sampler's natural batch.
@@ -322,7 +322,8 @@ class Experiment:
                 stored one. It is saved either way.
         """
         study = self.study() if study is None else study
-        pending = [t.configuration for t in study.pending_trials]
+        room = max(0, study.max_evals - study.n_evaluated)
+        pending = [t.configuration for t in study.pending_trials][:room]
         want = n if n is not None else max(1, int(study.sampler.batch_size(study.space, study.trials)))
         out = pending[:want]
         if len(out) < want:

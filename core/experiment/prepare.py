@@ -4,7 +4,13 @@
   space file and overrides, with a note for every value the overrides left with no valid
   configuration (``--set chunk_overlap=100`` with both chunkers removes every recursive one).
 - :func:`budget_note`: the note when the space holds fewer configurations than the budget.
+- :func:`plan_experiment` (the objective and the space) and :func:`start_study` (the spec
+  completed from the golden file, a new study and its notes): how every experiment is
+  prepared, by the Functions' prepare step and by the local runner (``ragtune optimize``).
 - :func:`prepare_request`: the Functions' prepare step, from a validated request.
+- :class:`LoadedEvaluator`: one experiment's loaded corpus, golden file and evaluation
+  context, evaluating a configuration on them; how every driver evaluates (the local runner
+  holds one, :class:`StoredEvaluator` one per experiment), with :func:`embed_questions_early`.
 - :class:`StoredEvaluator`: runs one configuration on the data the stored spec names (the
   evaluator trusts nothing else), keeping the loaded corpus and golden file between
   evaluations of the same experiment in one process.
@@ -14,13 +20,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
 from core.experiment.engine import Experiment
 from core.experiment.spec import ExperimentSpec, default_objective
 from core.experiment.types import Prepared, cut_text
 from core.text import plural
+
+if TYPE_CHECKING:
+    from core.evaluation.single import Corpus, EvaluationContext
+    from core.golden.types import GoldenSet
+    from core.optimization.space import SearchSpace
+    from core.optimization.study import Study
 
 logger = logging.getLogger(__name__)
 
@@ -135,8 +148,93 @@ def budget_note(n_valid: int, max_evals: int | None) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ExperimentPlan:
+    """What an experiment searches, before its spec is written.
+
+    Attributes:
+        objective: the metric maximised (the one asked for, else ``default_objective``).
+        space: the ``SearchSpace``.
+        notes: the values the overrides left without a valid configuration, and why.
+    """
+
+    objective: str
+    space: SearchSpace
+    notes: tuple[str, ...]
+
+
+def plan_experiment(golden: GoldenSet, *, objective: str | None, has_judge: bool,
+                    embedding_models: Mapping[str, Any], chat_models: Mapping[str, Any],
+                    vector_stores: Sequence[str], space_file: str | None = None,
+                    overrides: Mapping[str, Any] | None = None, overrides_source: str = "--set",
+                    default_embedding_models: Sequence[str] | None = None,
+                    rerankers: Sequence[str] = ()) -> ExperimentPlan:
+    """The objective and the space of a new experiment on ``golden``.
+
+    The foundation models are the extractive baseline and the chat models; the space's default
+    ones are the chat models when there are some (see :func:`build_space`). The objective asked
+    for is checked by the caller (``check_objective``) before the golden file is read.
+
+    Args:
+        golden: the golden file (its reference answers choose the default objective).
+        objective: the metric asked for, or None for ``default_objective``.
+        has_judge: a judge model scores answers.
+        embedding_models: embedding model id -> model.
+        chat_models: foundation model id -> chat model.
+        vector_stores: the backends of the default space.
+        space_file / overrides / overrides_source / default_embedding_models / rerankers: as
+            :func:`build_space`.
+
+    Raises:
+        ConfigError: as :func:`build_space`.
+    """
+    from core.evaluation.single import EXTRACTIVE
+
+    objective = objective or default_objective(golden, has_generator=bool(chat_models) or has_judge)
+    space, notes = build_space(embedding_models=embedding_models, foundation_models=[EXTRACTIVE, *chat_models],
+                               vector_stores=vector_stores, space_file=space_file, overrides=overrides,
+                               overrides_source=overrides_source, generators=list(chat_models),
+                               default_embedding_models=default_embedding_models, rerankers=rerankers)
+    return ExperimentPlan(objective, space, tuple(notes))
+
+
+@dataclass(frozen=True)
+class NewStudy:
+    """A new experiment's spec and study, before they are stored (``Experiment.create``).
+
+    Attributes:
+        spec: the ``ExperimentSpec``, with what it records of the golden file.
+        study: a new ``Study`` of the space with the spec's sampler, objective, seed and budget.
+        notes: the budget note (a space smaller than the budget) first, then the plan's notes.
+    """
+
+    spec: ExperimentSpec
+    study: Study
+    notes: tuple[str, ...]
+
+
+def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
+                notes: Sequence[str] = ()) -> NewStudy:
+    """Complete ``spec`` with what it records of ``golden`` (sha256, format, question count) and
+    start a new study of ``space`` (the plan's, possibly narrowed by pre-selection).
+
+    Args:
+        spec: the experiment's spec; its ``objective`` is the study's.
+        golden: the golden file read for the experiment.
+        space: the space searched.
+        notes: the plan's notes, kept after the budget note.
+    """
+    from core.optimization.study import Study
+
+    spec = replace(spec, golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
+                   n_questions=len(golden.questions))
+    study = Study(space, spec.sampler(), spec.objective, spec.seed, max_evals=spec.max_evals)
+    note = budget_note(space.n_valid, spec.max_evals)
+    return NewStudy(spec, study, tuple(([note] if note else []) + list(notes)))
+
+
 def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] | None, settings: Any) -> Prepared:
-    """The prepare step of a request (``core.optimization.stored.parse_experiment_request``;
+    """The prepare step of a request (``core.experiment.requests.parse_experiment_request``;
     None: the one stored with ``Experiment.store_request``): read the golden file, build the
     space and store the spec, a new study and the notes. An experiment already prepared is left
     as it is.
@@ -147,11 +245,10 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     """
     from core.documents import list_document_ids
     from core.evaluation.gate import golden_documents_reason
-    from core.evaluation.single import EXTRACTIVE, check_objective
+    from core.evaluation.single import check_objective
     from core.golden import read_golden
     from core.inputs import shown_address
-    from core.optimization.study import Study
-    from core.optimization.stored import models_from_settings, request_overrides
+    from core.experiment.requests import models_from_settings, request_overrides
 
     experiment = Experiment(files, experiment_id)
     if experiment.exists():
@@ -171,24 +268,51 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     if missing:  # every score would be 0
         raise ConfigError(missing)
     embedding, chat = models_from_settings(settings)
-    objective = request.get("objective") or default_objective(golden, has_generator=bool(chat) or judge is not None)
     overrides = request_overrides(request)
     reranker = settings.reranker()
-    space, notes = build_space(embedding_models=embedding, foundation_models=[EXTRACTIVE, *chat],
-                               vector_stores=[settings.vector_store], overrides=overrides,
-                               overrides_source="the request's space", generators=list(chat),
-                               default_embedding_models=list(embedding)[:1],  # the configured one comes first
-                               rerankers=[reranker.model_id] if reranker is not None else [])
-    spec = ExperimentSpec(experiment_id=experiment_id, golden=request["golden"], documents=request["documents"],
-                          objective=objective, optimizer=request["optimizer"], max_evals=request["max_evals"],
-                          seed=request["seed"], overrides=overrides, vector_store=request.get("vector_store"),
-                          golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
-                          n_questions=len(golden.questions))
-    study = Study(space, spec.sampler(), objective, spec.seed, max_evals=spec.max_evals)
-    note = budget_note(space.n_valid, spec.max_evals)
-    notes = [cut_text(n) for n in ([note] if note else []) + notes]
-    Experiment.create(files, spec, study).write_notes(notes)
-    return Prepared(objective, space.n_valid, study.max_evals, tuple(notes))
+    plan = plan_experiment(golden, objective=request.get("objective"), has_judge=judge is not None,
+                           embedding_models=embedding, chat_models=chat, vector_stores=[settings.vector_store],
+                           overrides=overrides, overrides_source="the request's space",
+                           default_embedding_models=list(embedding)[:1],  # the configured one comes first
+                           rerankers=[reranker.model_id] if reranker is not None else [])
+    new = start_study(ExperimentSpec(experiment_id=experiment_id, golden=request["golden"],
+                                     documents=request["documents"], objective=plan.objective,
+                                     optimizer=request["optimizer"], max_evals=request["max_evals"],
+                                     seed=request["seed"], overrides=overrides,
+                                     vector_store=request.get("vector_store")),
+                      golden, plan.space, plan.notes)
+    notes = [cut_text(n) for n in new.notes]
+    Experiment.create(files, new.spec, new.study).write_notes(notes)
+    return Prepared(plan.objective, plan.space.n_valid, new.study.max_evals, tuple(notes))
+
+
+@dataclass(frozen=True)
+class LoadedEvaluator:
+    """Evaluates configurations of one experiment on its loaded data.
+
+    Attributes:
+        corpus: the loaded ``Corpus``.
+        golden: the ``GoldenSet``.
+        context: the ``EvaluationContext`` (models, stores, caches) shared by its evaluations.
+    """
+
+    corpus: Corpus
+    golden: GoldenSet
+    context: EvaluationContext
+
+    def __call__(self, configuration: Mapping[str, Any]) -> dict[str, Any]:
+        """Evaluate ``configuration`` (``run_single_evaluation``): the result
+        ``{"status", "error", "metrics", ...}``; a failure is a result with ``status``
+        ``"failed"`` (see ``run_single_evaluation`` for what it raises)."""
+        from core.evaluation.single import run_single_evaluation
+
+        return run_single_evaluation(configuration, self.corpus, self.golden, context=self.context)
+
+
+def embed_questions_early(context: EvaluationContext, golden: GoldenSet, space: SearchSpace) -> None:
+    """Start embedding ``golden``'s questions with the space's embedding model while the
+    documents load (``EvaluationContext.embed_questions_early``)."""
+    context.embed_questions_early([q.question for q in golden.questions], space["embedding_model"].values)
 
 
 class StoredEvaluator:
@@ -206,20 +330,20 @@ class StoredEvaluator:
     def __init__(self, settings: Any) -> None:
         self.settings = settings
         self._lock = threading.Lock()
-        self._loaded: tuple[Any, Any, Any, Any] | None = None
+        self._loaded: tuple[tuple[str, ...], LoadedEvaluator] | None = None
 
-    def _inputs(self, spec: ExperimentSpec) -> tuple[Any, Any, Any]:
+    def _inputs(self, spec: ExperimentSpec) -> LoadedEvaluator:
         from concurrent.futures import ThreadPoolExecutor
 
         from core.evaluation.single import Corpus, EvaluationContext
         from core.golden import read_golden
         from core.inputs import shown_address
-        from core.optimization.stored import models_from_settings
+        from core.experiment.requests import models_from_settings
 
         with self._lock:
             which = (spec.experiment_id, spec.golden, spec.golden_sha256, spec.documents)
             if self._loaded is not None and self._loaded[0] == which:
-                return self._loaded[1:]
+                return self._loaded[1]
             # the documents (the longest read) load while the golden file and the space are read
             loading = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-corpus")
             corpus_future = loading.submit(Corpus.load, spec.documents)
@@ -243,8 +367,7 @@ class StoredEvaluator:
                     context.open_store_early()
                 space = self._space(spec)
                 if space is not None:  # the questions are embedded while the documents load
-                    context.embed_questions_early([q.question for q in golden.questions],
-                                                  space["embedding_model"].values)
+                    embed_questions_early(context, golden, space)
                 corpus = corpus_future.result()
             except BaseException:
                 if cold and context is not None:
@@ -254,8 +377,9 @@ class StoredEvaluator:
                 loading.shutdown(wait=True)  # a load still running after a failure ends before this returns
             if space is not None:  # else every collection gets a keyword index
                 context.fit_to_space(space)
-            self._loaded = (which, corpus, golden, context)
-            return corpus, golden, context
+            loaded = LoadedEvaluator(corpus, golden, context)
+            self._loaded = (which, loaded)
+            return loaded
 
     def _space(self, spec: ExperimentSpec) -> Any:
         """The experiment's search space, from its stored study; None when it cannot be read
@@ -277,10 +401,7 @@ class StoredEvaluator:
             ConfigError: the golden file changed, or the settings are unusable.
             StoreError / DocumentError: the data cannot be read.
         """
-        from core.evaluation.single import run_single_evaluation
-
-        corpus, golden, context = self._inputs(spec)
-        return run_single_evaluation(configuration, corpus, golden, context=context)
+        return self._inputs(spec)(configuration)
 
 
 def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEvaluator, timeout_s: float | None,
@@ -322,4 +443,6 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
         pool.shutdown(wait=False)
 
 
-__all__ = ["StoredEvaluator", "context_length", "evaluate_request", "budget_note", "build_space", "prepare_request", "removed_values"]
+__all__ = ["ExperimentPlan", "LoadedEvaluator", "NewStudy", "StoredEvaluator", "budget_note", "build_space",
+           "context_length", "embed_questions_early", "evaluate_request", "plan_experiment", "prepare_request",
+           "removed_values", "start_study"]

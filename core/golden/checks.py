@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 
 from core.golden.problems import DEFAULT_LIMITS, CheckLimits
 from core.golden.types import GoldenCheck, Problem
+from core.reports.keys import GOLDEN_CHECKS_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ __all__ = ["CHECKS_PREFIX", "check_key", "check_upload", "delivered_version", "f
            "store_check"]
 
 #: Report store prefix of the stored golden checks.
-CHECKS_PREFIX = "golden_checks"
+CHECKS_PREFIX = GOLDEN_CHECKS_PREFIX
 
 #: Longest blob name, in UTF-8 bytes, stored under its own name; longer ones are stored by hash.
 _PLAIN_NAME_BYTES = 200

@@ -829,3 +829,32 @@ def _rows_of_run(path: Path, key: str) -> set[str]:
                               "these documents, options and models: it is never overwritten; choose another name")
         done.add(str(row.get("id")))
     return done
+
+
+def plan_draft(*, writer: Any, critic: Any, n: int, tries: int, n_cached: int) -> "CostPlan":
+    """The plan of ``ragtune draft``: per row the critic scores a passage, the writer writes
+    (up to ``tries`` times) and the critic grades each try; passages passed over add more. The
+    counts are from the fewest (every first try kept) to the most (every try used);
+    ``n_cached`` replies the run's reply file already holds are not asked again."""
+    from types import SimpleNamespace
+
+    from core.evaluation.dry_run import _filler
+    from core.models.costs import CostPlan, count_tokens, message_tokens
+
+    plan = CostPlan()
+    unit = SimpleNamespace(text=_filler(PASSAGE_MAX_CHARS // 2), target="document.pdf#page=1")
+    critic = critic or writer
+    reply = count_tokens('{"question": "a question of about twenty words", "reference": "an answer", '
+                         '"evidence": ["a quote of some words"]}')
+    shapes = [(critic, "critic", message_tokens(passage_messages(unit)), 1),
+              (writer, "writer", message_tokens(writer_messages("factual", [unit], ())), tries),
+              (critic, "critic", message_tokens(grade_messages("a question", "an answer", [unit])), tries)]
+    for model, purpose, prompt, per_row in shapes:
+        group = plan.group(model.model_id, purpose)
+        for _ in range(n * per_row):
+            group.add(prompt, reply, cached=False, exact=False)
+    plan.notes.append(f"at most: {tries} tries per row for {n} rows (at least {3 * n} calls when every first try "
+                      f"is kept); passages are about {PASSAGE_MAX_CHARS // 2} characters")
+    if n_cached:
+        plan.notes.append(f"the reply file already holds {n_cached} replies: a resumed run asks none of them again")
+    return plan

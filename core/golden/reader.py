@@ -702,7 +702,7 @@ class _Row:
         grade that is not is an error naming the metric and its scale."""
         if not isinstance(grades, dict):
             return {}  # a wrong type is the schema's error
-        from core.metrics.llm_judge import JUDGE_METRICS
+        from core.metrics.scales import JUDGE_SCALES as JUDGE_METRICS
 
         out = {}
         known = ", ".join(f"judge.{m}" for m in JUDGE_METRICS)

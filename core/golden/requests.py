@@ -11,7 +11,7 @@ Request bodies (JSON objects)::
      "top": 1}        # suggest only: ids per question (1..20, default 1)
 
 Addresses follow the rules of experiment requests
-(:func:`core.optimization.stored.parse_experiment_request` with ``remote_only``: the app's own
+(:func:`core.experiment.requests.parse_experiment_request` with ``remote_only``: the app's own
 Blob storage, no query string or user info), and each must be in a container meant for it
 (:func:`container_problem`): ``documents`` in the documents container
 (``RAGTUNE_DOCUMENTS_CONTAINER``) or the golden container (``RAGTUNE_GOLDEN_CONTAINER``),
@@ -118,7 +118,7 @@ def parse_golden_request(body: Any, kind: str, *, blob_endpoint: str | None, gol
     from core.golden.passages import GRAINS
     from core.golden.suggest import DEFAULT_TOP
     from core.golden.template import DEFAULT_TEMPLATE_ROWS
-    from core.optimization.stored import parse_experiment_request
+    from core.experiment.requests import parse_experiment_request
 
     if not isinstance(body, dict):
         return None, ["the body must be a JSON object"]

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from core.metrics.scales import JUDGE_SCALES
 from core.errors import ConfigError
 from core.models.spend import carry_spend
 from core.metrics.answer_scores import (
@@ -68,7 +69,7 @@ _ZERO_ONE_REPLY = (
 
 JUDGE_METRICS: dict[str, JudgeMetric] = {
     "answer_relevance": JudgeMetric(
-        "answer_relevance", 1, 5, True,
+        *JUDGE_SCALES["answer_relevance"],
         "Rate how relevant the ANSWER is to the QUESTION: does it address what was asked? Judge relevance "
         "only, not whether the answer is true.\n"
         "5 - addresses the question directly and stays on topic throughout.\n"
@@ -80,7 +81,7 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
         ("history", "question", "answer"),
     ),
     "correctness": JudgeMetric(
-        "correctness", 0, 1, False,
+        *JUDGE_SCALES["correctness"],
         "Judge whether the ANSWER to the QUESTION is correct. When a REFERENCE ANSWER is given, it is the "
         "ground truth: the answer is correct when it states the same facts (wording may differ). Without "
         "one, judge against the PASSAGES and well-established facts.\n"
@@ -90,7 +91,7 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
         ("history", "question", "reference_or_passages", "answer"),
     ),
     "completeness": JudgeMetric(
-        "completeness", 0, 1, False,
+        *JUDGE_SCALES["completeness"],
         "Judge how completely the ANSWER resolves every part of the QUESTION. When a REFERENCE ANSWER is "
         "given, the answer is complete when it contains all the information of the reference that the "
         "question asks for. Without one, judge against the PASSAGES. Do not penalise extra detail here.\n"
@@ -100,7 +101,7 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
         ("history", "question", "reference_or_passages", "answer"),
     ),
     "faithfulness": JudgeMetric(
-        "faithfulness", 0, 1, False,
+        *JUDGE_SCALES["faithfulness"],
         "Judge whether the ANSWER is faithful to the PASSAGES: is every claim in it stated in, or directly "
         "implied by, the passages? Do not use outside knowledge: a true claim that the passages do not "
         "support is unfaithful. An answer that only says the passages do not contain the answer makes no "
@@ -111,7 +112,7 @@ JUDGE_METRICS: dict[str, JudgeMetric] = {
         ("question", "passages", "answer"),
     ),
     "helpfulness": JudgeMetric(
-        "helpfulness", 0, 1, False,
+        *JUDGE_SCALES["helpfulness"],
         "Judge how helpful the ANSWER is to the person who asked the QUESTION (in the conversation, when one "
         "is shown): does it meet their need, follow what they asked for, and read clearly and concisely, "
         "without being evasive, padded or off topic?\n"

@@ -8,7 +8,6 @@
 - :mod:`~core.optimization.samplers`: the :class:`Sampler` protocol, :class:`RandomSampler`
   and :class:`GAMSampler` (ai4rag's GAM-based optimizer on pygam).
 - :mod:`~core.optimization.study`: :class:`Study`, ``ask`` / ``tell``, warm start, JSON state.
-- :mod:`~core.optimization.replay`: replaying samplers (and Optuna's TPE) on a score table.
 
 Importing this package does no I/O and does not import pygam or optuna.
 
@@ -17,7 +16,6 @@ References:
 """
 
 from core.optimization.configuration import Configuration, Value
-from core.optimization.replay import ReplayStats, SeedReplay, replay, replay_tpe, score_table
 from core.optimization.samplers import GAMSampler, ProposalInfo, RandomSampler, Sampler, sampler_from_dict
 from core.optimization.overrides import parse_override, parse_overrides
 from core.optimization.parameters import PARAMETER_KINDS, PARAMETER_NAMES, PLACEHOLDER, Parameter
@@ -36,19 +34,14 @@ __all__ = [
     "ProposalInfo",
     "RULES",
     "RandomSampler",
-    "ReplayStats",
     "Rule",
     "Sampler",
     "SearchSpace",
-    "SeedReplay",
     "Study",
     "Trial",
     "Value",
     "default_space",
     "parse_override",
     "parse_overrides",
-    "replay",
-    "replay_tpe",
     "sampler_from_dict",
-    "score_table",
 ]

@@ -44,6 +44,10 @@ DEFAULT_SYSTEM_MESSAGE = (
 DEFAULT_CONTEXT_TEMPLATE = "{document}\n"
 #: The default user message: the documents, then the question.
 DEFAULT_USER_MESSAGE = "{reference_documents}\n\nQuestion: {question}\nAnswer:"
+#: Chunks handed to the generator per question when nothing says how many (ai4rag's
+#: ``number_of_chunks`` default): a configuration without ``number_of_chunks``, ``evaluate``'s
+#: answers, :class:`SimpleRAG`.
+NUMBER_OF_CHUNKS = 5
 
 _CONTEXT_FIELDS = {"document": (1, 1), "doc_number": (0, 1)}
 _USER_FIELDS = {"reference_documents": (1, 1), "question": (1, 1)}
@@ -124,7 +128,7 @@ class SimpleRAG:
         store: Any,
         chat_model: ChatModel | PassageAnswerer,
         *,
-        k: int = 5,
+        k: int = NUMBER_OF_CHUNKS,
         search: SearchSetup = SearchSetup(),
         system_message_text: str = DEFAULT_SYSTEM_MESSAGE,
         context_template_text: str = DEFAULT_CONTEXT_TEMPLATE,

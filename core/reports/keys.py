@@ -1,12 +1,30 @@
 """Store keys: the ``/``-separated relative paths every :class:`~core.reports.files.Files`
-store (local folder, S3, Blob) names its files by.
+store (local folder, S3, Blob) names its files by, and the prefixes under which each kind of
+report lives in a report store.
 
-Kept apart from the stores so each of them imports these rules without importing another.
+Kept apart from the stores so each of them imports these rules without importing another, and
+so the pages find every kind of report without importing the workflows that write them.
 """
 
 from __future__ import annotations
 
 from core.errors import ConfigError, StoreError
+
+#: Evaluate runs (``<prefix>/<run id>/report.json``).
+RUNS_PREFIX = "retrieval/runs"
+#: One small summary per evaluate run (:func:`core.reports.summary.run_summary`), apart from the
+#: runs so listing the runs lists one key per run.
+SUMMARIES_PREFIX = "retrieval/summaries"
+#: Golden files kept by content (``<prefix>/<sha256>.jsonl``).
+GOLDEN_PREFIX = "golden_dataset"
+#: Stored golden checks.
+GOLDEN_CHECKS_PREFIX = "golden_checks"
+#: Experiments (``<prefix>/<experiment id>/``: see ``core.experiment.engine``).
+EXPERIMENTS_PREFIX = "experiments"
+#: Chunking comparisons (``<prefix>/<run id>/report.json``).
+CHUNKING_RUNS_PREFIX = "chunking/runs"
+#: Chunking sweeps (``<prefix>/<run id>/report.json``).
+SWEEP_RUNS_PREFIX = "sweep/runs"
 
 
 def clean_key(key: str) -> str:

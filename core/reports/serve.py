@@ -114,7 +114,7 @@ def create_app(store: Any, where: str = "") -> Any:
                                    need_id(request.path_params["report_id"], "report id"), links))
 
     def app_run(request: Request) -> Response:
-        from core.evaluation.app_report import load_app_run
+        from core.reports.app_runs import load_app_run
         from core.reports.pages.app_page import render_app
 
         return _page(render_app(load_app_run(store, need_id(request.path_params["run_id"], "run id")), links))

@@ -19,14 +19,10 @@ from typing import Any
 
 from core.errors import NotStoredError, StoreError
 from core.reports.files import Files, is_safe_id, open_files
+from core.reports.keys import GOLDEN_PREFIX, RUNS_PREFIX, SUMMARIES_PREFIX
 
 #: Version of the retrieval report's JSON layout; the major part changes on incompatible changes.
 REPORT_SCHEMA_VERSION = "1.0"
-RUNS_PREFIX = "retrieval/runs"
-#: One small summary per run (:func:`core.reports.summary.run_summary`), apart from the runs so
-#: listing the runs lists one key per run.
-SUMMARIES_PREFIX = "retrieval/summaries"
-GOLDEN_PREFIX = "golden_dataset"
 
 
 def new_run_id(now: datetime | None = None) -> str:

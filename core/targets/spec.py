@@ -256,5 +256,23 @@ def check_unique(specs: Sequence[TargetSpec]) -> None:
         seen[spec.name] = spec
 
 
-__all__ = ["BUILT_TARGET", "MAX_TARGETS", "TARGET_KINDS", "TargetSpec", "check_unique", "parse_target_option",
+__all__ = ["BUILT_TARGET", "MAX_TARGETS", "TARGET_KINDS", "TargetSpec", "check_unique", "configured_targets", "parse_target_option",
            "parse_targets_text", "read_targets_file", "shown_url", "spec_from_entry"]
+
+
+def configured_targets(targets_config: str | None) -> dict[str, "TargetSpec"]:
+    """The targets ``RAGTUNE_TARGETS`` configures (``Settings.targets_config``), by name; empty
+    when it is unset. A value that names an existing file is read as a targets file, any other
+    as the file's text.
+
+    Raises:
+        ConfigError: the file or text is not a valid targets file (says where).
+    """
+    if not targets_config:
+        return {}
+    text = targets_config
+    if "\n" not in text and not text.lstrip().startswith(("[", "{", "-")) and Path(text).is_file():
+        specs = read_targets_file(text)
+    else:
+        specs = parse_targets_text(text, "RAGTUNE_TARGETS")
+    return {s.name: s for s in specs}

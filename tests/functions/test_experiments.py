@@ -218,7 +218,7 @@ def queued_experiment(app_functions, clean_env, tmp_path, monkeypatch, azurite):
     import uuid
 
     import core.evaluation.single as single
-    import core.optimization.stored as stored
+    import core.experiment.requests as stored
     import functions.experiments as experiments
 
     queue = f"evals-{uuid.uuid4().hex[:12]}"

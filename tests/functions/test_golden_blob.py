@@ -96,7 +96,7 @@ def _stored_check(tmp_path, name):
 
 def test_a_valid_golden_file_with_a_spec_starts_one_experiment(azurite, blob_endpoint, new_container, clean_env,
                                                               tmp_path, app_functions):
-    from core.optimization.stored import golden_instance_id
+    from core.experiment.requests import golden_instance_id
 
     service, container = _golden_setup(azurite, blob_endpoint, new_container, clean_env, tmp_path)
     service.get_blob_client(container, "hr/experiment.json").upload_blob(SPEC)

@@ -120,7 +120,7 @@ def test_the_activity_runs_the_request_and_the_report_is_served_like_the_others(
     golden.write_text("\n".join((squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:3]) + "\n",
                       encoding="utf-8")
     _configure(clean_env, tmp_path, TARGETS.replace("/nowhere", str(folder)))
-    from core.evaluation.target_requests import TargetEvaluationRequest, store_request
+    from core.experiment.target_requests import TargetEvaluationRequest, store_request
     from core.reports import LocalFiles
 
     files = LocalFiles(tmp_path / "reports")

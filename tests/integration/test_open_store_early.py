@@ -181,7 +181,7 @@ def test_run_experiment_whose_documents_fail_to_load_closes_the_database_it_open
     closed (not left for the process's lifetime) and no opener thread keeps running."""
     import core.vectorstores.milvus as milvus
     from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
-    from core.optimization.runner import ExperimentOptions, run_experiment
+    from core.experiment.runner import ExperimentOptions, run_experiment
 
     opened = []
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
-from core.optimization.runner import ExperimentOptions, run_experiment
+from core.experiment.runner import ExperimentOptions, run_experiment
 from tests.support.corpora import first_questions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -39,7 +39,7 @@ def site(squad_dir, tmp_path_factory):
     setup, a finished and a running experiment; and a second store with 1,000 runs."""
     from core.cli import main
     from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
-    from core.optimization.runner import ExperimentOptions, run_experiment
+    from core.experiment.runner import ExperimentOptions, run_experiment
 
     base = tmp_path_factory.mktemp("site")
     lines = (squad_dir / "golden.jsonl").read_text(encoding="utf-8").splitlines()[:20]

@@ -11,7 +11,7 @@ from core.evaluation.single import Corpus, EvaluationContext
 from core.golden import read_golden
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel, OpenAIEmbeddingModel
 from core.models.chat import OpenAIChatModel
-from core.optimization.preselection import preselect_models
+from core.experiment.preselection import preselect_models
 from core.optimization.space import default_space
 from tests.support.openai_app import OpenAITestApp
 

@@ -11,7 +11,7 @@ document kept as a path, a blob URL or a JSON key, another vector metric):
   ``passage`` with a BM25 function into ``bm25``, ``source``, ``page_no``, ``emb`` with an IP
   index);
 - an Azure AI Search index on the local service (``tests.support.azure_search``);
-- the collection ragtune builds from the passages (``core.targets.collection``).
+- the collection ragtune builds from the passages (``core.evaluation.collection_target``).
 
 References for expected values: the dense top hit is the exact cosine nearest chunk computed
 with numpy from the same vectors; counts and documents by hand from the ten passages.
@@ -180,7 +180,7 @@ def open_kind(kind, corpus, pg_tables, qdrant_folder, milvus_server, milvus_lite
         return AzureSearchTarget("azure", azure_service.endpoint, "norman", AzureKeyCredential(azure_service.api_key),
                                  fields=fields or FieldMapping(document_prefix="https://contoso.blob.core.windows.net/c/"),
                                  vectors=vectors)
-    from core.targets.collection import CollectionTarget
+    from core.evaluation.collection_target import CollectionTarget
 
     return CollectionTarget.build(corpus.docs, model=corpus.model, out_dir=built.parent,
                                   store_config=_lite(built), vectors=vectors, show_progress=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import core.reports.pages.plots as plots
-from core.reports.pages.render import render
+from core.reports.pages.render import plotly_src, render
 
 __all__ = ["render_app", "render_app_compare"]
 
@@ -33,9 +33,7 @@ def render_app(report: dict[str, Any], links: Any = None) -> str:
         curves[s["name"]] = (list(range(1, plots.CURVE_MAX_K + 1)),
                              plots.found_curve_points(ranks, agg.get("n_scored") or 0))
     figure = plots.found_curves(curves, f"cited right in the top k ({grain} grain)") if curves else None
-    from core.reports.pages.site import _plotly_src
-
-    return render("app.html.j2", plotly_src=_plotly_src(links), links=_links(links), report=report, grain=grain,
+    return render("app.html.j2", plotly_src=plotly_src(links), links=_links(links), report=report, grain=grain,
                   figure=figure,
                   answers=report.get("answers") or {}, requests=report.get("requests") or {},
                   latency=report.get("latency_ms") or {}, refusals=report.get("refusals") or {})
@@ -47,7 +45,5 @@ def render_app_compare(comparison: dict[str, Any], links: Any = None) -> str:
     figure = plots.compare_bars(names, [m["first_mean"] for m in comparison["metrics"]],
                                 [m["second_mean"] for m in comparison["metrics"]],
                                 (str(comparison["first"]), str(comparison["second"])), "mean score") if names else None
-    from core.reports.pages.site import _plotly_src
-
-    return render("app_compare.html.j2", plotly_src=_plotly_src(links), links=_links(links), c=comparison,
+    return render("app_compare.html.j2", plotly_src=plotly_src(links), links=_links(links), c=comparison,
                   figure=figure)

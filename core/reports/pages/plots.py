@@ -9,10 +9,7 @@ References:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
-
-#: Largest cut-off a found@k curve is drawn to.
-CURVE_MAX_K = 10
+from typing import Any
 
 
 #: A legend under the plot, placed against the figure's bottom edge: plotly then widens the
@@ -42,26 +39,8 @@ def _layout(x: str, y: str, **extra: Any) -> dict[str, Any]:
     return layout
 
 
-def found_curve_points(ranks: Iterable[int | None], n_scored: int, max_k: int = CURVE_MAX_K) -> list[float | None]:
-    """found@k for k = 1..``max_k`` from the rank of each scored question's first relevant
-    chunk (None: not in the top k of the search).
-
-    Args:
-        ranks: one 1-based rank (or None) per scored question.
-        n_scored: the questions scored at this grain (the denominator).
-        max_k: the largest cut-off.
-
-    Returns:
-        ``max_k`` fractions in [0, 1]; all None when nothing is scored.
-    """
-    values = [r for r in ranks if isinstance(r, int) and not isinstance(r, bool)]
-    if not n_scored:
-        return [None] * max_k
-    return [sum(1 for r in values if r <= k) / n_scored for k in range(1, max_k + 1)]
-
-
 def found_curves(curves: dict[str, tuple[list[int], list[float | None]]], title: str) -> dict[str, Any]:
-    """One line per setup: found@k against k.
+    """One line per setup: found@k against k, at the cut-offs the report holds.
 
     Args:
         curves: setup name -> (cut-offs, found@k at each).

@@ -167,3 +167,12 @@ def render(template: str, *, plots: bool = True, plotly_src: str = "", **context
     integrity = plotly_asset().integrity if plots and plotly_src else ""
     return env.get_template(template).render(csp=PAGE_CSP, plotly_js=inline, plotly_src=plotly_src if plots else "",
                                              plotly_integrity=integrity, **context)
+
+
+def plotly_src(links: Any) -> str:
+    """Where a page finds the shared plotly.js: the ``asset`` link of ``links`` (a
+    ``core.reports.pages.site.Links``), or ``""`` when there is none (a standalone page
+    inlines it)."""
+    if links is None or not links.asset:
+        return ""
+    return links.url("asset", file=plotly_asset().name)

@@ -15,12 +15,12 @@ from urllib.parse import quote
 from core.errors import NotStoredError, StoreError
 from core.metrics.paired import ALPHA, paired_outcomes
 from core.reports.files import is_safe_id
+from core.reports.keys import CHUNKING_RUNS_PREFIX, EXPERIMENTS_PREFIX, SWEEP_RUNS_PREFIX
 import core.reports.pages.plots as plots
-from core.reports.pages.render import render
+from core.reports.pages.render import plotly_src, render
 from core.reports.pages.views import experiment_view, run_view
 from core.reports.tables import metric_label, report_kind
 
-EXPERIMENTS_PREFIX = "experiments"
 #: Most runs the index lists and the history page draws (newest first); the rest are counted.
 MOST_RUNS = 5000
 #: The metrics the history page draws, at each run's rank grain.
@@ -86,15 +86,6 @@ def function_links(code: str | None = None) -> Links:
     return Links(**values, asset=FUNCTION_LINKS.asset)  # the asset route takes no key
 
 
-def _plotly_src(links: Links | None) -> str:
-    """Where a page finds the shared plotly.js, or ``""`` (a standalone page inlines it)."""
-    if links is None or not links.asset:
-        return ""
-    from core.reports.pages.render import plotly_asset
-
-    return links.url("asset", file=plotly_asset().name)
-
-
 def error_page(status: int, message: str, links: Links | None = None) -> str:
     """A short page for an error answer: what went wrong, never a trace."""
     heading = {400: "Bad request", 404: "Not found"}.get(status, "The report store could not be read")
@@ -113,12 +104,12 @@ def render_run(report: dict[str, Any], links: Links | None = None) -> str:
     sha = (report.get("golden") or {}).get("sha256")
     context = run_view(report)
     context["links"] = _links(links, history=links.url("history", golden=sha) if links and sha else "")
-    return render("run.html.j2", plotly_src=_plotly_src(links), **context)
+    return render("run.html.j2", plotly_src=plotly_src(links), **context)
 
 
 def render_experiment(report: dict[str, Any], running: bool = False, links: Links | None = None) -> str:
     """The page of an experiment report; ``running``: the experiment has not finished."""
-    return render("experiment.html.j2", plotly_src=_plotly_src(links), links=_links(links),
+    return render("experiment.html.j2", plotly_src=plotly_src(links), links=_links(links),
                   **experiment_view(report, running))
 
 
@@ -145,7 +136,7 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
     if report.get("kind") == COMPARISON_KIND:
         from core.reports.pages.views import chunking_view
 
-        return render("comparison.html.j2", plotly_src=_plotly_src(links), links=_links(links), **chunking_view(report))
+        return render("comparison.html.j2", plotly_src=plotly_src(links), links=_links(links), **chunking_view(report))
     rows = []
     listing = next((v for v in report.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)), [])
     columns: list[str] = []
@@ -176,7 +167,7 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
                                              + (f" (the first {MOST_BARS})" if len(rows) > MOST_BARS else ""))
                                       if sweep else None)
     scalars = {k: v for k, v in report.items() if v is None or isinstance(v, (str, int, float, bool))}
-    return render("chunking.html.j2", plotly_src=_plotly_src(links), links=_links(links), kind=kind, report=report,
+    return render("chunking.html.j2", plotly_src=plotly_src(links), links=_links(links), kind=kind, report=report,
                   rows=rows, columns=columns, label_name="build" if sweep else "technique",
                   figure=figure, scalars=scalars, title=str(report.get("run_id") or report.get("id") or kind))
 
@@ -250,12 +241,7 @@ def experiment_page(files: Any, experiment_id: str, links: Links | None = None) 
 
 def chunking_prefixes() -> dict[str, str]:
     """Where chunking comparisons (``runs``) and sweeps (``sweeps``) keep their reports in a
-    report store: :data:`core.evaluation.chunking.CHUNKING_RUNS_PREFIX` and
-    :data:`core.evaluation.sweep.SWEEP_RUNS_PREFIX` (imported when asked, so that the pages
-    load without the evaluation modules)."""
-    from core.evaluation.chunking import CHUNKING_RUNS_PREFIX
-    from core.evaluation.sweep import SWEEP_RUNS_PREFIX
-
+    report store (:mod:`core.reports.keys`)."""
     return {"runs": CHUNKING_RUNS_PREFIX, "sweeps": SWEEP_RUNS_PREFIX}
 
 
@@ -365,7 +351,7 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
                      "url": links.url("run", id=e.get("run_id")) if links else ""})
         previous = text
     path = next(((e.get("golden") or {}).get("path") for e in reversed(entries)), None)
-    return render("history.html.j2", plotly_src=_plotly_src(links), links=_links(links), golden=golden, path=path,
+    return render("history.html.j2", plotly_src=plotly_src(links), links=_links(links), golden=golden, path=path,
                   figures=figures,
                   rows=list(reversed(rows)), n_runs=len(entries))
 
@@ -417,7 +403,7 @@ def compare_view(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any
 
 def render_compare(first: dict[str, Any], second: dict[str, Any], links: Links | None = None) -> str:
     """The page comparing two evaluate runs (see :func:`compare_view`)."""
-    return render("compare.html.j2", plotly_src=_plotly_src(links), links=_links(links), **compare_view(first, second))
+    return render("compare.html.j2", plotly_src=plotly_src(links), links=_links(links), **compare_view(first, second))
 
 
 def compare_page(store: Any, first: str, second: str, links: Links | None = None) -> str:
@@ -469,7 +455,7 @@ def index_page(store: Any, links: Links | None = None, where: str = "") -> str:
     experiments = [{"id": e, "finished": done, "url": links.url("experiment", id=e)}
                    for e, done in experiment_ids(store.files)]
     chunking = [{"kind": k, "id": i, "url": links.url("chunking", kind=k, id=i)} for k, i in chunking_ids(store.files)]
-    from core.evaluation.app_report import app_run_ids
+    from core.reports.app_runs import app_run_ids
 
     apps = [{"id": i, "url": links.url("app", id=i)} for i in app_run_ids(store.files)[:MOST_RUNS]]
     return render("index.html.j2", plots=False, links=_links(links), where=where, runs=runs, n_runs=n_runs, goldens=goldens,

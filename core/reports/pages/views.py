@@ -98,14 +98,9 @@ def _grain_figures(report: dict[str, Any], setups: list[dict[str, Any]], blocks:
         block = blocks.get(s.get("name"))
         if not isinstance(block, dict) or not block.get("n_scored"):
             continue
-        if grain == rank_grain and questions:
-            ranks = [(q.get("first_relevant_rank") or {}).get(s.get("name")) for q in questions]
-            ks = list(range(1, plots.CURVE_MAX_K + 1))
-            curves[s.get("name")] = (ks, plots.found_curve_points(ranks, int(block["n_scored"])))
-        else:
-            means = block.get("means") or {}
-            ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("found@"))
-            curves[s.get("name")] = (ks, [means[f"found@{k}"] for k in ks])
+        means = block.get("means") or {}  # the report's found@k, never computed again here
+        ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("found@"))
+        curves[s.get("name")] = (ks, [means[f"found@{k}"] for k in ks])
     if curves:
         figures.append(("found", plots.found_curves(curves, f"found@k per setup [{grain}]")))
     points = []
@@ -131,7 +126,6 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
     names = metric_names(report)
     columns = [m for m in SETUP_COLUMNS if m in names] or names[:8]
     grains = []
-    questions = [q for q in report.get("questions") or [] if isinstance(q, dict)]
     for grain in evaluation.get("grains") or []:
         blocks = {s.get("name"): (s.get("metrics") or {}).get(grain) for s in setups}
         first = next((b for b in blocks.values() if isinstance(b, dict)), None)

@@ -15,7 +15,7 @@ from core.experiment import EvaluationRequest, Experiment, MAX_MESSAGE_BYTES, Tr
 from core.experiment.engine import STORE_REQUESTS_AT_ONCE, _each
 from core.experiment.prepare import StoredEvaluator, evaluate_request, prepare_request
 from core.optimization import Configuration
-from core.optimization.stored import parse_experiment_request
+from core.experiment.requests import parse_experiment_request
 from core.reports import LocalFiles
 
 from tests.support.experiment_settings import GOLDEN, FakeEmbedding, FakeSettings  # noqa: F401
@@ -102,6 +102,26 @@ def test_the_evaluator_reads_the_stored_golden_file_and_refuses_a_changed_one(da
     assert outcome.status == "failed" and outcome.score is None and not outcome.stored
     assert "changed since the experiment started" in outcome.error
     assert experiment.result(config.key)["status"] == "failed"
+
+
+def test_ask_hands_out_asked_configurations_first_within_the_budget(data):
+    """Pending trials come back first; a budget lowered below them (a resumed run's
+    --max-evals) leaves the rest unevaluated, and nothing new is asked past it."""
+    space = {"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0], "search_mode": ["vector"],
+             "number_of_chunks": [3, 5, 10]}
+    experiment, _ = prepared(data, space=space, max_evals=3)
+    asked = experiment.ask(3)
+    assert len(asked) == 3 and experiment.ask(2) == asked[:2]  # a retried ask: the same, in order
+    study = experiment.study()
+    study.set_budget(2)  # room for 2 of the 3 pending
+    assert experiment.ask(3, study=study) == asked[:2]
+    experiment.evaluate(experiment.evaluation_request(asked[0]), ok(0.5), study=study)
+    experiment.tell([asked[0].key], study=study)
+    assert experiment.ask(None, study=study) == [asked[1]]  # 1 evaluated: room for 1 more
+    experiment.evaluate(experiment.evaluation_request(asked[1]), ok(0.25), study=study)
+    experiment.tell([asked[1].key], study=study)
+    assert experiment.ask(3, study=study) == []  # the budget of 2 is spent; asked[2] stays pending
+    assert [t.configuration for t in experiment.study().pending_trials] == [asked[2]]
 
 
 def test_tell_believes_stored_results_only(data):

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from core.errors import ConfigError
-from core.optimization import GAMSampler, RandomSampler, replay, replay_tpe, score_table
+from bench.replay import replay, replay_tpe, score_table
+from core.optimization import GAMSampler, RandomSampler
 
 from .conftest import small_space, tiny_space
 from .test_samplers import additive

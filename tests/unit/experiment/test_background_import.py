@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from core.optimization.runner import _import_in_background
+from core.experiment.runner import _import_in_background
 
 
 def test_the_module_is_imported_in_a_daemon_thread():
@@ -24,7 +24,7 @@ def test_the_module_is_imported_in_a_daemon_thread():
 
 
 def test_a_missing_module_only_logs(caplog):
-    with caplog.at_level(logging.DEBUG, logger="core.optimization.runner"):
+    with caplog.at_level(logging.DEBUG, logger="core.experiment.runner"):
         thread = _import_in_background("no_such_module_for_ragtune")
         thread.join(timeout=30)
     assert not thread.is_alive()
@@ -46,7 +46,7 @@ def test_a_function_of_the_module_is_called_once_it_is_imported(tmp_path, monkey
 
 def test_the_answer_metrics_preload_fetches_the_unitxt_metrics():
     import core.metrics.unitxt_metrics as um
-    from core.optimization.runner import ANSWER_METRICS_MODULE
+    from core.experiment.runner import ANSWER_METRICS_MODULE
 
     thread = _import_in_background(ANSWER_METRICS_MODULE)
     thread.join(timeout=120)

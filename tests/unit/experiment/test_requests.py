@@ -11,7 +11,7 @@ from core.errors import ConfigError
 from core.optimization import Configuration
 from core.experiment import EvaluationRequest, Experiment
 from core.experiment.types import evaluated_event
-from core.optimization.stored import golden_instance_id, parse_experiment_request
+from core.experiment.requests import golden_instance_id, parse_experiment_request
 from core.reports import LocalFiles
 
 from tests.support.experiment_settings import GOLDEN, FakeEmbedding, FakeSettings  # noqa: F401

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from core.optimization.events import LoggingHandler, PatternFileHandler, ProgressBarHandler
+from core.experiment.events import LoggingHandler, PatternFileHandler, ProgressBarHandler
 
 
 def test_progress_handler_shows_the_start_lines_and_warnings_once(capsys):
@@ -53,7 +53,7 @@ def test_the_lines_follow_the_payloads_count_budget_and_metric(capsys):
 
 
 def test_a_quiet_logging_handler_logs_at_debug(caplog):
-    caplog.set_level(logging.DEBUG, logger="core.optimization.events")
+    caplog.set_level(logging.DEBUG, logger="core.experiment.events")
     LoggingHandler(quiet=True).on_status_change("warning", "shown elsewhere", "golden")
     LoggingHandler().on_status_change("warning", "logged", "golden")
     assert [(r.levelno, r.getMessage()) for r in caplog.records] == [

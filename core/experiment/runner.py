@@ -1,8 +1,8 @@
 """The local experiment runner: ``ragtune optimize`` drives one experiment in one process.
 
 It loads the corpus and the golden file once, then loops over the steps of the experiment
-engine (:class:`core.experiment.Experiment`): ask a batch, evaluate it in a pool of worker
-threads (``workers``), tell each stored result, publish events, and save the study and what it
+engine (:class:`core.experiment.Experiment`): ask a batch (``Experiment.ask``), evaluate it in a
+pool of worker threads (``workers``), tell each stored result, publish events, and save the study and what it
 cost after every evaluation (``experiments/<id>/study.json`` and ``progress.json``), so a
 stopped experiment resumes where it stopped. It ends by writing the one experiment report
 (``core.experiment.report``), with the corpus details and costs this runner knows.
@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core.errors import ConfigError
-from core.experiment.spec import default_objective
 from core.text import plural
 
 logger = logging.getLogger(__name__)
@@ -112,34 +111,6 @@ class ExperimentOptions:
     cache_replies: bool = True
 
 
-def build_space(options: ExperimentOptions, embedding_models: dict[str, Any], foundation_models: Sequence[str],
-                vector_stores: Sequence[str] = ("milvus-lite",), notes: list[str] | None = None,
-                generators: Sequence[str] = (), *, default_embedding_models: Sequence[str] | None = None,
-                rerankers: Sequence[str] = ()) -> Any:
-    """The default space for the models, narrowed or widened by the space file and overrides
-    (``core.experiment.prepare.build_space``); what the overrides removed is appended to
-    ``notes`` when given.
-
-    Args:
-        default_embedding_models: the ids the default space holds (None: every one of
-            ``embedding_models``); a space file or ``--set`` may name any configured one.
-        rerankers: reranker ids a space may name besides ``none``.
-
-    Raises:
-        ConfigError: a bad space file or override, a space with no valid configuration, or an
-            embedding model, foundation model or reranker that is not configured.
-    """
-    from core.experiment.prepare import build_space as build
-
-    space, removed = build(embedding_models=embedding_models, foundation_models=foundation_models,
-                           vector_stores=vector_stores, space_file=options.space_file, overrides=options.overrides,
-                           overrides_source=options.overrides_source, generators=generators,
-                           default_embedding_models=default_embedding_models, rerankers=rerankers)
-    if notes is not None:
-        notes.extend(removed)
-    return space
-
-
 def run_experiment(
     docs_dir: str | Path,
     golden_path: str | Path,
@@ -196,15 +167,14 @@ def run_experiment(
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from core.evaluation.retrieval import corpus_warnings, package_versions
-    from core.evaluation.single import EXTRACTIVE, Corpus, EvaluationContext, check_objective, run_single_evaluation
+    from core.evaluation.single import Corpus, EvaluationContext, check_objective
     from core.experiment.engine import Experiment, TransientEvaluationError
-    from core.experiment.prepare import budget_note
+    from core.experiment.prepare import LoadedEvaluator, embed_questions_early, plan_experiment, start_study
     from core.experiment.spec import ExperimentSpec
     from core.golden import read_golden
     from core.inputs import shown_address
-    from core.optimization.events import pattern_payload
-    from core.optimization.preselection import preselect_models
-    from core.optimization.study import Study
+    from core.experiment.events import pattern_payload
+    from core.experiment.preselection import preselect_models
     from core.reports import LocalFiles, new_run_id
     from core.vectorstores import MilvusLiteConfig, backend_name
 
@@ -226,15 +196,16 @@ def run_experiment(
     if options.objective:
         check_objective(options.objective, has_judge=judge is not None)
     golden = read_golden(golden_path)
-    objective = options.objective or default_objective(golden, has_generator=bool(chat_models) or judge is not None)
     default_store = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-    notes: list[str] = []
     rerankers = dict(rerankers or {})
     t0 = time.perf_counter()  # reading the models' context lengths loads them
-    space = build_space(options, embedding_models, [EXTRACTIVE, *chat_models], [backend_name(default_store)],
-                        notes=notes, generators=list(chat_models),
-                        default_embedding_models=default_embedding_models, rerankers=list(rerankers))
+    plan = plan_experiment(golden, objective=options.objective, has_judge=judge is not None,
+                           embedding_models=embedding_models, chat_models=chat_models,
+                           vector_stores=[backend_name(default_store)], space_file=options.space_file,
+                           overrides=options.overrides, overrides_source=options.overrides_source,
+                           default_embedding_models=default_embedding_models, rerankers=list(rerankers))
     space_s = time.perf_counter() - t0
+    space, objective, notes = plan.space, plan.objective, list(plan.notes)
     where = str(out_dir) if files is None else str(getattr(files, "root", files))
     files = LocalFiles(out_dir) if files is None else files
     experiment_id = options.experiment_id or new_run_id()
@@ -249,7 +220,7 @@ def run_experiment(
     context.open_store_early()  # while the documents load
     try:  # until the loop's own finally takes over, a failure closes the store opened above
         if not options.experiment_id:  # a resumed experiment's space is the stored one, read below
-            context.embed_questions_early([q.question for q in golden.questions], space["embedding_model"].values)
+            embed_questions_early(context, golden, space)
         corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
         for skipped in corpus.skipped:
             status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
@@ -285,6 +256,7 @@ def run_experiment(
                     status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
                                       f"made; the budget stays at {done} and nothing more is evaluated", "resume")
                 study.set_budget(max(options.resume_budget, done))
+                experiment.save_study(study)  # the budget the resumed run works to
             previous = experiment.progress()
             asked = len(study.pending_trials)
             status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
@@ -300,33 +272,32 @@ def run_experiment(
                                              source="model pre-selection")
                 status("info", f"model pre-selection kept {preselection['embedding_models']} and "
                                f"{preselection['foundation_models']}", "preselection")
-            spec = ExperimentSpec(experiment_id=experiment_id, golden=str(golden_path), documents=str(docs_dir),
-                                  objective=objective, optimizer=options.optimizer, max_evals=options.max_evals,
-                                  seed=options.seed, n_random_nodes=options.n_random_nodes,
-                                  evals_per_trial=options.evals_per_trial, overrides=dict(options.overrides),
-                                  golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
-                                  n_questions=len(golden.questions), corpus_fingerprint=corpus.fingerprint)
-            study = Study(space, spec.sampler(), objective, spec.seed, max_evals=spec.max_evals)
+            new = start_study(ExperimentSpec(experiment_id=experiment_id, golden=str(golden_path),
+                                             documents=str(docs_dir), objective=objective,
+                                             optimizer=options.optimizer, max_evals=options.max_evals,
+                                             seed=options.seed, n_random_nodes=options.n_random_nodes,
+                                             evals_per_trial=options.evals_per_trial,
+                                             overrides=dict(options.overrides), corpus_fingerprint=corpus.fingerprint),
+                              golden, space, notes)
+            spec, study, notes = new.spec, new.study, list(new.notes)
         context.fit_to_space(space)
-        note = budget_note(space.n_valid, options.max_evals if not options.experiment_id else None)
-        if note:
-            notes.insert(0, note)
         for text in notes:
             status("warning", text, "space")
         status("info", f"experiment {experiment_id}: {plural(space.n_valid, 'valid configuration')}; evaluating up to "
                        f"{study.max_evals} with {spec.optimizer}"
                        + (f", {workers} at a time" if workers > 1 else ""), "space")
 
-        # Pending trials of a resumed study were asked but never told: evaluate them first, as far
-        # as the budget (the experiment's total, evaluations already made included) allows.
-        pending = [t.configuration for t in study.pending_trials]
+        # Pending trials of a resumed study were asked but never told: Experiment.ask hands them
+        # out first, in one batch, as far as the budget (the experiment's total, evaluations
+        # already made included) allows.
+        pending = len(study.pending_trials)
         iteration = study.n_evaluated
         room = max(0, study.max_evals - iteration)
-        if len(pending) > room:
-            status("warning", f"the budget of {study.max_evals} evaluations leaves {len(pending) - room} asked "
+        if pending > room:
+            status("warning", f"the budget of {study.max_evals} evaluations leaves {pending - room} asked "
                               "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them",
                    "resume")
-            pending = pending[:room]
+            pending = room
         started_at = previous.get("started_at") or started.isoformat(timespec="seconds")
         preselection = preselection if not options.experiment_id else previous.get("preselection")
         prev_counts = previous.get("counts") or {}
@@ -374,8 +345,7 @@ def run_experiment(
             Experiment.create(files, spec, study)
             experiment.write_progress(progress())
 
-        def run(configuration: dict[str, Any]) -> dict[str, Any]:
-            return run_single_evaluation(configuration, corpus, golden, context=context)
+        run = LoadedEvaluator(corpus, golden, context)
 
         def evaluate(config: Any) -> Any:
             try:
@@ -389,11 +359,10 @@ def run_experiment(
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     try:
         while True:
-            batch = pending or study.ask(workers if workers > 1 else None)
-            pending = []
+            batch = experiment.ask(pending or (workers if workers > 1 else None), study=study)
+            pending = 0
             if not batch:
                 break
-            experiment.save_study(study)
             info = getattr(study.sampler, "last_info", None)
             step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
             running = {}

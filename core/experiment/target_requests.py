@@ -104,14 +104,14 @@ def parse_target_request(body: Any, *, configured: Mapping[str, Any],
 
     Args:
         body: the parsed JSON.
-        configured: the app's targets by name (``Settings.configured_targets``).
+        configured: the app's targets by name (``core.targets.spec.configured_targets``).
         blob_endpoint: the app's Blob endpoint (None refuses every http(s) golden address).
 
     Returns:
         ``(request, errors)``: the request (None when there are errors) and every problem found.
     """
     from core.metrics.retrieval import GRAINS
-    from core.optimization.stored import MAX_ADDRESS_CHARS, _remote_problem
+    from core.experiment.requests import MAX_ADDRESS_CHARS, _remote_problem
 
     if not isinstance(body, dict):
         return None, ["the body must be a JSON object"]
@@ -176,10 +176,11 @@ def run_stored_request(files: Any, run_id: str, settings: Any) -> dict[str, Any]
     from core.evaluation.targets import TargetsOptions, evaluate_targets
     from core.golden import read_golden
     from core.reports.store import ReportStore
+    from core.targets.spec import configured_targets
 
     request = TargetEvaluationRequest.from_dict(json.loads(files.read_bytes(request_key(run_id))))
     try:
-        configured = settings.configured_targets()
+        configured = configured_targets(settings.targets_config)
         missing = [n for n in request.targets if n not in configured]
         if missing:
             raise ConfigError(f"target(s) {', '.join(missing)} are no longer configured (RAGTUNE_TARGETS)")
