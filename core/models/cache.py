@@ -49,6 +49,28 @@ ENTRY_OVERHEAD_BYTES = 384
 MAX_UNBILLED = 100_000
 
 
+def claim_inflight(keys: Sequence[Any], items: Sequence[Any], found: Mapping[Any, Any],
+                   inflight: dict[Any, threading.Event],
+                   lock: threading.Lock) -> tuple[dict[Any, Any], dict[Any, threading.Event]]:
+    """Split the keys not in ``found`` between this caller and the others already computing
+    them: ``(mine, theirs)``, where ``mine`` maps each key this caller must compute to its item
+    (an event is registered in ``inflight`` for it, to be set when done) and ``theirs`` maps
+    each key another thread computes to that thread's event, to wait on. Each key once.
+    """
+    mine: dict[Any, Any] = {}
+    theirs: dict[Any, threading.Event] = {}
+    with lock:
+        for key, item in zip(keys, items):
+            if key in found or key in mine or key in theirs:
+                continue
+            if key in inflight:
+                theirs[key] = inflight[key]
+            else:
+                mine[key] = item
+                inflight[key] = threading.Event()
+    return mine, theirs
+
+
 class EmbeddingCache:
     """Vectors by ``(model_id, text sha256)`` in a SQLite file, the most recently used also in
     memory (at most ``memory_bytes``, each vector counted as its data plus
@@ -255,17 +277,7 @@ class CachedEmbeddingModel:
         texts = list(texts)
         keys = [text_sha256(t) for t in texts]
         found = self.cache.get_many(self.model_id, keys)
-        mine: dict[str, str] = {}
-        theirs: dict[str, threading.Event] = {}
-        with self._lock:
-            for key, text in zip(keys, texts):
-                if key in found or key in mine or key in theirs:
-                    continue
-                if key in self._inflight:
-                    theirs[key] = self._inflight[key]
-                else:
-                    mine[key] = text
-                    self._inflight[key] = threading.Event()
+        mine, theirs = claim_inflight(keys, texts, found, self._inflight, self._lock)
         spend = current_spend()
         try:
             if mine:
@@ -641,17 +653,7 @@ class CachedReranker:
         pairs = [(str(q), str(p)) for q, p in pairs]
         keys = [(text_sha256(q), text_sha256(p)) for q, p in pairs]
         found = self._lookup(keys)
-        mine: dict[tuple[str, str], tuple[str, str]] = {}
-        theirs: dict[tuple[str, str], threading.Event] = {}
-        with self._lock:
-            for key, pair in zip(keys, pairs):
-                if key in found or key in mine or key in theirs:
-                    continue
-                if key in self._inflight:
-                    theirs[key] = self._inflight[key]
-                else:
-                    mine[key] = pair
-                    self._inflight[key] = threading.Event()
+        mine, theirs = claim_inflight(keys, pairs, found, self._inflight, self._lock)
         try:
             new = self._score(mine, on_scored) if mine else {}
         finally:
