@@ -117,6 +117,25 @@ param judgeApiKey string = ''
 param evaluationTimeoutS string = '1500'
 @description('RAGTUNE_PARALLEL_EVALUATIONS: evaluations enqueued per round of the experiment orchestrator.')
 param parallelEvaluations string = '8'
+@description('RAGTUNE_DOCUMENT_MAX_BYTES: largest document read, in bytes on disk; empty: 64 MiB.')
+param documentMaxBytes string = ''
+@description('RAGTUNE_DOCUMENT_MAX_UNPACKED_BYTES: most bytes a ZIP-based document (DOCX) may unpack to; empty: 256 MiB.')
+param documentMaxUnpackedBytes string = ''
+@description('RAGTUNE_DOCUMENT_MAX_INFLATE_RATIO: most a part of a ZIP-based document may expand; empty: 100.')
+param documentMaxInflateRatio string = ''
+@description('RAGTUNE_DOCUMENT_MAX_PAGES: most pages of a document; empty: 5000.')
+param documentMaxPages string = ''
+@description('RAGTUNE_DOCUMENT_MAX_CHARS: most characters of a document's text; empty: 20000000.')
+param documentMaxChars string = ''
+@description('RAGTUNE_ENDPOINT_DEADLINE_S: total seconds of one embedding, chat or rerank request; empty: 300.')
+param endpointDeadlineS string = ''
+@description('RAGTUNE_SEARCH_ENDPOINT: the Azure AI Search service the configured targets search (read-only).')
+param searchEndpoint string = ''
+@secure()
+@description('RAGTUNE_SEARCH_API_KEY: an Azure AI Search query key; empty: the app's managed identity (Entra ID).')
+param searchApiKey string = ''
+@description('RAGTUNE_TARGETS: the targets an evaluation request may name (a targets file's YAML or JSON text).')
+param targets string = ''
 @description('RAGTUNE_GOLDEN_MAX_BYTES: largest golden file checked, in bytes; empty: 20 MiB.')
 param goldenMaxBytes string = ''
 @description('RAGTUNE_RERANK_PROVIDER: local (the packaged cross-encoder), cohere, jina, vllm, tei or none.')
@@ -316,6 +335,7 @@ var secretValues = [
   { name: 'chat-api-key', value: chatApiKey }
   { name: 'judge-api-key', value: judgeApiKey }
   { name: 'rerank-api-key', value: rerankApiKey }
+  { name: 'search-api-key', value: searchApiKey }
   { name: 'milvus-token', value: milvusToken }
   { name: 'pg-dsn', value: pgDsn }
   { name: 'pg-password', value: pgPassword }
@@ -476,6 +496,15 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'RAGTUNE_EVALUATION_TIMEOUT_S', value: evaluationTimeoutS }
         { name: 'RAGTUNE_PARALLEL_EVALUATIONS', value: parallelEvaluations }
         { name: 'RAGTUNE_GOLDEN_MAX_BYTES', value: goldenMaxBytes }
+        { name: 'RAGTUNE_DOCUMENT_MAX_BYTES', value: documentMaxBytes }
+        { name: 'RAGTUNE_DOCUMENT_MAX_UNPACKED_BYTES', value: documentMaxUnpackedBytes }
+        { name: 'RAGTUNE_DOCUMENT_MAX_INFLATE_RATIO', value: documentMaxInflateRatio }
+        { name: 'RAGTUNE_DOCUMENT_MAX_PAGES', value: documentMaxPages }
+        { name: 'RAGTUNE_DOCUMENT_MAX_CHARS', value: documentMaxChars }
+        { name: 'RAGTUNE_ENDPOINT_DEADLINE_S', value: endpointDeadlineS }
+        { name: 'RAGTUNE_SEARCH_ENDPOINT', value: searchEndpoint }
+        { name: 'RAGTUNE_SEARCH_API_KEY', value: empty(searchApiKey) ? '' : '${kvRef}search-api-key/)' }
+        { name: 'RAGTUNE_TARGETS', value: targets }
         { name: 'RAGTUNE_REPORTS', value: '${blobEndpoint}${reportsContainerName}' }
         { name: 'RAGTUNE_OUT_DIR', value: '/tmp/ragtune-out' } // the writable local disk on Flex Consumption
         // Models.

@@ -49,6 +49,8 @@ CLI_ONLY = {
         "URL", "API_KEY", "KEY_HEADER", "SCOPE", "CONCURRENCY", "REQUESTS_PER_MINUTE", "TIMEOUT_S", "DEADLINE_S",
         "MAX_ATTEMPTS", "STOP_AFTER")},
     "RAGTUNE_PRICES": "--dry-run", "RAGTUNE_PRICES_FILE": "--dry-run",
+    # hf: models need torch, which the Functions' requirements leave out; the branch is a CI gate's
+    "RAGTUNE_ALLOW_MODEL_DOWNLOAD": "--allow-download", "RAGTUNE_BRANCH": "the CI gate (--branch)",
 }
 
 _READ_METHODS = {"get", "getenv"}

@@ -64,7 +64,7 @@ def test_secret_settings_are_key_vault_references_to_secure_parameters():
     secrets = {name: value for name, value in settings.items() if secret.search(name)}
     assert secrets, "no secret settings found: the parse is broken"
     stored = dict(re.findall(r"\{ name: '([a-z-]+)', value: (\w+) \}", BICEP))  # vault secret -> parameter
-    assert len(stored) == len(secrets) == 7  # embedding, chat, judge, rerank keys; Milvus token; PG DSN and password
+    assert len(stored) == len(secrets) == 8  # embedding, chat, judge, rerank, search keys; Milvus token; PG DSN and password
     for name, value in secrets.items():
         m = re.fullmatch(r"empty\((\w+)\) \? '' : '\$\{kvRef\}([a-z-]+)/\)'", value)
         assert m, f"{name} = {value} is not a Key Vault reference"
