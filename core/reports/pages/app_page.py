@@ -28,10 +28,8 @@ def render_app(report: dict[str, Any], links: Any = None) -> str:
     curves = {}
     for s in report.get("setups") or []:
         agg = (s.get("metrics") or {}).get(grain) or {}
-        ranks = [(q.get("first_relevant_rank") or {}).get(s["name"]) for q in report.get("questions") or []
-                 if s["name"] in (q.get("first_relevant_rank") or {}) and q.get("expected")]
-        curves[s["name"]] = (list(range(1, plots.CURVE_MAX_K + 1)),
-                             plots.found_curve_points(ranks, agg.get("n_scored") or 0))
+        if agg.get("n_scored"):
+            curves[s["name"]] = plots.found_at_k(agg.get("means") or {})
     figure = plots.found_curves(curves, f"cited right in the top k ({grain} grain)") if curves else None
     return render("app.html.j2", plotly_src=plotly_src(links), links=_links(links), report=report, grain=grain,
                   figure=figure,

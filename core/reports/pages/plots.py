@@ -39,6 +39,18 @@ def _layout(x: str, y: str, **extra: Any) -> dict[str, Any]:
     return layout
 
 
+def found_at_k(means: dict[str, Any]) -> tuple[list[int], list[float | None]]:
+    """The found@k a report holds, as a curve: (cut-offs ascending, found@k at each).
+
+    Args:
+        means: a metrics block's ``means`` (metric name -> mean); keys other than
+            ``found@<int>`` are ignored, so nothing is computed again here.
+    """
+    ks = sorted(int(m.split("@", 1)[1]) for m in means
+                if m.startswith("found@") and m.split("@", 1)[1].isdigit())
+    return ks, [means[f"found@{k}"] for k in ks]
+
+
 def found_curves(curves: dict[str, tuple[list[int], list[float | None]]], title: str) -> dict[str, Any]:
     """One line per setup: found@k against k, at the cut-offs the report holds.
 

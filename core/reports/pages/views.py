@@ -90,7 +90,7 @@ def _setup_row(report: dict[str, Any], setup: dict[str, Any], block: Any, key: s
 
 
 def _grain_figures(report: dict[str, Any], setups: list[dict[str, Any]], blocks: dict[Any, Any], grain: str,
-                   rank_grain: Any, questions: list[dict[str, Any]], metric: str) -> list[tuple[str, Any]]:
+                   metric: str) -> list[tuple[str, Any]]:
     """A grain's plots: found@k per setup and the key metric against the time a user waits."""
     figures: list[tuple[str, Any]] = []
     curves = {}
@@ -98,9 +98,7 @@ def _grain_figures(report: dict[str, Any], setups: list[dict[str, Any]], blocks:
         block = blocks.get(s.get("name"))
         if not isinstance(block, dict) or not block.get("n_scored"):
             continue
-        means = block.get("means") or {}  # the report's found@k, never computed again here
-        ks = sorted(int(m.split("@")[1]) for m in means if m.startswith("found@"))
-        curves[s.get("name")] = (ks, [means[f"found@{k}"] for k in ks])
+        curves[s.get("name")] = plots.found_at_k(block.get("means") or {})
     if curves:
         figures.append(("found", plots.found_curves(curves, f"found@k per setup [{grain}]")))
     points = []
@@ -145,7 +143,7 @@ def run_view(report: dict[str, Any]) -> dict[str, Any]:
         view.update(key=metric_label(key), others=[metric_label(m) for m in others])
         view["rows"] = [_setup_row(report, s, blocks.get(s.get("name")), key, others, grain == rank_grain)
                         for s in setups]
-        view["figures"] = _grain_figures(report, setups, blocks, grain, rank_grain, questions, key)
+        view["figures"] = _grain_figures(report, setups, blocks, grain, key)
         grains.append(view)
     picks = report.get("picks") or {}
     return {
