@@ -531,23 +531,19 @@ def _print_plan(args: argparse.Namespace, plan: Any, settings: Any) -> int:
 def _dry_run_evaluate(args: argparse.Namespace, settings: Any, options: Any, golden: Any, models: Sequence[Any]) -> int:
     """Print what ``evaluate`` would send to chat models and judges
     (:func:`core.evaluation.dry_run.plan_evaluate`); 0. Nothing is loaded, indexed or sent."""
-    from core.evaluation.answers import ANSWER_K
     from core.evaluation.dry_run import plan_evaluate
+    from core.rag.template import NUMBER_OF_CHUNKS
 
     n_setups = len(options.setups) * len(models) * (2 if settings.rerank_provider != "none" else 1)
     plan = plan_evaluate(golden, chat_model=options.chat_model if options.generate else None,
-                         judge=options.judge, k=ANSWER_K, chunk_size_tokens=options.chunk_size,
+                         judge=options.judge, k=NUMBER_OF_CHUNKS, chunk_size_tokens=options.chunk_size,
                          judge_repeat=options.judge_repeat,
                          label_depth=options.label_depth if options.label_unjudged else 0, n_setups=n_setups)
     if not options.generate:
         plan.notes.append("--no-generate: no answers, so no answer is judged")
     elif options.chat_model is None:
         plan.notes.append("answers come from the extractive baseline: no chat calls")
-    if args.json:
-        _print_json(plan.to_dict(settings.prices))
-    else:
-        print(plan.format(settings.prices))
-    return 0
+    return _print_plan(args, plan, settings)
 
 
 def _settings(args: argparse.Namespace) -> Any:
