@@ -7,7 +7,7 @@ import sys
 from typing import Any, Sequence
 
 from core.cli.common import (_branch, _check_expected_documents, _chunk_overlap, _chunk_size, _output, _print_json,
-                             _print_warnings)
+                             _print_plan, _print_warnings)
 from core.cli.formats import format_report
 from core.cli.gate import _baseline, _gate_exit
 from core.cli.models import _settings, evaluation_models
@@ -115,9 +115,5 @@ def _dry_run_evaluate(args: argparse.Namespace, settings: Any, options: Any, gol
         plan.notes.append("--no-generate: no answers, so no answer is judged")
     elif options.chat_model is None:
         plan.notes.append("answers come from the extractive baseline: no chat calls")
-    if args.json:
-        _print_json(plan.to_dict(settings.prices))
-    else:
-        print(plan.format(settings.prices))
-    return 0
+    return _print_plan(args, plan, settings)
 
