@@ -51,7 +51,8 @@ def app(local_model):
 
 @pytest.fixture(scope="module")
 def store(app, bedrock_dir, tmp_path_factory):
-    model = OpenAIEmbeddingModel("all-MiniLM-L6-v2", base_url=app.base_url, api_key="k", embedding_dimension=384)
+    model = OpenAIEmbeddingModel("all-MiniLM-L6-v2", base_url=app.base_url, api_key="k", embedding_dimension=384,
+                                 batch_size=64)  # short requests: each well inside the read timeout on a busy machine
     docs = load_documents(bedrock_dir / "docs").documents
     chunks = get_chunker("recursive", 256, 32).chunk(docs)
     store = MilvusVectorStore(model, MilvusLiteConfig(str(tmp_path_factory.mktemp("milvus") / "answers.db")), "answers_it")
