@@ -24,6 +24,7 @@ from core.errors import ConfigError, RagtuneError, is_transient
 from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
 from core.metrics.retrieval import metric_names
 from core.rag.template import NUMBER_OF_CHUNKS
+from core.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
@@ -372,11 +373,16 @@ class EvaluationContext:
         with self._lock:
             return self._collection_locks.setdefault(name, threading.Lock())
 
+    @property
+    def workspace(self) -> Workspace:
+        """The working folder's paths (``core.workspace.Workspace`` of ``out_dir``)."""
+        return Workspace.at(self.out_dir)
+
     def _embedding_cache(self) -> Any:
-        from core.models import EmbeddingCache
+        from core.evaluation.indexing import open_cache
 
         if self._cache is None:
-            self._cache = EmbeddingCache(Path(self.out_dir) / "cache" / "embeddings.sqlite")
+            self._cache = open_cache(self.workspace)
         return self._cache
 
     def cached_chat(self, model: Any) -> Any:
@@ -408,14 +414,14 @@ class EvaluationContext:
 
     def _embedding_model_locked(self, model_id: str) -> Any:
         """:meth:`embedding_model`, for a caller holding the context's lock."""
-        from core.models import CachedEmbeddingModel
+        from core.evaluation.indexing import cached_model
 
         if model_id not in self._cached_models:
             if model_id not in self.embedding_models:
                 known = ", ".join(sorted(self.embedding_models)) or "none"
                 raise ConfigError(f"embedding model {model_id!r} is not configured (configured: {known})")
-            self._cached_models[model_id] = CachedEmbeddingModel(self.embedding_models[model_id],
-                                                                 self._embedding_cache())
+            self._cached_models[model_id] = cached_model(self.embedding_models[model_id], self.workspace,
+                                                         self._embedding_cache())
         return self._cached_models[model_id]
 
     def store_config(self, backend: str | None = None) -> Any:
@@ -425,15 +431,16 @@ class EvaluationContext:
         Raises:
             ConfigError: a backend without a configuration.
         """
-        from core.vectorstores import MilvusLiteConfig, backend_name
+        from core.evaluation.indexing import store_config
+        from core.vectorstores import backend_name
 
-        default = self.vector_store_config or MilvusLiteConfig(str(Path(self.out_dir) / "milvus.db"))
+        default = store_config(self.vector_store_config, self.workspace)
         if backend is None or backend in NOT_APPLICABLE or backend_name(default) == backend:
             return default
         if backend in self.vector_store_configs:
             return self.vector_store_configs[backend]
         if backend == "milvus-lite":
-            return MilvusLiteConfig(str(Path(self.out_dir) / "milvus.db"))
+            return store_config(None, self.workspace)
         known = ", ".join(sorted({backend_name(default), *self.vector_store_configs}))
         raise ConfigError(f"vector store {backend!r} is not configured (configured: {known})")
 
@@ -447,7 +454,7 @@ def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: s
     if context.with_answers:  # answers also depend on who judges them and on which metrics
         what = f"answers\0{getattr(context.judge, 'model_id', '')}\0{','.join(context.answer_metrics or [])}"
     scope = hashlib.sha256(f"{corpus.fingerprint}\0{golden.sha256}\0{what}".encode()).hexdigest()[:16]
-    return Path(context.out_dir) / "results" / scope / f"{key}.json"
+    return context.workspace.results(scope) / f"{key}.json"
 
 
 def _models(configuration: Mapping[str, Any], context: EvaluationContext, model: Any) -> dict[str, Any]:
@@ -565,12 +572,11 @@ def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext
     embedding cache); True when reused. A store with a leg memo drops the memo's entries of
     its collection before it is deleted and after every write (``MilvusVectorStore``), so a
     collection rebuilt never answers from its former lists; one reused keeps them."""
-    from core.evaluation.retrieval import fill_collection
+    from core.evaluation.indexing import build_index
 
-    if store.exists() and store.count() == len(chunks) and (not keyword_index or store.has_keyword_index()):
-        return True
     before = _texts_sent(model)
-    fill_collection(store, chunks, model)
+    if build_index(store, chunks, model, keyword_index=keyword_index).reused:
+        return True
     with context._lock:
         context.collections_built += 1
         context.n_embedded += _texts_sent(model) - before
@@ -683,7 +689,7 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
         if context.new_store_opening(store_config):
             # a new database holds no collection to reuse: the chunks are embedded while it
             # opens, in bounded batches (each cached once embedded)
-            from core.evaluation.retrieval import EARLY_EMBED_BATCH
+            from core.evaluation.indexing import EARLY_EMBED_BATCH
 
             for i in range(0, len(chunks), EARLY_EMBED_BATCH):
                 model.embed_documents([c.text for c in chunks[i:i + EARLY_EMBED_BATCH]])

@@ -339,8 +339,10 @@ def evaluate_targets(
 
     from core.golden import check_golden, read_golden
     from core.inputs import shown_address
-    from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.evaluation.indexing import cached_model
+    from core.models import CachedEmbeddingModel
     from core.targets.base import QueryVectors
+    from core.workspace import Workspace
 
     options = options or TargetsOptions()
     status = on_status or (lambda message: logger.info(message))
@@ -354,7 +356,7 @@ def evaluate_targets(
     if isinstance(model, CachedEmbeddingModel):  # the caller's cache: its chunks are embedded once
         cached, model = model, model.model
     else:
-        cached = CachedEmbeddingModel(model, EmbeddingCache(out_dir / "cache" / "embeddings.sqlite"))
+        cached = cached_model(model, Workspace.at(out_dir))
     vectors = QueryVectors(model)
     skipped: list[dict[str, str]] = []
     reranker = _reranker(reranker, skipped)
@@ -449,11 +451,12 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
 def _build(docs: str, model: Any, vectors: Any, out_dir: Any, store_config: Any, options: TargetsOptions,
            status: Callable[[str], None]) -> Any:
     from core.evaluation.collection_target import CollectionTarget
-    from core.vectorstores import MilvusLiteConfig
+    from core.evaluation.indexing import store_config as store_or_default
+    from core.workspace import Workspace
 
     status(f"building ragtune's collection from {docs}")
     return CollectionTarget.build(docs, model=model, out_dir=out_dir,
-                                  store_config=store_config or MilvusLiteConfig(str(out_dir / "milvus.db")),
+                                  store_config=store_or_default(store_config or None, Workspace.at(out_dir)),
                                   vectors=vectors, chunking=options.chunking, embed_title=options.embed_title,
                                   show_progress=options.show_progress, on_status=status)
 
