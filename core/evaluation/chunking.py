@@ -483,22 +483,19 @@ class _Scratch:
         self.by_digest[digest] = row
 
     def _searched(self, b: Build, chunks: list[Any]) -> tuple[dict[str, bool | None], dict[str, Any]]:
-        """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.build_index`),
+        """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.scratch_index`),
         hand over each question's results within the budget and count; the collection is
         dropped after. Returns the per-question outcomes and the row's measures."""
         from core.chunking import handed_text
-        from core.evaluation.indexing import build_index, collection_for
+        from core.evaluation.indexing import collection_for, scratch_index
         from core.metrics.retrieval import judge as judge_chunks
-        from core.vectorstores import get_vector_store
 
         options, model = self.options, self.model
         chunker = b.chunker(embedding_model=model, chat_model=options.chunking_chat_model)
         name = collection_for(self.fingerprint, chunker.params(), model.model_id, prefix="ragtune_scratch",
                               purpose="chunking-comparison", build=b.key)
-        store = get_vector_store(model, self.store_config, name)
         (options.progress or (lambda m: logger.info(m)))(f"embedding and searching {b.key} ({len(chunks)} chunks)")
-        try:
-            built = build_index(store, chunks, model, reuse=False, build_key=b.key, failures=self.failures)
+        with scratch_index(model, self.store_config, name, chunks, build_key=b.key, failures=self.failures) as (store, built):
             by_id = {c.chunk_id: c for c in chunks}
             typical = statistics.median(len(handed_text(c)) for c in chunks)
             k = max(1, min(MAX_FETCH, FETCH_MARGIN * math.ceil(self.budget / max(typical, 1.0))))
@@ -519,11 +516,6 @@ class _Scratch:
                 else:
                     judgement = judge_chunks(q, handed, self.grain)
                     per_q[q.id] = None if judgement is None else any(judgement.hits)
-        finally:
-            try:
-                store.delete_collection()
-            finally:
-                store.close()
         return per_q, {
             "mean_handed_chars": round(statistics.fmean(handed_chars), 1) if handed_chars else 0.0,
             "embed_s": built.embed_s, "index_s": built.index_s,

@@ -6,15 +6,17 @@ evaluations, ``compare-chunking``, ``sweep``, ``cutoff``, ``suggest``) opens its
 through the workspace's cache (:func:`cached_model`), names its collection from its indexing
 parameters (:func:`collection_for`), takes its store from the workspace unless one is configured
 (:func:`store_config`), and fills or reuses the collection with :func:`build_index`, the only
-place that writes chunks into a store.
+place that writes chunks into a store (a scratch collection, built afresh and dropped after its
+searches, through :func:`scratch_index`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from core.errors import IndexingError
 
@@ -164,6 +166,35 @@ def build_index(store: Any, chunks: Sequence[Any], model: Any, *, reuse: bool = 
         raise IndexingError(f"collection {store.collection_name} holds {held} chunks; "
                             f"{len(chunks) - left_out} were written")
     return IndexBuild(reused=False, n_chunks=len(chunks), n_left_out=left_out, embed_s=embed_s, index_s=index_s)
+
+
+@contextmanager
+def scratch_index(model: Any, config: Any, name: str, chunks: Sequence[Any], *, build_key: str = "",
+                  failures: list[dict[str, Any]] | None = None) -> Iterator[tuple[Any, IndexBuild]]:
+    """A scratch collection ``name`` holding ``chunks``, built afresh (:func:`build_index`),
+    searched inside the ``with`` block and dropped after it (``compare-chunking``, ``sweep``).
+
+    Args:
+        model: the embedding model (usually cached).
+        config: the vector store configuration.
+        name: the collection's name (:func:`collection_for` with ``prefix="ragtune_scratch"``).
+        chunks: the chunks to index.
+        build_key: names the build in failures and logs.
+        failures: where documents the store refuses are reported (see :func:`build_index`).
+
+    Yields:
+        ``(store, build)``: the open store and what :func:`build_index` did.
+    """
+    from core.vectorstores import get_vector_store
+
+    store = get_vector_store(model, config, name)
+    try:
+        yield store, build_index(store, chunks, model, reuse=False, build_key=build_key, failures=failures)
+    finally:
+        try:
+            store.delete_collection()
+        finally:
+            store.close()
 
 
 def _by_document(store: Any, batch: Sequence[Any], vectors: Any, build_key: str,

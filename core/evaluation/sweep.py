@@ -181,19 +181,17 @@ class _Sweep:
 
     def _searched(self, b: Any, chunker: Any, chunks: list[Any], chunk_s: float,
                   info: dict[str, Any]) -> list[dict[str, Any]]:
-        """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.build_index`)
+        """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.scratch_index`)
         and score every setup on it; the collection is dropped after."""
-        from core.evaluation.indexing import build_index, collection_for
+        from core.evaluation.indexing import collection_for, scratch_index
         from core.metrics.retrieval import evaluate_rankings
-        from core.vectorstores import get_vector_store
 
         questions, grain = self.questions, self.grain
         name = collection_for(self.fingerprint, chunker.params(), self.model.model_id, prefix="ragtune_scratch",
                               purpose="sweep")
-        store = get_vector_store(self.model, self.store_config, name)
         mine: list[dict[str, Any]] = []
-        try:
-            built = build_index(store, chunks, self.model, reuse=False, build_key=b.key, failures=self.failures)
+        with scratch_index(self.model, self.store_config, name, chunks, build_key=b.key,
+                           failures=self.failures) as (store, built):
             build_s = chunk_s + built.embed_s + built.index_s
             self.build_rows.append({**info, "status": "ok", "embed_s": round(built.embed_s, 3),
                                     "build_s": round(build_s, 3)})
@@ -218,11 +216,6 @@ class _Sweep:
                     "n_chunks": len(chunks), "build_s": round(build_s, 3),
                     "median_ms": round(statistics.median(latencies), 3) if latencies else 0.0,
                 })
-        finally:
-            try:
-                store.delete_collection()
-            finally:
-                store.close()
         return mine
 
 
