@@ -33,6 +33,16 @@ def golden_block(golden_path: str | Path, golden: Any, **fields: Any) -> dict[st
     return {"path": shown_address(golden_path), "sha256": golden.sha256, **fields}
 
 
+def labelled_counts(golden: Any) -> dict[str, int]:
+    """What an ``evaluate`` report's ``golden`` counts: ``n_questions``, ``n_templates``,
+    ``n_drafts``, ``n_with_pages`` (questions with page labels) and ``n_with_evidence``
+    (questions with a usable evidence quote)."""
+    questions = golden.questions
+    return {"n_questions": len(questions), "n_templates": golden.n_templates, "n_drafts": golden.n_drafts,
+            "n_with_pages": sum(1 for q in questions if q.pages),
+            "n_with_evidence": sum(1 for q in questions if q.usable_evidence)}
+
+
 def corpus_block(docs_dir: str | Path, loaded: Any, fingerprint: str, **fields: Any) -> dict[str, Any]:
     """A report's ``corpus``: ``{"path", "n_documents", **fields, "fingerprint", "skipped"}``.
 

@@ -1165,7 +1165,7 @@ def _answers(run: _RetrievalRun, picks: dict[str, Any]) -> Any:
 
 def _retrieval_report(run: _RetrievalRun, picks: dict[str, Any], unjudged: Any, answers: Any) -> dict[str, Any]:
     """The ``retrieval`` report of a finished run (see :func:`evaluate_retrieval`)."""
-    from core.evaluation.envelope import corpus_block, envelope, golden_block
+    from core.evaluation.envelope import corpus_block, envelope, golden_block, labelled_counts
     from core.metrics.retrieval import GRAINS
     from core.models.cache import CachedReranker
     from core.vectorstores import backend_name, describe_store
@@ -1177,11 +1177,8 @@ def _retrieval_report(run: _RetrievalRun, picks: dict[str, Any], unjudged: Any, 
         "top": {k: v["top"] for k, v in run.per_setup[q.id].items()},
     } for q in questions]
     first = run.indexing_models[0]
-    golden_part = golden_block(
-        run.golden_path, golden, n_questions=len(questions), n_templates=golden.n_templates,
-        n_drafts=golden.n_drafts, n_with_pages=sum(1 for q in questions if q.pages),
-        n_with_evidence=sum(1 for q in questions if q.usable_evidence),
-        warnings=[p.to_dict() for p in run.warnings])
+    golden_part = golden_block(run.golden_path, golden, **labelled_counts(golden),
+                               warnings=[p.to_dict() for p in run.warnings])
     corpus_part = corpus_block(run.docs_dir, run.loaded, run.corpus_id,
                                n_pages=sum(d.n_pages for d in documents), n_chunks=len(run.chunks))
     rank_grain_reason = ("chosen with --rank-by" if run.options.rank_grain else

@@ -25,7 +25,6 @@ from typing import Any, Callable, Sequence
 from core.errors import ConfigError, RagtuneError, StoreError
 from core.metrics.retrieval import DEFAULT_KS as KS
 from core.metrics.retrieval import GRAINS, TOP_K
-from core.reports.store import REPORT_SCHEMA_VERSION
 from core.vectorstores.rerank import RERANK_DEPTH
 
 logger = logging.getLogger(__name__)
@@ -337,9 +336,9 @@ def evaluate_targets(
     """
     from pathlib import Path
 
-    from core.golden import check_golden, read_golden
-    from core.inputs import shown_address
+    from core.evaluation.envelope import envelope, golden_block, labelled_counts
     from core.evaluation.indexing import cached_model
+    from core.golden import check_golden, read_golden
     from core.models import CachedEmbeddingModel
     from core.targets.base import QueryVectors
     from core.workspace import Workspace
@@ -384,15 +383,7 @@ def evaluate_targets(
             e["mcnemar_vs_best"] = picks["mcnemar"].get(e["name"])
     warnings = check_golden(golden_path, data=golden.raw).warnings
     timings["total_s"] = time.perf_counter() - t_start
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION, "kind": "retrieval",
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "n_questions": len(questions),
-                   "n_templates": golden.n_templates, "n_drafts": golden.n_drafts,
-                   "n_with_pages": sum(1 for q in questions if q.pages),
-                   "n_with_evidence": sum(1 for q in questions if q.usable_evidence),
-                   "warnings": [p.to_dict() for p in warnings]},
+    return envelope("retrieval", {
         "corpus": _corpus(built, docs), "indexing": _indexing(built, model),
         "targets": [_target_entry(o, entries, found, len(expected)) for o in opened],
         "reranker": None if reranker is None else {"model_id": reranker.model_id, "retrieval_depth": RERANK_DEPTH,
@@ -403,9 +394,8 @@ def evaluate_targets(
         "questions": [{"id": q.id, "line": q.line, "question": q.question, "expected": [str(t) for t in q.expected],
                        "first_relevant_rank": {k: v["first_relevant_rank"] for k, v in per_setup[q.id].items()},
                        "top": {k: v["top"] for k, v in per_setup[q.id].items()}} for q in questions],
-        "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        "versions": _versions(),
-    }
+    }, started=started, timings_s=timings, versions=_versions(),
+        golden=golden_block(golden_path, golden, **labelled_counts(golden), warnings=[p.to_dict() for p in warnings]))
 
 
 def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Sequence[Any], vectors: Any,
