@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from core.inputs import shown_address
+from core.models.describe import describe_models
 from core.reports.store import REPORT_SCHEMA_VERSION
 
 
@@ -28,8 +30,6 @@ def golden_block(golden_path: str | Path, golden: Any, **fields: Any) -> dict[st
         golden: its ``GoldenSet``.
         fields: the counts the report kind gives (``n_questions``, ``n_labelled``, ...).
     """
-    from core.inputs import shown_address
-
     return {"path": shown_address(golden_path), "sha256": golden.sha256, **fields}
 
 
@@ -52,8 +52,6 @@ def corpus_block(docs_dir: str | Path, loaded: Any, fingerprint: str, **fields: 
         fingerprint: ``core.documents.corpus_fingerprint`` of the documents.
         fields: the counts the report kind gives (``n_pages``, ``n_chunks``).
     """
-    from core.inputs import shown_address
-
     return {"path": shown_address(docs_dir), "n_documents": len(loaded.documents), **fields,
             "fingerprint": fingerprint,
             "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped]}
@@ -91,7 +89,5 @@ def envelope(kind: str, body: Mapping[str, Any], *, started: datetime | None = N
     if versions is not None:
         report["versions"] = dict(versions)
     if models is not None:
-        from core.models.describe import describe_models
-
         report["models"] = describe_models(list(models))
     return report

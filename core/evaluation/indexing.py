@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from core.errors import IndexingError
+from core.models import CachedEmbeddingModel, EmbeddingCache
+from core.vectorstores import MilvusLiteConfig, collection_name_for, get_vector_store
 
 if TYPE_CHECKING:
-    from core.models.cache import CachedEmbeddingModel, EmbeddingCache
     from core.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -59,14 +60,12 @@ class IndexBuild:
         return self.n_chunks - self.n_left_out
 
 
-def open_cache(workspace: "Workspace") -> "EmbeddingCache":
+def open_cache(workspace: "Workspace") -> EmbeddingCache:
     """The workspace's embedding cache (``<root>/cache/embeddings.sqlite``), opened."""
-    from core.models import EmbeddingCache
-
     return EmbeddingCache(workspace.embedding_cache)
 
 
-def cached_model(model: Any, workspace: "Workspace", cache: "EmbeddingCache | None" = None) -> "CachedEmbeddingModel":
+def cached_model(model: Any, workspace: "Workspace", cache: EmbeddingCache | None = None) -> CachedEmbeddingModel:
     """``model`` embedding through the workspace's cache (``cache`` when one is open already).
 
     Args:
@@ -74,16 +73,12 @@ def cached_model(model: Any, workspace: "Workspace", cache: "EmbeddingCache | No
         workspace: the working folder.
         cache: an open ``EmbeddingCache`` to share, or None to open the workspace's.
     """
-    from core.models import CachedEmbeddingModel
-
     return CachedEmbeddingModel(model, cache if cache is not None else open_cache(workspace))
 
 
 def store_config(config: Any, workspace: "Workspace") -> Any:
     """``config`` (a vector store configuration), or Milvus Lite in the workspace
     (``<root>/milvus.db``) when it is None."""
-    from core.vectorstores import MilvusLiteConfig
-
     return config if config is not None else MilvusLiteConfig(workspace.milvus_lite)
 
 
@@ -99,8 +94,6 @@ def collection_for(corpus: str, chunking: Mapping[str, Any], embedding_model: st
         prefix: the name's prefix (``ragtune_scratch`` for collections deleted after use).
         extra: more parameters the name depends on (a scratch build's ``purpose``, ``build``).
     """
-    from core.vectorstores import collection_name_for
-
     return collection_name_for({**extra, "corpus": corpus, "chunking": dict(chunking),
                                 "embedding_model": embedding_model}, prefix=prefix)
 
@@ -185,8 +178,6 @@ def scratch_index(model: Any, config: Any, name: str, chunks: Sequence[Any], *, 
     Yields:
         ``(store, build)``: the open store and what :func:`build_index` did.
     """
-    from core.vectorstores import get_vector_store
-
     store = get_vector_store(model, config, name)
     try:
         yield store, build_index(store, chunks, model, reuse=False, build_key=build_key, failures=failures)

@@ -11,14 +11,12 @@ depth and its reranker read the same values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from core.errors import ConfigError
 from core.rag.template import NUMBER_OF_CHUNKS
+from core.vectorstores.base import SearchSetup
 from core.vectorstores.rerank import RERANK_DEPTH
-
-if TYPE_CHECKING:
-    from core.vectorstores.base import SearchSetup
 
 #: The placeholder a parameter takes where it does not apply (see ``core.optimization``).
 NOT_APPLICABLE = (None, "n/a")
@@ -115,14 +113,12 @@ class PipelineSettings:
                             if applies(configuration.get(name))),
         )
 
-    def search_setup(self) -> "SearchSetup":
+    def search_setup(self) -> SearchSetup:
         """The first stage's ``SearchSetup`` (mode, and for hybrid search its fusion).
 
         Raises:
             ConfigError: bad search settings (as ``SearchSetup``).
         """
-        from core.vectorstores import SearchSetup
-
         kwargs: dict[str, Any] = {}
         if self.search_mode == "hybrid":
             kwargs["ranker_strategy"] = self.ranker_strategy
