@@ -55,7 +55,7 @@ import json, sys, time
 start = float(sys.argv[1])
 from core.chunking import get_chunker
 from core.documents import load_documents
-from core.evaluation.retrieval import fill_collection
+from core.evaluation.indexing import build_index
 from core.golden import read_golden
 from core.models.local import local_embedding_model
 from core.vectorstores import MilvusLiteConfig, collection_name_for, get_vector_store
@@ -98,7 +98,7 @@ for name in sorted({c[3] for c in chunkings}):  # the models the optimize run em
 
     for chunks in per:
         store = get_vector_store(Known(), MilvusLiteConfig(out + "/milvus.db"), f"floor_{n_built}")
-        fill_collection(store, chunks, Known())
+        build_index(store, chunks, Known(), reuse=False)
         store.close()
         n_built += 1
 print(json.dumps({"wall_s": time.time() - start, "texts": n_texts, "collections": len(chunkings),

@@ -61,6 +61,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from core.addresses import REMOTE_SCHEMES, file_url_path, scheme_of
 from core.errors import ConfigError, StoreError
 from core.reports.files import write_atomic
+from core.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
@@ -301,7 +302,7 @@ def _cache_root(cache_dir: str | os.PathLike[str] | None, shown: str) -> Path:
     if cache_dir is None:
         from core.settings import Settings
 
-        cache_dir = Path(Settings.from_env().out_dir) / "inputs"
+        cache_dir = Workspace.at(Settings.from_env().out_dir).inputs
     return Path(cache_dir) / hashlib.sha256(shown.rstrip("/").encode("utf-8")).hexdigest()
 
 

@@ -70,6 +70,7 @@ from typing import Any, Mapping, Sequence
 
 from core.errors import ConfigError
 from core.limits import ENDPOINT_DEADLINE_S, DocumentLimits
+from core.workspace import Workspace
 
 
 #: Deliveries of an evaluation message before it goes to the poison queue (``host.json``
@@ -837,4 +838,4 @@ class Settings:
             return MilvusConfig(uri=self.milvus_uri, token=self.milvus_token or "", db_name=self.milvus_db)
         if backend == "pgvector":
             return self.pgvector
-        return MilvusLiteConfig(self.milvus_lite_path or str(Path(out_dir) / "milvus.db"))
+        return MilvusLiteConfig(self.milvus_lite_path or Workspace.at(out_dir).milvus_lite)

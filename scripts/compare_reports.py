@@ -29,6 +29,7 @@ from typing import Any, Iterator
 IGNORED_KEYS = frozenset({
     "experiment_id", "run_id", "started_at", "finished_at", "location", "versions",
     "timings", "timings_s", "timings_ms", "duration_s", "duration_seconds", "seconds", "load_s",
+    "score_seconds",  # the reranker cache's wall-clock seconds in the model
 })
 
 

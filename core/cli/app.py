@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from core.cli.common import EXIT_ALL_FAILED, _branch, _output, _print_json, _print_warnings
 from core.errors import ConfigError
+from core.workspace import Workspace
 
 
 def _app_overrides(items: Sequence[str] | None) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def _judge_for_app(settings: Any, args: argparse.Namespace, out: Path) -> tuple[
     """``(judge or None, the reply cache)``: the judge keeps its replies in the cache too."""
     from core.models import CachedChatModel, EmbeddingCache
 
-    cache = EmbeddingCache(out / "cache" / "embeddings.sqlite")
+    cache = EmbeddingCache(Workspace.at(out).embedding_cache)
     judge = settings.judge_model(args.judge)
     return (CachedChatModel(judge, cache) if judge is not None else None), cache
 

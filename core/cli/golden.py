@@ -12,6 +12,7 @@ from core.cli.models import _settings
 from core.cli.targets import target_specs
 from core.errors import ConfigError
 from core.text import plural
+from core.workspace import Workspace
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -60,7 +61,7 @@ def _load_corpus(docs: str, out: Path) -> Any:
     skipped files are reported on stderr."""
     from core.documents import load_documents
 
-    loaded = load_documents(docs, cache_dir=out / "inputs")
+    loaded = load_documents(docs, cache_dir=Workspace.at(out).inputs)
     for skipped in loaded.skipped:
         print(f"skipped {skipped.document_id}: {skipped.reason}", file=sys.stderr)
     return loaded
@@ -92,7 +93,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     settings = _settings(args)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
-    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(Workspace.at(out).embedding_cache))
     with build_index(loaded.documents, model, settings.vector_store_config(out, args.vector_store)) as index:
         result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by)
     write_new_file(args.output, rows_to_jsonl(result.rows))
@@ -131,7 +132,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
                                             n_cached=n_cached), settings)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
-    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(Workspace.at(out).embedding_cache))
     side = Path(args.unanswerable_output) if args.unanswerable_output else unanswerable_path(args.output)
     files = f"{args.output}" + (f" and {side}" if "unanswerable" in options.kinds else "")
     print(f"drafting {plural(options.n, 'row')} from {plural(len(loaded.documents), 'document')} "

@@ -37,9 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from core.errors import ConfigError, IndexingError, RagtuneError
+from core.errors import ConfigError, RagtuneError
 from core.reports.keys import CHUNKING_RUNS_PREFIX  # where the comparison runs are stored
-from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +55,6 @@ MAX_FETCH = 100
 FETCH_MARGIN = 2
 #: A judge correctness score of at least this counts the question as answered.
 ANSWERED_MIN_CORRECTNESS = 1.0
-#: Chunks embedded per call.
-EMBED_BATCH = 256
 #: Most failures (documents a build could not cut, answers that failed) listed in a report;
 #: the rest are counted.
 MAX_LISTED = 200
@@ -199,53 +196,6 @@ def chunk_corpus(chunker: Any, documents: Sequence[Any], build_key: str) -> tupl
     return chunks, failures
 
 
-def index_chunks(store: Any, chunks: Sequence[Any], model: Any, *, build_key: str = "",
-                 failures: list[dict[str, Any]] | None = None) -> dict[str, float]:
-    """Fill ``store``'s (new) collection with ``chunks``; returns ``{"embed_s", "index_s"}``,
-    the seconds spent embedding (through the cache) and writing.
-
-    A batch the store refuses (an :class:`IndexingError`, such as a chunk text longer than the
-    store holds) is written again document by document: a document that still fails is left
-    out and reported in ``failures`` (``{"build", "document_id", "reason"}``), the others go on.
-
-    Raises:
-        IndexingError: the collection does not hold every chunk that was written afterwards.
-    """
-    embed_s = index_s = 0.0
-    store.delete_collection()
-    left_out = 0
-    for i in range(0, len(chunks), EMBED_BATCH):
-        batch = chunks[i : i + EMBED_BATCH]
-        t0 = time.perf_counter()
-        vectors = model.embed_documents([c.text for c in batch])
-        t1 = time.perf_counter()
-        try:
-            store.add_documents(batch, vectors=vectors)
-        except IndexingError:
-            by_doc: dict[str, list[int]] = {}
-            for j, c in enumerate(batch):
-                by_doc.setdefault(c.document_id, []).append(j)
-            for document_id, rows in by_doc.items():
-                try:
-                    store.add_documents([batch[j] for j in rows], vectors=vectors[rows])
-                except IndexingError as exc:
-                    left_out += len(rows)
-                    logger.warning("%s could not index %s: %s", build_key, document_id, exc)
-                    if failures is not None:
-                        failures.append({"build": build_key, "document_id": document_id,
-                                         "reason": f"not indexed: {str(exc)[:480]}"})
-        index_s += time.perf_counter() - t1
-        embed_s += t1 - t0
-    t1 = time.perf_counter()
-    store.flush()
-    held = store.count()
-    index_s += time.perf_counter() - t1
-    if held != len(chunks) - left_out:
-        raise IndexingError(f"collection {store.collection_name} holds {held} chunks; "
-                            f"{len(chunks) - left_out} were written")
-    return {"embed_s": embed_s, "index_s": index_s}
-
-
 def within_budget(hits: Sequence[Any], by_id: dict[str, Any], budget_chars: int) -> list[Any]:
     """The chunks handed over for one question: best first, whole, while they fit.
 
@@ -357,7 +307,8 @@ def compare_chunking(
     Args:
         docs_dir: the documents folder (or address).
         golden_path: the golden file (or address).
-        out_dir: working folder (embedding cache, Milvus Lite database).
+        out_dir: working folder (``core.workspace.Workspace``: embedding cache, Milvus Lite
+            database).
         embedding_model: an ``EmbeddingModel``; default the local all-MiniLM-L6-v2.
         vector_store_config: the store scratch collections are built in (default Milvus
             Lite in ``<out_dir>/milvus.db``).
@@ -373,18 +324,19 @@ def compare_chunking(
         GoldenError: the golden file has errors.
         DocumentError: no loadable document.
     """
+    from core.chunking import MODEL_FREE_METHODS
     from core.documents import corpus_fingerprint, load_documents
+    from core.evaluation.envelope import corpus_block, envelope, golden_block
+    from core.evaluation.indexing import cached_model, store_config
     from core.evaluation.retrieval import choose_rank_grain
     from core.golden import read_golden
-    from core.inputs import shown_address
     from core.metrics.paired import ALPHA
-    from core.metrics.retrieval import judge as judge_chunks
-    from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
-    from core.vectorstores import MilvusLiteConfig, SearchSetup, collection_name_for, get_vector_store
-    from core.chunking import MODEL_FREE_METHODS, handed_text
+    from core.models import LocalEmbeddingModel
+    from core.models.embeddings import query_text
+    from core.vectorstores import SearchSetup
+    from core.workspace import Workspace
 
     options = options or CompareOptions()
-    say = options.progress or (lambda m: logger.info(m))
     methods = check_methods(options.methods or MODEL_FREE_METHODS, chat_model=options.chunking_chat_model)
     budget = options.budget_chars
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -398,180 +350,26 @@ def compare_chunking(
 
     started = datetime.now(timezone.utc)
     t_start = time.perf_counter()
-    out_dir = Path(out_dir)
+    workspace = Workspace.at(out_dir)
     golden = read_golden(golden_path)
     questions = [q for q in golden.questions]
     grain = choose_rank_grain(questions)
-    loaded = load_documents(docs_dir, cache_dir=out_dir / "inputs")
-    documents = loaded.documents
-    fingerprint = corpus_fingerprint(documents)
-    cache = EmbeddingCache(out_dir / "cache" / "embeddings.sqlite")
-    model = CachedEmbeddingModel(embedding_model or LocalEmbeddingModel(), cache)
-    store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-
-    # Chunk every build first: a budget below a build's smallest chunk stops before any embedding.
-    made: list[tuple[Build, list[Any], float]] = []
-    failures: list[dict[str, Any]] = []
-    for b in builds:
-        say(f"chunking {b.key}")
-        t0 = time.perf_counter()
-        chunker = b.chunker(embedding_model=model, chat_model=options.chunking_chat_model)
-        chunks, failed = chunk_corpus(chunker, documents, b.key)
-        failures.extend(failed)
-        made.append((b, chunks, time.perf_counter() - t0))
-    for b, chunks, _ in made:
-        if chunks:
-            smallest = min(len(handed_text(c)) for c in chunks)
-            if budget < smallest:
-                raise ConfigError(f"the budget of {budget} characters is below the smallest chunk of {b.key} "
-                                  f"({smallest} characters): nothing of it could be handed over; raise --budget")
-
-    from core.models.embeddings import query_text
-
+    loaded = load_documents(docs_dir, cache_dir=workspace.inputs)
+    fingerprint = corpus_fingerprint(loaded.documents)
+    model = cached_model(embedding_model or LocalEmbeddingModel(), workspace)
+    scratch = _Scratch(model, store_config(vector_store_config, workspace), fingerprint, questions, grain,
+                       budget, search, counting, options)
+    made = _chunk_builds(builds, loaded.documents, model, options, scratch.failures)
     # once, outside the timed searches: the very texts the searches embed (with the model's query
     # instruction), so each search finds its question's vector in the cache
     model.embed_documents([query_text(model, q.question) for q in questions])
-    outcomes: dict[str, dict[str, bool | None]] = {}
-    rows: list[dict[str, Any]] = []
-    answer_errors: list[dict[str, Any]] = []
-    import hashlib
-
-    by_digest: dict[str, dict[str, Any]] = {}
     for b, chunks, chunk_s in made:
-        row: dict[str, Any] = {**b.to_dict(), "n_chunks": len(chunks), "chunk_s": round(chunk_s, 3)}
-        digest = hashlib.sha256("\0".join(f"{c.document_id}\0{c.text}\0{c.metadata.get('parent_text', '')}"
-                                          for c in chunks).encode("utf-8")).hexdigest()
-        twin = by_digest.get(digest) if chunks else None
-        if twin is not None:  # the same chunks as an earlier build (no headings to embed): same results
-            row.update({k: v for k, v in twin.items() if k not in row and k not in ("key", "same_as")},
-                       same_as=twin["key"], embed_s=0.0, index_s=0.0, search_s=0.0, build_s=round(chunk_s, 3))
-            rows.append(row)
-            outcomes[b.key] = dict(outcomes[twin["key"]])
-            continue
-        if not chunks:
-            row.update(status="failed", reason="no document could be cut")
-            rows.append(row)
-            outcomes[b.key] = {q.id: None for q in questions}
-            continue
-        name = collection_name_for({"purpose": "chunking-comparison", "corpus": fingerprint, "build": b.key,
-                                    "chunking": b.chunker(embedding_model=model, chat_model=options.chunking_chat_model).params(),
-                                    "embedding_model": model.model_id}, prefix="ragtune_scratch")
-        store = get_vector_store(model, store_config, name)
-        say(f"embedding and searching {b.key} ({len(chunks)} chunks)")
-        try:
-            times = index_chunks(store, chunks, model, build_key=b.key, failures=failures)
-            by_id = {c.chunk_id: c for c in chunks}
-            typical = statistics.median(len(handed_text(c)) for c in chunks)
-            k = max(1, min(MAX_FETCH, FETCH_MARGIN * math.ceil(budget / max(typical, 1.0))))
-            per_q: dict[str, bool | None] = {}
-            handed_chars: list[int] = []
-            latencies: list[float] = []
-            for q in questions:
-                s = time.perf_counter()
-                hits = store.search(q.question, k=k, **search.to_dict())
-                latencies.append((time.perf_counter() - s) * 1000.0)
-                handed = within_budget(hits, by_id, budget)
-                handed_chars.append(sum(len(c.text) for c in handed))
-                if counting == "answered":
-                    ok, err = _answered(q, handed, options.chat_model, options.judge)
-                    if err:
-                        answer_errors.append({"build": b.key, "question_id": q.id, "reason": err})
-                    per_q[q.id] = ok
-                else:
-                    judgement = judge_chunks(q, handed, grain)
-                    per_q[q.id] = None if judgement is None else any(judgement.hits)
-        finally:
-            try:
-                store.delete_collection()
-            finally:
-                store.close()
-        outcomes[b.key] = per_q
-        scored = [v for v in per_q.values() if v is not None]
-        row.update(
-            status="ok", counted=sum(1 for v in scored if v), n_scored=len(scored),
-            mean_chunk_chars=round(statistics.fmean(len(c.text) for c in chunks), 1),
-            mean_handed_chars=round(statistics.fmean(handed_chars), 1) if handed_chars else 0.0,
-            embed_s=round(times["embed_s"], 3), index_s=round(times["index_s"], 3),
-            build_s=round(chunk_s + times["embed_s"] + times["index_s"], 3),
-            median_search_ms=round(statistics.median(latencies), 3) if latencies else 0.0,
-            search_s=round(sum(latencies) / 1000.0, 3), fetched=k,
-        )
-        rows.append(row)
-        by_digest[digest] = row
-
-    ok_rows = [r for r in rows if r["status"] == "ok"]
-
-    order = {key: i for i, key in enumerate(keys)}
-
-    def rank_key(r: dict[str, Any]) -> tuple[float, float, int]:
-        return (-r["counted"], r["mean_handed_chars"], order[r["key"]])
-
-    techniques: list[dict[str, Any]] = []
-    for m in methods:
-        mine = sorted((r for r in ok_rows if r["method"] == m), key=rank_key)
-        if mine:
-            techniques.append({"method": m, "best_build": mine[0]["key"], "counted": mine[0]["counted"],
-                               "n_scored": mine[0]["n_scored"]})
-        else:
-            techniques.append({"method": m, "best_build": None, "counted": None, "n_scored": 0,
-                               "reason": "no build of this technique could be searched"})
-    ranked = sorted((t for t in techniques if t["best_build"]), key=lambda t: rank_key(next(r for r in ok_rows if r["key"] == t["best_build"])))
-    best = ranked[0] if ranked else None
-    ids = [q.id for q in questions]
-    pairs: list[dict[str, Any]] = []
-    if best:
-        best_out = [outcomes[best["best_build"]][i] for i in ids]
-        for t in techniques:
-            if not t["best_build"]:
-                continue
-            if t is best:
-                t.update(tie=True, vs_best=None)
-                continue
-            cmp = compare_pair(best_out, [outcomes[t["best_build"]][i] for i in ids])
-            t["vs_best"] = {"only_best": cmp["only_first"], "only_this": cmp["only_second"], "p_value": cmp["p_value"]}
-            t["tie"] = not (cmp["p_value"] < ALPHA and cmp["only_first"] > cmp["only_second"])
-        from core.evaluation.undecided import tied_with_all
-
-        best["tied_with_all"] = tied_with_all(bool(t.get("tie")) for t in ranked)
-        with_builds = [t for t in ranked]
-        for i, a in enumerate(with_builds):
-            for other in with_builds[i + 1:]:
-                cmp = compare_pair([outcomes[a["best_build"]][q] for q in ids], [outcomes[other["best_build"]][q] for q in ids])
-                pairs.append({"first": a["method"], "second": other["method"], "only_first": cmp["only_first"],
-                              "only_second": cmp["only_second"], "p_value": cmp["p_value"],
-                              "significant": cmp["p_value"] < ALPHA})
-    current = None
-    if options.current is not None:
-        cur_row = next(r for r in rows if r["key"] == options.current)
-        if best is None:
-            current = {"key": options.current, "decision": "stay", "reason": "no build could be searched"}
-        elif cur_row["status"] != "ok":
-            current = {"key": options.current, "decision": "switch", "switch_to": best["best_build"],
-                       "reason": f"the current build could not be searched ({cur_row.get('reason')})"}
-        elif best["best_build"] == options.current:
-            current = {"key": options.current, "decision": "stay", "reason": "the current build is the best"}
-        else:
-            cmp = compare_pair([outcomes[best["best_build"]][i] for i in ids], [outcomes[options.current][i] for i in ids])
-            better = cmp["p_value"] < ALPHA and cmp["only_first"] > cmp["only_second"]
-            detail = (f"{best['best_build']} {counting} {best['counted']}, {options.current} {cur_row['counted']}; "
-                      f"{cmp['only_first']} questions only the best got right, {cmp['only_second']} only the current; "
-                      f"exact McNemar p = {cmp['p_value']:.3g} (alpha {ALPHA:g})")
-            if better:
-                current = {"key": options.current, "decision": "switch", "switch_to": best["best_build"],
-                           "p_value": cmp["p_value"], "reason": f"the best beats the current significantly: {detail}"}
-            else:
-                current = {"key": options.current, "decision": "stay", "p_value": cmp["p_value"],
-                           "reason": f"the best does not beat the current significantly, and a switch re-embeds every "
-                                     f"document: {detail}"}
-    total_s = time.perf_counter() - t_start
-    report = {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "kind": "chunking-comparison",
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "n_questions": len(questions)},
-        "corpus": {"path": shown_address(docs_dir), "n_documents": len(documents), "fingerprint": fingerprint,
-                   "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped]},
+        scratch.run_build(b, chunks, chunk_s)
+    rows, outcomes = scratch.rows, scratch.outcomes
+    techniques, ranked, best, pairs = _rank_techniques(methods, keys, rows, outcomes, [q.id for q in questions])
+    current = _current_decision(options.current, rows, best, outcomes, [q.id for q in questions], counting)
+    failures, answer_errors = scratch.failures, scratch.answer_errors
+    body = {
         "settings": {"budget_chars": budget, "sizes": list(options.sizes), "methods": list(methods),
                      "embed_headings": [bool(h) for h in options.embed_headings], "search": search.to_dict(),
                      "search_name": search.name, "embedding_model": model.model_id, "grain": grain,
@@ -591,16 +389,217 @@ def compare_chunking(
         "n_failures": len(failures),
         "answer_errors": answer_errors[:MAX_LISTED],
         "n_answer_errors": len(answer_errors),
-        "timings_s": {"total_s": round(total_s, 3),
-                      "embed_s": round(sum(r.get("embed_s", 0.0) for r in rows), 3),
-                      "chunk_s": round(sum(r.get("chunk_s", 0.0) for r in rows), 3),
-                      "index_s": round(sum(r.get("index_s", 0.0) for r in rows), 3),
-                      "search_s": round(sum(r.get("search_s", 0.0) for r in rows), 3)},
     }
-    from core.models.describe import describe_models
-
-    report["models"] = describe_models([model])  # beside settings.embedding_model: source, revision, sha256
+    timings = {"total_s": time.perf_counter() - t_start,
+               **{f"{k}_s": sum(r.get(f"{k}_s", 0.0) for r in rows) for k in ("embed", "chunk", "index", "search")}}
+    report = envelope("chunking-comparison", body, started=started,
+                      golden=golden_block(golden_path, golden, n_questions=len(questions)),
+                      corpus=corpus_block(docs_dir, loaded, fingerprint), timings_s=timings,
+                      models=[model])  # beside settings.embedding_model: source, revision, sha256
     return report, {"builds": outcomes}
+
+
+def _chunk_builds(builds: Sequence[Build], documents: Sequence[Any], model: Any, options: CompareOptions,
+                  failures: list[dict[str, Any]]) -> list[tuple[Build, list[Any], float]]:
+    """Chunk every build first, so a budget below a build's smallest chunk stops before any
+    embedding. Returns ``(build, chunks, seconds)`` per build.
+
+    Raises:
+        ConfigError: the budget is below the smallest chunk of a build.
+    """
+    from core.chunking import handed_text
+
+    say = options.progress or (lambda m: logger.info(m))
+    budget = options.budget_chars
+    made: list[tuple[Build, list[Any], float]] = []
+    for b in builds:
+        say(f"chunking {b.key}")
+        t0 = time.perf_counter()
+        chunker = b.chunker(embedding_model=model, chat_model=options.chunking_chat_model)
+        chunks, failed = chunk_corpus(chunker, documents, b.key)
+        failures.extend(failed)
+        made.append((b, chunks, time.perf_counter() - t0))
+    for b, chunks, _ in made:
+        if chunks:
+            smallest = min(len(handed_text(c)) for c in chunks)
+            if budget < smallest:
+                raise ConfigError(f"the budget of {budget} characters is below the smallest chunk of {b.key} "
+                                  f"({smallest} characters): nothing of it could be handed over; raise --budget")
+    return made
+
+
+@dataclass
+class _Scratch:
+    """Each build of a comparison indexed in its own scratch collection, searched, and dropped;
+    collects the rows, the per-question outcomes and what failed (internal)."""
+
+    model: Any
+    store_config: Any
+    fingerprint: str
+    questions: list[Any]
+    grain: str
+    budget: int
+    search: Any
+    counting: str
+    options: CompareOptions
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: dict[str, dict[str, bool | None]] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    answer_errors: list[dict[str, Any]] = field(default_factory=list)
+    by_digest: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def run_build(self, b: Build, chunks: list[Any], chunk_s: float) -> None:
+        """Index, search and count one build (a build with the same chunks as an earlier one
+        takes its results)."""
+        import hashlib
+
+        row: dict[str, Any] = {**b.to_dict(), "n_chunks": len(chunks), "chunk_s": round(chunk_s, 3)}
+        digest = hashlib.sha256("\0".join(f"{c.document_id}\0{c.text}\0{c.metadata.get('parent_text', '')}"
+                                          for c in chunks).encode("utf-8")).hexdigest()
+        twin = self.by_digest.get(digest) if chunks else None
+        if twin is not None:  # the same chunks as an earlier build (no headings to embed): same results
+            row.update({k: v for k, v in twin.items() if k not in row and k not in ("key", "same_as")},
+                       same_as=twin["key"], embed_s=0.0, index_s=0.0, search_s=0.0, build_s=round(chunk_s, 3))
+            self.rows.append(row)
+            self.outcomes[b.key] = dict(self.outcomes[twin["key"]])
+            return
+        if not chunks:
+            row.update(status="failed", reason="no document could be cut")
+            self.rows.append(row)
+            self.outcomes[b.key] = {q.id: None for q in self.questions}
+            return
+        per_q, stats = self._searched(b, chunks)
+        self.outcomes[b.key] = per_q
+        scored = [v for v in per_q.values() if v is not None]
+        row.update(
+            status="ok", counted=sum(1 for v in scored if v), n_scored=len(scored),
+            mean_chunk_chars=round(statistics.fmean(len(c.text) for c in chunks), 1),
+            mean_handed_chars=stats["mean_handed_chars"],
+            embed_s=round(stats["embed_s"], 3), index_s=round(stats["index_s"], 3),
+            build_s=round(chunk_s + stats["embed_s"] + stats["index_s"], 3),
+            median_search_ms=stats["median_search_ms"], search_s=stats["search_s"], fetched=stats["fetched"],
+        )
+        self.rows.append(row)
+        self.by_digest[digest] = row
+
+    def _searched(self, b: Build, chunks: list[Any]) -> tuple[dict[str, bool | None], dict[str, Any]]:
+        """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.scratch_index`),
+        hand over each question's results within the budget and count; the collection is
+        dropped after. Returns the per-question outcomes and the row's measures."""
+        from core.chunking import handed_text
+        from core.evaluation.indexing import collection_for, scratch_index
+        from core.metrics.retrieval import judge as judge_chunks
+
+        options, model = self.options, self.model
+        chunker = b.chunker(embedding_model=model, chat_model=options.chunking_chat_model)
+        name = collection_for(self.fingerprint, chunker.params(), model.model_id, prefix="ragtune_scratch",
+                              purpose="chunking-comparison", build=b.key)
+        (options.progress or (lambda m: logger.info(m)))(f"embedding and searching {b.key} ({len(chunks)} chunks)")
+        with scratch_index(model, self.store_config, name, chunks, build_key=b.key, failures=self.failures) as (store, built):
+            by_id = {c.chunk_id: c for c in chunks}
+            typical = statistics.median(len(handed_text(c)) for c in chunks)
+            k = max(1, min(MAX_FETCH, FETCH_MARGIN * math.ceil(self.budget / max(typical, 1.0))))
+            per_q: dict[str, bool | None] = {}
+            handed_chars: list[int] = []
+            latencies: list[float] = []
+            for q in self.questions:
+                s = time.perf_counter()
+                hits = store.search(q.question, k=k, **self.search.to_dict())
+                latencies.append((time.perf_counter() - s) * 1000.0)
+                handed = within_budget(hits, by_id, self.budget)
+                handed_chars.append(sum(len(c.text) for c in handed))
+                if self.counting == "answered":
+                    ok, err = _answered(q, handed, options.chat_model, options.judge)
+                    if err:
+                        self.answer_errors.append({"build": b.key, "question_id": q.id, "reason": err})
+                    per_q[q.id] = ok
+                else:
+                    judgement = judge_chunks(q, handed, self.grain)
+                    per_q[q.id] = None if judgement is None else any(judgement.hits)
+        return per_q, {
+            "mean_handed_chars": round(statistics.fmean(handed_chars), 1) if handed_chars else 0.0,
+            "embed_s": built.embed_s, "index_s": built.index_s,
+            "median_search_ms": round(statistics.median(latencies), 3) if latencies else 0.0,
+            "search_s": round(sum(latencies) / 1000.0, 3), "fetched": k,
+        }
+
+
+def _rank_techniques(methods: Sequence[str], keys: Sequence[str], rows: list[dict[str, Any]],
+                     outcomes: dict[str, dict[str, bool | None]], ids: Sequence[str]
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
+    """Each technique at its best build, ranked; the ties with the best and the pairwise tests.
+    Returns ``(techniques, ranked, best, pairs)``."""
+    from core.evaluation.undecided import tied_with_all
+    from core.metrics.paired import ALPHA
+
+    ok_rows = [r for r in rows if r["status"] == "ok"]
+    order = {key: i for i, key in enumerate(keys)}
+
+    def rank_key(r: dict[str, Any]) -> tuple[float, float, int]:
+        return (-r["counted"], r["mean_handed_chars"], order[r["key"]])
+
+    techniques: list[dict[str, Any]] = []
+    for m in methods:
+        mine = sorted((r for r in ok_rows if r["method"] == m), key=rank_key)
+        if mine:
+            techniques.append({"method": m, "best_build": mine[0]["key"], "counted": mine[0]["counted"],
+                               "n_scored": mine[0]["n_scored"]})
+        else:
+            techniques.append({"method": m, "best_build": None, "counted": None, "n_scored": 0,
+                               "reason": "no build of this technique could be searched"})
+    ranked = sorted((t for t in techniques if t["best_build"]),
+                    key=lambda t: rank_key(next(r for r in ok_rows if r["key"] == t["best_build"])))
+    best = ranked[0] if ranked else None
+    pairs: list[dict[str, Any]] = []
+    if best:
+        best_out = [outcomes[best["best_build"]][i] for i in ids]
+        for t in techniques:
+            if not t["best_build"]:
+                continue
+            if t is best:
+                t.update(tie=True, vs_best=None)
+                continue
+            cmp = compare_pair(best_out, [outcomes[t["best_build"]][i] for i in ids])
+            t["vs_best"] = {"only_best": cmp["only_first"], "only_this": cmp["only_second"], "p_value": cmp["p_value"]}
+            t["tie"] = not (cmp["p_value"] < ALPHA and cmp["only_first"] > cmp["only_second"])
+        best["tied_with_all"] = tied_with_all(bool(t.get("tie")) for t in ranked)
+        for i, a in enumerate(ranked):
+            for other in ranked[i + 1:]:
+                cmp = compare_pair([outcomes[a["best_build"]][q] for q in ids], [outcomes[other["best_build"]][q] for q in ids])
+                pairs.append({"first": a["method"], "second": other["method"], "only_first": cmp["only_first"],
+                              "only_second": cmp["only_second"], "p_value": cmp["p_value"],
+                              "significant": cmp["p_value"] < ALPHA})
+    return techniques, ranked, best, pairs
+
+
+def _current_decision(current_key: str | None, rows: list[dict[str, Any]], best: dict[str, Any] | None,
+                      outcomes: dict[str, dict[str, bool | None]], ids: Sequence[str],
+                      counting: str) -> dict[str, Any] | None:
+    """Whether the build in use (``--current``) stays or switches to the best: it stays unless
+    the best beats it significantly (exact McNemar test). None without ``--current``."""
+    from core.metrics.paired import ALPHA
+
+    if current_key is None:
+        return None
+    cur_row = next(r for r in rows if r["key"] == current_key)
+    if best is None:
+        return {"key": current_key, "decision": "stay", "reason": "no build could be searched"}
+    if cur_row["status"] != "ok":
+        return {"key": current_key, "decision": "switch", "switch_to": best["best_build"],
+                "reason": f"the current build could not be searched ({cur_row.get('reason')})"}
+    if best["best_build"] == current_key:
+        return {"key": current_key, "decision": "stay", "reason": "the current build is the best"}
+    cmp = compare_pair([outcomes[best["best_build"]][i] for i in ids], [outcomes[current_key][i] for i in ids])
+    better = cmp["p_value"] < ALPHA and cmp["only_first"] > cmp["only_second"]
+    detail = (f"{best['best_build']} {counting} {best['counted']}, {current_key} {cur_row['counted']}; "
+              f"{cmp['only_first']} questions only the best got right, {cmp['only_second']} only the current; "
+              f"exact McNemar p = {cmp['p_value']:.3g} (alpha {ALPHA:g})")
+    if better:
+        return {"key": current_key, "decision": "switch", "switch_to": best["best_build"],
+                "p_value": cmp["p_value"], "reason": f"the best beats the current significantly: {detail}"}
+    return {"key": current_key, "decision": "stay", "p_value": cmp["p_value"],
+            "reason": f"the best does not beat the current significantly, and a switch re-embeds every "
+                      f"document: {detail}"}
 
 
 def _undecided(best: dict[str, Any] | None, n_ranked: int, grain: str) -> dict[str, Any] | None:

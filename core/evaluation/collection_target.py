@@ -102,25 +102,27 @@ class CollectionTarget:
         from core.chunking import get_chunker
         from core.documents import corpus_fingerprint, load_documents
         from core.errors import IndexingError
-        from core.evaluation.retrieval import _progress, fill_collection
-        from core.vectorstores import backend_name, collection_name_for, describe_store, get_vector_store
+        from core.evaluation.indexing import build_index, collection_for
+        from core.evaluation.retrieval import _progress
+        from core.vectorstores import backend_name, describe_store, get_vector_store
+        from core.workspace import Workspace
 
         status = on_status or (lambda message: None)
         chunker = get_chunker(*chunking, embed_title=embed_title)
-        loaded = load_documents(docs, cache_dir=Path(out_dir) / "inputs")
+        loaded = load_documents(docs, cache_dir=Workspace.at(out_dir).inputs)
         chunks = chunker.chunk(loaded.documents)
         if not chunks:
             raise IndexingError(f"the documents in {docs} gave no chunks")
         corpus = corpus_fingerprint(loaded.documents)
         params = {"method": chunker.name, **chunker.params()}
         params.setdefault("embed_title", False)  # as evaluate names the collection
-        collection = collection_name_for({"corpus": corpus, "chunking": params, "embedding_model": model.model_id})
+        collection = collection_for(corpus, params, model.model_id)
         store = get_vector_store(_QueryModel(model, vectors), store_config, collection)
         reused = store.exists() and store.count() == len(chunks)
         if not reused:
             status(f"embedding and indexing {len(chunks)} chunks into {collection} ({model.model_id})")
             with _progress(len(chunks), f"embedding ({model.model_id})", show_progress) as bar:
-                fill_collection(store, chunks, model, on_batch=bar.update)
+                build_index(store, chunks, model, reuse=False, on_batch=bar.update)
         fingerprint = Fingerprint({"corpus": corpus, "chunking": params, "embedding_model": model.model_id})
         for c in chunks:
             fingerprint.add(c.chunk_id, c.document_id, c.text)

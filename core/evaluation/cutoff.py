@@ -26,7 +26,6 @@ References:
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.errors import ConfigError, GoldenError
-from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -216,11 +214,13 @@ def answer_cutoff(
     """
     from core.chunking import get_chunker
     from core.documents import corpus_fingerprint, load_documents
-    from core.evaluation.retrieval import fill_collection
+    from core.evaluation.envelope import envelope, golden_block
+    from core.evaluation.indexing import build_index, cached_model, collection_for, store_config
     from core.golden import read_golden
     from core.inputs import shown_address
-    from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
-    from core.vectorstores import MilvusLiteConfig, SearchSetup, collection_name_for, get_vector_store
+    from core.models import LocalEmbeddingModel
+    from core.vectorstores import SearchSetup, get_vector_store
+    from core.workspace import Workspace
 
     if measure not in MEASURES:
         raise ConfigError(f"unknown measure {measure!r}; choose from {', '.join(MEASURES)}")
@@ -228,47 +228,31 @@ def answer_cutoff(
         raise ConfigError("the relevance measure needs a reranker, and none is configured; use --measure similarity")
     setup = setup or SearchSetup("vector")
     chunker = get_chunker(chunking_method, chunk_size, chunk_overlap)
-    out_dir = Path(out_dir)
+    workspace = Workspace.at(out_dir)
     golden = read_golden(golden_path)
     unanswerable_file = read_unanswerable_file(unanswerable_path, {q.id: q.line for q in golden.questions})
     unanswerable = unanswerable_file.questions
     labelled = [q for q in golden.questions if q.document_ids]
-    loaded = load_documents(docs_dir, cache_dir=out_dir / "inputs")
+    loaded = load_documents(docs_dir, cache_dir=workspace.inputs)
     documents = loaded.documents
     chunks = [c for d in documents for c in chunker.chunk([d])]
-    model = CachedEmbeddingModel(embedding_model or LocalEmbeddingModel(),
-                                 EmbeddingCache(out_dir / "cache" / "embeddings.sqlite"))
-    params = {"corpus": corpus_fingerprint(documents), "chunking": {"method": chunker.name, **chunker.params()},
-              "embedding_model": model.model_id}
-    store = get_vector_store(model, vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db")),
-                             collection_name_for(params))
-    rows: list[dict[str, Any]] = []
+    model = cached_model(embedding_model or LocalEmbeddingModel(), workspace)
+    chunking = {"method": chunker.name, **chunker.params()}
+    store = get_vector_store(model, store_config(vector_store_config, workspace),
+                             collection_for(corpus_fingerprint(documents), chunking, model.model_id))
     try:
-        if not (store.exists() and store.count() == len(chunks)):
-            fill_collection(store, chunks, model)
+        build_index(store, chunks, model)
         asked = [(q.id, q.question, "labelled", set(q.document_ids)) for q in labelled]
         asked += [(qid, text, "unanswerable", set()) for qid, text, _ in unanswerable]
-        for qid, text, kind, expected in asked:
-            hits = store.search(text, k=1, **setup.to_dict())
-            if not hits:
-                rows.append({"id": qid, "kind": kind, "outcome": None, "score": None})
-                continue
-            top = hits[0]
-            score = float(top.score) if measure == "similarity" else float(reranker.rerank(text, [top.chunk.text])[0])
-            outcome = "answer" if top.chunk.document_id in expected else "near miss"
-            rows.append({"id": qid, "kind": kind, "outcome": outcome, "score": score,
-                         "top_document": top.chunk.document_id})
+        rows = _top_scores(store, asked, setup, measure, reranker)
     finally:
         store.close()
     answers = [r["score"] for r in rows if r["outcome"] == "answer"]
     misses = [r["score"] for r in rows if r["outcome"] == "near miss"]
-    report: dict[str, Any] = {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "kind": "answer-cutoff",
-        "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "n_labelled": len(labelled)},
+    report = envelope("answer-cutoff", {
         "unanswerable": {"path": shown_address(unanswerable_path), "n_questions": len(unanswerable),
                          "n_drafts": unanswerable_file.n_drafts},
-        "setup": {"chunking": params["chunking"], "embedding_model": model.model_id, "search": setup.name,
+        "setup": {"chunking": chunking, "embedding_model": model.model_id, "search": setup.name,
                   "search_setup": setup.to_dict(), "measure": measure,
                   "reranker": str(getattr(reranker, "model_id", "")) or None},
         "counts": {"answers": len(answers), "near_misses": len(misses),
@@ -278,10 +262,8 @@ def answer_cutoff(
                 "kept plus the share of near misses declined",
         "separation": None, "cutoff": None, "trade": [], "reason": None,
         "questions": rows,
-    }
-    from core.models.describe import describe_models
-
-    report["models"] = describe_models([model, reranker])  # beside setup's model ids: source, revision, sha256
+    }, golden=golden_block(golden_path, golden, n_labelled=len(labelled)),
+        models=[model, reranker])  # beside setup's model ids: source, revision, sha256
     if len(answers) < MIN_PER_CLASS or len(misses) < MIN_PER_CLASS:
         few = [f"{n} {what}" for n, what in ((len(answers), "answers"), (len(misses), "near misses")) if n < MIN_PER_CLASS]
         report["reason"] = f"only {' and '.join(few)} (fewer than {MIN_PER_CLASS}): no cut-off can be trusted"
@@ -291,6 +273,32 @@ def answer_cutoff(
     found = best_cutoff(answers, misses)
     report.update(separation=found["separation"], cutoff=found["cutoff"], trade=found["trade"])
     return report
+
+
+def _top_scores(store: Any, asked: Sequence[tuple[str, str, str, set[str]]], setup: Any, measure: str,
+                reranker: Any) -> list[dict[str, Any]]:
+    """Each question's top result, its score by ``measure`` and its outcome: ``answer`` when it
+    is of an expected document, ``near miss`` otherwise, None without a result.
+
+    Args:
+        store: the vector store.
+        asked: ``(id, question, kind, expected document ids)`` per question.
+        setup: the ``SearchSetup``.
+        measure: ``similarity`` or ``relevance``.
+        reranker: the reranker for ``relevance``.
+    """
+    rows: list[dict[str, Any]] = []
+    for qid, text, kind, expected in asked:
+        hits = store.search(text, k=1, **setup.to_dict())
+        if not hits:
+            rows.append({"id": qid, "kind": kind, "outcome": None, "score": None})
+            continue
+        top = hits[0]
+        score = float(top.score) if measure == "similarity" else float(reranker.rerank(text, [top.chunk.text])[0])
+        outcome = "answer" if top.chunk.document_id in expected else "near miss"
+        rows.append({"id": qid, "kind": kind, "outcome": outcome, "score": score,
+                     "top_document": top.chunk.document_id})
+    return rows
 
 
 def format_cutoff(report: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 from core.errors import ConfigError, IndexingError, RagtuneError
 from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
 from core.metrics.retrieval import TOP_K
-from core.reports.store import REPORT_SCHEMA_VERSION
+from core.reports.store import REPORT_SCHEMA_VERSION  # noqa: F401 (re-exported by core.evaluation)
 from core.vectorstores.rerank import RERANK_DEPTH
 
 logger = logging.getLogger(__name__)
@@ -44,13 +44,6 @@ NOISE_FLOOR_MS = 2.0
 NOISE_FRACTION = 0.20
 #: The significance level of the paired test behind ``tied_with_best``.
 TIE_ALPHA = 0.05
-#: Chunks embedded per call, so progress can be shown.
-EMBED_BATCH = 256
-#: Chunks embedded per call when a new collection's chunks are embedded before its database is
-#: open (``core.evaluation.single``; no progress to show): the most inputs one OpenAI embeddings
-#: request takes, so an endpoint gets whole requests, while a failure loses at most one batch
-#: and the vectors held at once stay bounded.
-EARLY_EMBED_BATCH = 1024
 #: Report names of the search methods, by ``SearchSetup.search_mode`` (the store's word).
 METHOD_NAMES = {"vector": "dense", "keyword": "keyword", "hybrid": "hybrid"}
 
@@ -207,32 +200,6 @@ def _progress(total: int, desc: str, enabled: bool) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="", disable=None if enabled else True, leave=False, dynamic_ncols=True)
-
-
-def fill_collection(store: Any, chunks: Sequence[Any], model: Any, *,
-                    on_batch: Callable[[int], Any] | None = None) -> None:
-    """(Re)build ``store``'s collection from ``chunks``: drop it, embed the texts in batches of
-    :data:`EMBED_BATCH` (through ``model``, usually cached), insert, flush, and check the count.
-
-    Args:
-        store: the vector store (its collection is replaced).
-        chunks: the chunks to index.
-        model: the embedding model.
-        on_batch: called with the size of each batch written (for progress bars).
-
-    Raises:
-        IndexingError: the collection does not hold exactly ``len(chunks)`` chunks afterwards.
-    """
-    store.delete_collection()
-    for i in range(0, len(chunks), EMBED_BATCH):
-        batch = chunks[i : i + EMBED_BATCH]
-        store.add_documents(batch, vectors=model.embed_documents([c.text for c in batch]))
-        if on_batch is not None:
-            on_batch(len(batch))
-    store.flush()
-    held = store.count()
-    if held != len(chunks):
-        raise IndexingError(f"collection {store.collection_name} holds {held} chunks; {len(chunks)} were written")
 
 
 def choose_rank_grain(questions: Sequence[Any], loaded: Sequence[str] | None = None,
@@ -739,6 +706,45 @@ def _time_query_embeddings(model: Any, questions: Sequence[Any]) -> list[float]:
     return out
 
 
+@dataclass
+class _RetrievalRun:
+    """The state of one :func:`evaluate_retrieval` run, filled step by step (internal)."""
+
+    options: EvaluateOptions
+    status: Callable[[str], Any]
+    workspace: Any
+    golden_path: str | Path
+    docs_dir: str | Path
+    raw_models: list[Any]
+    ids: list[str]
+    reranker: Any
+    setups: list[Any]
+    skipped_setups: list[dict[str, Any]]
+    chunker: Any
+    started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    t_start: float = field(default_factory=time.perf_counter)
+    timings: dict[str, float] = field(default_factory=dict)
+    golden: Any = None
+    cache: Any = None
+    models: dict[str, Any] = field(default_factory=dict)
+    store_config: Any = None
+    loaded: Any = None
+    documents: list[Any] = field(default_factory=list)
+    chunks: list[Any] = field(default_factory=list)
+    warnings: list[Any] = field(default_factory=list)
+    stale_ids: set[str] = field(default_factory=set)
+    corpus_id: str = ""
+    chunking: dict[str, Any] = field(default_factory=dict)
+    stores: dict[str, Any] = field(default_factory=dict)
+    indexing_models: list[dict[str, Any]] = field(default_factory=list)
+    rank_grain: str = "doc"
+    setup_results: list[dict[str, Any]] = field(default_factory=list)
+    per_setup: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    found_vectors: dict[str, list[bool]] = field(default_factory=dict)
+    ranked_by_setup: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    rerank_truncated_before: int = 0
+
+
 def evaluate_retrieval(
     docs_dir: str | Path,
     golden_path: str | Path,
@@ -759,8 +765,8 @@ def evaluate_retrieval(
             the address of a remote one (``s3://...``, a Blob URL; see ``core.inputs``),
             downloaded to ``<out_dir>/inputs``.
         golden_path: the golden JSONL file: a local path or an address (read into memory).
-        out_dir: working folder: the embedding cache (``cache/embeddings.sqlite``) and the
-            Milvus Lite database (``milvus.db``) live here.
+        out_dir: working folder (``core.workspace.Workspace``): the embedding cache
+            (``cache/embeddings.sqlite``) and the Milvus Lite database (``milvus.db``) live here.
         embedding_model: an ``EmbeddingModel``; default the local default model
             (``core.models.local.DEFAULT_LOCAL_EMBEDDING``). Ignored when
             ``embedding_models`` is given.
@@ -795,33 +801,50 @@ def evaluate_retrieval(
             match nothing, or model files whose sha256 differs (raised before any work).
         IndexingError / EmbeddingError / StoreError: indexing or searching failed.
     """
-    from core.chunking import get_chunker
-    from core.documents import corpus_fingerprint, load_documents
-    from core.golden import Problem, check_golden, read_golden
+    from core.golden import read_golden
     from core.inputs import shown_address
-    from core.metrics.retrieval import GRAINS, evaluate_rankings
-    from core.models import CachedEmbeddingModel, EmbeddingCache
-    from core.models.cache import CachedReranker
-    from core.models.describe import describe_models
-    from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model, local_reranker
-    from core.vectorstores import MilvusLiteConfig, backend_name, collection_name_for, describe_store, get_vector_store
-    options = options or EvaluateOptions()
-    status = on_status or (lambda msg: logger.info(msg))
-    started = datetime.now(timezone.utc)
-    t_start = time.perf_counter()
-    out_dir = Path(out_dir)
-    timings: dict[str, float] = {}
 
-    from core.evaluation.slices import check_slice_key, setup_slices, slice_warnings
+    run = _checked_run(docs_dir, golden_path, out_dir, options or EvaluateOptions(),
+                       on_status or (lambda msg: logger.info(msg)), embedding_model, embedding_models, reranker)
+    run.status(f"checking {shown_address(golden_path)}")
+    run.golden = golden if golden is not None else read_golden(golden_path)
+    _open_stores(run, vector_store_config)
+    _load_and_chunk(run)
+    picks, unjudged, answers = None, None, None
+    try:
+        _index_every_model(run)
+        picks, unjudged, answers = _search_and_score(run)
+    finally:
+        for store in run.stores.values():
+            store.close()
+    run.timings["total_s"] = time.perf_counter() - run.t_start
+    return _retrieval_report(run, picks, unjudged, answers)
 
+
+def _checked_run(docs_dir: str | Path, golden_path: str | Path, out_dir: str | Path, options: EvaluateOptions,
+                 status: Callable[[str], Any], embedding_model: Any, embedding_models: Sequence[Any] | None,
+                 reranker: Any) -> _RetrievalRun:
+    """Check every setting and model before any work, and choose the setups.
+
+    Raises:
+        ConfigError: bad chunking, slice, setup or folder settings, a model listed twice, model
+            files whose sha256 differs, ``--only``/``--skip`` leaving nothing.
+    """
+    from core.chunking import get_chunker
+    from core.evaluation.slices import check_slice_key
+    from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model
+    from core.workspace import Workspace
+
+    started, t_start = datetime.now(timezone.utc), time.perf_counter()
+    workspace = Workspace.at(out_dir)
     chunker = get_chunker(options.chunking_method, options.chunk_size, options.chunk_overlap,  # validates first
                           embed_title=options.embed_title)
     for key in options.by:
         check_slice_key(key)
     for setup in options.setups:
         setup.to_dict()
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"output folder {out_dir} is a file: choose a folder")
+    if workspace.root.exists() and not workspace.root.is_dir():
+        raise ConfigError(f"output folder {workspace.root} is a file: choose a folder")
     raw_models = list(embedding_models) if embedding_models else [embedding_model or local_embedding_model(DEFAULT_LOCAL_EMBEDDING)]
     ids = [m.model_id for m in raw_models]
     if len(set(ids)) != len(ids):
@@ -831,40 +854,69 @@ def evaluate_retrieval(
         if verify is not None:
             verify()
     skipped_setups: list[dict[str, Any]] = []
+    reranker = _usable_reranker(reranker, skipped_setups)
+    setups = build_setups(options.setups, ids, reranker.model_id if reranker is not None else None)
+    setups = select_setups(setups, options.only, options.skip)
+    return _RetrievalRun(options=options, status=status, workspace=workspace, golden_path=golden_path,
+                         docs_dir=docs_dir, raw_models=raw_models, ids=ids, reranker=reranker, setups=setups,
+                         skipped_setups=skipped_setups, chunker=chunker, started=started, t_start=t_start)
+
+
+def _usable_reranker(reranker: Any, skipped_setups: list[dict[str, Any]]) -> Any:
+    """``reranker`` (the local one for ``"default"``) when it can run, else None with the reason
+    in ``skipped_setups``."""
+    from core.models.local import local_reranker
+
     if reranker == "default":
         try:
             reranker = local_reranker()
         except ConfigError as exc:
             skipped_setups.append({"key": "*+rerank", "reason": f"no reranker: {exc}"})
-            reranker = None
+            return None
     if reranker is not None:
         try:
             reranker.verify()
         except ConfigError as exc:
             skipped_setups.append({"key": "*+rerank", "reason": f"reranker {reranker.model_id} cannot run: {exc}"})
-            reranker = None
-    setups = build_setups(options.setups, ids, reranker.model_id if reranker is not None else None)
-    setups = select_setups(setups, options.only, options.skip)
+            return None
+    return reranker
 
-    golden_shown, docs_shown = shown_address(golden_path), shown_address(docs_dir)
-    status(f"checking {golden_shown}")
-    if golden is None:
-        golden = read_golden(golden_path)
 
-    # Open the cache and the vector store before the slow steps, so a locked, broken or
-    # unreachable store fails at once.
-    cache = EmbeddingCache(out_dir / "cache" / "embeddings.sqlite")
-    models = {m.model_id: CachedEmbeddingModel(m, cache) for m in raw_models}
-    if reranker is not None and any(s.reranker for s in setups):
-        reranker = CachedReranker(reranker, cache)  # scores kept by model, query and passage, across runs
-    store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-    probe = get_vector_store(next(iter(models.values())), store_config, "ragtune_probe")
+def _open_stores(run: _RetrievalRun, vector_store_config: Any) -> None:
+    """Open the cache and the vector store before the slow steps, so a locked, broken or
+    unreachable store fails at once."""
+    from core.evaluation.indexing import cached_model, open_cache, store_config
+    from core.models.cache import CachedReranker
+    from core.vectorstores import get_vector_store
+
+    run.cache = open_cache(run.workspace)
+    run.models = {m.model_id: cached_model(m, run.workspace, run.cache) for m in run.raw_models}
+    if run.reranker is not None and any(s.reranker for s in run.setups):
+        run.reranker = CachedReranker(run.reranker, run.cache)  # scores kept by model, query and passage, across runs
+    run.store_config = store_config(vector_store_config, run.workspace)
+    probe = get_vector_store(next(iter(run.models.values())), run.store_config, "ragtune_probe")
     try:
         probe.exists()
     finally:
         probe.close()
 
-    status(f"loading documents from {docs_shown}")
+
+def _load_and_chunk(run: _RetrievalRun) -> None:
+    """Load the documents, check the golden file against them, chunk them and find the
+    evidence no chunk holds.
+
+    Raises:
+        DocumentError: no loadable document. IndexingError: no chunk.
+    """
+    from core.documents import corpus_fingerprint, load_documents
+    from core.evaluation.slices import slice_warnings
+    from core.golden import check_golden
+    from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
+    from core.inputs import shown_address
+
+    options, golden = run.options, run.golden
+    docs_shown = shown_address(run.docs_dir)
+    run.status(f"loading documents from {docs_shown}")
     t0 = time.perf_counter()
     with _progress(0, "loading", options.show_progress) as bar:
         def loading(done: int, total: int) -> None:
@@ -872,262 +924,288 @@ def evaluate_retrieval(
             bar.n = done
             bar.refresh()
 
-        loaded = load_documents(docs_dir, progress=loading, cache_dir=out_dir / "inputs")
-    timings["load_s"] = time.perf_counter() - t0
-    documents = loaded.documents
+        run.loaded = load_documents(run.docs_dir, progress=loading, cache_dir=run.workspace.inputs)
+    run.timings["load_s"] = time.perf_counter() - t0
+    documents = run.documents = run.loaded.documents
     # The bytes already read, checked again against the corpus for missing-document warnings.
-    corpus_check = check_golden(golden_path, documents=[d.document_id for d in documents], data=golden.raw)
-    warnings = corpus_check.warnings + corpus_warnings(golden.questions, documents, loaded.skipped)
+    corpus_check = check_golden(run.golden_path, documents=[d.document_id for d in documents], data=golden.raw)
+    run.warnings = corpus_check.warnings + corpus_warnings(golden.questions, documents, run.loaded.skipped)
 
-    status(f"chunking {len(documents)} documents ({chunker.name})")
+    run.status(f"chunking {len(documents)} documents ({run.chunker.name})")
     t0 = time.perf_counter()
-    chunks = []
     with _progress(len(documents), "chunking", options.show_progress) as bar:
         for doc in documents:
-            chunks.extend(chunker.chunk([doc]))
+            run.chunks.extend(run.chunker.chunk([doc]))
             bar.update(1)
-    timings["chunk_s"] = time.perf_counter() - t0
-    if not chunks:
+    run.timings["chunk_s"] = time.perf_counter() - t0
+    if not run.chunks:
         raise IndexingError(f"the documents in {docs_shown} gave no chunks")
-    from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
+    stale_warnings = stale_evidence_warnings(golden.questions, pieces_from_chunks(run.chunks))
+    run.stale_ids = stale_question_ids(golden.questions, stale_warnings)
+    run.warnings += stale_warnings
+    run.warnings += slice_warnings(golden.questions, options.by)
+    run.corpus_id = corpus_fingerprint(documents)
+    run.chunking = {"method": run.chunker.name, **run.chunker.params()}
+    run.chunking.setdefault("embed_title", False)  # said either way (TitleInText adds it when on)
 
-    stale_warnings = stale_evidence_warnings(golden.questions, pieces_from_chunks(chunks))
-    stale_ids = stale_question_ids(golden.questions, stale_warnings)
-    warnings += stale_warnings
-    warnings += slice_warnings(golden.questions, options.by)
 
-    corpus_id = corpus_fingerprint(documents)
-    chunking = {"method": chunker.name, **chunker.params()}
-    chunking.setdefault("embed_title", False)  # said either way (TitleInText adds it when on)
-    stores: dict[str, Any] = {}
-    indexing_models: list[dict[str, Any]] = []
-    questions = golden.questions
-    query_ms: dict[str, list[float]] = {}
-    try:
-        t0 = time.perf_counter()
-        for model_id, model in models.items():
-            collection = collection_name_for({"corpus": corpus_id, "chunking": chunking, "embedding_model": model_id})
-            store = stores[model_id] = get_vector_store(model, store_config, collection)
-            reused = store.exists() and store.count() == len(chunks)
-            truncated_before = getattr(model.model, "n_truncated", 0)
-            if not reused:
-                status(f"embedding and indexing {len(chunks)} chunks into {collection} ({model_id})")
-                limit = model.max_input_tokens
-                if limit and options.chunking_method != "hierarchical" and options.chunk_size > limit:
-                    warnings.append(Problem(
-                        "warning",
-                        f"chunk size {options.chunk_size} tokens exceeds {model_id}'s input of {limit} tokens: "
-                        "text past the limit is not embedded",
-                    ))
-                with _progress(len(chunks), f"embedding ({model_id})", options.show_progress) as bar:
-                    fill_collection(store, chunks, model, on_batch=bar.update)
-            else:
-                status(f"reusing collection {collection} ({len(chunks)} chunks, {model_id})")
-            indexing_models.append({
-                "embedding_model": model_id, "collection": collection, "reused": reused, "embedding": model.stats(),
-                "n_truncated": getattr(model.model, "n_truncated", 0) - truncated_before,
-            })
-        timings["index_s"] = time.perf_counter() - t0
+def _index_every_model(run: _RetrievalRun) -> None:
+    """Build or reuse one collection per embedding model (:func:`core.evaluation.indexing.build_index`)."""
+    from core.evaluation.indexing import build_index, collection_for
+    from core.golden import Problem
+    from core.vectorstores import get_vector_store
 
-        t0 = time.perf_counter()
-        for model_id, model in models.items():
-            if any(s.embedding_model == model_id for s in setups):
-                status(f"embedding {len(questions)} questions one by one with {model_id} (timed)")
-                query_ms[model_id] = _time_query_embeddings(model, questions)
-        timings["embed_questions_s"] = time.perf_counter() - t0
-
-        rank_grain = options.rank_grain or choose_rank_grain(questions, [d.document_id for d in documents], stale_ids)
-        rank_grain_reason = ("chosen with --rank-by" if options.rank_grain else
-                             "the finest grain with a question whose labels name a document that loaded"
-                             " (and, for evidence, a quote some chunk holds)")
-        setup_results: list[dict[str, Any]] = []
-        per_setup: dict[str, dict[str, dict[str, Any]]] = {q.id: {} for q in questions}
-        found_vectors: dict[str, list[bool]] = {}
-        memo = _RerankMemo(reranker) if reranker is not None else None
-        if memo is not None and any(s.reranker for s in setups) and questions:
-            try:  # untimed, and not cached: loads the model or opens the connection
-                getattr(reranker, "reranker", reranker).rerank(questions[0].question, [c.text for c in chunks[:2]])
-            except RagtuneError as exc:  # each reranked setup then fails with the reason
-                logger.warning("reranker %s failed: %s", reranker.model_id, exc)
-        rerank_truncated_before = getattr(reranker, "n_truncated", 0) if reranker is not None else 0
-        t0 = time.perf_counter()
-        with _progress(len(questions) * len(setups), "searching", options.show_progress) as bar:
-            first = {setup.key: _first_stage(setup, stores[setup.embedding_model or ids[0]], questions, bar)
-                     for setup in setups}
-        settled = settled_reranked_setups(setups, {k: f.hits for k, f in first.items() if f.error is None},
-                                          questions, rank_grain)
-        for key, reason in settled.items():
-            status(f"{key} not run: {reason}")
-            skipped_setups.append({"key": key, "reason": reason, "rule": SETTLED_RULE})
-        rerank_error = None
-        if memo is not None:
-            reranked = [s for s in setups if s.reranker and s.key not in settled and first[s.key].error is None]
-            t1 = time.perf_counter()
-            rerank_error = _score_reranked(memo, reranked, first, questions, status, options.show_progress)
-            timings["rerank_s"] = time.perf_counter() - t1
-        ranked_by_setup: dict[str, dict[str, list[Any]]] = {}
-        for setup in setups:
-            if setup.key in settled:
-                continue
-            stage = first[setup.key]
-            error = stage.error or (rerank_error if setup.reranker else None)
-            if error is not None:
-                setup_results.append({"name": setup.key, "key": setup.key, "setup": setup.to_dict(),
-                                      "status": "failed", "error": error})
-                continue
-            rankings: dict[str, list[Any]] = {}
-            hits_by_q = ranked_by_setup[setup.key] = {}
-            rerank_ms: list[float] = []
-            for q in questions:
-                hits = stage.hits[q.id]
-                if setup.reranker:
-                    hits, cost_ms = memo.rerank(q.question, hits, TOP_K)
-                    rerank_ms.append(cost_ms)
-                hits_by_q[q.id] = hits[:TOP_K]
-                rankings[q.id] = [h.chunk for h in hits[:TOP_K]]
-            search_ms = stage.search_ms
-            grains = evaluate_rankings(questions, rankings, grains=GRAINS, ks=KS)
-            rank_result = grains[rank_grain]
-            for q in questions:
-                r = rank_result.per_question[q.id]
-                per_setup[q.id][setup.key] = {"first_relevant_rank": r.first_relevant_rank,
-                                              "top": _top(hits_by_q[q.id], r.judgement)}
-            scored = [r for r in rank_result.per_question.values() if r.scores is not None]
-            found_vectors[setup.key] = [r.scores[f"found@{TOP_K}"] > 0 for r in scored]
-            embed = query_ms.get(setup.embedding_model, []) if setup.embedding_model else []
-            total = [s + (embed[i] if embed else 0.0) + (rerank_ms[i] if rerank_ms else 0.0)
-                     for i, s in enumerate(search_ms)]
-            search_stats = _stats_ms(search_ms)
-            setup_results.append({
-                "name": setup.key,
-                "key": setup.key,
-                "setup": setup.to_dict(),
-                "status": "ok",
-                "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
-                "slices": setup_slices(questions, grains, options.by),
-                "found_top10": sum(found_vectors[setup.key]),
-                "found_first": sum(1 for r in scored if r.scores["found@1"] > 0),
-                "n_scored": len(scored),
-                "timings_ms": {
-                    **search_stats,  # the search alone, as reports before the split gave it
-                    "n": len(search_ms),
-                    "search": search_stats,
-                    "query_embedding": _stats_ms(embed) if embed else None,
-                    "rerank": _stats_ms(rerank_ms) if rerank_ms else None,
-                    "total": _stats_ms(total),
-                },
-            })
-        timings["search_s"] = time.perf_counter() - t0
-
-        ok = [r for r in setup_results if r["status"] == "ok"]
-        picks = pick_setups([
-            {"name": r["name"], "found_top10": r["found_top10"], "found_first": r["found_first"],
-             "n_scored": r["n_scored"], "median_ms": r["timings_ms"]["total"]["median"],
-             "found": found_vectors[r["name"]]}
-            for r in ok
-        ])
-        for r in ok:
-            r["tied_with_best"] = bool(picks["tied_with_best"].get(r["name"], False))
-            r["mcnemar_vs_best"] = picks["mcnemar"].get(r["name"])
-        unjudged = None
-        if options.label_unjudged and options.judge is not None:
-            from core.evaluation.unjudged import label_unjudged
-            from core.models import CachedChatModel
-
-            status("grading the top results the golden file does not name, with the judge (UMBRELA)")
-            t0 = time.perf_counter()
-            unjudged = label_unjudged(questions, {q: {k: v["top"] for k, v in per_setup[q].items()} for q in per_setup},
-                                      chunks, CachedChatModel(options.judge, cache), depth=options.label_depth)
-            timings["labels_s"] = time.perf_counter() - t0
-        answers = None
-        if options.generate:
-            from core.evaluation.answers import evaluate_answers
-            from core.vectorstores.rerank import RerankingStore
-
-            by_key = {s.key: s for s in setups}
-            answer_setup = by_key.get(picks["finds_the_most"] or "") or next(
-                (s for s in setups if s.key in {r["key"] for r in ok}), setups[0])
-            if getattr(golden, "format", "ragtune") == "bedrock-byoi":
-                status(f"scoring the {len(questions)} answers and passages the file holds (nothing is generated)")
-            else:
-                why = "" if picks["finds_the_most"] else " (no setup could be ranked, so the first)"
-                status(f"answering {len(questions)} questions with {answer_setup.key}{why}")
-            model_id = answer_setup.embedding_model or ids[0]
-            answer_store = stores[model_id]
-            if answer_setup.reranker:
-                # the setup's reranked results, already computed, answer the same questions again
-                ranked = {q.question: hits for q in questions
-                          if (hits := ranked_by_setup.get(answer_setup.key, {}).get(q.id)) is not None}
-                answer_store = RerankingStore(answer_store, reranker, answer_setup.depth, ranked=ranked,
-                                              ranked_setup=answer_setup.search.to_dict(), keep=TOP_K)
-            t0 = time.perf_counter()
-            with _progress(len(questions), "answering", options.show_progress) as bar:
-                from core.evaluation.handing import ParentHandingStore
-
-                # parent-child: the small chunks were searched and scored; the generator reads their parents
-                handing = ParentHandingStore(answer_store, chunks) if chunker.name == "parent-child" else answer_store
-                answers = evaluate_answers(
-                    handing, models[model_id], golden, answer_setup.search, chat_model=options.chat_model,
-                    judge=options.judge, on_answer=lambda done, total: bar.update(1),
-                    judge_repeat=options.judge_repeat,
-                )
-            if answers is not None and (answers.get("generator") or {}).get("setup") is not None:
-                answers["generator"]["setup"] = answer_setup.key
-            timings["answers_s"] = time.perf_counter() - t0
-    finally:
-        for store in stores.values():
-            store.close()
-    per_question = []
-    for q in questions:
-        per_question.append({
-            "id": q.id, "line": q.line, "question": q.question, "expected": [str(t) for t in q.expected],
-            "first_relevant_rank": {k: v["first_relevant_rank"] for k, v in per_setup[q.id].items()},
-            "top": {k: v["top"] for k, v in per_setup[q.id].items()},
+    options, chunks = run.options, run.chunks
+    t0 = time.perf_counter()
+    for model_id, model in run.models.items():
+        collection = collection_for(run.corpus_id, run.chunking, model_id)
+        store = run.stores[model_id] = get_vector_store(model, run.store_config, collection)
+        truncated_before = getattr(model.model, "n_truncated", 0)
+        reused = store.exists() and store.count() == len(chunks)
+        if reused:
+            run.status(f"reusing collection {collection} ({len(chunks)} chunks, {model_id})")
+        else:
+            run.status(f"embedding and indexing {len(chunks)} chunks into {collection} ({model_id})")
+            limit = model.max_input_tokens
+            if limit and options.chunking_method != "hierarchical" and options.chunk_size > limit:
+                run.warnings.append(Problem(
+                    "warning",
+                    f"chunk size {options.chunk_size} tokens exceeds {model_id}'s input of {limit} tokens: "
+                    "text past the limit is not embedded",
+                ))
+            with _progress(len(chunks), f"embedding ({model_id})", options.show_progress) as bar:
+                build_index(store, chunks, model, reuse=False, on_batch=bar.update)
+        run.indexing_models.append({
+            "embedding_model": model_id, "collection": collection, "reused": reused, "embedding": model.stats(),
+            "n_truncated": getattr(model.model, "n_truncated", 0) - truncated_before,
         })
-    timings["total_s"] = time.perf_counter() - t_start
-    finished = datetime.now(timezone.utc)
-    pages_total = sum(d.n_pages for d in documents)
-    first = indexing_models[0]
+    run.timings["index_s"] = time.perf_counter() - t0
+
+
+def _search_and_score(run: _RetrievalRun) -> tuple[dict[str, Any], Any, Any]:
+    """Time the question embeddings, search every question with every setup, rerank, score
+    and pick; then label unjudged results and answer, as asked. Returns ``(picks, unjudged,
+    answers)``."""
+    options, questions, setups, reranker = run.options, run.golden.questions, run.setups, run.reranker
+    t0 = time.perf_counter()
+    query_ms: dict[str, list[float]] = {}
+    for model_id, model in run.models.items():
+        if any(s.embedding_model == model_id for s in setups):
+            run.status(f"embedding {len(questions)} questions one by one with {model_id} (timed)")
+            query_ms[model_id] = _time_query_embeddings(model, questions)
+    run.timings["embed_questions_s"] = time.perf_counter() - t0
+
+    run.rank_grain = options.rank_grain or choose_rank_grain(questions, [d.document_id for d in run.documents],
+                                                             run.stale_ids)
+    run.per_setup = {q.id: {} for q in questions}
+    memo = _RerankMemo(reranker) if reranker is not None else None
+    if memo is not None and any(s.reranker for s in setups) and questions:
+        try:  # untimed, and not cached: loads the model or opens the connection
+            getattr(reranker, "reranker", reranker).rerank(questions[0].question, [c.text for c in run.chunks[:2]])
+        except RagtuneError as exc:  # each reranked setup then fails with the reason
+            logger.warning("reranker %s failed: %s", reranker.model_id, exc)
+    run.rerank_truncated_before = getattr(reranker, "n_truncated", 0) if reranker is not None else 0
+    t0 = time.perf_counter()
+    with _progress(len(questions) * len(setups), "searching", options.show_progress) as bar:
+        first = {setup.key: _first_stage(setup, run.stores[setup.embedding_model or run.ids[0]], questions, bar)
+                 for setup in setups}
+    settled = settled_reranked_setups(setups, {k: f.hits for k, f in first.items() if f.error is None},
+                                      questions, run.rank_grain)
+    for key, reason in settled.items():
+        run.status(f"{key} not run: {reason}")
+        run.skipped_setups.append({"key": key, "reason": reason, "rule": SETTLED_RULE})
+    rerank_error = None
+    if memo is not None:
+        reranked = [s for s in setups if s.reranker and s.key not in settled and first[s.key].error is None]
+        t1 = time.perf_counter()
+        rerank_error = _score_reranked(memo, reranked, first, questions, run.status, options.show_progress)
+        run.timings["rerank_s"] = time.perf_counter() - t1
+    for setup in setups:
+        if setup.key in settled:
+            continue
+        error = first[setup.key].error or (rerank_error if setup.reranker else None)
+        if error is not None:
+            run.setup_results.append({"name": setup.key, "key": setup.key, "setup": setup.to_dict(),
+                                      "status": "failed", "error": error})
+            continue
+        run.setup_results.append(_scored_setup(run, setup, first[setup.key], memo, query_ms))
+    run.timings["search_s"] = time.perf_counter() - t0
+    picks = _picked(run)
+    return picks, _unjudged(run), _answers(run, picks)
+
+
+def _scored_setup(run: _RetrievalRun, setup: Any, stage: _FirstStage, memo: "_RerankMemo | None",
+                  query_ms: dict[str, list[float]]) -> dict[str, Any]:
+    """One setup's report entry: its hits kept (reranked when it reranks), its metrics at every
+    grain and slice, its counts found and its latencies; fills the run's per-question rows."""
+    from core.evaluation.slices import setup_slices
+    from core.metrics.retrieval import GRAINS, evaluate_rankings
+
+    questions = run.golden.questions
+    rankings: dict[str, list[Any]] = {}
+    hits_by_q = run.ranked_by_setup[setup.key] = {}
+    rerank_ms: list[float] = []
+    for q in questions:
+        hits = stage.hits[q.id]
+        if setup.reranker:
+            hits, cost_ms = memo.rerank(q.question, hits, TOP_K)
+            rerank_ms.append(cost_ms)
+        hits_by_q[q.id] = hits[:TOP_K]
+        rankings[q.id] = [h.chunk for h in hits[:TOP_K]]
+    search_ms = stage.search_ms
+    grains = evaluate_rankings(questions, rankings, grains=GRAINS, ks=KS)
+    rank_result = grains[run.rank_grain]
+    for q in questions:
+        r = rank_result.per_question[q.id]
+        run.per_setup[q.id][setup.key] = {"first_relevant_rank": r.first_relevant_rank,
+                                          "top": _top(hits_by_q[q.id], r.judgement)}
+    scored = [r for r in rank_result.per_question.values() if r.scores is not None]
+    run.found_vectors[setup.key] = [r.scores[f"found@{TOP_K}"] > 0 for r in scored]
+    embed = query_ms.get(setup.embedding_model, []) if setup.embedding_model else []
+    total = [s + (embed[i] if embed else 0.0) + (rerank_ms[i] if rerank_ms else 0.0)
+             for i, s in enumerate(search_ms)]
+    search_stats = _stats_ms(search_ms)
     return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "kind": "retrieval",
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": finished.isoformat(timespec="seconds"),
-        "golden": {
-            "path": golden_shown, "sha256": golden.sha256, "n_questions": len(questions),
-            "n_templates": golden.n_templates, "n_drafts": golden.n_drafts,
-            "n_with_pages": sum(1 for q in questions if q.pages),
-            "n_with_evidence": sum(1 for q in questions if q.usable_evidence),
-            "warnings": [p.to_dict() for p in warnings],
+        "name": setup.key,
+        "key": setup.key,
+        "setup": setup.to_dict(),
+        "status": "ok",
+        "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
+        "slices": setup_slices(questions, grains, run.options.by),
+        "found_top10": sum(run.found_vectors[setup.key]),
+        "found_first": sum(1 for r in scored if r.scores["found@1"] > 0),
+        "n_scored": len(scored),
+        "timings_ms": {
+            **search_stats,  # the search alone, as reports before the split gave it
+            "n": len(search_ms),
+            "search": search_stats,
+            "query_embedding": _stats_ms(embed) if embed else None,
+            "rerank": _stats_ms(rerank_ms) if rerank_ms else None,
+            "total": _stats_ms(total),
         },
-        "corpus": {
-            "path": docs_shown, "n_documents": len(documents), "n_pages": pages_total, "n_chunks": len(chunks),
-            "fingerprint": corpus_id,
-            "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped],
-        },
+    }
+
+
+def _picked(run: _RetrievalRun) -> dict[str, Any]:
+    """The picks over the setups that ran; marks each with ``tied_with_best`` and its McNemar
+    test against the best."""
+    ok = [r for r in run.setup_results if r["status"] == "ok"]
+    picks = pick_setups([
+        {"name": r["name"], "found_top10": r["found_top10"], "found_first": r["found_first"],
+         "n_scored": r["n_scored"], "median_ms": r["timings_ms"]["total"]["median"],
+         "found": run.found_vectors[r["name"]]}
+        for r in ok
+    ])
+    for r in ok:
+        r["tied_with_best"] = bool(picks["tied_with_best"].get(r["name"], False))
+        r["mcnemar_vs_best"] = picks["mcnemar"].get(r["name"])
+    return picks
+
+
+def _unjudged(run: _RetrievalRun) -> Any:
+    """With ``--label-unjudged`` and a judge: the judge's grades of the top results the golden
+    file does not name (``core.evaluation.unjudged``); else None."""
+    options = run.options
+    if not (options.label_unjudged and options.judge is not None):
+        return None
+    from core.evaluation.unjudged import label_unjudged
+    from core.models import CachedChatModel
+
+    run.status("grading the top results the golden file does not name, with the judge (UMBRELA)")
+    t0 = time.perf_counter()
+    per_setup = run.per_setup
+    unjudged = label_unjudged(run.golden.questions,
+                              {q: {k: v["top"] for k, v in per_setup[q].items()} for q in per_setup},
+                              run.chunks, CachedChatModel(options.judge, run.cache), depth=options.label_depth)
+    run.timings["labels_s"] = time.perf_counter() - t0
+    return unjudged
+
+
+def _answers(run: _RetrievalRun, picks: dict[str, Any]) -> Any:
+    """With ``--generate``: answer every question with the setup that finds the most and score
+    the answers (``core.evaluation.answers``); else None."""
+    if not run.options.generate:
+        return None
+    from core.evaluation.answers import evaluate_answers
+    from core.evaluation.handing import ParentHandingStore
+    from core.vectorstores.rerank import RerankingStore
+
+    options, setups, questions = run.options, run.setups, run.golden.questions
+    ok_keys = {r["key"] for r in run.setup_results if r["status"] == "ok"}
+    by_key = {s.key: s for s in setups}
+    answer_setup = by_key.get(picks["finds_the_most"] or "") or next(
+        (s for s in setups if s.key in ok_keys), setups[0])
+    if getattr(run.golden, "format", "ragtune") == "bedrock-byoi":
+        run.status(f"scoring the {len(questions)} answers and passages the file holds (nothing is generated)")
+    else:
+        why = "" if picks["finds_the_most"] else " (no setup could be ranked, so the first)"
+        run.status(f"answering {len(questions)} questions with {answer_setup.key}{why}")
+    model_id = answer_setup.embedding_model or run.ids[0]
+    answer_store = run.stores[model_id]
+    if answer_setup.reranker:
+        # the setup's reranked results, already computed, answer the same questions again
+        ranked = {q.question: hits for q in questions
+                  if (hits := run.ranked_by_setup.get(answer_setup.key, {}).get(q.id)) is not None}
+        answer_store = RerankingStore(answer_store, run.reranker, answer_setup.depth, ranked=ranked,
+                                      ranked_setup=answer_setup.search.to_dict(), keep=TOP_K)
+    t0 = time.perf_counter()
+    with _progress(len(questions), "answering", options.show_progress) as bar:
+        # parent-child: the small chunks were searched and scored; the generator reads their parents
+        handing = ParentHandingStore(answer_store, run.chunks) if run.chunker.name == "parent-child" else answer_store
+        answers = evaluate_answers(
+            handing, run.models[model_id], run.golden, answer_setup.search, chat_model=options.chat_model,
+            judge=options.judge, on_answer=lambda done, total: bar.update(1),
+            judge_repeat=options.judge_repeat,
+        )
+    if answers is not None and (answers.get("generator") or {}).get("setup") is not None:
+        answers["generator"]["setup"] = answer_setup.key
+    run.timings["answers_s"] = time.perf_counter() - t0
+    return answers
+
+
+def _retrieval_report(run: _RetrievalRun, picks: dict[str, Any], unjudged: Any, answers: Any) -> dict[str, Any]:
+    """The ``retrieval`` report of a finished run (see :func:`evaluate_retrieval`)."""
+    from core.evaluation.envelope import corpus_block, envelope, golden_block, labelled_counts
+    from core.metrics.retrieval import GRAINS
+    from core.models.cache import CachedReranker
+    from core.vectorstores import backend_name, describe_store
+
+    questions, golden, reranker, documents = run.golden.questions, run.golden, run.reranker, run.documents
+    per_question = [{
+        "id": q.id, "line": q.line, "question": q.question, "expected": [str(t) for t in q.expected],
+        "first_relevant_rank": {k: v["first_relevant_rank"] for k, v in run.per_setup[q.id].items()},
+        "top": {k: v["top"] for k, v in run.per_setup[q.id].items()},
+    } for q in questions]
+    first = run.indexing_models[0]
+    golden_part = golden_block(run.golden_path, golden, **labelled_counts(golden),
+                               warnings=[p.to_dict() for p in run.warnings])
+    corpus_part = corpus_block(run.docs_dir, run.loaded, run.corpus_id,
+                               n_pages=sum(d.n_pages for d in documents), n_chunks=len(run.chunks))
+    rank_grain_reason = ("chosen with --rank-by" if run.options.rank_grain else
+                         "the finest grain with a question whose labels name a document that loaded"
+                         " (and, for evidence, a quote some chunk holds)")
+    return envelope("retrieval", {
         "indexing": {
             # the first model's collection, as reports with one model gave it
             "collection": first["collection"], "reused": first["reused"], "embedding_model": first["embedding_model"],
             "embedding": first["embedding"],
-            "vector_store": backend_name(store_config), "vector_store_location": describe_store(store_config),
-            "chunking": chunking,
-            "models": indexing_models,
+            "vector_store": backend_name(run.store_config), "vector_store_location": describe_store(run.store_config),
+            "chunking": run.chunking,
+            "models": run.indexing_models,
         },
         "reranker": None if reranker is None else {
             "model_id": reranker.model_id, "retrieval_depth": RERANK_DEPTH, "keep": TOP_K,
-            "n_truncated": getattr(reranker, "n_truncated", 0) - rerank_truncated_before,
+            "n_truncated": getattr(reranker, "n_truncated", 0) - run.rerank_truncated_before,
             "cache": reranker.stats() if isinstance(reranker, CachedReranker) else None,
         },
-        "evaluation": {"top_k": TOP_K, "ks": list(KS), "grains": list(GRAINS), "rank_grain": rank_grain,
+        "evaluation": {"top_k": TOP_K, "ks": list(KS), "grains": list(GRAINS), "rank_grain": run.rank_grain,
                        "rank_grain_reason": rank_grain_reason},
-        "setups": setup_results,
-        "skipped_setups": skipped_setups,
+        "setups": run.setup_results,
+        "skipped_setups": run.skipped_setups,
         "picks": picks,
-        "undecided": _undecided(picks, len(ok), rank_grain),
+        "undecided": _undecided(picks, sum(1 for r in run.setup_results if r["status"] == "ok"), run.rank_grain),
         "answers": answers,
         **({"unjudged": unjudged} if unjudged is not None else {}),
         "questions": per_question,
-        "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        "versions": package_versions(),
-        "models": describe_models([*raw_models, reranker]),  # by model id: source, revision, weight files' sha256
-    }
+    }, started=run.started, golden=golden_part, corpus=corpus_part, timings_s=run.timings,
+        versions=package_versions(), models=[*run.raw_models, reranker])  # models: source, revision, sha256

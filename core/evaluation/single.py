@@ -23,14 +23,12 @@ from typing import Any, Iterable, Mapping, Sequence
 from core.errors import ConfigError, RagtuneError, is_transient
 from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
 from core.metrics.retrieval import metric_names
-from core.rag.template import NUMBER_OF_CHUNKS
+from core.evaluation.pipeline import EXTRACTIVE, NOT_APPLICABLE, PipelineSettings, applies
+from core.evaluation.result import EvaluationResult
+from core.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
-#: The placeholder a parameter takes where it does not apply (see ``core.optimization``).
-NOT_APPLICABLE = (None, "n/a")
-#: Name of the foundation model that needs no language model (see ``core.rag.ExtractiveGenerator``).
-EXTRACTIVE = "extractive"
 #: Retrieval metric names a single evaluation reports (at its finest labelled grain).
 RETRIEVAL_METRIC_NAMES: tuple[str, ...] = metric_names(KS)
 #: The mean of the answer metrics a configuration computed (ai4rag's default objective; see
@@ -372,11 +370,16 @@ class EvaluationContext:
         with self._lock:
             return self._collection_locks.setdefault(name, threading.Lock())
 
+    @property
+    def workspace(self) -> Workspace:
+        """The working folder's paths (``core.workspace.Workspace`` of ``out_dir``)."""
+        return Workspace.at(self.out_dir)
+
     def _embedding_cache(self) -> Any:
-        from core.models import EmbeddingCache
+        from core.evaluation.indexing import open_cache
 
         if self._cache is None:
-            self._cache = EmbeddingCache(Path(self.out_dir) / "cache" / "embeddings.sqlite")
+            self._cache = open_cache(self.workspace)
         return self._cache
 
     def cached_chat(self, model: Any) -> Any:
@@ -408,14 +411,14 @@ class EvaluationContext:
 
     def _embedding_model_locked(self, model_id: str) -> Any:
         """:meth:`embedding_model`, for a caller holding the context's lock."""
-        from core.models import CachedEmbeddingModel
+        from core.evaluation.indexing import cached_model
 
         if model_id not in self._cached_models:
             if model_id not in self.embedding_models:
                 known = ", ".join(sorted(self.embedding_models)) or "none"
                 raise ConfigError(f"embedding model {model_id!r} is not configured (configured: {known})")
-            self._cached_models[model_id] = CachedEmbeddingModel(self.embedding_models[model_id],
-                                                                 self._embedding_cache())
+            self._cached_models[model_id] = cached_model(self.embedding_models[model_id], self.workspace,
+                                                         self._embedding_cache())
         return self._cached_models[model_id]
 
     def store_config(self, backend: str | None = None) -> Any:
@@ -425,21 +428,22 @@ class EvaluationContext:
         Raises:
             ConfigError: a backend without a configuration.
         """
-        from core.vectorstores import MilvusLiteConfig, backend_name
+        from core.evaluation.indexing import store_config
+        from core.vectorstores import backend_name
 
-        default = self.vector_store_config or MilvusLiteConfig(str(Path(self.out_dir) / "milvus.db"))
+        default = store_config(self.vector_store_config, self.workspace)
         if backend is None or backend in NOT_APPLICABLE or backend_name(default) == backend:
             return default
         if backend in self.vector_store_configs:
             return self.vector_store_configs[backend]
         if backend == "milvus-lite":
-            return MilvusLiteConfig(str(Path(self.out_dir) / "milvus.db"))
+            return store_config(None, self.workspace)
         known = ", ".join(sorted({backend_name(default), *self.vector_store_configs}))
         raise ConfigError(f"vector store {backend!r} is not configured (configured: {known})")
 
 
 def _applies(value: Any) -> bool:
-    return value not in NOT_APPLICABLE
+    return applies(value)
 
 
 def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: str) -> Path:
@@ -447,70 +451,49 @@ def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: s
     if context.with_answers:  # answers also depend on who judges them and on which metrics
         what = f"answers\0{getattr(context.judge, 'model_id', '')}\0{','.join(context.answer_metrics or [])}"
     scope = hashlib.sha256(f"{corpus.fingerprint}\0{golden.sha256}\0{what}".encode()).hexdigest()[:16]
-    return Path(context.out_dir) / "results" / scope / f"{key}.json"
+    return context.workspace.results(scope) / f"{key}.json"
 
 
-def _models(configuration: Mapping[str, Any], context: EvaluationContext, model: Any) -> dict[str, Any]:
+def _models(settings: PipelineSettings, context: EvaluationContext, model: Any) -> dict[str, Any]:
     """The descriptions of the embedding model and the reranker a configuration uses, by model
     id (``core.models.describe``: source, revision, weight files' sha256)."""
     from core.models.describe import describe_models
 
-    name = configuration.get("reranker")
-    return describe_models([model, context.rerankers.get(name) if isinstance(name, str) else None])
+    return describe_models([model, context.rerankers.get(settings.reranker) if settings.reranker else None])
 
 
-def _with_reranker(store: Any, configuration: Mapping[str, Any], context: EvaluationContext) -> Any:
+def _with_reranker(store: Any, settings: PipelineSettings, context: EvaluationContext) -> Any:
     """``store``, or ``store`` followed by the configuration's reranker (``reranker`` not
     ``none``; the first stage fetches ``retrieval_depth`` results).
 
     Raises:
         ConfigError: a reranker that is not configured.
     """
-    from core.vectorstores.rerank import RERANK_DEPTH, RerankingStore
+    from core.vectorstores.rerank import RerankingStore
 
-    name = configuration.get("reranker")
-    if name is None or name in NOT_APPLICABLE or name == "none":
+    name = settings.reranker
+    if name is None:
         return store
     if name not in context.rerankers:
         known = ", ".join(sorted(context.rerankers)) or "none"
         raise ConfigError(f"reranker {name!r} is not configured (configured: {known})")
-    depth = configuration.get("retrieval_depth")
-    return RerankingStore(store, context.rerankers[name], RERANK_DEPTH if depth in NOT_APPLICABLE else int(depth))
-
-
-def _search_setup(configuration: Mapping[str, Any]) -> Any:
-    from core.vectorstores import SearchSetup
-
-    mode = configuration.get("search_mode", "vector")
-    strategy = configuration.get("ranker_strategy")
-    kwargs: dict[str, Any] = {}
-    if mode == "hybrid":
-        kwargs["ranker_strategy"] = strategy if _applies(strategy) else "rrf"
-        if _applies(configuration.get("ranker_k")):
-            kwargs["ranker_k"] = int(configuration["ranker_k"])
-        if _applies(configuration.get("ranker_alpha")):
-            kwargs["ranker_alpha"] = float(configuration["ranker_alpha"])
-    return SearchSetup(mode, **kwargs)
+    return RerankingStore(store, context.rerankers[name], settings.retrieval_depth)
 
 
 def leg_depth(configuration: Mapping[str, Any]) -> int:
     """How deep the search of ``configuration`` fetches each leg (dense or BM25) of a query:
     the first stage's depth (``number_of_chunks``, or with a reranker its ``retrieval_depth``,
-    ``RERANK_DEPTH`` by default), widened for hybrid search to
-    ``core.vectorstores.fusion.hybrid_window``.
+    ``RERANK_DEPTH`` by default; see :class:`core.evaluation.pipeline.PipelineSettings`),
+    widened for hybrid search to ``core.vectorstores.fusion.hybrid_window``.
 
     Raises:
         ConfigError: bad search settings (as ``SearchSetup``).
     """
     from core.vectorstores.fusion import hybrid_window
-    from core.vectorstores.rerank import RERANK_DEPTH
 
-    k = int(configuration.get("number_of_chunks", NUMBER_OF_CHUNKS))
-    reranker = configuration.get("reranker")
-    if _applies(reranker) and reranker != "none":
-        depth = configuration.get("retrieval_depth")
-        k = max(k, RERANK_DEPTH if not _applies(depth) else int(depth))
-    setup = _search_setup(configuration)
+    settings = PipelineSettings.of(configuration)
+    k = settings.first_stage_depth
+    setup = settings.search_setup()
     return hybrid_window(k, setup) if setup.search_mode == "hybrid" else k
 
 
@@ -528,29 +511,25 @@ def widest_leg(configurations: Any) -> int:
     return deepest
 
 
-def _chunker(configuration: Mapping[str, Any], context: "EvaluationContext", model: Any) -> Any:
+def _chunker(settings: PipelineSettings, context: "EvaluationContext", model: Any) -> Any:
     """The configuration's chunker. ``semantic`` measures sentence similarity with the
     configuration's embedding model ``model``; ``llm`` and ``contextual`` ask the
     configuration's foundation model when it is a chat model, else the first configured one
     (none configured: ``get_chunker`` raises ConfigError, and the configuration fails with it)."""
     from core.chunking import CHAT_METHODS, get_chunker
 
-    method = configuration.get("chunking_method", "recursive")
-    size = configuration.get("chunk_size")  # the placeholder where it does not apply (hierarchical)
-    overlap = configuration.get("chunk_overlap")
     chat = None
-    if method in CHAT_METHODS:
-        source = context.chat_models.get(str(configuration.get("foundation_model", EXTRACTIVE))) \
-            or next(iter(context.chat_models.values()), None)
+    if settings.chunking_method in CHAT_METHODS:
+        source = context.chat_models.get(settings.foundation_model) or next(iter(context.chat_models.values()), None)
         chat = context.cached_chat(source)
-    return get_chunker(method, int(size) if _applies(size) else 256, int(overlap) if _applies(overlap) else 0,
+    return get_chunker(settings.chunking_method, settings.chunk_size, settings.chunk_overlap,
                        embedding_model=model, chat_model=chat)
 
 
-def _generator(configuration: Mapping[str, Any], context: EvaluationContext) -> Any:
+def _generator(settings: PipelineSettings, context: EvaluationContext) -> Any:
     """The configuration's chat model; None for the extractive baseline (``evaluate_answers``
     builds it on the embedding model)."""
-    name = str(configuration.get("foundation_model", EXTRACTIVE))
+    name = settings.foundation_model
     if name == EXTRACTIVE:
         return None
     if name not in context.chat_models:
@@ -565,12 +544,11 @@ def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext
     embedding cache); True when reused. A store with a leg memo drops the memo's entries of
     its collection before it is deleted and after every write (``MilvusVectorStore``), so a
     collection rebuilt never answers from its former lists; one reused keeps them."""
-    from core.evaluation.retrieval import fill_collection
+    from core.evaluation.indexing import build_index
 
-    if store.exists() and store.count() == len(chunks) and (not keyword_index or store.has_keyword_index()):
-        return True
     before = _texts_sent(model)
-    fill_collection(store, chunks, model)
+    if build_index(store, chunks, model, keyword_index=keyword_index).reused:
+        return True
     with context._lock:
         context.collections_built += 1
         context.n_embedded += _texts_sent(model) - before
@@ -634,95 +612,32 @@ def run_single_evaluation(
 def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, golden: Any, *,
                            context: EvaluationContext, use_stored: bool) -> dict[str, Any]:
     """:func:`run_single_evaluation`'s work, inside its spending tally."""
-    from core.evaluation.retrieval import choose_rank_grain
-    from core.metrics.retrieval import GRAINS, evaluate_rankings
-    from core.models.embeddings import query_text
-    from core.vectorstores import backend_name, collection_name_for, describe_store
-
     from core.optimization.configuration import Configuration
 
     configuration = dict(configuration)
     key = Configuration(configuration).key
     path = _result_path(context, corpus, golden, key)
     if use_stored and path.is_file():
-        try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-            stored["stored"] = True
+        stored = _stored_result(path)
+        if stored is not None:
             return stored
-        except (OSError, ValueError):
-            logger.warning("stored result %s is unreadable; evaluating again", path)
 
     started = time.perf_counter()
-    timings: dict[str, float] = {}
-    result: dict[str, Any] = {
-        "key": key, "configuration": configuration, "status": "failed", "error": None, "stored": False,
-        "metrics": {}, "retrieval": {}, "rank_grain": None, "answers": None, "collection": None,
-        "store_binding": None,
-        "collection_reused": None, "n_embedded": 0, "timings": timings, "transient": False,
-    }
+    result = EvaluationResult.begin(key, configuration).to_dict()
     try:
-        model = context.embedding_model(str(configuration.get("embedding_model")))
-        result["models"] = _models(configuration, context, model)
-        chunker = _chunker(configuration, context, model)
-        t0 = time.perf_counter()
-        chunks = context.chunks(corpus, chunker)
-        timings["chunk_s"] = round(time.perf_counter() - t0, 3)
-        if not chunks:
-            raise ConfigError("the corpus gave no chunks")
-        collection = collection_name_for({
-            "corpus": corpus.fingerprint, "chunking": {"method": chunker.name, **chunker.params()},
-            "embedding_model": model.model_id,
-        })
-        result["collection"] = collection
-        store_config = context.store_config(configuration.get("vector_store"))
-        result["store_binding"] = {"backend": backend_name(store_config), "location": describe_store(store_config),
-                                   "collection": collection}
-        keyword_index = context.needs_keyword_index(configuration)
-        t0 = time.perf_counter()
-        before = _texts_sent(model)
-        if context.new_store_opening(store_config):
-            # a new database holds no collection to reuse: the chunks are embedded while it
-            # opens, in bounded batches (each cached once embedded)
-            from core.evaluation.retrieval import EARLY_EMBED_BATCH
-
-            for i in range(0, len(chunks), EARLY_EMBED_BATCH):
-                model.embed_documents([c.text for c in chunks[i:i + EARLY_EMBED_BATCH]])
-            with context._lock:
-                context.n_embedded += _texts_sent(model) - before
-        store = context.vector_store(model, store_config, collection, keyword_index=keyword_index)
+        settings = PipelineSettings.of(configuration)
+        model = context.embedding_model(settings.embedding_model)
+        result["models"] = _models(settings, context, model)
+        store = _indexed_store(settings, corpus, model, context, result)
         try:
-            with context.collection_lock(json.dumps(result["store_binding"], sort_keys=True)):
-                result["collection_reused"] = _index(store, chunks, model, context, keyword_index)
-            result["n_embedded"] = _texts_sent(model) - before
-            timings["index_s"] = round(time.perf_counter() - t0, 3)
-
-            setup = _search_setup(configuration)
-            k = int(configuration.get("number_of_chunks", NUMBER_OF_CHUNKS))
-            from core.vectorstores.memo import SearchMemo
-
-            # the answers are generated from the very chunks the retrieval metrics scored
-            searched = SearchMemo(_with_reranker(store, configuration, context))
-            t0 = time.perf_counter()
-            # one batch of the very texts the searches and the answerer embed (embed_query adds the
-            # model's query instruction), so they all hit the cache; then every question searched
-            # in as few requests as the store allows
-            model.embed_documents([query_text(model, q.question) for q in golden.questions])
-            found = searched.search_many([q.question for q in golden.questions], k=k, **setup.to_dict())
-            rankings = {q.id: [h.chunk for h in hits] for q, hits in zip(golden.questions, found)}
-            timings["retrieve_s"] = round(time.perf_counter() - t0, 3)
-            grains = evaluate_rankings(golden.questions, rankings, grains=GRAINS, ks=KS)
-            rank_grain = choose_rank_grain(golden.questions, [d.document_id for d in corpus.documents])
-            result["rank_grain"] = rank_grain
-            result["retrieval"] = {g: r.aggregate.to_dict() for g, r in grains.items()}
-            result["metrics"].update(grains[rank_grain].aggregate.means)
-
+            searched, setup = _retrieved(store, settings, corpus, golden, model, context, result)
             if not context.with_answers:
                 result["status"] = "ok"
                 return _finish(result, started, context, corpus, golden, path)
             t0 = time.perf_counter()
-            generator = _generator(configuration, context)
-            answers = _answers(searched, model, golden, setup, generator, configuration, context, k)
-            timings["answers_s"] = round(time.perf_counter() - t0, 3)
+            generator = _generator(settings, context)
+            answers = _answers(searched, model, golden, setup, generator, settings, context)
+            result["timings"]["answers_s"] = round(time.perf_counter() - t0, 3)
             result["answers"] = answers
             for m in answers["metrics"]:
                 if m["scores"]["mean"] is not None:
@@ -743,6 +658,96 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
     return _finish(result, started, context, corpus, golden, path)
 
 
+def _stored_result(path: Path) -> dict[str, Any] | None:
+    """The result stored at ``path`` (:class:`EvaluationResult`), marked ``stored``; None when
+    it cannot be read (it is evaluated again)."""
+    import dataclasses
+
+    try:
+        stored = EvaluationResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ConfigError):
+        logger.warning("stored result %s is unreadable; evaluating again", path)
+        return None
+    return dataclasses.replace(stored, stored=True).to_dict()
+
+
+def _indexed_store(settings: PipelineSettings, corpus: Corpus, model: Any, context: EvaluationContext,
+                   result: dict[str, Any]) -> Any:
+    """Chunk the corpus and open the configuration's collection, built or reused
+    (:func:`core.evaluation.indexing.build_index`, under the collection's lock); fills the
+    result's ``collection``, ``store_binding``, ``collection_reused``, ``n_embedded`` and
+    timings. Returns the open store (the caller closes it).
+
+    Raises:
+        ConfigError: the corpus gave no chunks; what the chunker, the models and the store raise.
+    """
+    from core.evaluation.indexing import EARLY_EMBED_BATCH, collection_for
+    from core.vectorstores import backend_name, describe_store
+
+    timings = result["timings"]
+    chunker = _chunker(settings, context, model)
+    t0 = time.perf_counter()
+    chunks = context.chunks(corpus, chunker)
+    timings["chunk_s"] = round(time.perf_counter() - t0, 3)
+    if not chunks:
+        raise ConfigError("the corpus gave no chunks")
+    collection = result["collection"] = collection_for(corpus.fingerprint, {"method": chunker.name, **chunker.params()},
+                                                       model.model_id)
+    store_config = context.store_config(settings.vector_store)
+    result["store_binding"] = {"backend": backend_name(store_config), "location": describe_store(store_config),
+                               "collection": collection}
+    keyword_index = context.needs_keyword_index(result["configuration"])
+    t0 = time.perf_counter()
+    before = _texts_sent(model)
+    if context.new_store_opening(store_config):
+        # a new database holds no collection to reuse: the chunks are embedded while it
+        # opens, in bounded batches (each cached once embedded)
+        for i in range(0, len(chunks), EARLY_EMBED_BATCH):
+            model.embed_documents([c.text for c in chunks[i:i + EARLY_EMBED_BATCH]])
+        with context._lock:
+            context.n_embedded += _texts_sent(model) - before
+    store = context.vector_store(model, store_config, collection, keyword_index=keyword_index)
+    try:
+        with context.collection_lock(json.dumps(result["store_binding"], sort_keys=True)):
+            result["collection_reused"] = _index(store, chunks, model, context, keyword_index)
+    except BaseException:
+        store.close()
+        raise
+    result["n_embedded"] = _texts_sent(model) - before
+    timings["index_s"] = round(time.perf_counter() - t0, 3)
+    return store
+
+
+def _retrieved(store: Any, settings: PipelineSettings, corpus: Corpus, golden: Any, model: Any,
+               context: EvaluationContext, result: dict[str, Any]) -> tuple[Any, Any]:
+    """Search every question (through the configuration's reranker) and score the rankings;
+    fills the result's ``rank_grain``, ``retrieval`` and retrieval ``metrics``. Returns the
+    memoised store (the answers are generated from the very chunks scored) and the setup."""
+    from core.evaluation.retrieval import choose_rank_grain
+    from core.metrics.retrieval import GRAINS, evaluate_rankings
+    from core.models.embeddings import query_text
+    from core.vectorstores.memo import SearchMemo
+
+    setup = settings.search_setup()
+    k = settings.number_of_chunks
+    # the answers are generated from the very chunks the retrieval metrics scored
+    searched = SearchMemo(_with_reranker(store, settings, context))
+    t0 = time.perf_counter()
+    # one batch of the very texts the searches and the answerer embed (embed_query adds the
+    # model's query instruction), so they all hit the cache; then every question searched
+    # in as few requests as the store allows
+    model.embed_documents([query_text(model, q.question) for q in golden.questions])
+    found = searched.search_many([q.question for q in golden.questions], k=k, **setup.to_dict())
+    rankings = {q.id: [h.chunk for h in hits] for q, hits in zip(golden.questions, found)}
+    result["timings"]["retrieve_s"] = round(time.perf_counter() - t0, 3)
+    grains = evaluate_rankings(golden.questions, rankings, grains=GRAINS, ks=KS)
+    rank_grain = choose_rank_grain(golden.questions, [d.document_id for d in corpus.documents])
+    result["rank_grain"] = rank_grain
+    result["retrieval"] = {g: r.aggregate.to_dict() for g, r in grains.items()}
+    result["metrics"].update(grains[rank_grain].aggregate.means)
+    return searched, setup
+
+
 def _finish(result: dict[str, Any], started: float, context: EvaluationContext, corpus: Corpus, golden: Any,
             path: Path) -> dict[str, Any]:
     """Stamp the total time and what was spent, and store a successful result (atomically)
@@ -760,18 +765,13 @@ def _finish(result: dict[str, Any], started: float, context: EvaluationContext, 
     return result
 
 
-def _answers(store: Any, model: Any, golden: Any, setup: Any, generator: Any, configuration: Mapping[str, Any],
-             context: EvaluationContext, k: int) -> dict[str, Any]:
+def _answers(store: Any, model: Any, golden: Any, setup: Any, generator: Any, settings: PipelineSettings,
+             context: EvaluationContext) -> dict[str, Any]:
     """Generate and score the answers with the configuration's generator and prompt templates."""
     from core.evaluation.answers import evaluate_answers
 
-    templates = {
-        name: configuration[name]
-        for name in ("system_message_text", "context_template_text", "user_message_text")
-        if _applies(configuration.get(name))
-    }
     return evaluate_answers(
         store, model, golden, setup, chat_model=generator, judge=context.cached_chat(context.judge),
         metrics=context.answer_metrics,
-        templates=templates, k=k, max_workers=context.max_workers,
+        templates=dict(settings.templates), k=settings.number_of_chunks, max_workers=context.max_workers,
     )

@@ -16,13 +16,13 @@ import hashlib
 import logging
 import statistics
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from core.metrics.retrieval import DEFAULT_KS, TOP_K  # the one home of the rank cut-offs
 from core.reports.keys import SWEEP_RUNS_PREFIX  # where sweeps are stored
-from core.reports.store import REPORT_SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,8 @@ def run_sweep(
     Args:
         docs_dir: the documents folder (or address).
         golden_path: the golden file (or address).
-        out_dir: working folder (embedding cache, Milvus Lite database).
+        out_dir: working folder (``core.workspace.Workspace``: embedding cache, Milvus Lite
+            database).
         methods: chunking methods.
         sizes: chunk sizes in tokens.
         overlaps: overlaps in tokens (for the methods that take one).
@@ -74,15 +75,15 @@ def run_sweep(
     """
     from core.documents import corpus_fingerprint, load_documents
     from core.errors import ConfigError
-    from core.evaluation.chunking import MAX_LISTED, builds_for, check_methods, chunk_corpus, index_chunks
+    from core.evaluation.chunking import MAX_LISTED, builds_for, check_methods
+    from core.evaluation.envelope import corpus_block, envelope, golden_block
+    from core.evaluation.indexing import cached_model, store_config
     from core.evaluation.retrieval import choose_rank_grain, default_search_setups
     from core.golden import read_golden
-    from core.inputs import shown_address
-    from core.metrics.retrieval import evaluate_rankings
-    from core.models import CachedEmbeddingModel, EmbeddingCache, LocalEmbeddingModel
-    from core.vectorstores import MilvusLiteConfig, collection_name_for, get_vector_store
+    from core.models import LocalEmbeddingModel
+    from core.models.embeddings import query_text
+    from core.workspace import Workspace
 
-    say = progress or (lambda m: logger.info(m))
     methods = check_methods(methods, chat_model=chat_model)
     builds, left_out = builds_for(methods, list(sizes), embed_headings, overlaps=list(overlaps))
     if not builds:
@@ -93,55 +94,109 @@ def run_sweep(
         s.to_dict()
     started = datetime.now(timezone.utc)
     t_start = time.perf_counter()
-    out_dir = Path(out_dir)
+    workspace = Workspace.at(out_dir)
     golden = read_golden(golden_path)
     questions = list(golden.questions)
     grain = choose_rank_grain(questions)
-    loaded = load_documents(docs_dir, cache_dir=out_dir / "inputs")
-    documents = loaded.documents
-    fingerprint = corpus_fingerprint(documents)
-    model = CachedEmbeddingModel(embedding_model or LocalEmbeddingModel(),
-                                 EmbeddingCache(out_dir / "cache" / "embeddings.sqlite"))
-    store_config = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
-    from core.models.embeddings import query_text
-
+    loaded = load_documents(docs_dir, cache_dir=workspace.inputs)
+    fingerprint = corpus_fingerprint(loaded.documents)
+    model = cached_model(embedding_model or LocalEmbeddingModel(), workspace)
     # once, outside the timed searches: the texts the searches embed (query instruction included)
     model.embed_documents([query_text(model, q.question) for q in questions])
-
-    rows: list[dict[str, Any]] = []
-    build_rows: list[dict[str, Any]] = []
-    failures: list[dict[str, Any]] = []
-    by_digest: dict[str, list[dict[str, Any]]] = {}
+    sweep = _Sweep(model, store_config(vector_store_config, workspace), fingerprint, questions, grain, setups,
+                   chat_model, progress or (lambda m: logger.info(m)))
     for b in builds:
-        say(f"building {b.key}")
+        sweep.run_build(b, loaded.documents)
+    rows = sweep.rows
+
+    def key(r: dict[str, Any]) -> tuple[float, float, float]:
+        return (-(r["ndcg@10"] or 0.0), -(r["mrr"] or 0.0), r["median_ms"])
+
+    rows.sort(key=key)
+    for i, r in enumerate(rows, start=1):
+        r["rank"] = i
+    body = {
+        "settings": {"methods": list(methods), "sizes": list(sizes), "overlaps": list(overlaps),
+                     "embed_headings": [bool(h) for h in embed_headings], "search": [s.name for s in setups],
+                     "grain": grain, "top_k": TOP_K, "embedding_model": model.model_id,
+                     "ranking": "nDCG@10, then MRR, then median search time"},
+        "rows": rows,
+        "builds": sweep.build_rows,
+        "left_out": left_out,
+        "failures": sweep.failures[:MAX_LISTED],
+        "n_failures": len(sweep.failures),
+    }
+    return envelope("sweep", body, started=started,
+                    golden=golden_block(golden_path, golden, n_questions=len(questions)),
+                    corpus=corpus_block(docs_dir, loaded, fingerprint),
+                    timings_s={"total_s": time.perf_counter() - t_start},
+                    models=[model])  # beside settings.embedding_model: source, revision, sha256
+
+
+@dataclass
+class _Sweep:
+    """Each combination of a sweep built once in a scratch collection, asked by every setup,
+    and dropped; collects the rows, the builds and what failed (internal)."""
+
+    model: Any
+    store_config: Any
+    fingerprint: str
+    questions: list[Any]
+    grain: str
+    setups: list[Any]
+    chat_model: Any
+    say: Callable[[str], Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    build_rows: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    by_digest: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def run_build(self, b: Any, documents: Sequence[Any]) -> None:
+        """Chunk, index and search one combination (one with the same chunks as an earlier one
+        shares its rows)."""
+        from core.evaluation.chunking import chunk_corpus
+
+        self.say(f"building {b.key}")
         t0 = time.perf_counter()
-        chunker = b.chunker(embedding_model=model, chat_model=chat_model)
+        chunker = b.chunker(embedding_model=self.model, chat_model=self.chat_model)
         chunks, failed = chunk_corpus(chunker, documents, b.key)
-        failures.extend(failed)
+        self.failures.extend(failed)
         chunk_s = time.perf_counter() - t0
         info: dict[str, Any] = {**b.to_dict(), "n_chunks": len(chunks), "chunk_s": round(chunk_s, 3)}
         if not chunks:
-            build_rows.append({**info, "status": "failed", "reason": "no document could be cut"})
-            continue
+            self.build_rows.append({**info, "status": "failed", "reason": "no document could be cut"})
+            return
         digest = hashlib.sha256("\0".join(f"{c.document_id}\0{c.text}" for c in chunks).encode("utf-8")).hexdigest()
-        if digest in by_digest:
-            twin_rows = by_digest[digest]
-            build_rows.append({**info, "status": "ok", "same_as": twin_rows[0]["build"], "build_s": round(chunk_s, 3)})
+        if digest in self.by_digest:
+            twin_rows = self.by_digest[digest]
+            self.build_rows.append({**info, "status": "ok", "same_as": twin_rows[0]["build"],
+                                    "build_s": round(chunk_s, 3)})
             for r in twin_rows:
-                rows.append({**r, **{k: v for k, v in b.to_dict().items() if k != "key"}, "build": b.key,
-                             "same_as": r["build"], "build_s": round(chunk_s, 3)})
-            continue
-        name = collection_name_for({"purpose": "sweep", "corpus": fingerprint, "chunking": chunker.params(),
-                                    "embedding_model": model.model_id}, prefix="ragtune_scratch")
-        store = get_vector_store(model, store_config, name)
+                self.rows.append({**r, **{k: v for k, v in b.to_dict().items() if k != "key"}, "build": b.key,
+                                  "same_as": r["build"], "build_s": round(chunk_s, 3)})
+            return
+        mine = self._searched(b, chunker, chunks, chunk_s, info)
+        self.by_digest[digest] = mine
+        self.rows.extend(mine)
+
+    def _searched(self, b: Any, chunker: Any, chunks: list[Any], chunk_s: float,
+                  info: dict[str, Any]) -> list[dict[str, Any]]:
+        """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.scratch_index`)
+        and score every setup on it; the collection is dropped after."""
+        from core.evaluation.indexing import collection_for, scratch_index
+        from core.metrics.retrieval import evaluate_rankings
+
+        questions, grain = self.questions, self.grain
+        name = collection_for(self.fingerprint, chunker.params(), self.model.model_id, prefix="ragtune_scratch",
+                              purpose="sweep")
         mine: list[dict[str, Any]] = []
-        try:
-            times = index_chunks(store, chunks, model, build_key=b.key, failures=failures)
-            build_s = chunk_s + times["embed_s"] + times["index_s"]
-            build_rows.append({**info, "status": "ok", "embed_s": round(times["embed_s"], 3),
-                               "build_s": round(build_s, 3)})
-            for setup in setups:
-                say(f"searching {b.key} with {setup.name}")
+        with scratch_index(self.model, self.store_config, name, chunks, build_key=b.key,
+                           failures=self.failures) as (store, built):
+            build_s = chunk_s + built.embed_s + built.index_s
+            self.build_rows.append({**info, "status": "ok", "embed_s": round(built.embed_s, 3),
+                                    "build_s": round(build_s, 3)})
+            for setup in self.setups:
+                self.say(f"searching {b.key} with {setup.name}")
                 if questions:
                     store.search(questions[0].question, k=TOP_K, **setup.to_dict())  # untimed warm-up
                 rankings: dict[str, list[Any]] = {}
@@ -161,47 +216,7 @@ def run_sweep(
                     "n_chunks": len(chunks), "build_s": round(build_s, 3),
                     "median_ms": round(statistics.median(latencies), 3) if latencies else 0.0,
                 })
-        finally:
-            try:
-                store.delete_collection()
-            finally:
-                store.close()
-        by_digest[digest] = mine
-        rows.extend(mine)
-
-    def key(r: dict[str, Any]) -> tuple[float, float, float]:
-        return (-(r["ndcg@10"] or 0.0), -(r["mrr"] or 0.0), r["median_ms"])
-
-    rows.sort(key=key)
-    for i, r in enumerate(rows, start=1):
-        r["rank"] = i
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "kind": "sweep",
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "n_questions": len(questions)},
-        "corpus": {"path": shown_address(docs_dir), "n_documents": len(documents), "fingerprint": fingerprint,
-                   "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in loaded.skipped]},
-        "settings": {"methods": list(methods), "sizes": list(sizes), "overlaps": list(overlaps),
-                     "embed_headings": [bool(h) for h in embed_headings], "search": [s.name for s in setups],
-                     "grain": grain, "top_k": TOP_K, "embedding_model": model.model_id,
-                     "ranking": "nDCG@10, then MRR, then median search time"},
-        "rows": rows,
-        "builds": build_rows,
-        "left_out": left_out,
-        "failures": failures[:MAX_LISTED],
-        "n_failures": len(failures),
-        "timings_s": {"total_s": round(time.perf_counter() - t_start, 3)},
-        "models": _describe(model),  # beside settings.embedding_model: source, revision, sha256
-    }
-
-
-def _describe(model: Any) -> dict[str, Any]:
-    """The embedding model's description by id (``core.models.describe``)."""
-    from core.models.describe import describe_models
-
-    return describe_models([model])
+        return mine
 
 
 def _cell(v: Any) -> str:

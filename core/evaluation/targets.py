@@ -25,7 +25,6 @@ from typing import Any, Callable, Sequence
 from core.errors import ConfigError, RagtuneError, StoreError
 from core.metrics.retrieval import DEFAULT_KS as KS
 from core.metrics.retrieval import GRAINS, TOP_K
-from core.reports.store import REPORT_SCHEMA_VERSION
 from core.vectorstores.rerank import RERANK_DEPTH
 
 logger = logging.getLogger(__name__)
@@ -337,10 +336,12 @@ def evaluate_targets(
     """
     from pathlib import Path
 
+    from core.evaluation.envelope import envelope, golden_block, labelled_counts
+    from core.evaluation.indexing import cached_model
     from core.golden import check_golden, read_golden
-    from core.inputs import shown_address
-    from core.models import CachedEmbeddingModel, EmbeddingCache
+    from core.models import CachedEmbeddingModel
     from core.targets.base import QueryVectors
+    from core.workspace import Workspace
 
     options = options or TargetsOptions()
     status = on_status or (lambda message: logger.info(message))
@@ -354,7 +355,7 @@ def evaluate_targets(
     if isinstance(model, CachedEmbeddingModel):  # the caller's cache: its chunks are embedded once
         cached, model = model, model.model
     else:
-        cached = CachedEmbeddingModel(model, EmbeddingCache(out_dir / "cache" / "embeddings.sqlite"))
+        cached = cached_model(model, Workspace.at(out_dir))
     vectors = QueryVectors(model)
     skipped: list[dict[str, str]] = []
     reranker = _reranker(reranker, skipped)
@@ -382,15 +383,7 @@ def evaluate_targets(
             e["mcnemar_vs_best"] = picks["mcnemar"].get(e["name"])
     warnings = check_golden(golden_path, data=golden.raw).warnings
     timings["total_s"] = time.perf_counter() - t_start
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION, "kind": "retrieval",
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "golden": {"path": shown_address(golden_path), "sha256": golden.sha256, "n_questions": len(questions),
-                   "n_templates": golden.n_templates, "n_drafts": golden.n_drafts,
-                   "n_with_pages": sum(1 for q in questions if q.pages),
-                   "n_with_evidence": sum(1 for q in questions if q.usable_evidence),
-                   "warnings": [p.to_dict() for p in warnings]},
+    return envelope("retrieval", {
         "corpus": _corpus(built, docs), "indexing": _indexing(built, model),
         "targets": [_target_entry(o, entries, found, len(expected)) for o in opened],
         "reranker": None if reranker is None else {"model_id": reranker.model_id, "retrieval_depth": RERANK_DEPTH,
@@ -401,9 +394,8 @@ def evaluate_targets(
         "questions": [{"id": q.id, "line": q.line, "question": q.question, "expected": [str(t) for t in q.expected],
                        "first_relevant_rank": {k: v["first_relevant_rank"] for k, v in per_setup[q.id].items()},
                        "top": {k: v["top"] for k, v in per_setup[q.id].items()}} for q in questions],
-        "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        "versions": _versions(),
-    }
+    }, started=started, timings_s=timings, versions=_versions(),
+        golden=golden_block(golden_path, golden, **labelled_counts(golden), warnings=[p.to_dict() for p in warnings]))
 
 
 def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Sequence[Any], vectors: Any,
@@ -449,11 +441,12 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
 def _build(docs: str, model: Any, vectors: Any, out_dir: Any, store_config: Any, options: TargetsOptions,
            status: Callable[[str], None]) -> Any:
     from core.evaluation.collection_target import CollectionTarget
-    from core.vectorstores import MilvusLiteConfig
+    from core.evaluation.indexing import store_config as store_or_default
+    from core.workspace import Workspace
 
     status(f"building ragtune's collection from {docs}")
     return CollectionTarget.build(docs, model=model, out_dir=out_dir,
-                                  store_config=store_config or MilvusLiteConfig(str(out_dir / "milvus.db")),
+                                  store_config=store_or_default(store_config or None, Workspace.at(out_dir)),
                                   vectors=vectors, chunking=options.chunking, embed_title=options.embed_title,
                                   show_progress=options.show_progress, on_status=status)
 

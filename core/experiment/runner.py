@@ -111,6 +111,57 @@ class ExperimentOptions:
     cache_replies: bool = True
 
 
+@dataclass
+class _LocalRun:
+    """The state of one :func:`run_experiment` run, filled step by step (internal)."""
+
+    options: ExperimentOptions
+    handlers: Sequence[Any]
+    workers: int
+    experiment: Any = None
+    experiment_id: str = ""
+    files: Any = None
+    where: str = ""
+    golden: Any = None
+    corpus: Any = None
+    context: Any = None
+    store_config: Any = None
+    space: Any = None
+    objective: str | None = None
+    notes: list[str] = field(default_factory=list)
+    spec: Any = None
+    study: Any = None
+    warnings: list[Any] = field(default_factory=list)
+    preselection: Any = None
+    previous: dict[str, Any] = field(default_factory=dict)
+    started_at: str = ""
+    startup_s: float = 0.0
+    iteration: int = 0
+    pending: int = 0
+    t_start: float = field(default_factory=time.perf_counter)
+
+    def status(self, level: str, message: str, step: str | None = None) -> None:
+        """Tell every handler (``on_status_change``)."""
+        for h in self.handlers:
+            h.on_status_change(level, message, step)
+
+    def progress(self) -> dict[str, Any]:
+        """What the experiment has cost so far, earlier runs included (``progress.json``)."""
+        context = self.context
+        prev_counts = self.previous.get("counts") or {}
+        prev_timings = self.previous.get("timings_s") or {}
+        stats = [m.stats() for m in context._cached_models.values()]
+        return {
+            "started_at": self.started_at, "preselection": self.preselection,
+            "counts": {"collections_built": context.collections_built + prev_counts.get("collections_built", 0),
+                       **{name: sum(int(st[name]) for st in stats) + prev_counts.get(name, 0)
+                          for name in ("texts_embedded", "texts_from_cache", "texts_unique")},
+                       **{name: value + prev_counts.get(name, 0) for name, value in context.reply_stats().items()}},
+            "timings_s": {"total_s": round(time.perf_counter() - self.t_start + prev_timings.get("total_s", 0.0), 3),
+                          "startup_s": round(self.startup_s + prev_timings.get("startup_s", 0.0), 3)},
+        }
+
+
 def run_experiment(
     docs_dir: str | Path,
     golden_path: str | Path,
@@ -133,7 +184,8 @@ def run_experiment(
         docs_dir: the documents: a folder, or an ``s3://`` / Blob address (downloaded under
             ``<out_dir>/inputs``).
         golden_path: the golden file (native or Bedrock): a path or an address.
-        out_dir: working folder (caches, Milvus Lite, stored results, experiments).
+        out_dir: working folder (``core.workspace.Workspace``: caches, Milvus Lite, stored
+            results, experiments).
         embedding_models: embedding model id -> ``EmbeddingModel`` (the space's values).
         chat_models: foundation model id -> ``ChatModel``. With chat models, the space's
             foundation models are these; the extractive baseline (``"extractive"``) joins them
@@ -164,256 +216,308 @@ def run_experiment(
         GoldenError / DocumentError / ConfigError: bad input (including an unknown objective
             metric), before any evaluation.
     """
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
-    from core.evaluation.retrieval import corpus_warnings, package_versions
-    from core.evaluation.single import Corpus, EvaluationContext, check_objective
-    from core.experiment.engine import Experiment, TransientEvaluationError
-    from core.experiment.prepare import LoadedEvaluator, embed_questions_early, plan_experiment, start_study
-    from core.experiment.spec import ExperimentSpec
+    from core.evaluation.indexing import store_config
+    from core.evaluation.single import EvaluationContext, check_objective
+    from core.experiment.engine import Experiment
+    from core.experiment.prepare import plan_experiment
     from core.golden import read_golden
-    from core.inputs import shown_address
-    from core.experiment.events import pattern_payload
-    from core.experiment.preselection import preselect_models
     from core.reports import LocalFiles, new_run_id
-    from core.vectorstores import MilvusLiteConfig, backend_name
+    from core.vectorstores import backend_name
+    from core.workspace import Workspace
 
     options = options or ExperimentOptions()
     chat_models = dict(chat_models or {})
-    out_dir = Path(out_dir)
+    workspace = Workspace.at(out_dir)
+    out_dir = workspace.root
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"output folder {out_dir} is a file: choose a folder")
     workers = 1 if options.workers is None else int(options.workers)
     if workers < 1:
         raise ConfigError(f"workers must be at least 1, got {options.workers}")
+    run = _LocalRun(options=options, handlers=handlers, workers=workers)
     started = datetime.now(timezone.utc)
-    t_start = time.perf_counter()
-
-    def status(level: str, message: str, step: str | None = None) -> None:
-        for h in handlers:
-            h.on_status_change(level, message, step)
 
     if options.objective:
         check_objective(options.objective, has_judge=judge is not None)
-    golden = read_golden(golden_path)
-    default_store = vector_store_config or MilvusLiteConfig(str(out_dir / "milvus.db"))
+    run.golden = read_golden(golden_path)
+    run.store_config = store_config(vector_store_config, workspace)
     rerankers = dict(rerankers or {})
     t0 = time.perf_counter()  # reading the models' context lengths loads them
-    plan = plan_experiment(golden, objective=options.objective, has_judge=judge is not None,
+    plan = plan_experiment(run.golden, objective=options.objective, has_judge=judge is not None,
                            embedding_models=embedding_models, chat_models=chat_models,
-                           vector_stores=[backend_name(default_store)], space_file=options.space_file,
+                           vector_stores=[backend_name(run.store_config)], space_file=options.space_file,
                            overrides=options.overrides, overrides_source=options.overrides_source,
                            default_embedding_models=default_embedding_models, rerankers=list(rerankers))
     space_s = time.perf_counter() - t0
-    space, objective, notes = plan.space, plan.objective, list(plan.notes)
-    where = str(out_dir) if files is None else str(getattr(files, "root", files))
-    files = LocalFiles(out_dir) if files is None else files
-    experiment_id = options.experiment_id or new_run_id()
-    experiment = Experiment(files, experiment_id)
-    if options.experiment_id and not experiment.exists():
-        raise ConfigError(f"no experiment {experiment_id!r} to resume in {where}")
+    run.space, run.objective, run.notes = plan.space, plan.objective, list(plan.notes)
+    run.where = str(out_dir) if files is None else str(getattr(files, "root", files))
+    run.files = LocalFiles(out_dir) if files is None else files
+    run.experiment_id = options.experiment_id or new_run_id()
+    run.experiment = Experiment(run.files, run.experiment_id)
+    if options.experiment_id and not run.experiment.exists():
+        raise ConfigError(f"no experiment {run.experiment_id!r} to resume in {run.where}")
 
-    context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
-                                vector_store_config=default_store, vector_store_configs=dict(vector_store_configs or {}),
-                                judge=judge, cache_replies=options.cache_replies, rerankers=rerankers)
-    store_config = default_store
-    context.open_store_early()  # while the documents load
+    run.context = EvaluationContext(out_dir=out_dir, embedding_models=embedding_models, chat_models=chat_models,
+                                    vector_store_config=run.store_config,
+                                    vector_store_configs=dict(vector_store_configs or {}),
+                                    judge=judge, cache_replies=options.cache_replies, rerankers=rerankers)
+    run.context.open_store_early()  # while the documents load
     try:  # until the loop's own finally takes over, a failure closes the store opened above
-        if not options.experiment_id:  # a resumed experiment's space is the stored one, read below
-            embed_questions_early(context, golden, space)
-        corpus = Corpus.load(docs_dir, cache_dir=out_dir / "inputs")
-        for skipped in corpus.skipped:
-            status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
-        warnings = corpus_warnings(golden.questions, corpus.documents, corpus.skipped)
-        shown = shown_address(golden_path)
-        for w in warnings[:GOLDEN_WARNINGS_SHOWN]:  # the handlers say "warning" themselves
-            status("warning", w.format(shown, severity=False), "golden")
-        if len(warnings) > GOLDEN_WARNINGS_SHOWN:
-            status("warning", f"... and {len(warnings) - GOLDEN_WARNINGS_SHOWN} more like these about {shown}", "golden")
-
-        preselection = None
-        previous: dict[str, Any] = {}
+        _load_inputs(run, docs_dir, golden_path, workspace)
         if options.experiment_id:
-            spec = experiment.spec()
-            changed = [f"{name} ({what})" for name, mine, what in (
-                ("golden_sha256", golden.sha256, "the golden file"),
-                ("corpus_fingerprint", corpus.fingerprint, "the documents"))
-                if getattr(spec, name) not in (None, "", mine)]
-            if changed:
-                raise ConfigError(f"experiment {experiment_id} was run on other data: {', '.join(changed)} differ; "
-                                  "resume it with the same --docs and --golden, or start a new experiment")
-            # The stored experiment's optimizer settings win over the command line's.
-            for name in ("optimizer", "n_random_nodes", "evals_per_trial"):
-                if getattr(spec, name) != getattr(options, name):
-                    status("warning", f"resuming with the experiment's {name} = {getattr(spec, name)!r}, "
-                                      f"not {getattr(options, name)!r}", "resume")
-            study = experiment.study()
-            space = study.space
-            objective = study.objective_metric
-            done = study.n_evaluated
-            if options.resume_budget is not None:
-                if options.resume_budget < done:
-                    status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
-                                      f"made; the budget stays at {done} and nothing more is evaluated", "resume")
-                study.set_budget(max(options.resume_budget, done))
-                experiment.save_study(study)  # the budget the resumed run works to
-            previous = experiment.progress()
-            asked = len(study.pending_trials)
-            status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
-                           + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
+            _resume(run)
         else:
-            preselection = preselect_models(
-                space, corpus, golden, context=context, objective=objective, keep_embedding=options.keep_embedding,
-                keep_foundation=options.keep_foundation, n_questions=options.preselection_questions, seed=options.seed,
-            )
-            if preselection["ran"]:
-                space = space.with_overrides({"embedding_model": tuple(preselection["embedding_models"]),
-                                              "foundation_model": tuple(preselection["foundation_models"])},
-                                             source="model pre-selection")
-                status("info", f"model pre-selection kept {preselection['embedding_models']} and "
-                               f"{preselection['foundation_models']}", "preselection")
-            new = start_study(ExperimentSpec(experiment_id=experiment_id, golden=str(golden_path),
-                                             documents=str(docs_dir), objective=objective,
-                                             optimizer=options.optimizer, max_evals=options.max_evals,
-                                             seed=options.seed, n_random_nodes=options.n_random_nodes,
-                                             evals_per_trial=options.evals_per_trial,
-                                             overrides=dict(options.overrides), corpus_fingerprint=corpus.fingerprint),
-                              golden, space, notes)
-            spec, study, notes = new.spec, new.study, list(new.notes)
-        context.fit_to_space(space)
-        for text in notes:
-            status("warning", text, "space")
-        status("info", f"experiment {experiment_id}: {plural(space.n_valid, 'valid configuration')}; evaluating up to "
-                       f"{study.max_evals} with {spec.optimizer}"
-                       + (f", {workers} at a time" if workers > 1 else ""), "space")
-
-        # Pending trials of a resumed study were asked but never told: Experiment.ask hands them
-        # out first, in one batch, as far as the budget (the experiment's total, evaluations
-        # already made included) allows.
-        pending = len(study.pending_trials)
-        iteration = study.n_evaluated
-        room = max(0, study.max_evals - iteration)
-        if pending > room:
-            status("warning", f"the budget of {study.max_evals} evaluations leaves {pending - room} asked "
-                              "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them",
-                   "resume")
-            pending = room
-        started_at = previous.get("started_at") or started.isoformat(timespec="seconds")
-        preselection = preselection if not options.experiment_id else previous.get("preselection")
-        prev_counts = previous.get("counts") or {}
-        prev_timings = previous.get("timings_s") or {}
-
-        # One-off start-up, timed once outside the evaluations: loading each embedding model (its
-        # context length was read while building the space), opening the vector store. Then the
-        # answer metrics' library starts importing in the background, overlapping the first
-        # evaluation (see _import_in_background); what of it is left when the first answers are
-        # scored is waited for there, in that evaluation's seconds. A model that loaded before
-        # (embedding the questions while the documents loaded) counts with its own load time.
-        t0 = time.perf_counter()
-        loaded_before = 0.0
-        for model_id in dict.fromkeys(str(c) for c in space["embedding_model"].values):
-            if model_id in embedding_models:
-                model = embedding_models[model_id]
-                earlier = getattr(model, "load_s", None)
-                if isinstance(earlier, (int, float)):
-                    loaded_before += float(earlier)
-                load = getattr(model, "load", None)
-                if callable(load):
-                    load()
-                _ = context.embedding_model(model_id).embedding_dimension
-        if isinstance(store_config, MilvusLiteConfig):
-            context.vector_store(None, store_config, "ragtune_start_up").close()
-        if context.with_answers:
-            _import_in_background(ANSWER_METRICS_MODULE)
-        startup_s = round(time.perf_counter() - t0 + space_s + loaded_before, 3)
-
-        def progress() -> dict[str, Any]:
-            """What the experiment has cost so far, earlier runs included (``progress.json``)."""
-            stats = [m.stats() for m in context._cached_models.values()]
-            return {
-                "started_at": started_at, "preselection": preselection,
-                "counts": {"collections_built": context.collections_built + prev_counts.get("collections_built", 0),
-                           **{name: sum(int(st[name]) for st in stats) + prev_counts.get(name, 0)
-                              for name in ("texts_embedded", "texts_from_cache", "texts_unique")},
-                           **{name: value + prev_counts.get(name, 0) for name, value in context.reply_stats().items()}},
-                "timings_s": {"total_s": round(time.perf_counter() - t_start + prev_timings.get("total_s", 0.0), 3),
-                              "startup_s": round(startup_s + prev_timings.get("startup_s", 0.0), 3)},
-            }
-
+            _start(run, docs_dir, golden_path)
+        _ready(run, started)
+        run.startup_s = round(_start_up(run, embedding_models) + space_s, 3)
         # Stored before the first evaluation, so a run stopped at any point from here on resumes.
         if not options.experiment_id:
-            Experiment.create(files, spec, study)
-            experiment.write_progress(progress())
-
-        run = LoadedEvaluator(corpus, golden, context)
-
-        def evaluate(config: Any) -> Any:
-            try:
-                return experiment.evaluate(experiment.evaluation_request(config), run, study=study)
-            except TransientEvaluationError as exc:  # no queue retries here: recorded, the search goes on
-                return experiment.record_failure(config, str(exc))
+            Experiment.create(run.files, run.spec, run.study)
+            run.experiment.write_progress(run.progress())
     except BaseException:
-        context.close()
+        run.context.close()
         raise
+    _drive(run)
+    return _finish(run)
+
+
+def _load_inputs(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path, workspace: Any) -> None:
+    """Embed the questions early (a new experiment), load the corpus, and say what of the
+    documents and the golden file's labels is off."""
+    from core.evaluation.retrieval import corpus_warnings
+    from core.evaluation.single import Corpus
+    from core.experiment.prepare import embed_questions_early
+    from core.inputs import shown_address
+
+    if not run.options.experiment_id:  # a resumed experiment's space is the stored one, read below
+        embed_questions_early(run.context, run.golden, run.space)
+    run.corpus = corpus = Corpus.load(docs_dir, cache_dir=workspace.inputs)
+    for skipped in corpus.skipped:
+        run.status("warning", f"document {skipped.document_id} skipped: {skipped.reason}", "documents")
+    run.warnings = corpus_warnings(run.golden.questions, corpus.documents, corpus.skipped)
+    shown = shown_address(golden_path)
+    for w in run.warnings[:GOLDEN_WARNINGS_SHOWN]:  # the handlers say "warning" themselves
+        run.status("warning", w.format(shown, severity=False), "golden")
+    if len(run.warnings) > GOLDEN_WARNINGS_SHOWN:
+        run.status("warning", f"... and {len(run.warnings) - GOLDEN_WARNINGS_SHOWN} more like these about {shown}",
+                   "golden")
+
+
+def _resume(run: _LocalRun) -> None:
+    """Take up the stored experiment: check it ran on the same data, read its study, set its
+    new budget and what it spent before.
+
+    Raises:
+        ConfigError: the golden file or the documents differ from the experiment's.
+    """
+    options, experiment, experiment_id = run.options, run.experiment, run.experiment_id
+    run.spec = spec = experiment.spec()
+    changed = [f"{name} ({what})" for name, mine, what in (
+        ("golden_sha256", run.golden.sha256, "the golden file"),
+        ("corpus_fingerprint", run.corpus.fingerprint, "the documents"))
+        if getattr(spec, name) not in (None, "", mine)]
+    if changed:
+        raise ConfigError(f"experiment {experiment_id} was run on other data: {', '.join(changed)} differ; "
+                          "resume it with the same --docs and --golden, or start a new experiment")
+    # The stored experiment's optimizer settings win over the command line's.
+    for name in ("optimizer", "n_random_nodes", "evals_per_trial"):
+        if getattr(spec, name) != getattr(options, name):
+            run.status("warning", f"resuming with the experiment's {name} = {getattr(spec, name)!r}, "
+                                  f"not {getattr(options, name)!r}", "resume")
+    run.study = study = experiment.study()
+    run.space = study.space
+    run.objective = study.objective_metric
+    done = study.n_evaluated
+    if options.resume_budget is not None:
+        if options.resume_budget < done:
+            run.status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
+                                  f"made; the budget stays at {done} and nothing more is evaluated", "resume")
+        study.set_budget(max(options.resume_budget, done))
+        experiment.save_study(study)  # the budget the resumed run works to
+    run.previous = experiment.progress()
+    asked = len(study.pending_trials)
+    run.status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
+                       + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
+
+
+def _start(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path) -> None:
+    """Pre-select the models (when there are more than kept) and start the study
+    (``core.experiment.prepare.start_study``, as the Functions do)."""
+    from core.experiment.preselection import preselect_models
+    from core.experiment.prepare import start_study
+    from core.experiment.spec import ExperimentSpec
+
+    options = run.options
+    run.preselection = preselection = preselect_models(
+        run.space, run.corpus, run.golden, context=run.context, objective=run.objective,
+        keep_embedding=options.keep_embedding, keep_foundation=options.keep_foundation,
+        n_questions=options.preselection_questions, seed=options.seed,
+    )
+    if preselection["ran"]:
+        run.space = run.space.with_overrides({"embedding_model": tuple(preselection["embedding_models"]),
+                                              "foundation_model": tuple(preselection["foundation_models"])},
+                                             source="model pre-selection")
+        run.status("info", f"model pre-selection kept {preselection['embedding_models']} and "
+                           f"{preselection['foundation_models']}", "preselection")
+    new = start_study(ExperimentSpec(experiment_id=run.experiment_id, golden=str(golden_path),
+                                     documents=str(docs_dir), objective=run.objective,
+                                     optimizer=options.optimizer, max_evals=options.max_evals,
+                                     seed=options.seed, n_random_nodes=options.n_random_nodes,
+                                     evals_per_trial=options.evals_per_trial,
+                                     overrides=dict(options.overrides), corpus_fingerprint=run.corpus.fingerprint),
+                      run.golden, run.space, run.notes)
+    run.spec, run.study, run.notes = new.spec, new.study, list(new.notes)
+
+
+def _ready(run: _LocalRun, started: datetime) -> None:
+    """Fit the context to the space, say what will run, and count the pending trials a
+    resumed study evaluates first."""
+    study, space = run.study, run.space
+    run.context.fit_to_space(space)
+    for text in run.notes:
+        run.status("warning", text, "space")
+    run.status("info", f"experiment {run.experiment_id}: {plural(space.n_valid, 'valid configuration')}; evaluating "
+                       f"up to {study.max_evals} with {run.spec.optimizer}"
+                       + (f", {run.workers} at a time" if run.workers > 1 else ""), "space")
+    # Pending trials of a resumed study were asked but never told: Experiment.ask hands them
+    # out first, in one batch, as far as the budget (the experiment's total, evaluations
+    # already made included) allows.
+    pending = len(study.pending_trials)
+    run.iteration = study.n_evaluated
+    room = max(0, study.max_evals - run.iteration)
+    if pending > room:
+        run.status("warning", f"the budget of {study.max_evals} evaluations leaves {pending - room} asked "
+                              "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them",
+                   "resume")
+        pending = room
+    run.pending = pending
+    run.started_at = run.previous.get("started_at") or started.isoformat(timespec="seconds")
+    if run.options.experiment_id:
+        run.preselection = run.previous.get("preselection")
+
+
+def _start_up(run: _LocalRun, embedding_models: dict[str, Any]) -> float:
+    """One-off start-up, timed once outside the evaluations; returns its seconds.
+
+    Loads each embedding model (its context length was read while building the space) and
+    opens the vector store. Then the answer metrics' library starts importing in the
+    background, overlapping the first evaluation (see :func:`_import_in_background`); what of it
+    is left when the first answers are scored is waited for there, in that evaluation's
+    seconds. A model that loaded before (embedding the questions while the documents loaded)
+    counts with its own load time.
+    """
+    from core.vectorstores import MilvusLiteConfig
+
+    context = run.context
+    t0 = time.perf_counter()
+    loaded_before = 0.0
+    for model_id in dict.fromkeys(str(c) for c in run.space["embedding_model"].values):
+        if model_id in embedding_models:
+            model = embedding_models[model_id]
+            earlier = getattr(model, "load_s", None)
+            if isinstance(earlier, (int, float)):
+                loaded_before += float(earlier)
+            load = getattr(model, "load", None)
+            if callable(load):
+                load()
+            _ = context.embedding_model(model_id).embedding_dimension
+    if isinstance(run.store_config, MilvusLiteConfig):
+        context.vector_store(None, run.store_config, "ragtune_start_up").close()
+    if context.with_answers:
+        _import_in_background(ANSWER_METRICS_MODULE)
+    return time.perf_counter() - t0 + loaded_before
+
+
+def _drive(run: _LocalRun) -> None:
+    """Ask, evaluate in the worker pool, tell, save the progress and publish each pattern,
+    until the study asks nothing more. Closes the context at the end.
+
+    Raises:
+        KeyboardInterrupt: stopped (said with how to resume).
+    """
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    from core.experiment.engine import TransientEvaluationError
+    from core.experiment.events import pattern_payload
+    from core.experiment.prepare import LoadedEvaluator
+    from core.vectorstores import backend_name
+
+    experiment, study, workers = run.experiment, run.study, run.workers
+    evaluator = LoadedEvaluator(run.corpus, run.golden, run.context)
+
+    def evaluate(config: Any) -> Any:
+        try:
+            return experiment.evaluate(experiment.evaluation_request(config), evaluator, study=study)
+        except TransientEvaluationError as exc:  # no queue retries here: recorded, the search goes on
+            return experiment.record_failure(config, str(exc))
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     try:
         while True:
-            batch = experiment.ask(pending or (workers if workers > 1 else None), study=study)
-            pending = 0
+            batch = experiment.ask(run.pending or (workers if workers > 1 else None), study=study)
+            run.pending = 0
             if not batch:
                 break
             info = getattr(study.sampler, "last_info", None)
             step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
             running = {}
             for config in batch:
-                status("info", f"evaluating configuration {config.key}", step)
+                run.status("info", f"evaluating configuration {config.key}", step)
                 running[pool.submit(evaluate, config)] = config
             while running:
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for future in finished:
                     config = running.pop(future)
                     outcome = future.result()  # a transient failure stops the run; resume retries it
-                    iteration += 1
+                    run.iteration += 1
                     experiment.tell([config.key], study=study)
                     result = experiment.result(config.key) or {}
                     if outcome.status != "ok":
-                        status("warning", f"configuration {config.key} failed: {outcome.error}", "evaluation")
-                    experiment.write_progress(progress())
-                    payload = pattern_payload(result, iteration=iteration, max_combinations=space.n_valid,
-                                              vector_store=backend_name(store_config), objective=objective,
+                        run.status("warning", f"configuration {config.key} failed: {outcome.error}", "evaluation")
+                    experiment.write_progress(run.progress())
+                    payload = pattern_payload(result, iteration=run.iteration, max_combinations=run.space.n_valid,
+                                              vector_store=backend_name(run.store_config), objective=run.objective,
                                               max_evals=study.max_evals)
                     records = (result.get("answers") or {}).get("questions", [])
-                    for h in handlers:
+                    for h in run.handlers:
                         h.on_pattern_creation(payload, records)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
-        status("warning", f"experiment {experiment_id} stopped after {plural(iteration, 'evaluation')}; continue it with "
-                          f"--resume {experiment_id} and the same --docs and --golden", "stopped")
+        run.status("warning", f"experiment {run.experiment_id} stopped after {plural(run.iteration, 'evaluation')}; "
+                              f"continue it with --resume {run.experiment_id} and the same --docs and --golden",
+                   "stopped")
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        context.close()
+        run.context.close()
 
+
+def _finish(run: _LocalRun) -> dict[str, Any]:
+    """Write the progress and the experiment report (``experiments/<id>/report.json``) and
+    return the report with its ``location``."""
+    from core.evaluation.retrieval import package_versions
+    from core.vectorstores import backend_name
+
+    experiment, study, corpus = run.experiment, run.study, run.corpus
     best = study.best_trial
-    spent = progress()
+    spent = run.progress()
     experiment.write_progress(spent)
     report = experiment.build_report({
-        "started_at": started_at,
+        "started_at": run.started_at,
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "golden": {"warnings": [w.to_dict() for w in warnings]},
+        "golden": {"warnings": [w.to_dict() for w in run.warnings]},
         "corpus": {"n_documents": len(corpus.documents), "fingerprint": corpus.fingerprint,
                    "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in corpus.skipped]},
-        "preselection": preselection,
-        "vector_store": backend_name(store_config),
-        "notes": notes,
+        "preselection": run.preselection,
+        "vector_store": backend_name(run.store_config),
+        "notes": run.notes,
         "counts": spent["counts"],
         "timings_s": spent["timings_s"],
-        "workers": workers,
+        "workers": run.workers,
         "versions": package_versions(),
     }, study=study)
     experiment.write_report(report)
-    report["location"] = f"{where}/{experiment.prefix}/report.json"
-    status("info", f"experiment {experiment_id} done: best {objective} = "
-                   f"{'-' if best is None else f'{best.score:.3f}'}", "done")
+    report["location"] = f"{run.where}/{experiment.prefix}/report.json"
+    run.status("info", f"experiment {run.experiment_id} done: best {run.objective} = "
+                       f"{'-' if best is None else f'{best.score:.3f}'}", "done")
     return report

@@ -5,6 +5,8 @@
 - :class:`EvaluationOutcome`: what one evaluation stored, in a few fields (never the
   per-question records).
 - :class:`ExperimentSummary`: the study's progress after a tell.
+- :class:`EvaluationResult` (from ``core.evaluation.result``): what one evaluation gives and
+  the engine stores, in full, with ``to_dict`` / ``from_dict``.
 
 Texts that travel are capped at :data:`MAX_MESSAGE_BYTES` (see :func:`cap_text`): the full text
 stays in the experiment's store.
@@ -191,5 +193,15 @@ class Prepared:
                 "notes": list(self.notes)}
 
 
-__all__ = ["evaluated_event", "EvaluationOutcome", "EvaluationRequest", "ExperimentSummary", "MAX_EVALUATION_MESSAGE_BYTES",
+def __getattr__(name: str) -> Any:
+    """``EvaluationResult``, imported on first use (``core.evaluation`` is not loaded with the
+    small records above, which the orchestrators import)."""
+    if name == "EvaluationResult":
+        from core.evaluation.result import EvaluationResult
+
+        return EvaluationResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["evaluated_event", "EvaluationOutcome", "EvaluationResult", "EvaluationRequest", "ExperimentSummary", "MAX_EVALUATION_MESSAGE_BYTES",
            "MAX_MESSAGE_BYTES", "MESSAGE_VERSION", "Prepared", "cut_text"]

@@ -30,6 +30,7 @@ import tempfile
 from typing import Any, Sequence
 
 from core.errors import ConfigError
+from core.workspace import Workspace
 
 #: The request kinds and the suffix of the file each writes beside the golden file.
 OUTPUT_SUFFIXES = {"template": ".template.jsonl", "suggest": ".suggested.jsonl"}
@@ -188,7 +189,9 @@ def run_golden_request(request: dict[str, Any], kind: str, settings: Any) -> dic
     if files.exists(name):
         raise OutputExistsError(f"{output} exists already: it is never overwritten", output)
     with tempfile.TemporaryDirectory(prefix="ragtune-golden-") as tmp:
-        loaded = load_documents(request["documents"], cache_dir=tmp, **settings.storage_access(request["documents"]))
+        workspace = Workspace.at(tmp)  # a scratch workspace, dropped with the folder
+        loaded = load_documents(request["documents"], cache_dir=workspace.inputs,
+                                **settings.storage_access(request["documents"]))
         if kind == "template":
             from core.golden.template import template_rows
 
@@ -196,11 +199,11 @@ def run_golden_request(request: dict[str, Any], kind: str, settings: Any) -> dic
             answer: dict[str, Any] = {"rows": len(rows), "templates": len(rows)}
         else:
             from core.golden.reader import read_bytes
+            from core.evaluation.indexing import cached_model
             from core.golden.suggest import build_index, suggest_labels
-            from core.models import CachedEmbeddingModel, EmbeddingCache
 
             data = read_bytes(request["golden"], **settings.storage_access(request["golden"]))
-            model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(f"{tmp}/embeddings.sqlite"))
+            model = cached_model(settings.embedding_model(), workspace)
             with build_index(loaded.documents, model, settings.vector_store_config(tmp)) as index:
                 result = suggest_labels(request["golden"], loaded.documents, index=index, top=request["top"],
                                         by=request["by"], data=data)

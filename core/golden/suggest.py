@@ -169,17 +169,17 @@ def build_index(documents: Sequence[Any], embedding_model: Any, store_config: An
     """
     from core.chunking import get_chunker
     from core.documents import corpus_fingerprint
-    from core.evaluation.retrieval import EvaluateOptions, fill_collection
-    from core.vectorstores import collection_name_for, get_vector_store
+    from core.evaluation.indexing import build_index, collection_for
+    from core.evaluation.retrieval import EvaluateOptions
+    from core.vectorstores import get_vector_store
 
     chunker = get_chunker("recursive", EvaluateOptions.chunk_size, EvaluateOptions.chunk_overlap)
     chunks = [c for d in documents for c in chunker.chunk([d])]
-    params = {"corpus": corpus_fingerprint(list(documents)), "chunking": {"method": chunker.name, **chunker.params()},
-              "embedding_model": embedding_model.model_id}
-    store = get_vector_store(embedding_model, store_config, collection_name_for(params))
+    collection = collection_for(corpus_fingerprint(list(documents)), {"method": chunker.name, **chunker.params()},
+                                embedding_model.model_id)
+    store = get_vector_store(embedding_model, store_config, collection)
     try:
-        if not (store.exists() and store.count() == len(chunks)):
-            fill_collection(store, chunks, embedding_model)
+        build_index(store, chunks, embedding_model)
     except BaseException:
         store.close()
         raise

@@ -32,6 +32,7 @@ from core.models.embeddings import EmbeddingModel
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
 
 from core.vectorstores.legs import Binding, LegMemo, leg_answers
+from core.workspace import Workspace
 
 #: gRPC channel options: no keepalive pings on an idle channel (servers with default limits,
 #: milvus-lite among them, answer those with GOAWAY "too_many_pings").
@@ -77,7 +78,7 @@ class MilvusLiteConfig:
     def from_env(cls, env: Mapping[str, str], out_dir: str = "ragtune-out") -> "MilvusLiteConfig":
         """``RAGTUNE_MILVUS_LITE_PATH``, else ``<out_dir>/milvus.db`` (``core.settings`` passes
         ``os.environ``)."""
-        return cls((env.get("RAGTUNE_MILVUS_LITE_PATH") or "").strip() or str(Path(out_dir) / "milvus.db"))
+        return cls((env.get("RAGTUNE_MILVUS_LITE_PATH") or "").strip() or Workspace.at(out_dir).milvus_lite)
 
     @property
     def uri(self) -> str:

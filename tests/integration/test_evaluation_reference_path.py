@@ -60,7 +60,7 @@ def _reference_scores(questions: list[dict], metric: str) -> dict[str, float]:
 
 @pytest.mark.parametrize("mode", list(SETUPS))
 def test_retrieval_and_answer_scores_equal_the_reference_path(setting, mode):
-    from core.evaluation.single import _search_setup
+    from core.evaluation.pipeline import PipelineSettings
 
     corpus, golden, context = setting
     configuration = {**BASE, **SETUPS[mode]}
@@ -70,7 +70,7 @@ def test_retrieval_and_answer_scores_equal_the_reference_path(setting, mode):
     # retrieval: one search per question on the collection the evaluation built
     model = context.embedding_model(LOCAL_MODEL_ID)
     store = context.vector_store(model, context.store_config(), result["collection"])
-    setup = _search_setup(configuration).to_dict()
+    setup = PipelineSettings.of(configuration).search_setup().to_dict()
     rankings = {q.id: [h.chunk for h in store.search(q.question, k=4, **setup)] for q in golden.questions}
     reference = evaluate_rankings(golden.questions, rankings, grains=GRAINS, ks=DEFAULT_KS)
     assert result["retrieval"] == {g: r.aggregate.to_dict() for g, r in reference.items()}

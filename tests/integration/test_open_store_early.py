@@ -288,7 +288,7 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
     database is open, each once, in batches of ``EARLY_EMBED_BATCH`` (each cached once
     embedded); its metrics and counts are those of an evaluation on a context that opened its
     database first."""
-    import core.evaluation.retrieval as retrieval
+    import core.evaluation.indexing as indexing
     from core.evaluation.single import Corpus, run_single_evaluation
     from core.golden import read_golden
     from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
@@ -300,7 +300,7 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
     golden = read_golden(first_questions(squad_dir / "golden.jsonl", 10, tmp_path))
     corpus = Corpus.load(squad_dir / "docs")
     model = LocalEmbeddingModel()
-    monkeypatch.setattr(retrieval, "EARLY_EMBED_BATCH", 16)
+    monkeypatch.setattr(indexing, "EARLY_EMBED_BATCH", 16)
     results = {}
     for name, early in (("first-open", False), ("early", True)):
         out = tmp_path / name

@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ConfigError
-from core.evaluation.single import EvaluationContext, _chunker
+from core.evaluation.pipeline import PipelineSettings
+from core.evaluation.single import EvaluationContext
+from core.evaluation.single import _chunker as _chunker_of
+
+
+def _chunker(configuration, context, model):
+    """The chunker of ``configuration`` read through ``PipelineSettings``, as an evaluation reads it."""
+    return _chunker_of(PipelineSettings.of(configuration), context, model)
 
 
 class _Chat:
