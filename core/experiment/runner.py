@@ -90,6 +90,9 @@ class ExperimentOptions:
         preselection_questions: questions in pre-selection's sample.
         show_progress: show a progress bar.
         cache_replies: reuse cached chat and judge replies (False: ``--no-cache``).
+        multi_fidelity: score configurations on a seeded subset of the questions first and
+            promote the better ones (``core.optimization.fidelity``; retrieval objectives).
+        min_questions: questions of the first rung (None: the default).
     """
 
     optimizer: str = "gam"
@@ -109,6 +112,8 @@ class ExperimentOptions:
     preselection_questions: int = 5
     workers: int | None = None
     cache_replies: bool = True
+    multi_fidelity: bool = True
+    min_questions: int | None = None
 
 
 def run_experiment(
@@ -277,9 +282,12 @@ def run_experiment(
                                              optimizer=options.optimizer, max_evals=options.max_evals,
                                              seed=options.seed, n_random_nodes=options.n_random_nodes,
                                              evals_per_trial=options.evals_per_trial,
-                                             overrides=dict(options.overrides), corpus_fingerprint=corpus.fingerprint),
+                                             overrides=dict(options.overrides), corpus_fingerprint=corpus.fingerprint,
+                                             multi_fidelity=options.multi_fidelity,
+                                             min_questions=options.min_questions),
                               golden, space, notes)
             spec, study, notes = new.spec, new.study, list(new.notes)
+            question_ids = list(new.question_ids)
         context.fit_to_space(space)
         for text in notes:
             status("warning", text, "space")
@@ -342,16 +350,16 @@ def run_experiment(
 
         # Stored before the first evaluation, so a run stopped at any point from here on resumes.
         if not options.experiment_id:
-            Experiment.create(files, spec, study)
+            Experiment.create(files, spec, study, question_ids)
             experiment.write_progress(progress())
 
         run = LoadedEvaluator(corpus, golden, context)
 
-        def evaluate(config: Any) -> Any:
+        def evaluate(request: Any) -> Any:
             try:
-                return experiment.evaluate(experiment.evaluation_request(config), run, study=study)
+                return experiment.evaluate(request, run, study=study)
             except TransientEvaluationError as exc:  # no queue retries here: recorded, the search goes on
-                return experiment.record_failure(config, str(exc))
+                return experiment.record_failure(request.configuration, str(exc), rung=request.rung)
     except BaseException:
         context.close()
         raise
@@ -359,16 +367,17 @@ def run_experiment(
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     try:
         while True:
-            batch = experiment.ask(pending or (workers if workers > 1 else None), study=study)
+            batch = experiment.ask_requests(pending or (workers if workers > 1 else None), study=study)
             pending = 0
             if not batch:
                 break
             info = getattr(study.sampler, "last_info", None)
             step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
             running = {}
-            for config in batch:
-                status("info", f"evaluating configuration {config.key}", step)
-                running[pool.submit(evaluate, config)] = config
+            for request in batch:
+                on = f" on {len(request.questions)} questions (rung {request.rung})" if request.questions else ""
+                status("info", f"evaluating configuration {request.key}{on}", step)
+                running[pool.submit(evaluate, request)] = request
             while running:
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for future in finished:
