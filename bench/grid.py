@@ -1,6 +1,6 @@
 """The per-question score tables the optimizer benchmark replays from.
 
-For each data set (northwind-benefits, squad-mini's first 150 questions, musique-mini under
+For each data set (northwind-benefits, squad-mini's and musique-mini's first 50 questions under
 ``examples/data``) every
 valid configuration of :func:`wide_space` is evaluated once, retrieval only (no answers), and
 its per-question objective scores (``mrr`` at the rank grain by default) are written to
@@ -39,7 +39,7 @@ BGE = "local:bge-small-en-v1.5"
 RERANKER = "local:ms-marco-MiniLM-L-12-v2"
 #: Questions kept per data set (the first N of the golden file), so the grid, every
 #: configuration reranked on a shared 2-core machine, stays feasible; the others keep all.
-QUESTIONS = {"squad-mini": 150}
+QUESTIONS = {"squad-mini": 50, "musique-mini": 50}
 #: Version of the grid table's layout.
 GRID_VERSION = 1
 

@@ -993,7 +993,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         seed=args.seed, resume_budget=args.max_evals if args.resume else None,
         space_file=args.space, overrides=parse_overrides(args.set or []), experiment_id=args.resume,
         show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
-        cache_replies=not args.no_cache,
+        cache_replies=not args.no_cache, multi_fidelity=args.multi_fidelity, min_questions=args.min_questions,
     )
     if args.dry_run:
         from core.evaluation.dry_run import plan_optimize
@@ -1471,6 +1471,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "models are endpoints)")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the chat and judge models afresh instead of reusing cached replies")
+    p.add_argument("--multi-fidelity", action=argparse.BooleanOptionalAction, default=True,
+                   help="score configurations on a seeded subset of the questions first and promote the better ones "
+                        "(retrieval objectives; default on)")
+    p.add_argument("--min-questions", type=int, metavar="N", help="questions of the first rung (default 16)")
     p.add_argument("--dry-run", action="store_true",
                    help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the experiment (caches stay in "

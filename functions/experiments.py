@@ -38,7 +38,8 @@ Request body of ``POST /api/experiments``::
      "max_evals": 12,                      # optional: 1..1000 (default 12)
      "seed": 0,                            # optional: >= 0 (default 0)
      "objective": "mrr",                   # optional: the metric to maximise
-     "vector_store": "pgvector"}           # optional: a backend (default RAGTUNE_VECTOR_STORE)
+     "vector_store": "pgvector",           # optional: a backend (default RAGTUNE_VECTOR_STORE)
+     "multi_fidelity": true}               # optional: rungs of questions (default true; retrieval objectives)
 """
 
 from __future__ import annotations

@@ -285,7 +285,8 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
                                      documents=request["documents"], objective=plan.objective,
                                      optimizer=request["optimizer"], max_evals=request["max_evals"],
                                      seed=request["seed"], overrides=overrides,
-                                     vector_store=request.get("vector_store")),
+                                     vector_store=request.get("vector_store"),
+                                     multi_fidelity=bool(request.get("multi_fidelity", False))),
                       golden, plan.space, plan.notes)
     notes = [cut_text(n) for n in new.notes]
     Experiment.create(files, new.spec, new.study, list(new.question_ids)).write_notes(notes)

@@ -293,7 +293,26 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
             "optimizer": report.get("optimizer") or {}, "counts": report.get("counts") or {},
             "best": _with_interval(report.get("best") or _best_row(board), board),
             "timings": report.get("timings_s") or {},
-            "n_failed": sum(1 for r in board if r.get("status") == "failed")}
+            "n_failed": sum(1 for r in board if r.get("status") == "failed"),
+            "stop": report.get("stop") if isinstance(report.get("stop"), dict) else {},
+            "fidelity": report.get("fidelity") if isinstance(report.get("fidelity"), dict) else None,
+            "front": _front_view(report.get("front"))}
+
+
+def _front_view(front: Any) -> dict[str, Any] | None:
+    """The experiment report's ``front`` (``core.experiment.front``) as the page lists it: the
+    rows on the front first (best quality first), then the others; None when absent or empty."""
+    if not isinstance(front, dict) or not front.get("rows"):
+        return None
+    rows = [r for r in front["rows"] if isinstance(r, dict)]
+    rows.sort(key=lambda r: (not r.get("on_front"), -(_num(r.get("quality")) or 0.0)))
+    picks: dict[str, list[str]] = {}
+    for name in ("best_for_balance", "best_for_time"):
+        if front.get(name):
+            picks.setdefault(front[name], []).append(name)
+    return {"rows": rows, "picks": picks,
+            "balance": front.get("best_for_balance"), "time": front.get("best_for_time"),
+            "rules": front.get("rules") or {}}
 
 
 def _technique_status(t: dict[str, Any]) -> str:
