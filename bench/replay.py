@@ -372,7 +372,7 @@ class CostReplay:
         evaluations_to_target: configurations evaluated (at any rung) until one within
             tolerance of the best was scored on every question, or None.
         questions_to_target: question-evaluations until then (each evaluation counts the
-            questions it scored: a promotion scores its new rung's questions again), or None.
+            questions it scored: a promotion scores only the questions its new rung adds), or None.
         n_evaluations: evaluations made in all (promotions included).
         n_questions: question-evaluations made in all.
     """
@@ -447,7 +447,8 @@ def replay_questions(
                 break
             item = items[0]
             row = table[item.configuration.key]
-            evals, questions = evals + 1, questions + len(item.questions)
+            below = halving.rungs.sizes[item.rung - 1] if item.rung else 0  # a promotion scores the new ones only
+            evals, questions = evals + 1, questions + len(item.questions) - below
             if row is None:
                 halving.tell(study, item.configuration, item.rung, None, None, "failed in the table")
                 continue

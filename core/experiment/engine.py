@@ -543,11 +543,16 @@ class Experiment:
             return self.outcome(config.key, stored, stored=True)
         if delivery > 1:  # an earlier delivery did not finish (it may have crashed the worker)
             self.mark_tried(config.key)
+        earlier = stored if stored is not None and stored.get("status") == "ok" and request.rung else None
         try:
             if request.questions is None:
                 result = dict(run(config.to_dict()))
             else:
-                result = dict(run(config.to_dict(), list(request.questions)))
+                seen = set(((earlier or {}).get("per_question") or {}).get("ids") or ())
+                todo = [q for q in request.questions if q not in seen]  # a promotion scores only the new ones
+                result = dict(run(config.to_dict(), todo)) if todo else dict(earlier or {}, per_question={})
+                if earlier is not None and result.get("status") == "ok":
+                    result = merge_rung(earlier, result, list(request.questions), self.spec().objective)
         except Exception as exc:  # noqa: BLE001 - a permanent failure is recorded, never lost
             if is_transient(exc):
                 self._mark_tried_quietly(config.key)
@@ -731,6 +736,45 @@ class Experiment:
         self.files.write_bytes(f"{self.prefix}/report.json",
                                json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8"))
         return f"{self.prefix}/report.json"
+
+
+def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: list[str], objective: str) -> dict[str, Any]:
+    """A promotion's result: ``new`` (scored on the rung's questions the lower rung did not
+    score) merged with ``earlier`` (the lower rung's OK result) into one result over
+    ``questions``: the per-question scores of both, in ``questions``' order, and the rank
+    grain's means and 95 % intervals computed again from them
+    (``core.metrics.retrieval.aggregate``); other grains are not kept. ``timings`` and
+    ``cost`` are the new evaluation's own, with ``n_questions_evaluated`` the questions it
+    scored.
+
+    Raises:
+        EvaluationError: a question of ``questions`` has no score in either result.
+    """
+    from core.metrics.retrieval import aggregate
+
+    blocks = [earlier.get("per_question") or {}, new.get("per_question") or {}]
+    names = list((blocks[1].get("scores") or {}) or (blocks[0].get("scores") or {}))
+    by_id: dict[str, dict[str, Any] | None] = {}
+    for block in blocks:
+        scores = block.get("scores") or {}
+        for i, q in enumerate(block.get("ids") or []):
+            row = {m: (scores.get(m) or [None] * (i + 1))[i] for m in names}
+            by_id[q] = None if all(v is None for v in row.values()) else row
+    missing = [q for q in questions if q not in by_id]
+    if missing:
+        raise EvaluationError(f"no score for {len(missing)} question(s) of the rung, such as {missing[0]!r}")
+    rows = [by_id[q] for q in questions]
+    summary = aggregate(rows)
+    grain = new.get("rank_grain") or earlier.get("rank_grain")
+    merged = dict(new)
+    merged["per_question"] = {"ids": list(questions),
+                              "scores": {m: [None if r is None else r.get(m) for r in rows] for m in names}}
+    merged["metrics"] = dict(summary.means)
+    merged["retrieval"] = {grain: summary.to_dict()} if grain else {}
+    merged["n_questions_evaluated"] = len((blocks[1].get("ids") or []))
+    if objective not in merged["metrics"]:
+        merged["status"], merged["error"] = "failed", f"objective metric {objective!r} was not computed"
+    return merged
 
 
 def _marker(request: EvaluationRequest) -> str:

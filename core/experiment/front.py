@@ -8,8 +8,9 @@ of building its index; then the non-dominated set and two picks on it.
 - **Wait per question** (ms): the median of ``timings_ms.total`` when the result holds
   per-question timings (``core.reports.tables.wait_of``, the definition ``evaluate`` uses:
   query embedding + search + rerank, plus generation when answers are made); otherwise the
-  evaluation's batched retrieval and answer time over its questions,
-  ``1000 * (retrieve_s + answers_s) / n_questions`` (a mean, marked ``"batched mean"``).
+  evaluation's batched retrieval and answer time over the questions it scored,
+  ``1000 * (retrieve_s + answers_s) / n`` (a mean, marked ``"batched mean"``; ``n`` is
+  ``n_questions_evaluated`` for a promotion, which scores only its rung's new questions).
 - **Tokens and cost per question**: the evaluation's ``cost.tokens`` over its questions; cost
   in USD from ``prompt_tokens`` and ``completion_tokens`` at the foundation model's price
   (``core.models.costs.price_for``), None without a price.
@@ -43,9 +44,10 @@ def _wait_ms(result: Mapping[str, Any], n_questions: int | None) -> tuple[float 
             return median, "median"
     timings = result.get("timings") or {}
     parts = [timings.get(k) for k in ("retrieve_s", "answers_s") if isinstance(timings.get(k), (int, float))]
-    if not parts or not n_questions:
+    n = result.get("n_questions_evaluated") or n_questions  # a promotion's timings cover its new questions
+    if not parts or not n:
         return None, None
-    return 1000.0 * sum(parts) / n_questions, "batched mean"
+    return 1000.0 * sum(parts) / n, "batched mean"
 
 
 def _cost_per_question(result: Mapping[str, Any], n: int | None, prices: Mapping[str, Any] | None,

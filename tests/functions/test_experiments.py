@@ -601,7 +601,8 @@ def test_queue_driven_multi_fidelity_rungs_are_rounds(queued_experiment, northwi
     assert status == "completed", out
     events = [e for _, e, _ in client.raised]
     assert any(e.endswith("-r1") for e in events)
-    assert sorted(set(sizes)) == [16, 49] and sizes.count(16) == 4  # the four configurations start on 16
+    # the four configurations start on 16 questions; a promotion scores the 33 its rung adds
+    assert sorted(set(sizes)) == [16, 33] and sizes.count(16) == 4
     report = json.loads((queued_experiment["reports"] / out["report"]).read_text())
     assert report["fidelity"]["sizes"] == [16, 49]
     rows = report["leaderboard"]

@@ -2,7 +2,7 @@
 their questions, a rung's result is told through the stored per-question scores, a worse
 configuration stops, the better one is promoted and the report says why each stopped.
 
-Expected values are worked by hand: 18 questions with ``min_questions=6, eta=3`` give rungs
+Expected values are worked by hand (means over the per-question scores): 18 questions with ``min_questions=6, eta=3`` give rungs
 ``(6, 18)`` (6 * 3 = 18 <= 18, 18 * 3 > 18); a configuration worse on 6 of 6 questions has the
 exact sign test's p = 2 / 2**6 = 0.03125 < 0.05.
 """
@@ -72,7 +72,10 @@ def test_rungs_promote_the_better_and_stop_the_worse(tmp_path):
     rows = {r["key"]: r for r in report["leaderboard"]}
     assert report["leaderboard"][0]["key"] == good.key  # the only one scored on every question ranks first
     assert rows[good.key]["fully_evaluated"] and rows[good.key]["n_questions"] == 18
-    assert rows[good.key]["score"] == 0.9
+    # the promotion scored the 12 new questions only; the mean is over all 18, computed again
+    # from the per-question scores: (6 * 1.0 + 12 * 0.9) / 18
+    assert rows[good.key]["score"] == pytest.approx(16.8 / 18)
+    assert experiment.result(good.key)["n_questions_evaluated"] == 12
     assert not rows[bad.key]["fully_evaluated"] and rows[bad.key]["n_questions"] == 6
     assert rows[bad.key]["fidelity"]["verdict"] == "stop" and "sign test" in rows[bad.key]["fidelity"]["reason"]
     assert report["best"]["key"] == good.key
