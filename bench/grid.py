@@ -75,6 +75,7 @@ def evaluate_grid(data_set: str, metric: str, out: Path) -> dict[str, Any]:
     and return the table (see the module docstring)."""
     from core.evaluation.single import Corpus, EvaluationContext, run_single_evaluation
     from core.golden import read_golden
+    from core.models.cache import CachedReranker, EmbeddingCache
     from core.models.local import local_embedding_model, local_reranker
 
     folder = DATA / data_set
@@ -93,8 +94,10 @@ def evaluate_grid(data_set: str, metric: str, out: Path) -> dict[str, Any]:
     work = out / data_set
     work.mkdir(parents=True, exist_ok=True)
     models = {MINILM: local_embedding_model(MINILM), BGE: local_embedding_model(BGE)}
+    # rerank scores kept by (model, query, passage) across configurations, as evaluate keeps them
+    reranker = CachedReranker(local_reranker(RERANKER), EmbeddingCache(work / "cache" / "rerank.sqlite"))
     context = EvaluationContext(out_dir=work, embedding_models=models, with_answers=False,
-                                rerankers={RERANKER: local_reranker(RERANKER)})
+                                rerankers={RERANKER: reranker})
     configs = space.valid_configurations()
     ids = [q.id for q in golden.questions]
     table: dict[str, Any] = {"version": GRID_VERSION, "data_set": data_set, "metric": metric, "question_ids": ids,
