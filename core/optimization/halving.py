@@ -3,7 +3,7 @@
 :class:`Halving` sits beside a :class:`~core.optimization.study.Study` (pure, like it: no I/O,
 no clock). :meth:`Halving.ask` hands out work items ``(configuration, rung)``: promotions
 waiting for their next rung first (best first), then new configurations from ``Study.ask`` at
-rung 0. :meth:`Halving.tell` takes a work item's per-question scores and metrics: a rung-0
+rung 0; the items of one call share one rung (a round is a rung). :meth:`Halving.tell` takes a work item's per-question scores and metrics: a rung-0
 result is told to the study, a later rung's replaces the trial's score (``Study.rescore``),
 then the promotion rule of :class:`~core.optimization.fidelity.Rungs` decides. The study's
 budget (``max_evals``) counts configurations; a promotion is a further evaluation of one of
@@ -86,17 +86,21 @@ class Halving:
         return sorted(waiting, key=lambda k: -mean(k))
 
     def ask(self, study: "Study", n: int | None = None) -> list[WorkItem]:
-        """Up to ``n`` work items (None: the sampler's natural batch): items handed out and never
-        told first (a resumed run), then promotions, then trials the study holds as pending and
-        this loop does not, at rung 0, then new configurations at rung 0; each recorded as
-        pending."""
+        """Up to ``n`` work items of one rung (None: the sampler's natural batch), each recorded
+        as pending: items handed out and never told (a resumed run) alone; else the promotions
+        to the lowest rung any waits for, best first; else trials the study holds as pending and
+        this loop does not, then new configurations, at rung 0. A round is one rung's work."""
         want = n if n is not None else max(1, int(study.sampler.batch_size(study.space, study.trials)))
         items: list[WorkItem] = []
         for key, rung in list(self.pending.items())[:want]:  # handed out and never told (a resumed run)
             items.append(self._item(self._trial(study, key).configuration, rung))
-        for key in self.promotions()[:want - len(items)]:
-            trial = self._trial(study, key)
-            items.append(self._item(trial.configuration, self.decisions[key].rung + 1))
+        if items:
+            return items
+        waiting = self.promotions()
+        if waiting:  # a round holds one rung: the lowest rung promotions wait for, best first
+            rung = min(self.decisions[k].rung for k in waiting) + 1
+            return [self._item(self._trial(study, k).configuration, rung)
+                    for k in waiting if self.decisions[k].rung + 1 == rung][:want]
         for trial in study.pending_trials:
             if len(items) < want and trial.configuration.key not in self.pending:
                 items.append(self._item(trial.configuration, 0))
