@@ -391,7 +391,8 @@ def tell_results(told: dict) -> dict:
 @bp.activity_trigger(input_name="ref")
 def write_experiment_report(ref: dict) -> dict:
     """``Experiment.write_report``: ``{"report": the report's key in the store}``."""
-    return {"report": _experiment(ref["experiment_id"]).write_report()}
+    settings = _settings()
+    return {"report": _experiment(ref["experiment_id"], settings).write_report(prices=settings.prices)}
 
 
 # Queue-triggered evaluations --------------------------------------------------------------------

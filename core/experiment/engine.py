@@ -712,15 +712,17 @@ class Experiment:
         """The stored study's :class:`ExperimentSummary`."""
         return ExperimentSummary.of(self.study())
 
-    def build_report(self, extra: Mapping[str, Any] | None = None, study: Any = None) -> dict[str, Any]:
-        """The report from the stored state (see ``core.experiment.report.build_report``)."""
+    def build_report(self, extra: Mapping[str, Any] | None = None, study: Any = None,
+                     prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The report from the stored state (see ``core.experiment.report.build_report``;
+        ``prices``: model id -> price, for the front's cost per question)."""
         from core.experiment.report import build_report
 
         study = self.study() if study is None else study
         halving = self.fidelity()
         extra = {"notes": self.notes(), **(extra or {})}
         return build_report(self.spec(), study, self.results(), extra, halving=halving,
-                            stop_reason=self.stop_reason(study, halving))
+                            stop_reason=self.stop_reason(study, halving), prices=prices)
 
     def current_report(self) -> dict[str, Any] | None:
         """The final report when written, else the report so far, or None when the experiment
@@ -730,9 +732,9 @@ class Experiment:
             return report
         return self.build_report() if self.exists() else None
 
-    def write_report(self, report: Mapping[str, Any] | None = None) -> str:
-        """Write ``report.json`` (``report``, or :meth:`build_report`); returns its key."""
-        data = dict(report) if report is not None else self.build_report()
+    def write_report(self, report: Mapping[str, Any] | None = None, prices: Mapping[str, Any] | None = None) -> str:
+        """Write ``report.json`` (``report``, or :meth:`build_report` with ``prices``); returns its key."""
+        data = dict(report) if report is not None else self.build_report(prices=prices)
         self.files.write_bytes(f"{self.prefix}/report.json",
                                json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8"))
         return f"{self.prefix}/report.json"

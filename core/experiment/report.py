@@ -94,7 +94,7 @@ def counts(study: Any, results: Mapping[str, Mapping[str, Any]]) -> dict[str, in
 
 def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]],
                  extra: Mapping[str, Any] | None = None, *, halving: Any = None,
-                 stop_reason: str | None = None) -> dict[str, Any]:
+                 stop_reason: str | None = None, prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The experiment report.
 
     Args:
@@ -105,6 +105,7 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
             timings); ``counts`` and ``golden`` / ``corpus`` are merged key by key.
         halving: the multi-fidelity state (``core.optimization.halving.Halving``), or None.
         stop_reason: why the search ended (``core.optimization.halving.STOP_REASONS``), or None.
+        prices: model id -> price (``Settings.prices``) for the front's cost per question, or None.
 
     Returns:
         ``{schema_version, kind: "experiment", experiment_id, complete, golden{path, sha256,
@@ -155,7 +156,7 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
             **halving.rungs.to_dict(),
             "rule": "successive halving over a seeded question order; a configuration stops only when the exact "
                     "two-sided sign test on the questions both saw says it is worse than the rung's best"},
-        "front": front(board, results, spec.n_questions or None),
+        "front": front(board, results, spec.n_questions or None, prices),
     }
     for name, value in (extra or {}).items():
         if name in ("counts", "golden", "corpus") and isinstance(value, Mapping):

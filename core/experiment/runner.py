@@ -93,6 +93,7 @@ class ExperimentOptions:
         multi_fidelity: score configurations on a seeded subset of the questions first and
             promote the better ones (``core.optimization.fidelity``; retrieval objectives).
         min_questions: questions of the first rung (None: the default).
+        prices: model id -> price (``Settings.prices``), for the front's cost per question.
     """
 
     optimizer: str = "gam"
@@ -114,6 +115,7 @@ class ExperimentOptions:
     cache_replies: bool = True
     multi_fidelity: bool = True
     min_questions: int | None = None
+    prices: dict[str, Any] = field(default_factory=dict)
 
 
 def run_experiment(
@@ -420,7 +422,7 @@ def run_experiment(
         "timings_s": spent["timings_s"],
         "workers": workers,
         "versions": package_versions(),
-    }, study=study)
+    }, study=study, prices=options.prices)
     experiment.write_report(report)
     report["location"] = f"{where}/{experiment.prefix}/report.json"
     status("info", f"experiment {experiment_id} done: best {objective} = "
