@@ -443,7 +443,7 @@ def main() -> int:
         met = all(v is not None and v <= QUESTION_GOAL for v in worst)
         print(f"{name:<10} question-evaluations / random's on every data set <= {QUESTION_GOAL}: "
               f"{'yes' if met else 'no'} ({', '.join(fmt(v, '.2f') for v in worst)})")
-    summary_file = out / "replay-summary.json"
+    summary_file = out / f"replay-summary-{args.data_sets.replace(',', '+')}.json"
     summary_file.write_text(json.dumps(summary, indent=1, allow_nan=False), encoding="utf-8")
     print(f"written to {summary_file}")
     return 0
