@@ -133,7 +133,7 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         "schema_version": EXPERIMENT_SCHEMA_VERSION,
         "kind": "experiment",
         "experiment_id": spec.experiment_id,
-        "complete": study.is_finished,
+        "complete": study.is_finished if halving is None else stop_reason is not None,
         "golden": {"path": shown_address(spec.golden), "sha256": spec.golden_sha256, "format": spec.golden_format,
                    "n_questions": spec.n_questions},
         "corpus": {"path": shown_address(spec.documents), "fingerprint": spec.corpus_fingerprint},
