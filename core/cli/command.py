@@ -1,0 +1,78 @@
+"""The ``ragtune`` command's entry: :func:`main` runs a command and returns its exit code;
+:func:`run` is the process (the ``ragtune`` script and ``python -m core.cli``)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from core.cli.parser import build_parser
+from core.errors import RagtuneError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ragtune`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from core.inputs import is_remote
+
+    docs = getattr(args, "docs", None)
+    if isinstance(docs, str) and docs and not is_remote(docs) and not Path(docs).is_dir():
+        # every command that reads a documents folder: say so before any work, not that no
+        # expected document is in it
+        what = "is not a folder" if Path(docs).exists() else "does not exist"
+        print(f"ragtune {args.command}: --docs {docs} {what}", file=sys.stderr)
+        return 1
+    try:
+        return int(args.func(args))
+    except RagtuneError as exc:
+        print(f"ragtune {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader of stdout left (``ragtune check ... | head``): stop quietly
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)  # as the Python docs advise, so the exit flush is quiet too
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # a path that cannot be read or written: say which, without a traceback
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"ragtune {args.command}: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+#: How many collections of the collector's middle generation come before one of the oldest
+#: (Python's default is 10) in the ``ragtune`` command's process; see :func:`run`.
+FULL_COLLECTION_EVERY = 100
+
+
+def run() -> None:
+    """The ``ragtune`` command's process: :func:`main`, then exit with its code.
+
+    Two settings of the garbage collector, for this process only. A run imports large
+    libraries (unitxt, transformers, the models' runtimes) whose objects live until it ends,
+    and every full collection walks all of them: full collections therefore come
+    :data:`FULL_COLLECTION_EVERY` middle-generation collections apart instead of 10 (young
+    objects are collected as often as before, and Python's other condition for a full
+    collection, that long-lived objects grew by a quarter since the last one, still holds).
+    And once the command is done, every object still held is moved to the collector's
+    permanent generation (``gc.freeze``), which no collection examines, so the collection
+    Python runs as it exits does not walk them all once more to free what the end of the
+    process frees anyway (objects are still released by reference counting as modules are
+    torn down, and ``atexit`` handlers run; finalisers of objects left in reference cycles do
+    not, which is why ``core.vectorstores.milvus`` stops the Milvus Lite servers it started
+    from an ``atexit`` handler). Not in :func:`main`, which tests and other programs call in a
+    process that goes on.
+    """
+    import gc
+
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+

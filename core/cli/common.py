@@ -1,0 +1,121 @@
+"""What the commands of ``ragtune`` share: printing, the output folder and report store, the
+branch, chunk sizes, the comma-separated options, and the check of a golden file's expected
+documents against ``--docs``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError
+from core.text import plural
+
+
+DEFAULT_OUT = "ragtune-out"
+
+
+#: ``optimize``'s exit code when the experiment ran but no evaluation succeeded.
+EXIT_ALL_FAILED = 3
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _print_plan(args: argparse.Namespace, plan: Any, settings: Any) -> int:
+    """Print a ``--dry-run`` plan (as JSON with ``--json`` when the command has it); 0."""
+    if getattr(args, "json", False):
+        _print_json(plan.to_dict(settings.prices))
+    else:
+        print(plan.format(settings.prices))
+    return 0
+
+
+def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -> None:
+    """Print the golden file's warnings to stderr, at most ``most`` of them."""
+    if not warnings:
+        return
+    print(f"\n{plural(len(warnings), 'warning')} about {path}:", file=sys.stderr)
+    for w in warnings[:most]:
+        line = f":{w['line']}" if w.get("line") is not None else ""
+        field = f"field '{w['field']}': " if w.get("field") else ""
+        print(f"  {path}{line}: {field}{w['message']}", file=sys.stderr)
+    if len(warnings) > most:
+        print(f"  ... and {len(warnings) - most} more in the report", file=sys.stderr)
+
+
+def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
+    """``(working folder, report store Files, where as shown)`` for ``--out``: a folder is
+    both; an ``s3://`` or Blob address holds the reports while caches and Milvus Lite stay in
+    the local ``$RAGTUNE_OUT_DIR`` (or ``ragtune-out``)."""
+    from core.inputs import is_remote, shown_address
+    from core.reports import LocalFiles
+
+    target = address or settings.out_dir
+    if not is_remote(target):
+        return Path(target), LocalFiles(target), str(Path(target))
+    work = settings.out_dir if not is_remote(settings.out_dir) else DEFAULT_OUT
+    return Path(work), settings.files(target), shown_address(target).rstrip("/")
+
+
+def _branch(args: argparse.Namespace) -> str | None:
+    """The run's branch: ``--branch``, else the CI's (:func:`core.settings.ci_branch`), else None."""
+    from core.settings import branch_name, ci_branch
+
+    return branch_name(args.branch, "--branch") if args.branch is not None else ci_branch()
+
+
+def _chunk_size(args: argparse.Namespace) -> int:
+    """``--chunk-size``, else :data:`core.chunking._common.DEFAULT_CHUNK_SIZE`."""
+    from core.chunking._common import DEFAULT_CHUNK_SIZE
+
+    return DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size
+
+
+def _chunk_overlap(args: argparse.Namespace) -> int:
+    """``--chunk-overlap``, else the default that fits the size
+    (:func:`core.chunking._common.default_overlap`); a given overlap is checked by the chunker."""
+    from core.chunking._common import default_overlap
+
+    return default_overlap(_chunk_size(args)) if args.chunk_overlap is None else args.chunk_overlap
+
+
+def _check_expected_documents(golden: Any, docs: str) -> None:
+    """Stop before any work when none of the golden file's expected documents is in ``docs``.
+
+    Raises:
+        ConfigError: with the reason (``core.evaluation.gate.missing_documents_reason``).
+    """
+    from core.documents import list_document_ids
+    from core.evaluation.gate import golden_documents_reason
+    from core.inputs import shown_address
+
+    if not any(q.expected for q in golden.questions):  # nothing to look for: the folder is not listed
+        return
+    reason = golden_documents_reason(golden, list_document_ids(docs), shown_address(docs))
+    if reason:
+        raise ConfigError(reason)
+
+
+def _csv(text: str | None, option: str = "") -> list[str]:
+    """The comma-separated values of an option, stripped, duplicates dropped (first kept);
+    ``[]`` when the option is not given.
+
+    Raises:
+        ConfigError: the option is given (``option`` names it) but lists nothing (``","``).
+    """
+    values = list(dict.fromkeys(p.strip() for p in (text or "").split(",") if p.strip()))
+    if text is not None and option and not values:
+        raise ConfigError(f"{option} lists nothing (got {text!r}): give at least one value, or leave it out")
+    return values
+
+
+def _csv_ints(text: str | None, option: str) -> list[int]:
+    try:
+        return list(dict.fromkeys(int(p) for p in _csv(text, option)))
+    except ValueError:
+        raise ConfigError(f"{option} takes whole numbers separated by commas, got {text!r}") from None
+

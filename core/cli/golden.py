@@ -1,0 +1,166 @@
+"""Golden files: ``ragtune check``, and writing them: ``template``, ``suggest``, ``draft``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.cli.common import _print_json, _print_plan
+from core.cli.models import _settings
+from core.cli.targets import target_specs
+from core.errors import ConfigError
+from core.text import plural
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``ragtune check GOLDEN [--docs DIR] [--target T] [--targets FILE] [--json] [--all]``: 0 when the
+    file can be run, 1 when not (or when a target cannot be reached).
+
+    GOLDEN and DIR may be local paths or addresses (``s3://...``, Blob URLs; see
+    ``core.inputs``); a remote folder is listed, not downloaded. The problems shown are bounded
+    (the first 100 of each kind, then a count and the lines of the rest) unless ``--all``."""
+    from core.golden import DEFAULT_LIMITS, CheckLimits, check_golden, format_check
+    from core.inputs import is_remote, shown_address
+
+    documents = None
+    if args.docs:
+        from core.documents import list_document_ids
+
+        if is_remote(args.docs):
+            documents = list_document_ids(args.docs)
+            if not documents:
+                print(f"ragtune check: --docs {shown_address(args.docs)} holds no documents", file=sys.stderr)
+                return 1
+        else:  # main() has checked that a local --docs is a folder
+            documents = list_document_ids(Path(args.docs))
+    check = check_golden(args.golden, documents=documents,
+                         limits=CheckLimits.unbounded() if args.all else DEFAULT_LIMITS)
+    if args.docs:  # stale evidence and pages past the end need the documents themselves
+        from core.golden.corpus_check import add_corpus_problems
+
+        add_corpus_problems(check, args.golden, args.docs, document_ids=documents)
+    if args.target or args.targets:  # expected documents and evidence against indexes searched in place
+        from core.settings import Settings
+        from core.targets.check import add_target_problems
+
+        add_target_problems(check, args.golden, target_specs(args), Settings.from_env())
+    if args.json:
+        _print_json(check.to_dict())
+    else:
+        print(format_check(check))
+        if check.omitted:
+            print(f"(some problems shown as counts with their lines; ragtune check --all {args.golden} lists every one)")
+    return 0 if check.ok else 1
+
+
+def _load_corpus(docs: str, out: Path) -> Any:
+    """Load the documents of ``docs`` (a remote folder is downloaded to ``<out>/inputs``);
+    skipped files are reported on stderr."""
+    from core.documents import load_documents
+
+    loaded = load_documents(docs, cache_dir=out / "inputs")
+    for skipped in loaded.skipped:
+        print(f"skipped {skipped.document_id}: {skipped.reason}", file=sys.stderr)
+    return loaded
+
+
+def cmd_template(args: argparse.Namespace) -> int:
+    """``ragtune template --docs DIR -o FILE``: write template rows to fill in (never over a file)."""
+    from core.golden.template import rows_to_jsonl, template_rows, write_new_file
+    from core.settings import Settings
+
+    if Path(args.output).exists():
+        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir))
+    rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
+    write_new_file(args.output, rows_to_jsonl(rows))
+    print(f"wrote {plural(len(rows), 'template row')} to {args.output} (one {args.by} each): write a question in "
+          f"each, keep or fix its expected id, then run 'ragtune check {args.output}'")
+    return 0
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    """``ragtune suggest --docs DIR --golden FILE -o FILE``: propose draft labels from reference answers."""
+    from core.golden.suggest import build_index, suggest_labels
+    from core.golden.template import rows_to_jsonl, write_new_file
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+
+    if Path(args.output).exists():
+        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    settings = _settings(args)
+    out = Path(args.out or settings.out_dir)
+    loaded = _load_corpus(args.docs, out)
+    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    with build_index(loaded.documents, model, settings.vector_store_config(out, args.vector_store)) as index:
+        result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by)
+    write_new_file(args.output, rows_to_jsonl(result.rows))
+    print(f"wrote {args.output}: {result.summary()}")
+    return 0
+
+
+def cmd_draft(args: argparse.Namespace) -> int:
+    """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model.
+
+    Prints a line per row written; exits 1 when the run wrote no row or a model stopped it
+    (refused, stopped answering, or kept ignoring the reply format: the message shows the
+    reply expected), 130 when interrupted (saying how to resume); says why fewer rows than
+    asked were written."""
+    from core.golden.draft import (DraftInterrupted, DraftOptions, DraftStopped, draft_to_file, read_examples,
+                                   unanswerable_path)
+    from core.models import CachedEmbeddingModel, EmbeddingCache
+
+    settings = _settings(args)
+    writer = settings.chat_model_named(args.writer) if args.writer else settings.chat_model()
+    if writer is None:
+        raise ConfigError("drafting needs a chat model: set RAGTUNE_CHAT_PROVIDER and RAGTUNE_CHAT_MODEL "
+                          "(and RAGTUNE_CHAT_BASE_URL), or give --writer MODEL")
+    critic = settings.chat_model_named(args.critic) if args.critic else None
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else None
+    options = DraftOptions(n=args.n, seed=args.seed, tries=args.tries, max_unusable=args.max_unusable,
+                           examples=read_examples(args.examples) if args.examples else (),
+                           **({"kinds": kinds} if kinds is not None else {}))
+    if args.dry_run:
+        from core.golden.draft import plan_draft
+
+        cache_file = Path(args.cache or f"{args.output}.replies.jsonl")
+        n_cached = sum(1 for line in cache_file.read_text(encoding="utf-8").splitlines() if line.strip()) \
+            if cache_file.is_file() else 0
+        return _print_plan(args, plan_draft(writer=writer, critic=critic, n=options.n, tries=options.tries,
+                                            n_cached=n_cached), settings)
+    out = Path(args.out or settings.out_dir)
+    loaded = _load_corpus(args.docs, out)
+    model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(out / "cache" / "embeddings.sqlite"))
+    side = Path(args.unanswerable_output) if args.unanswerable_output else unanswerable_path(args.output)
+    files = f"{args.output}" + (f" and {side}" if "unanswerable" in options.kinds else "")
+    print(f"drafting {plural(options.n, 'row')} from {plural(len(loaded.documents), 'document')} "
+          f"(writer {writer.model_id}, critic {(critic or writer).model_id}) into {files}", file=sys.stderr)
+
+    def progress(row: dict[str, Any], path: Path) -> None:
+        print(f"  {row['id']} ({row['metadata']['kind']}) -> {path}", file=sys.stderr)
+
+    resume = (f"run the same command again to resume: the rows written are kept and the replies so far are cached "
+              f"in {args.cache or args.output + '.replies.jsonl'}")
+    try:
+        summary = draft_to_file(loaded.documents, args.output, writer=writer, critic=critic, embedding_model=model,
+                                options=options, cache_path=args.cache, unanswerable_output=side, on_row=progress)
+    except DraftStopped as exc:
+        print(exc.summary.format(), file=sys.stderr)
+        print(f"ragtune draft: {exc}; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
+              f"{resume}", file=sys.stderr)
+        return 1
+    except DraftInterrupted as exc:
+        print(exc.summary.format(), file=sys.stderr)
+        print(f"ragtune draft: interrupted; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
+              f"{resume}", file=sys.stderr)
+        return 130
+    print(summary.format())
+    if not summary.n_written:
+        print("ragtune draft: no row was written (see above why)", file=sys.stderr)
+        return 1
+    print(f"written to {files}: every row is a draft; check each, then remove 'draft'"
+          + (f" (unanswerable questions go to {side}, for 'ragtune cutoff --unanswerable')"
+             if summary.written.get("unanswerable") else ""))
+    return 0
+

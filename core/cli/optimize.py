@@ -1,0 +1,115 @@
+"""``ragtune optimize``: search the space of RAG configurations, write the experiment report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from core.cli.common import EXIT_ALL_FAILED, _check_expected_documents, _output, _print_json, _print_plan
+from core.cli.formats import format_experiment
+from core.cli.models import _settings
+from core.errors import ConfigError
+
+
+def _space_models(args: argparse.Namespace, files: Any) -> dict[str, list[str]]:
+    """The ``hf:`` and ``onnx:`` model names ``optimize``'s space holds (``--set``, ``--space``
+    and, resuming, the stored experiment's space), by parameter (``embedding_model``,
+    ``reranker``), to be built before the space is checked.
+
+    Raises:
+        ConfigError: a bad ``--set`` or space file, or a name of an unknown kind (``x:...``)
+            that is not a configured model's id (the message lists the forms a name may take).
+    """
+    from core.models.local import name_form
+    from core.models.rerank import RERANK_PROVIDERS
+    from core.optimization.model_names import space_model_names
+    from core.optimization.overrides import parse_overrides
+
+    endpoints = {*RERANK_PROVIDERS, "openai"}  # the prefixes of endpoint models' ids
+    spaces = []
+    if args.resume:
+        from core.errors import StoreError
+        from core.experiment.engine import Experiment
+
+        try:
+            spaces.append(Experiment(files, args.resume).study().space)
+        except (StoreError, ConfigError):
+            pass  # the run says what is wrong with the experiment
+    found = space_model_names(parse_overrides(args.set or []), args.space, spaces)
+    out: dict[str, list[str]] = {name: [] for name in found}
+    for parameter, names in found.items():
+        for name in names:
+            try:
+                if name != "none" and name_form(name) != "local":
+                    out[parameter].append(name)
+            except ConfigError:
+                if name.partition(":")[0] not in endpoints:  # an endpoint model's id is checked by the run
+                    raise
+    return out
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    """``ragtune optimize``: search the space of RAG configurations and write the experiment report."""
+    from core.experiment.events import LoggingHandler, ProgressBarHandler
+    from core.experiment.runner import DEFAULT_ENDPOINT_WORKERS, ExperimentOptions, run_experiment
+    from core.optimization.overrides import parse_overrides
+
+    settings = _settings(args)
+    out, files, _ = _output(args.out, settings)
+    embedding = settings.embedding_model()
+    named = _space_models(args, files)
+    embeddings = settings.embedding_models(named["embedding_model"])  # a space may name any of them; the default holds the configured one
+    rerankers = settings.rerankers(named["reranker"])
+    chat = settings.chat_model()
+    if args.max_evals is not None and args.max_evals < 1:
+        raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    endpoints = settings.embedding_provider != "local" or chat is not None
+    options = ExperimentOptions(
+        optimizer=args.optimizer, max_evals=12 if args.max_evals is None else args.max_evals, objective=args.metric,
+        seed=args.seed, resume_budget=args.max_evals if args.resume else None,
+        space_file=args.space, overrides=parse_overrides(args.set or []), experiment_id=args.resume,
+        show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
+        cache_replies=not args.no_cache, multi_fidelity=args.multi_fidelity, min_questions=args.min_questions,
+        prices=dict(settings.prices),
+    )
+    if args.dry_run:
+        from core.evaluation.dry_run import plan_optimize
+        from core.golden import read_golden
+
+        plan = plan_optimize(read_golden(args.golden), chat_model=chat, judge=settings.judge_model(args.judge),
+                             max_evals=options.max_evals or 0)
+        return _print_plan(args, plan, settings)
+    if not args.resume:  # a resumed experiment checks its data against the stored spec
+        from core.golden import read_golden
+
+        _check_expected_documents(read_golden(args.golden), args.docs)
+    handlers: list[Any] = [LoggingHandler(quiet=not args.json)]
+    bar = None
+    if not args.json:
+        bar = ProgressBarHandler(options.max_evals or 0, args.metric or "objective")
+        handlers.append(bar)
+    try:
+        report = run_experiment(
+            args.docs, args.golden, out_dir=out, embedding_models=embeddings,
+            default_embedding_models=[embedding.model_id],
+            rerankers=rerankers or None,
+            chat_models={chat.model_id: chat} if chat is not None else None,
+            judge=settings.judge_model(args.judge), vector_store_config=settings.vector_store_config(out, args.vector_store),
+            vector_store_configs=settings.vector_store_configs(out),
+            options=options, handlers=handlers, files=files,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_experiment(report))
+    if report.get("best") is None and report.get("counts", {}).get("evaluations"):
+        print("error: every evaluation failed; the report lists each error", file=sys.stderr)
+        return EXIT_ALL_FAILED
+    return 0
+

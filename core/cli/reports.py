@@ -1,0 +1,174 @@
+"""Stored reports: ``ragtune report`` (text, JSON, page, CSV, MLflow) and ``ragtune serve``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.cli.common import _output, _print_json
+from core.cli.formats import format_experiment, format_report
+from core.errors import ConfigError
+from core.text import plural
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``ragtune report [RUN|latest|EXPERIMENT|CHUNKING] [--out DIR|ADDRESS] [--json] [--html FILE]
+    [--csv FILE [--per-question]] [--mlflow [URI]]``: print a stored report (``latest``: the
+    newest evaluate run, or the newest finished experiment when no run is stored), or write
+    it as a page, a CSV file or MLflow runs; a chunking comparison or sweep (by its id) is
+    printed or written as a page.
+
+    Raises:
+        StoreError: nothing stored under that id (the message lists recent runs and
+            experiments), or an experiment that stopped before writing its report (a page
+            of it is still written with ``--html``).
+    """
+    from core.errors import StoreError
+    from core.reports import ReportStore
+    from core.reports.keys import EXPERIMENTS_PREFIX
+    from core.settings import Settings
+
+    settings = Settings.from_env()
+    _, files, where = _output(args.out, settings)
+    if _report_chunking(args, files, where):
+        return 0
+    experiment_key = f"{EXPERIMENTS_PREFIX}/{args.run}/report.json"
+    if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
+        experiment = json.loads(files.read_bytes(experiment_key))
+        experiment["location"] = f"{where}/{experiment_key}"
+        if _write_exports(args, experiment):
+            return 0
+        if args.json:
+            _print_json(experiment)
+        else:
+            print(format_experiment(experiment))
+        return 0
+    from core.evaluation.app_report import format_app_report, is_app_run, load_app_run
+
+    if args.run != "latest" and is_app_run(files, args.run):
+        if args.csv or args.mlflow is not None:
+            raise ConfigError("--csv and --mlflow export evaluate runs and experiments; an app run is shown as text, "
+                              "--json or --html")
+        app_report = load_app_run(ReportStore(files), args.run)
+        app_report["location"] = f"{where}/app/runs/{args.run}/report.json"
+        if not _write_exports(args, app_report):
+            _print_json(app_report) if args.json else print(format_app_report(app_report))
+        return 0
+    store = ReportStore(files)
+    experiments = sorted({k.split("/")[1] for k in files.list(EXPERIMENTS_PREFIX) if k.endswith("/study.json")},
+                         reverse=True)  # experiment ids sort by time
+    if args.run in experiments:
+        if args.html:
+            from core.reports.pages.site import load_experiment
+
+            report, running = load_experiment(files, args.run)
+            _write_exports(args, dict(report, status="running" if running else report.get("status")))
+            return 0
+        raise StoreError(f"experiment {args.run} has no report yet (it stopped before its end): continue it with "
+                         f"'ragtune optimize --resume {args.run}' and the same --docs and --golden")
+    if args.run == "latest" and not store.run_ids():
+        finished = [e for e in experiments if files.exists(f"{EXPERIMENTS_PREFIX}/{e}/report.json")]
+        if finished:
+            args.run = finished[0]
+            return cmd_report(args)
+    try:
+        report = store.load_run(args.run)
+    except StoreError as exc:
+        if experiments:
+            raise StoreError(f"{exc}; experiments: {', '.join(experiments[:5])}") from None
+        raise
+    report["location"] = f"{where}/retrieval/runs/{report.get('run_id', args.run)}/report.json"
+    if _write_exports(args, report):
+        return 0
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_report(report))
+    return 0
+
+
+def _report_chunking(args: argparse.Namespace, files: Any, where: str) -> bool:
+    """``ragtune report ID`` for a stored chunking comparison or sweep: its page with
+    ``--html``, its JSON with ``--json``, else its text as ``compare-chunking`` / ``sweep``
+    print it. False when ``args.run`` names neither.
+
+    Raises:
+        ConfigError: ``--csv``, ``--per-question`` or ``--mlflow`` asked of one (they take
+            evaluate runs and experiments).
+    """
+    from core.reports.files import is_safe_id
+    from core.reports.pages.site import chunking_prefixes
+
+    if args.run == "latest" or not is_safe_id(args.run):
+        return False
+    for kind, prefix in chunking_prefixes().items():
+        key = f"{prefix}/{args.run}/report.json"
+        if not files.exists(key):
+            continue
+        report = json.loads(files.read_bytes(key))
+        report["location"] = f"{where}/{key}"
+        if args.csv or args.per_question or args.mlflow is not None:
+            raise ConfigError(f"{args.run} is a {'sweep' if kind == 'sweeps' else 'chunking comparison'}: write it "
+                              "with --html FILE or print it with --json (--csv and --mlflow take evaluate runs and "
+                              "experiments)")
+        if args.html:
+            _write_exports(args, report)
+        elif args.json:
+            _print_json(report)
+        elif kind == "sweeps":
+            from core.evaluation.sweep import format_sweep
+
+            print(format_sweep(report))
+        else:
+            from core.evaluation.chunking import format_comparison
+
+            print(format_comparison(report))
+        return True
+    return False
+
+
+def _write_exports(args: argparse.Namespace, report: dict[str, Any]) -> bool:
+    """Write what ``--html``, ``--csv`` and ``--mlflow`` ask for (saying each on stderr);
+    False when none was asked for."""
+    from core.reports.files import write_atomic
+
+    if args.per_question and not args.csv:
+        raise ConfigError("--per-question shapes the --csv export; give --csv FILE too")
+    wrote = False
+    if args.html:
+        from core.reports.pages import render_report
+
+        write_atomic(Path(args.html), render_report(report).encode("utf-8"))
+        print(f"wrote page {args.html}", file=sys.stderr)
+        wrote = True
+    if args.csv:
+        from core.reports.exports import to_csv
+
+        write_atomic(Path(args.csv), to_csv(report, per_question=args.per_question).encode("utf-8"))
+        print(f"wrote {args.csv}", file=sys.stderr)
+        wrote = True
+    if args.mlflow is not None:
+        from core.reports.mlflow_export import DEFAULT_TRACKING_URI, log_report
+
+        uri = args.mlflow or DEFAULT_TRACKING_URI
+        run_ids = log_report(report, tracking_uri=uri)
+        print(f"logged {plural(len(run_ids), 'MLflow run')} to {uri}", file=sys.stderr)
+        wrote = True
+    return wrote
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``ragtune serve [--out DIR|ADDRESS] [--host H] [--port N]``: serve the pages of every
+    report in a store until interrupted."""
+    from core.reports import ReportStore
+    from core.reports.serve import serve
+    from core.settings import Settings
+
+    _, files, where = _output(args.out, Settings.from_env())
+    print(f"serving the reports in {where} on http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
+    serve(ReportStore(files), where=where, host=args.host, port=args.port)
+    return 0
+

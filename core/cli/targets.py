@@ -1,0 +1,73 @@
+"""Targets searched in place: ``--target`` and ``--targets``, and ``evaluate`` over them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.cli.common import _branch, _chunk_overlap, _chunk_size, _print_json, _print_warnings
+from core.cli.formats import format_report
+from core.cli.gate import _baseline, _gate_exit
+from core.cli.models import evaluation_models
+
+
+def target_specs(args: argparse.Namespace) -> list[Any]:
+    """The targets of ``--target`` and ``--targets`` (none of them named twice).
+
+    Raises:
+        ConfigError: a malformed option or targets file, or two targets of one name.
+    """
+    from core.targets.spec import check_unique, parse_target_option, read_targets_file
+
+    specs = [parse_target_option(t) for t in args.target or []]
+    if args.targets:
+        specs += read_targets_file(args.targets)
+    check_unique(specs)
+    return specs
+
+
+def _evaluate_targets(args: argparse.Namespace, settings: Any, out: Path, files: Any, where: str,
+                      thresholds: list[Any]) -> int:
+    """``ragtune evaluate --golden FILE --target ... [--targets FILE] [--docs DIR]``: every setup
+    of every target in one report (``core.evaluation.targets``); the gate checks ``--setup``
+    (a pick across targets, ``TARGET/PICK``, or ``TARGET/SETUP``)."""
+    from core.evaluation.targets import TargetsOptions, evaluate_targets, resolve_gate_setup
+    from core.targets.spec import BUILT_TARGET
+    from core.golden import read_golden
+    from core.reports import ReportStore, new_run_id
+
+    specs = target_specs(args)
+    models = evaluation_models(settings, args.embedding_model)
+    golden = read_golden(args.golden)
+    store = ReportStore(files)
+    branch = _branch(args)
+    names = tuple(sorted([s.name for s in specs] + ([BUILT_TARGET] if args.docs else [])))
+    baseline, note = _baseline(args, store, golden.sha256, branch, targets=names)
+    options = TargetsOptions(rank_grain=args.rank_by, only=args.only or (), skip=args.skip or (),
+                             show_progress=not args.json,
+                             chunking=(args.chunking, _chunk_size(args), _chunk_overlap(args)), embed_title=args.title)
+    report = evaluate_targets(
+        args.golden, specs, settings=settings, out_dir=out, docs=args.docs, golden=golden, embedding_model=models[0],
+        reranker=settings.reranker(), store_config=settings.vector_store_config(out, args.vector_store) if args.docs
+        else None, options=options, on_status=(lambda m: print(m, file=sys.stderr)) if not args.json else None)
+    run_id = new_run_id()
+    report["run_id"] = run_id
+    report["branch"] = branch
+    verdict = None
+    if thresholds or args.baseline:  # judged before the report is saved, so the report keeps the verdict
+        from core.evaluation.gate import judge_gate
+
+        verdict = judge_gate(report, setup=resolve_gate_setup(report, args.setup), thresholds=thresholds,
+                             baseline=baseline, branch=branch, note=note)
+        report["gate"] = verdict.to_dict()
+    report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
+    report["location"] = f"{where}/{store.save_run(run_id, report)}"
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_report(report))
+        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    return _gate_exit(verdict)
+
