@@ -39,7 +39,7 @@ Request body of ``POST /api/experiments``::
      "seed": 0,                            # optional: >= 0 (default 0)
      "objective": "mrr",                   # optional: the metric to maximise
      "vector_store": "pgvector",           # optional: a backend (default RAGTUNE_VECTOR_STORE)
-     "multi_fidelity": true}               # optional: rungs of questions (default true; retrieval objectives)
+     "multi_fidelity": true}               # optional: rungs of questions (default false; retrieval objectives)
 """
 
 from __future__ import annotations

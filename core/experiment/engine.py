@@ -681,8 +681,13 @@ class Experiment:
     def _tell_rungs(self, keys: list[str], missing: Any, study: Any, halving: Any) -> ExperimentSummary:
         """:meth:`tell` with multi-fidelity: each key's result at its pending rung goes to
         ``Halving.tell`` (per-question scores of the objective, from the stored result)."""
+        from core.optimization.fidelity import Decision
         from core.optimization.halving import per_question_scores
 
+        asked = {t.configuration.key for t in study.pending_trials}
+        for key in dict.fromkeys(keys):  # asked by plain ask(): a rung-0 item on every question
+            if key in asked and key not in halving.pending:
+                halving.pending[key] = 0
         wanted = [k for k in dict.fromkeys(keys) if k in halving.pending]
         for key, result in zip(wanted, _each(self.result, wanted)):
             rung = halving.pending[key]
@@ -702,6 +707,16 @@ class Experiment:
                 continue
             metrics = result.get("metrics") or {}
             scores = per_question_scores(result, study.objective_metric)
+            if scores is None and rung == 0:
+                # no per-question scores (another evaluator): it counts as scored on every question
+                halving.pending.pop(key, None)
+                study.tell(config, metrics, metrics=metrics)
+                if study.trial_of(config).status == "complete":
+                    n = len(halving.rungs.order)
+                    halving.decisions[key] = Decision("complete", halving.rungs.last, n,
+                                                      reason="scored without per-question scores: taken as on "
+                                                             "every question")
+                continue
             halving.tell(study, config, rung, scores, metrics if scores is not None else None,
                          None if scores is not None else f"no per-question {study.objective_metric} in the result")
         self.save_study(study)

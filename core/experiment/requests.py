@@ -120,7 +120,7 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_
     vector_store = body.get("vector_store")
     if vector_store is not None and vector_store not in BACKENDS:
         errors.append(f"'vector_store' must be one of {', '.join(BACKENDS)}, got {_shown_value(vector_store)}")
-    multi_fidelity = body.get("multi_fidelity", True)
+    multi_fidelity = body.get("multi_fidelity", False)
     if not isinstance(multi_fidelity, bool):
         errors.append(f"'multi_fidelity' must be true or false, got {_shown_value(multi_fidelity)}")
     if errors:

@@ -169,7 +169,7 @@ def test_starter_starts_the_orchestrator_and_answers_with_the_apps_own_urls(app_
     stored = json.loads((tmp_path / "experiments" / instance_id / "request.json").read_text())
     assert stored == {"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs",
                       "space": {"chunk_size": [128, 256]}, "optimizer": "gam", "max_evals": 12, "seed": 3,
-                      "objective": None, "vector_store": None}
+                      "objective": None, "vector_store": None, "multi_fidelity": False}
 
 
 @pytest.mark.parametrize("body, message", [
