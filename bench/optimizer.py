@@ -1,4 +1,18 @@
-"""Optimizer benchmark: how many evaluations GAM, random search and TPE need to find the best.
+"""Optimizer benchmark: what random search, the GAM and multi-fidelity spend to find the best.
+
+Default: three data sets (``bench/grid.py``: northwind-benefits, squad-mini's first 100
+questions, musique-mini), each with every configuration of a 144-configuration space
+(rerankers, retrieval depth, top_k, chunking, both local embedding models) evaluated once and
+its per-question ``mrr`` stored; then random search, the GAM, and both with multi-fidelity
+(``core.optimization.halving``) are replayed for ``--seeds`` seeds (default 20) and the median
+evaluations and question-evaluations (the real cost: each evaluation counts the questions it
+scored) to come within one point of the best are printed, with each strategy's
+question-evaluations over random search's and whether it stays at most 0.6 on every data set.
+A multi-fidelity search reaches the target when a configuration within one point of the best
+has been scored on every question.
+
+``--one-data-set``: the earlier single-data-set replay, described below.
+
 
 One process, on one corpus and golden file:
 
@@ -223,9 +237,11 @@ def batch_section(scores: dict[str, float | None], space: SearchSpace, seeds: li
     return out
 
 
-def main() -> int:
-    """Run the benchmark and print its table; returns 0."""
+def main_one_data_set() -> int:
+    """The single-data-set replay over the offline default space (GAM, random, TPE, batch
+    sizes), ``--one-data-set``; returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--one-data-set", action="store_true")
     parser.add_argument("--dataset", default=str(SQUAD), help="folder with docs/ and golden.jsonl")
     parser.add_argument("--golden", default=None, help="golden file (default: DATASET/golden.jsonl)")
     parser.add_argument("--questions", type=int, default=None, help="use the first N questions (default: all)")
@@ -341,5 +357,97 @@ def main() -> int:
     return 0
 
 
+#: Seeds per strategy in the three-data-set replay (the median is over these).
+MULTI_SEEDS = 20
+#: The goal: the default strategy's median question-evaluations to the target at most this
+#: share of random search's, on every data set.
+QUESTION_GOAL = 0.6
+
+
+def strategies(rungs: dict[str, Any]) -> dict[str, Any]:
+    """The replayed strategies: ``(sampler factory, rungs or None)`` by name."""
+    return {"random": (RandomSampler, None), "gam": (GAMSampler, None),
+            "mf-random": (RandomSampler, rungs), "mf-gam": (GAMSampler, rungs)}
+
+
+def replay_data_set(table: dict[str, Any], seeds: list[int], rungs: dict[str, Any]) -> dict[str, Any]:
+    """Replay every strategy over one data set's per-question table (``bench/grid.py``) and
+    return ``{name: {median_evaluations, median_questions, reached, replay_s}}``."""
+    from bench.grid import wide_space
+    from bench.replay import replay_questions
+
+    space = wide_space()
+    ids = table["question_ids"]
+    out: dict[str, Any] = {}
+    for name, (factory, mf) in strategies(rungs).items():
+        t0 = time.perf_counter()
+        runs = replay_questions(table["scores"], ids, space, factory, seeds, tolerance=TOLERANCE, rungs=mf)
+        evals = [math.inf if r.evaluations_to_target is None else r.evaluations_to_target for r in runs]
+        questions = [math.inf if r.questions_to_target is None else r.questions_to_target for r in runs]
+        med_e, med_q = statistics.median(evals), statistics.median(questions)
+        out[name] = {"median_evaluations": None if math.isinf(med_e) else med_e,
+                     "median_questions": None if math.isinf(med_q) else med_q,
+                     "reached": sum(r.evaluations_to_target is not None for r in runs) / len(runs),
+                     "replay_s": round(time.perf_counter() - t0, 1)}
+    return out
+
+
+def main() -> int:
+    """Replay random, GAM and multi-fidelity strategies on the three data sets' grids; prints
+    a table per data set and the goal's verdict; returns 0."""
+    from bench.grid import DATA_SETS, DEFAULT_OUT as GRID_OUT, evaluate_grid
+    from core.optimization.fidelity import DEFAULT_ETA, DEFAULT_MIN_QUESTIONS, rung_sizes
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-sets", default=",".join(DATA_SETS))
+    parser.add_argument("--seeds", type=int, default=MULTI_SEEDS, help=f"seeds per strategy (default {MULTI_SEEDS})")
+    parser.add_argument("--metric", default="mrr", help="objective, maximised (default: mrr)")
+    parser.add_argument("--min-questions", type=int, default=DEFAULT_MIN_QUESTIONS)
+    parser.add_argument("--eta", type=int, default=DEFAULT_ETA)
+    parser.add_argument("--out", default=str(GRID_OUT), help=f"grid folder (default: {GRID_OUT})")
+    args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = list(range(args.seeds))
+    rungs = {"min_questions": args.min_questions, "eta": args.eta}
+    summary: dict[str, Any] = {"seeds": len(seeds), "tolerance": TOLERANCE, "metric": args.metric, "rungs": rungs,
+                               "data_sets": {}}
+    ratios: dict[str, dict[str, float | None]] = {}
+    for data_set in args.data_sets.split(","):
+        table = evaluate_grid(data_set, args.metric, out)
+        full = {k: (None if v is None or all(x is None for x in v) else statistics.fmean([x for x in v if x is not None]))
+                for k, v in table["scores"].items()}
+        ok = [v for v in full.values() if v is not None]
+        best = max(ok)
+        near = sum(v >= best - TOLERANCE for v in ok)
+        n_q = len(table["question_ids"])
+        print(f"\n{data_set}: {len(table['scores'])} configurations, {n_q} questions, {args.metric} best "
+              f"{best:.4f}, median {statistics.median(ok):.4f}; {near} within {TOLERANCE:g} of the best; "
+              f"rungs {rung_sizes(n_q, args.min_questions, args.eta)}; grid {table.get('grid_s')} s")
+        rows = replay_data_set(table, seeds, rungs)
+        print(f"{'strategy':<10} {'median evals':>13} {'median question-evals':>22} {'reached':>8} {'replay s':>9}")
+        for name, row in rows.items():
+            print(f"{name:<10} {fmt(row['median_evaluations'], 'g'):>13} {fmt(row['median_questions'], 'g'):>22} "
+                  f"{row['reached']:>8.0%} {row['replay_s']:>9.1f}")
+        base = rows["random"]["median_questions"]
+        ratios[data_set] = {name: (None if row["median_questions"] is None or not base
+                                   else row["median_questions"] / base) for name, row in rows.items()}
+        print("question-evaluations / random's: " + ", ".join(f"{k} {fmt(v, '.2f')}" for k, v in ratios[data_set].items()))
+        summary["data_sets"][data_set] = {"n_questions": n_q, "best": best, "within_tolerance": near, "strategies": rows,
+                                          "ratios": ratios[data_set]}
+    print()
+    for name in strategies(rungs):
+        worst = [r[name] for r in ratios.values()]
+        met = all(v is not None and v <= QUESTION_GOAL for v in worst)
+        print(f"{name:<10} question-evaluations / random's on every data set <= {QUESTION_GOAL}: "
+              f"{'yes' if met else 'no'} ({', '.join(fmt(v, '.2f') for v in worst)})")
+    summary_file = out / f"replay-summary-{args.data_sets.replace(',', '+')}.json"
+    summary_file.write_text(json.dumps(summary, indent=1, allow_nan=False), encoding="utf-8")
+    print(f"written to {summary_file}")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_one_data_set() if "--one-data-set" in sys.argv else main())

@@ -361,3 +361,105 @@ def replay_tpe(
 
 
 __all__ = ["CHECKPOINTS", "ReplayStats", "SeedReplay", "replay", "replay_tpe", "score_table"]
+
+
+@dataclass(frozen=True)
+class CostReplay:
+    """One replayed search over a per-question table, with what it cost.
+
+    Attributes:
+        seed: the seed.
+        evaluations_to_target: configurations evaluated (at any rung) until one within
+            tolerance of the best was scored on every question, or None.
+        questions_to_target: question-evaluations until then (each evaluation counts the
+            questions it scored: a promotion scores only the questions its new rung adds), or None.
+        n_evaluations: evaluations made in all (promotions included).
+        n_questions: question-evaluations made in all.
+    """
+
+    seed: int
+    evaluations_to_target: int | None
+    questions_to_target: int | None
+    n_evaluations: int
+    n_questions: int
+
+
+def _mean_of(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
+
+
+def replay_questions(
+    table: Mapping[str, Sequence[float | None] | None],
+    question_ids: Sequence[str],
+    space: SearchSpace,
+    sampler_factory: Callable[[], Sampler],
+    seeds: Sequence[int],
+    *,
+    tolerance: float = 0.01,
+    rungs: Mapping[str, Any] | None = None,
+) -> list[CostReplay]:
+    """Replay a search over per-question scores until it reaches the target (maximised).
+
+    Args:
+        table: configuration key -> per-question scores in the order of ``question_ids``
+            (None per question: not scorable; None for the whole entry: failed), for every
+            valid configuration. A configuration's score is the mean over its scorable
+            questions (the evaluation's own mean).
+        question_ids: the golden questions' ids.
+        space: the space the keys belong to.
+        sampler_factory: a fresh sampler per seed.
+        seeds: the seeds.
+        tolerance: within this of the best full-question score counts as reached.
+        rungs: None for full fidelity (every evaluation scores every question); else the
+            settings of :class:`~core.optimization.fidelity.Rungs` (``min_questions``,
+            ``eta``, ``alpha``) for multi-fidelity with :class:`~core.optimization.halving.Halving`.
+
+    Returns:
+        One :class:`CostReplay` per seed.
+    """
+    from core.optimization.fidelity import Rungs
+    from core.optimization.halving import Halving
+
+    n = len(question_ids)
+    full = {k: (None if v is None else _mean_of(v)) for k, v in table.items()}
+    best = _check_table(full, space, "maximize")
+    out = []
+    for seed in seeds:
+        study = Study(space, sampler_factory(), objective_metric="score", seed=seed)
+        halving = Halving(Rungs(question_ids, seed, **dict(rungs))) if rungs is not None else None
+        evals = questions = 0
+        reached: tuple[int, int] | None = None
+        while reached is None:
+            if halving is None:
+                configs = study.ask(1)
+                if not configs:
+                    break
+                config = configs[0]
+                score = full[config.key]
+                study.tell(config, score, error=None if score is not None else "failed in the table")
+                evals, questions = evals + 1, questions + n
+                if score is not None and score >= best - tolerance:
+                    reached = (evals, questions)
+                continue
+            items = halving.ask(study, 1)
+            if not items:
+                break
+            item = items[0]
+            row = table[item.configuration.key]
+            below = halving.rungs.sizes[item.rung - 1] if item.rung else 0  # a promotion scores the new ones only
+            evals, questions = evals + 1, questions + len(item.questions) - below
+            if row is None:
+                halving.tell(study, item.configuration, item.rung, None, None, "failed in the table")
+                continue
+            by_id = dict(zip(question_ids, row))
+            scores = {q: by_id[q] for q in item.questions}
+            mean = _mean_of(list(scores.values()))
+            decision = halving.tell(study, item.configuration, item.rung, scores,
+                                    {"score": mean} if mean is not None else None)
+            if decision is not None and decision.verdict == "complete" and full[item.configuration.key] is not None \
+                    and full[item.configuration.key] >= best - tolerance:
+                reached = (evals, questions)
+        out.append(CostReplay(seed, None if reached is None else reached[0], None if reached is None else reached[1],
+                              evals, questions))
+    return out

@@ -38,7 +38,8 @@ Request body of ``POST /api/experiments``::
      "max_evals": 12,                      # optional: 1..1000 (default 12)
      "seed": 0,                            # optional: >= 0 (default 0)
      "objective": "mrr",                   # optional: the metric to maximise
-     "vector_store": "pgvector"}           # optional: a backend (default RAGTUNE_VECTOR_STORE)
+     "vector_store": "pgvector",           # optional: a backend (default RAGTUNE_VECTOR_STORE)
+     "multi_fidelity": true}               # optional: rungs of questions (default false; retrieval objectives)
 """
 
 from __future__ import annotations
@@ -240,10 +241,13 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
         return {"experiment_id": experiment_id, "status": "done", "report": report["report"],
                 "best_key": status["best_key"], "best_score": status["best_score"], "evaluated": status["evaluated"]}
     context.set_custom_status({**status, "phase": "evaluating", "round": len(keys)})
-    yield from _activity(context, "enqueue_evaluations", {**ref, "configurations": asked["configurations"]}, status)
+    batch = {"requests": asked["requests"]} if asked.get("requests") else {"configurations": asked["configurations"]}
+    yield from _activity(context, "enqueue_evaluations", {**ref, **batch}, status)
     stored = set(asked.get("stored") or [])  # a resumed round: these results came while it was down
+    events = dict(zip(keys, asked.get("events") or [None] * len(keys)))
     waiting = [k for k in keys if k not in stored]
-    arrived = (yield from _wait_for_round(context, waiting, asked.get("round_timeout_s"))) if waiting else []
+    arrived = (yield from _wait_for_round(context, waiting, asked.get("round_timeout_s"),
+                                          [events[k] for k in waiting])) if waiting else []
     yield from _activity(context, "tell_results", {**ref, "keys": keys,
                                                    "timed_out": [k for k, came in zip(waiting, arrived) if not came],
                                                    "round_timeout_s": asked.get("round_timeout_s")}, status)
@@ -270,15 +274,17 @@ def _activity(context: Any, name: str, data: Any, status: dict | None = None):
         raise
 
 
-def _wait_for_round(context: Any, keys: list[str], timeout_s: Any):
-    """Wait for one ``evaluated-<key>`` event per key, or until ``timeout_s`` (None: no limit).
+def _wait_for_round(context: Any, keys: list[str], timeout_s: Any, names: list[Any] | None = None):
+    """Wait for one completion event per key (``names``, else ``evaluated-<key>``), or until
+    ``timeout_s`` (None: no limit).
 
     Returns:
         One bool per key: whether its event came (its data is not read).
     """
     from core.experiment.types import evaluated_event
 
-    events = [context.wait_for_external_event(evaluated_event(key)) for key in keys]
+    names = names or [None] * len(keys)
+    events = [context.wait_for_external_event(name or evaluated_event(key)) for key, name in zip(keys, names)]
     together = context.task_all(events)
     if not timeout_s:
         yield together
@@ -323,33 +329,41 @@ def prepare_experiment(request: dict) -> dict:
 
 @bp.activity_trigger(input_name="ref")
 def ask_configurations(ref: dict) -> dict:
-    """The round's configurations (``Experiment.ask(RAGTUNE_PARALLEL_EVALUATIONS)``; the GAM is
-    fitted here): ``{"configurations", "keys", "stored", "round_timeout_s", "summary"}``, where
+    """The round's evaluation requests (``Experiment.ask_requests(RAGTUNE_PARALLEL_EVALUATIONS)``:
+    with multi-fidelity a round is a rung's work, promotions first, each request carrying its
+    rung and question ids; the GAM is fitted here): ``{"configurations", "keys", "requests",
+    "events", "stored", "round_timeout_s", "summary"}`` (``events``: each request's completion
+    event, ``evaluated-<key>`` or ``evaluated-<key>-r<rung>``), where
     ``stored`` lists the keys, among configurations asked before and still pending (a resumed
     or retried round), whose result is stored already: no event is waited for them."""
     settings = _settings()
     experiment = _experiment(ref["experiment_id"], settings)
     study = experiment.study()
     pending = {t.configuration.key for t in study.pending_trials}
-    configurations = experiment.ask(settings.parallel_evaluations, study=study)
+    requests = experiment.ask_requests(settings.parallel_evaluations, study=study)
     from core.experiment import ExperimentSummary
 
-    keys = [c.key for c in configurations]
-    return {"configurations": [c.to_dict() for c in configurations], "keys": keys,
-            "stored": experiment.stored_keys([k for k in keys if k in pending]),
+    keys = [r.key for r in requests]
+    rung_zero = [r.key for r in requests if not r.rung and r.key in pending]
+    return {"configurations": [dict(r.configuration) for r in requests], "keys": keys,
+            "requests": [r.to_dict() for r in requests], "events": [r.event for r in requests],
+            "stored": experiment.stored_keys(rung_zero),
             "round_timeout_s": settings.round_timeout_s, "summary": ExperimentSummary.of(study).to_dict()}
 
 
 @bp.activity_trigger(input_name="batch")
 def enqueue_evaluations(batch: dict) -> dict:
-    """Put one evaluation message (``EvaluationRequest``) per configuration on the evaluations
-    queue (creating the queue when missing); a configuration whose message was sent by an
+    """Put one evaluation message (``EvaluationRequest``) per configuration (or per request of
+    ``ask_configurations``, with its rung and questions) on the evaluations queue (creating the queue when missing); a configuration whose message was sent by an
     earlier try of this activity is not sent again. Returns ``{"keys": [...]}``."""
     settings = _settings()
     experiment = _experiment(batch["experiment_id"], settings)
     queue = settings.queue_client(settings.evaluations_queue)
     _ensure_queue(queue)
-    keys, sent = experiment.enqueue(batch["configurations"], queue.send_message)
+    from core.experiment import EvaluationRequest
+
+    items = [EvaluationRequest.parse(r) for r in batch["requests"]] if batch.get("requests") else batch["configurations"]
+    keys, sent = experiment.enqueue(items, queue.send_message)
     logger.info("experiment %s: %d evaluations enqueued", batch["experiment_id"], sent)
     return {"keys": keys}
 
@@ -377,7 +391,8 @@ def tell_results(told: dict) -> dict:
 @bp.activity_trigger(input_name="ref")
 def write_experiment_report(ref: dict) -> dict:
     """``Experiment.write_report``: ``{"report": the report's key in the store}``."""
-    return {"report": _experiment(ref["experiment_id"]).write_report()}
+    settings = _settings()
+    return {"report": _experiment(ref["experiment_id"], settings).write_report(prices=settings.prices)}
 
 
 # Queue-triggered evaluations --------------------------------------------------------------------
@@ -451,7 +466,7 @@ async def _raise(client: Any, request: Any) -> None:
     gone (ended or purged) is logged, not retried."""
     from core.experiment.types import evaluated_event
 
-    event = evaluated_event(request.key)
+    event = evaluated_event(request.key, request.rung)
     try:
         await client.raise_event(request.experiment_id, event, {"key": request.key})
     except Exception as exc:  # noqa: BLE001 - the SDK raises plain Exception for 404 / 410

@@ -72,7 +72,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         seed=args.seed, resume_budget=args.max_evals if args.resume else None,
         space_file=args.space, overrides=parse_overrides(args.set or []), experiment_id=args.resume,
         show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
-        cache_replies=not args.no_cache,
+        cache_replies=not args.no_cache, multi_fidelity=args.multi_fidelity, min_questions=args.min_questions,
+        prices=dict(settings.prices),
     )
     if args.dry_run:
         from core.evaluation.dry_run import plan_optimize

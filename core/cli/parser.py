@@ -193,6 +193,10 @@ def _add_optimize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         "models are endpoints)")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the chat and judge models afresh instead of reusing cached replies")
+    p.add_argument("--multi-fidelity", action=argparse.BooleanOptionalAction, default=False,
+                   help="score configurations on a seeded subset of the questions first and promote the better ones "
+                        "(retrieval objectives; off by default: see bench/optimizer.py in the README)")
+    p.add_argument("--min-questions", type=int, metavar="N", help="questions of the first rung (default 16)")
     p.add_argument("--dry-run", action="store_true",
                    help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")
     p.add_argument("--out", help=f"output folder, or an s3:// or Blob address for the experiment (caches stay in "

@@ -595,7 +595,9 @@ def run_single_evaluation(
         store_binding{backend, location, collection} (never credentials),
         collection_reused, n_embedded, timings{chunk_s, index_s, retrieve_s, answers_s, total_s},
         cost{seconds, texts_embedded, texts_from_cache, chat_requests, replies_from_cache,
-        prompt_tokens, completion_tokens, tokens}, models{model id: description}}``
+        prompt_tokens, completion_tokens, tokens}, models{model id: description},
+        per_question{ids, scores{metric: [score or None]}}}`` (``per_question``: the rank
+        grain's scores per question, what paired tests between configurations read)
         (``models``: the embedding model's and the reranker's source, revision and weight
         files' sha256, see ``core.models.describe``; ``cost``: what this evaluation alone
         spent, see ``core.models.spend.Spend.to_dict``; tokens None when an endpoint did not
@@ -745,7 +747,18 @@ def _retrieved(store: Any, settings: PipelineSettings, corpus: Corpus, golden: A
     result["rank_grain"] = rank_grain
     result["retrieval"] = {g: r.aggregate.to_dict() for g, r in grains.items()}
     result["metrics"].update(grains[rank_grain].aggregate.means)
+    result["per_question"] = _per_question(grains[rank_grain])
     return searched, setup
+
+
+def _per_question(grain: Any) -> dict[str, Any]:
+    """The rank grain's per-question scores, for paired tests between configurations:
+    ``{"ids": [question id, ...], "scores": {metric: [score or None per id]}}`` (None: the
+    question is not scorable at this grain), ids in golden-file order."""
+    ids = list(grain.per_question)
+    names = list(grain.aggregate.means)
+    scores = {m: [None if r.scores is None else r.scores.get(m) for r in grain.per_question.values()] for m in names}
+    return {"ids": ids, "scores": scores}
 
 
 def _finish(result: dict[str, Any], started: float, context: EvaluationContext, corpus: Corpus, golden: Any,

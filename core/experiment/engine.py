@@ -23,6 +23,8 @@ Layout under ``experiments/<experiment id>/`` in the store:
   failed or came again after one that did not finish (what a poison message must find, see
   :meth:`Experiment.record_poisoned`);
 - ``texts/<sha256>.txt``: full texts of messages that were cut to travel (see :meth:`Experiment.cap`);
+- ``fidelity.json``: with multi-fidelity, the golden question ids and the successive-halving
+  state (``core.optimization.halving.Halving``: per-question scores, decisions, pending rungs);
 - ``progress.json``: what the runs so far cost (the local runner);
 - ``report.json``: the final report.
 """
@@ -292,9 +294,11 @@ class Experiment:
 
     # Steps ------------------------------------------------------------------------------------
     @classmethod
-    def create(cls, files: Any, spec: ExperimentSpec, study: Any) -> "Experiment":
-        """Store ``spec`` and ``study`` (the prepare step); an experiment already stored is left
-        as it is (a retried prepare).
+    def create(cls, files: Any, spec: ExperimentSpec, study: Any,
+               question_ids: list[str] | None = None) -> "Experiment":
+        """Store ``spec`` and ``study`` (the prepare step), and with ``spec.multi_fidelity`` and
+        ``question_ids`` (golden order) a new ``fidelity.json``; an experiment already stored is
+        left as it is (a retried prepare).
 
         Raises:
             ConfigError: ``study``'s objective differs from ``spec.objective``.
@@ -304,9 +308,67 @@ class Experiment:
             raise ConfigError(f"the study maximises {study.objective_metric}, the spec {spec.objective}")
         experiment = cls(files, spec.experiment_id)
         if not experiment.exists():
+            if spec.multi_fidelity and question_ids:
+                from core.optimization.halving import Halving
+
+                experiment._write("fidelity.json", {"question_ids": list(question_ids),
+                                                    "state": Halving(spec.rungs(question_ids)).to_dict()})
             experiment._write("spec.json", spec.to_dict())
             experiment.save_study(study)
         return experiment
+
+    # Multi-fidelity ----------------------------------------------------------------------------
+    def fidelity(self) -> Any:
+        """The experiment's ``Halving`` (multi-fidelity state), or None without rungs.
+
+        Raises:
+            ConfigError: the stored state does not match the spec.
+        """
+        if not self.spec().multi_fidelity:
+            return None
+        data = self._read_optional("fidelity.json")
+        if data is None:
+            return None
+        from core.optimization.halving import Halving
+
+        return Halving.from_dict(self.spec().rungs(data["question_ids"]), data.get("state") or {})
+
+    def save_fidelity(self, halving: Any) -> None:
+        """Store ``halving``'s state beside its question ids."""
+        self._write("fidelity.json", {"question_ids": halving.rungs.question_ids, "state": halving.to_dict()})
+
+    def ask_requests(self, n: int | None = None, study: Any = None, halving: Any = None) -> list[EvaluationRequest]:
+        """The next round's evaluation requests: :meth:`ask`'s configurations on every question,
+        or with multi-fidelity ``Halving.ask``'s work items (promotions first), none once
+        ``Halving.stop_reason`` gives a reason. The study (and the multi-fidelity state) are
+        saved.
+
+        Args:
+            n: how many (None: the sampler's natural batch).
+            study: the study (None: the stored one).
+            halving: the multi-fidelity state (None: the stored one, if any).
+        """
+        study = self.study() if study is None else study
+        halving = self.fidelity() if halving is None else halving
+        if halving is None:
+            return [self.evaluation_request(c) for c in self.ask(n, study=study)]
+        if halving.stop_reason(study) is not None:
+            return []
+        items = halving.ask(study, n)
+        self.save_study(study)
+        self.save_fidelity(halving)
+        return [self.evaluation_request(i.configuration, i.rung, i.questions) for i in items]
+
+    def stop_reason(self, study: Any = None, halving: Any = None) -> str | None:
+        """Why the search ended (``core.optimization.halving.STOP_REASONS``), or None while it
+        goes on; without rungs ``"budget"`` or ``"space"`` once the study is finished."""
+        study = self.study() if study is None else study
+        halving = self.fidelity() if halving is None else halving
+        if halving is not None:
+            return halving.stop_reason(study)
+        if not study.is_finished:
+            return None
+        return "space" if study.n_asked >= study.space.n_valid else "budget"
 
     def ask(self, n: int | None = None, study: Any = None) -> list[Any]:
         """Up to ``n`` configurations to evaluate, recorded as pending and saved.
@@ -331,13 +393,16 @@ class Experiment:
             self.save_study(study)
         return out
 
-    def evaluation_request(self, configuration: Mapping[str, Any]) -> EvaluationRequest:
+    def evaluation_request(self, configuration: Mapping[str, Any], rung: int = 0,
+                           questions: Any = None) -> EvaluationRequest:
         """The message asking for one evaluation: the experiment id, the configuration and its
-        key; nothing the evaluator could be misled by (addresses, scores)."""
+        key, and with multi-fidelity the rung and its question ids; nothing the evaluator could
+        be misled by (addresses, scores)."""
         from core.optimization import Configuration
 
         config = Configuration(configuration)
-        return EvaluationRequest(self.experiment_id, config.key, config.to_dict())
+        return EvaluationRequest(self.experiment_id, config.key, config.to_dict(), int(rung),
+                                 None if questions is None else tuple(questions))
 
     def enqueued_keys(self) -> set[str]:
         """The configuration keys whose evaluation messages were sent (one listing, not one
@@ -349,9 +414,10 @@ class Experiment:
         """Record that configuration ``key``'s evaluation message was sent."""
         self.files.write_bytes(f"{self.prefix}/queued/{key}", b"")
 
-    def enqueue(self, configurations: list[Mapping[str, Any]], send: Callable[[bytes], Any]) -> tuple[list[str], int]:
+    def enqueue(self, configurations: list[Any], send: Callable[[bytes], Any]) -> tuple[list[str], int]:
         """Send one evaluation message (:class:`EvaluationRequest` as JSON bytes, through
-        ``send``) per configuration not sent before (one listing of the markers), each marked
+        ``send``) per configuration (or ``EvaluationRequest``, for a rung) not sent before (one
+        listing of the markers; a rung above 0 has its own, ``<key>-r<rung>``), each marked
         sent once ``send`` returned; up to :data:`STORE_REQUESTS_AT_ONCE` at a time. A retried
         step sends only what an earlier try did not mark.
 
@@ -361,13 +427,13 @@ class Experiment:
         Raises:
             Exception: what ``send`` or the store raised (the messages before it may be sent).
         """
-        messages = [self.evaluation_request(c) for c in configurations]
+        messages = [c if isinstance(c, EvaluationRequest) else self.evaluation_request(c) for c in configurations]
         sent_before = self.enqueued_keys()
-        todo = list({m.key: m for m in messages if m.key not in sent_before}.values())
+        todo = list({_marker(m): m for m in messages if _marker(m) not in sent_before}.values())
 
         def send_one(message: EvaluationRequest) -> None:
             send(message.to_json().encode("utf-8"))
-            self.mark_enqueued(message.key)
+            self.mark_enqueued(_marker(message))
 
         _each(send_one, todo)
         return [m.key for m in messages], len(todo)
@@ -410,7 +476,14 @@ class Experiment:
                 raise
         elif not self.exists():
             raise missing
-        return self.check_configuration(request.configuration, study), study
+        config = self.check_configuration(request.configuration, study)
+        if request.rung or request.questions is not None:
+            halving = self.fidelity()
+            if halving is None or request.rung > halving.rungs.last \
+                    or list(request.questions or ()) != halving.rungs.questions(request.rung):
+                raise ConfigError(f"configuration {config.key}: the message's rung {request.rung} and questions are "
+                                  f"not the stored experiment's")
+        return config, study
 
     def check_configuration(self, configuration: Mapping[str, Any], study: Any = None) -> Any:
         """The ``Configuration`` of ``configuration`` when the study asked for it.
@@ -466,12 +539,20 @@ class Experiment:
         """
         config, study = self.admit(request, study)  # the study is kept for the result's round
         stored = self.result(config.key)
-        if stored is not None and stored.get("status") == "ok":
+        if stored is not None and stored.get("status") == "ok" and int(stored.get("rung") or 0) >= request.rung:
             return self.outcome(config.key, stored, stored=True)
         if delivery > 1:  # an earlier delivery did not finish (it may have crashed the worker)
             self.mark_tried(config.key)
+        earlier = stored if stored is not None and stored.get("status") == "ok" and request.rung else None
         try:
-            result = dict(run(config.to_dict()))
+            if request.questions is None:
+                result = dict(run(config.to_dict()))
+            else:
+                seen = set(((earlier or {}).get("per_question") or {}).get("ids") or ())
+                todo = [q for q in request.questions if q not in seen]  # a promotion scores only the new ones
+                result = dict(run(config.to_dict(), todo)) if todo else dict(earlier or {}, per_question={})
+                if earlier is not None and result.get("status") == "ok":
+                    result = merge_rung(earlier, result, list(request.questions), self.spec().objective)
         except Exception as exc:  # noqa: BLE001 - a permanent failure is recorded, never lost
             if is_transient(exc):
                 self._mark_tried_quietly(config.key)
@@ -484,6 +565,12 @@ class Experiment:
             raise TransientEvaluationError(self.cap(str(result.get("error"))))
         result["key"] = config.key
         result["round"] = self._round_of(config, study)
+        result["rung"] = request.rung
+        if request.questions is not None:
+            result["n_questions"] = len(request.questions)
+        if request.rung and result.get("status") != "ok" and stored is not None:
+            # a failed promotion keeps the lower rung's result: it is noted, never lost
+            result = {**stored, "promotion_error": {"rung": request.rung, "error": self.cap(str(result.get("error")))}}
         self.write_result(config.key, result)
         return self.outcome(config.key, result, stored=False)
 
@@ -503,7 +590,8 @@ class Experiment:
         trial = (self.study() if study is None else study).trial_of(config)
         return None if trial is None else trial.round
 
-    def record_failure(self, configuration: Mapping[str, Any], error: str, *, study: Any = None) -> EvaluationOutcome:
+    def record_failure(self, configuration: Mapping[str, Any], error: str, *, study: Any = None,
+                       rung: int = 0) -> EvaluationOutcome:
         """Store a failed result for ``configuration`` unless an OK result is stored (a
         configuration evaluated after all raises no failure). The caller has checked the
         configuration (:meth:`admit`, or it comes from the study itself).
@@ -512,12 +600,18 @@ class Experiment:
             configuration: the configuration.
             error: why it failed.
             study: the study, for the result's round (None: the stored one).
+            rung: the multi-fidelity rung that failed; above 0 the lower rung's OK result is
+                kept with a ``promotion_error`` (unless the rung's own result is stored).
         """
         from core.optimization import Configuration
 
         config = Configuration(configuration)
         stored = self.result(config.key)
         if stored is not None and stored.get("status") == "ok":
+            if rung and int(stored.get("rung") or 0) < rung:
+                stored = {**stored, "promotion_error": {"rung": rung, "error": self.cap(error)}}
+                self.write_result(config.key, stored)
+                return self.outcome(config.key, stored, stored=False)
             return self.outcome(config.key, stored, stored=True)
         result = {"key": config.key, "configuration": config.to_dict(), "status": "failed", "error": error,
                   "metrics": {}, "round": self._round_of(config, study)}
@@ -548,7 +642,7 @@ class Experiment:
         if not self.was_tried(config.key):
             raise ConfigError(f"configuration {config.key} of experiment {self.experiment_id} has no failed delivery "
                               "on record: a poison message for it is not believed")
-        return self.record_failure(config.to_dict(), error, study=study)
+        return self.record_failure(config.to_dict(), error, study=study, rung=request.rung)
 
     def tell(self, keys: list[str], *, missing: str | Mapping[str, str] | None = None,
              study: Any = None) -> ExperimentSummary:
@@ -563,6 +657,9 @@ class Experiment:
             The summary after telling.
         """
         study = self.study() if study is None else study
+        halving = self.fidelity()
+        if halving is not None:
+            return self._tell_rungs(keys, missing, study, halving)
         by_key = {t.configuration.key: t for t in study.pending_trials}
         wanted = list(dict.fromkeys(key for key in keys if key in by_key))
         for key, result in zip(wanted, _each(self.result, wanted)):
@@ -581,16 +678,66 @@ class Experiment:
         self.save_study(study)
         return ExperimentSummary.of(study)
 
+    def _tell_rungs(self, keys: list[str], missing: Any, study: Any, halving: Any) -> ExperimentSummary:
+        """:meth:`tell` with multi-fidelity: each key's result at its pending rung goes to
+        ``Halving.tell`` (per-question scores of the objective, from the stored result)."""
+        from core.optimization.fidelity import Decision
+        from core.optimization.halving import per_question_scores
+
+        asked = {t.configuration.key for t in study.pending_trials}
+        for key in dict.fromkeys(keys):  # asked by plain ask(): a rung-0 item on every question
+            if key in asked and key not in halving.pending:
+                halving.pending[key] = 0
+        wanted = [k for k in dict.fromkeys(keys) if k in halving.pending]
+        for key, result in zip(wanted, _each(self.result, wanted)):
+            rung = halving.pending[key]
+            config = next((t.configuration for t in study.trials if t.configuration.key == key), None)
+            if config is None:
+                continue
+            failed_here = (result or {}).get("promotion_error") or {}
+            arrived = result is not None and (int(result.get("rung") or 0) >= rung or failed_here.get("rung") == rung)
+            if not arrived:
+                reason = missing.get(key) if isinstance(missing, Mapping) else missing
+                if reason is not None:
+                    halving.tell(study, config, rung, None, None, self.cap(reason))
+                continue
+            if failed_here.get("rung") == rung or result.get("status") != "ok":
+                error = failed_here.get("error") or result.get("error") or "evaluation failed"
+                halving.tell(study, config, rung, None, result.get("metrics") or None, self.cap(str(error)))
+                continue
+            metrics = result.get("metrics") or {}
+            scores = per_question_scores(result, study.objective_metric)
+            if scores is None and rung == 0:
+                # no per-question scores (another evaluator): it counts as scored on every question
+                halving.pending.pop(key, None)
+                study.tell(config, metrics, metrics=metrics)
+                if study.trial_of(config).status == "complete":
+                    n = len(halving.rungs.order)
+                    halving.decisions[key] = Decision("complete", halving.rungs.last, n,
+                                                      reason="scored without per-question scores: taken as on "
+                                                             "every question")
+                continue
+            halving.tell(study, config, rung, scores, metrics if scores is not None else None,
+                         None if scores is not None else f"no per-question {study.objective_metric} in the result")
+        self.save_study(study)
+        self.save_fidelity(halving)
+        return ExperimentSummary.of(study)
+
     def summary(self) -> ExperimentSummary:
         """The stored study's :class:`ExperimentSummary`."""
         return ExperimentSummary.of(self.study())
 
-    def build_report(self, extra: Mapping[str, Any] | None = None, study: Any = None) -> dict[str, Any]:
-        """The report from the stored state (see ``core.experiment.report.build_report``)."""
+    def build_report(self, extra: Mapping[str, Any] | None = None, study: Any = None,
+                     prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The report from the stored state (see ``core.experiment.report.build_report``;
+        ``prices``: model id -> price, for the front's cost per question)."""
         from core.experiment.report import build_report
 
+        study = self.study() if study is None else study
+        halving = self.fidelity()
         extra = {"notes": self.notes(), **(extra or {})}
-        return build_report(self.spec(), self.study() if study is None else study, self.results(), extra)
+        return build_report(self.spec(), study, self.results(), extra, halving=halving,
+                            stop_reason=self.stop_reason(study, halving), prices=prices)
 
     def current_report(self) -> dict[str, Any] | None:
         """The final report when written, else the report so far, or None when the experiment
@@ -600,12 +747,56 @@ class Experiment:
             return report
         return self.build_report() if self.exists() else None
 
-    def write_report(self, report: Mapping[str, Any] | None = None) -> str:
-        """Write ``report.json`` (``report``, or :meth:`build_report`); returns its key."""
-        data = dict(report) if report is not None else self.build_report()
+    def write_report(self, report: Mapping[str, Any] | None = None, prices: Mapping[str, Any] | None = None) -> str:
+        """Write ``report.json`` (``report``, or :meth:`build_report` with ``prices``); returns its key."""
+        data = dict(report) if report is not None else self.build_report(prices=prices)
         self.files.write_bytes(f"{self.prefix}/report.json",
                                json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8"))
         return f"{self.prefix}/report.json"
+
+
+def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: list[str], objective: str) -> dict[str, Any]:
+    """A promotion's result: ``new`` (scored on the rung's questions the lower rung did not
+    score) merged with ``earlier`` (the lower rung's OK result) into one result over
+    ``questions``: the per-question scores of both, in ``questions``' order, and the rank
+    grain's means and 95 % intervals computed again from them
+    (``core.metrics.retrieval.aggregate``); other grains are not kept. ``timings`` and
+    ``cost`` are the new evaluation's own, with ``n_questions_evaluated`` the questions it
+    scored.
+
+    Raises:
+        EvaluationError: a question of ``questions`` has no score in either result.
+    """
+    from core.metrics.retrieval import aggregate
+
+    blocks = [earlier.get("per_question") or {}, new.get("per_question") or {}]
+    names = list((blocks[1].get("scores") or {}) or (blocks[0].get("scores") or {}))
+    by_id: dict[str, dict[str, Any] | None] = {}
+    for block in blocks:
+        scores = block.get("scores") or {}
+        for i, q in enumerate(block.get("ids") or []):
+            row = {m: (scores.get(m) or [None] * (i + 1))[i] for m in names}
+            by_id[q] = None if all(v is None for v in row.values()) else row
+    missing = [q for q in questions if q not in by_id]
+    if missing:
+        raise EvaluationError(f"no score for {len(missing)} question(s) of the rung, such as {missing[0]!r}")
+    rows = [by_id[q] for q in questions]
+    summary = aggregate(rows)
+    grain = new.get("rank_grain") or earlier.get("rank_grain")
+    merged = dict(new)
+    merged["per_question"] = {"ids": list(questions),
+                              "scores": {m: [None if r is None else r.get(m) for r in rows] for m in names}}
+    merged["metrics"] = dict(summary.means)
+    merged["retrieval"] = {grain: summary.to_dict()} if grain else {}
+    merged["n_questions_evaluated"] = len((blocks[1].get("ids") or []))
+    if objective not in merged["metrics"]:
+        merged["status"], merged["error"] = "failed", f"objective metric {objective!r} was not computed"
+    return merged
+
+
+def _marker(request: EvaluationRequest) -> str:
+    """The ``queued/`` marker of a request: its key at rung 0, ``<key>-r<rung>`` above."""
+    return request.key if not request.rung else f"{request.key}-r{request.rung}"
 
 
 class ExperimentFailed(RagtuneError):

@@ -211,6 +211,7 @@ class NewStudy:
     spec: ExperimentSpec
     study: Study
     notes: tuple[str, ...]
+    question_ids: tuple[str, ...] = ()
 
 
 def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
@@ -228,9 +229,14 @@ def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
 
     spec = replace(spec, golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
                    n_questions=len(golden.questions))
+    from core.metrics.retrieval import metric_names
+
+    if spec.multi_fidelity and spec.objective not in metric_names():
+        spec = replace(spec, multi_fidelity=False)  # answer metrics have no per-question block: one rung
+        notes = [f"multi-fidelity needs a retrieval objective; {spec.objective} is scored on every question"] + list(notes)
     study = Study(space, spec.sampler(), spec.objective, spec.seed, max_evals=spec.max_evals)
     note = budget_note(space.n_valid, spec.max_evals)
-    return NewStudy(spec, study, tuple(([note] if note else []) + list(notes)))
+    return NewStudy(spec, study, tuple(([note] if note else []) + list(notes)), tuple(q.id for q in golden.questions))
 
 
 def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] | None, settings: Any) -> Prepared:
@@ -279,10 +285,11 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
                                      documents=request["documents"], objective=plan.objective,
                                      optimizer=request["optimizer"], max_evals=request["max_evals"],
                                      seed=request["seed"], overrides=overrides,
-                                     vector_store=request.get("vector_store")),
+                                     vector_store=request.get("vector_store"),
+                                     multi_fidelity=bool(request.get("multi_fidelity", False))),
                       golden, plan.space, plan.notes)
     notes = [cut_text(n) for n in new.notes]
-    Experiment.create(files, new.spec, new.study).write_notes(notes)
+    Experiment.create(files, new.spec, new.study, list(new.question_ids)).write_notes(notes)
     return Prepared(plan.objective, plan.space.n_valid, new.study.max_evals, tuple(notes))
 
 
@@ -300,13 +307,41 @@ class LoadedEvaluator:
     golden: GoldenSet
     context: EvaluationContext
 
-    def __call__(self, configuration: Mapping[str, Any]) -> dict[str, Any]:
-        """Evaluate ``configuration`` (``run_single_evaluation``): the result
+    def __call__(self, configuration: Mapping[str, Any], questions: Sequence[str] | None = None) -> dict[str, Any]:
+        """Evaluate ``configuration`` (``run_single_evaluation``) on every question, or on the
+        golden questions whose ids are in ``questions`` (a multi-fidelity rung): the result
         ``{"status", "error", "metrics", ...}``; a failure is a result with ``status``
-        ``"failed"`` (see ``run_single_evaluation`` for what it raises)."""
+        ``"failed"`` (see ``run_single_evaluation`` for what it raises).
+
+        Raises:
+            ConfigError: ``questions`` names an id the golden file does not hold.
+        """
         from core.evaluation.single import run_single_evaluation
 
-        return run_single_evaluation(configuration, self.corpus, self.golden, context=self.context)
+        golden = self.golden if questions is None else golden_subset(self.golden, questions)
+        return run_single_evaluation(configuration, self.corpus, golden, context=self.context)
+
+
+def golden_subset(golden: GoldenSet, question_ids: Sequence[str]) -> GoldenSet:
+    """``golden`` with only the questions in ``question_ids`` (in golden-file order) and its own
+    ``sha256`` (the file's and the ids'), so stored results of a subset never mix with the whole
+    file's.
+
+    Raises:
+        ConfigError: an id the golden file does not hold.
+    """
+    import hashlib
+
+    wanted = set(question_ids)
+    known = {q.id for q in golden.questions}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise ConfigError(f"the golden file has no question {unknown[0]!r} ({len(unknown)} unknown ids asked for)")
+    if wanted == known:
+        return golden
+    kept = [q for q in golden.questions if q.id in wanted]
+    digest = hashlib.sha256("\0".join([golden.sha256, *[q.id for q in kept]]).encode("utf-8")).hexdigest()
+    return replace(golden, questions=kept, sha256=digest)
 
 
 def embed_questions_early(context: EvaluationContext, golden: GoldenSet, space: SearchSpace) -> None:
@@ -394,14 +429,16 @@ class StoredEvaluator:
                         spec.experiment_id, exc)
             return None
 
-    def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any]) -> dict[str, Any]:
-        """Evaluate ``configuration`` on ``spec``'s data (``run_single_evaluation``).
+    def __call__(self, spec: ExperimentSpec, configuration: Mapping[str, Any],
+                 questions: Sequence[str] | None = None) -> dict[str, Any]:
+        """Evaluate ``configuration`` on ``spec``'s data (``run_single_evaluation``), on the
+        questions whose ids are in ``questions`` (None: all).
 
         Raises:
             ConfigError: the golden file changed, or the settings are unusable.
             StoreError / DocumentError: the data cannot be read.
         """
-        return self._inputs(spec)(configuration)
+        return self._inputs(spec)(configuration, questions)
 
 
 def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEvaluator, timeout_s: float | None,
@@ -428,7 +465,8 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
 
     spec = experiment.spec()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-evaluation")
-    future = pool.submit(experiment.evaluate, request, lambda configuration: evaluator(spec, configuration),
+    future = pool.submit(experiment.evaluate, request,
+                         lambda configuration, *questions: evaluator(spec, configuration, *questions),
                          delivery=delivery)
     try:
         outcome = future.result(timeout=timeout_s)
@@ -438,11 +476,12 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
         logger.error("configuration %s of experiment %s passed its budget of %s s", request.key,
                      experiment.experiment_id, timeout_s)
         return experiment.record_failure(request.configuration, f"the evaluation took longer than its budget of "
-                                                                f"{timeout_s} s (RAGTUNE_EVALUATION_TIMEOUT_S)")
+                                                                f"{timeout_s} s (RAGTUNE_EVALUATION_TIMEOUT_S)",
+                                         rung=request.rung)
     finally:
         pool.shutdown(wait=False)
 
 
 __all__ = ["ExperimentPlan", "LoadedEvaluator", "NewStudy", "StoredEvaluator", "budget_note", "build_space",
-           "context_length", "embed_questions_early", "evaluate_request", "plan_experiment", "prepare_request",
+           "context_length", "embed_questions_early", "evaluate_request", "golden_subset", "plan_experiment", "prepare_request",
            "removed_values", "start_study"]

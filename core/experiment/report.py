@@ -4,6 +4,10 @@ Both the local runner and the Functions build the report here, from the study an
 results, so both count the same way: ``evaluations`` are the study's evaluated trials (failed
 ones included, warm starts and pending ones not), ``failed`` the evaluated trials without a
 score, ``stored`` those whose result was already stored, ``pending`` those asked and not told.
+
+With multi-fidelity (``core.optimization.halving``) each leaderboard row says on how many
+questions the configuration was scored and why it stopped; configurations scored on every
+question rank first, the rest after them, marked ``fully_evaluated: false``.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 #: Version of the experiment report's JSON layout.
-EXPERIMENT_SCHEMA_VERSION = "1.1"
+EXPERIMENT_SCHEMA_VERSION = "1.2"
 
 
 def _objective_interval(result: Mapping[str, Any], objective: str) -> tuple[float | None, float | None]:
@@ -27,8 +31,11 @@ def _objective_interval(result: Mapping[str, Any], objective: str) -> tuple[floa
     return None, None
 
 
-def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows for every told trial, best first (failed ones last, in the order tried).
+def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]], halving: Any = None,
+                n_questions: int | None = None) -> list[dict[str, Any]]:
+    """Rows for every told trial, best first (failed ones last, in the order tried); with
+    multi-fidelity (``halving``) the configurations scored on every question first, then the
+    others by score, each group best first.
 
     Each row: ``rank`` (None for failed), ``trial``, ``key``, ``status``, ``score``, ``ci_low``
     / ``ci_high`` (the objective's 95 % interval when it has one), ``parameters`` (the
@@ -40,7 +47,10 @@ def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]]) -> list[di
     (1-based; None for a warm start or a study stored before rounds were kept); and ``cost``:
     what the evaluation spent (``{seconds, texts_embedded, texts_from_cache, chat_requests,
     replies_from_cache, prompt_tokens, completion_tokens, tokens}``, tokens None when the
-    endpoint did not say; ``{}`` when not recorded).
+    endpoint did not say; ``{}`` when not recorded); ``n_questions``: questions the score is
+    over (``n_questions`` of the whole golden file without rungs); ``fully_evaluated``; and
+    ``fidelity``: the last multi-fidelity decision (``{verdict, rung, n_questions, best_key,
+    p_value, reason}``, ``core.optimization.fidelity.Decision``), or None.
     """
     rows = []
     for trial in study.trials:
@@ -59,7 +69,13 @@ def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]]) -> list[di
             "stored": bool(res.get("stored", False)), "warm_start": trial.warm_start, "late_result": late,
             "round": trial.round, "cost": dict(res.get("cost") or {}),
         })
-    done = sorted((r for r in rows if r["score"] is not None), key=lambda r: (-r["score"], r["trial"]))
+        decision = None if halving is None else halving.decisions.get(trial.configuration.key)
+        row = rows[-1]
+        row["fidelity"] = None if decision is None else decision.to_dict()
+        row["n_questions"] = res.get("n_questions") or (decision.n_questions if decision is not None else n_questions)
+        row["fully_evaluated"] = trial.status == "complete" and (decision is None or decision.verdict == "complete")
+    done = sorted((r for r in rows if r["score"] is not None),
+                  key=lambda r: (not r["fully_evaluated"], -r["score"], r["trial"]))
     for i, row in enumerate(done, start=1):
         row["rank"] = i
     return done + [r for r in rows if r["score"] is None]
@@ -77,7 +93,8 @@ def counts(study: Any, results: Mapping[str, Mapping[str, Any]]) -> dict[str, in
 
 
 def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]],
-                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 extra: Mapping[str, Any] | None = None, *, halving: Any = None,
+                 stop_reason: str | None = None, prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The experiment report.
 
     Args:
@@ -86,6 +103,9 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         results: stored evaluation results by configuration key.
         extra: fields the caller adds or refines (the local runner's corpus details, costs,
             timings); ``counts`` and ``golden`` / ``corpus`` are merged key by key.
+        halving: the multi-fidelity state (``core.optimization.halving.Halving``), or None.
+        stop_reason: why the search ended (``core.optimization.halving.STOP_REASONS``), or None.
+        prices: model id -> price (``Settings.prices``) for the front's cost per question, or None.
 
     Returns:
         ``{schema_version, kind: "experiment", experiment_id, complete, golden{path, sha256,
@@ -93,18 +113,27 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         max_evals, n_random_nodes, evals_per_trial}, objective, leaderboard, best{key, score,
         configuration} or None, counts{evaluations, failed, stored, pending}, results{key:
         {status, error, metrics, timings, collection, store_binding, stored, round, cost}}, study,
-        models{model id: description}}`` (``models``: every embedding model and reranker the
-        results name, from their stored descriptions; see ``core.models.describe``).
+        models{model id: description}, stop{reason, text}, fidelity{sizes, alpha,
+        rule} or None, front}`` (``models``: every embedding model and reranker the
+        results name, from their stored descriptions; see ``core.models.describe``; ``stop``:
+        why the search ended, reason None while it goes on; ``front``: see
+        ``core.experiment.front.front``).
         Addresses are shown without their query strings.
     """
+    from core.experiment.front import front
     from core.inputs import shown_address
+    from core.optimization.halving import STOP_REASONS
 
     best = study.best_trial
+    board = leaderboard(study, results, halving, spec.n_questions or None)
+    if halving is not None:
+        best_key = halving.best_complete()
+        best = next((t for t in study.trials if best_key is not None and t.configuration.key == best_key), None)
     report: dict[str, Any] = {
         "schema_version": EXPERIMENT_SCHEMA_VERSION,
         "kind": "experiment",
         "experiment_id": spec.experiment_id,
-        "complete": study.is_finished,
+        "complete": study.is_finished if halving is None else stop_reason is not None,
         "golden": {"path": shown_address(spec.golden), "sha256": spec.golden_sha256, "format": spec.golden_format,
                    "n_questions": spec.n_questions},
         "corpus": {"path": shown_address(spec.documents), "fingerprint": spec.corpus_fingerprint},
@@ -112,7 +141,7 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         "optimizer": {"name": spec.optimizer, "seed": study.seed, "max_evals": study.max_evals,
                       "n_random_nodes": spec.n_random_nodes, "evals_per_trial": spec.evals_per_trial},
         "objective": study.objective_metric,
-        "leaderboard": leaderboard(study, results),
+        "leaderboard": board,
         "best": None if best is None else {"key": best.configuration.key, "score": best.score,
                                            "configuration": dict(best.configuration)},
         "counts": counts(study, results),
@@ -122,6 +151,12 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         "study": study.to_dict(),
         # beside the configurations' model ids: each model's source, revision and weight files' sha256
         "models": {m: d for r in results.values() for m, d in (r.get("models") or {}).items()},
+        "stop": {"reason": stop_reason, "text": STOP_REASONS.get(stop_reason or "")},
+        "fidelity": None if halving is None else {
+            **halving.rungs.to_dict(),
+            "rule": "successive halving over a seeded question order; a configuration stops only when the exact "
+                    "two-sided sign test on the questions both saw says it is worse than the rung's best"},
+        "front": front(board, results, spec.n_questions or None, prices),
     }
     for name, value in (extra or {}).items():
         if name in ("counts", "golden", "corpus") and isinstance(value, Mapping):

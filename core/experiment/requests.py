@@ -17,7 +17,8 @@ logger = logging.getLogger(__name__)
 
 #: Largest ``max_evals`` a request may ask for.
 MAX_EVALS_LIMIT = 1000
-REQUEST_FIELDS = ("golden", "documents", "space", "optimizer", "max_evals", "seed", "objective", "vector_store")
+REQUEST_FIELDS = ("golden", "documents", "space", "optimizer", "max_evals", "seed", "objective", "vector_store",
+                  "multi_fidelity")
 
 
 #: Largest experiment request, in bytes of JSON: one configuration of it travels in each queue
@@ -119,12 +120,15 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_
     vector_store = body.get("vector_store")
     if vector_store is not None and vector_store not in BACKENDS:
         errors.append(f"'vector_store' must be one of {', '.join(BACKENDS)}, got {_shown_value(vector_store)}")
+    multi_fidelity = body.get("multi_fidelity", False)
+    if not isinstance(multi_fidelity, bool):
+        errors.append(f"'multi_fidelity' must be true or false, got {_shown_value(multi_fidelity)}")
     if errors:
         return None, errors
     golden = body.get("golden")
     return {"golden": golden.strip() if isinstance(golden, str) else None, "documents": body["documents"].strip(),
             "space": space, "optimizer": optimizer, "max_evals": max_evals, "seed": seed, "objective": objective,
-            "vector_store": vector_store}, []
+            "vector_store": vector_store, "multi_fidelity": multi_fidelity}, []
 
 
 #: Longest integer a request may write, in digits (Python refuses to print more than 4,300).

@@ -90,6 +90,10 @@ class ExperimentOptions:
         preselection_questions: questions in pre-selection's sample.
         show_progress: show a progress bar.
         cache_replies: reuse cached chat and judge replies (False: ``--no-cache``).
+        multi_fidelity: score configurations on a seeded subset of the questions first and
+            promote the better ones (``core.optimization.fidelity``; retrieval objectives).
+        min_questions: questions of the first rung (None: the default).
+        prices: model id -> price (``Settings.prices``), for the front's cost per question.
     """
 
     optimizer: str = "gam"
@@ -109,6 +113,9 @@ class ExperimentOptions:
     preselection_questions: int = 5
     workers: int | None = None
     cache_replies: bool = True
+    multi_fidelity: bool = False
+    min_questions: int | None = None
+    prices: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -137,6 +144,7 @@ class _LocalRun:
     started_at: str = ""
     startup_s: float = 0.0
     iteration: int = 0
+    question_ids: list[str] = field(default_factory=list)
     pending: int = 0
     t_start: float = field(default_factory=time.perf_counter)
 
@@ -272,7 +280,7 @@ def run_experiment(
         run.startup_s = round(_start_up(run, embedding_models) + space_s, 3)
         # Stored before the first evaluation, so a run stopped at any point from here on resumes.
         if not options.experiment_id:
-            Experiment.create(run.files, run.spec, run.study)
+            Experiment.create(run.files, run.spec, run.study, run.question_ids)
             run.experiment.write_progress(run.progress())
     except BaseException:
         run.context.close()
@@ -364,9 +372,11 @@ def _start(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path) -> Non
                                      optimizer=options.optimizer, max_evals=options.max_evals,
                                      seed=options.seed, n_random_nodes=options.n_random_nodes,
                                      evals_per_trial=options.evals_per_trial,
-                                     overrides=dict(options.overrides), corpus_fingerprint=run.corpus.fingerprint),
+                                     overrides=dict(options.overrides), corpus_fingerprint=run.corpus.fingerprint,
+                                     multi_fidelity=options.multi_fidelity, min_questions=options.min_questions),
                       run.golden, run.space, run.notes)
     run.spec, run.study, run.notes = new.spec, new.study, list(new.notes)
+    run.question_ids = list(new.question_ids)
 
 
 def _ready(run: _LocalRun, started: datetime) -> None:
@@ -445,25 +455,26 @@ def _drive(run: _LocalRun) -> None:
     experiment, study, workers = run.experiment, run.study, run.workers
     evaluator = LoadedEvaluator(run.corpus, run.golden, run.context)
 
-    def evaluate(config: Any) -> Any:
+    def evaluate(request: Any) -> Any:
         try:
-            return experiment.evaluate(experiment.evaluation_request(config), evaluator, study=study)
+            return experiment.evaluate(request, evaluator, study=study)
         except TransientEvaluationError as exc:  # no queue retries here: recorded, the search goes on
-            return experiment.record_failure(config, str(exc))
+            return experiment.record_failure(request.configuration, str(exc), rung=request.rung)
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     try:
         while True:
-            batch = experiment.ask(run.pending or (workers if workers > 1 else None), study=study)
+            batch = experiment.ask_requests(run.pending or (workers if workers > 1 else None), study=study)
             run.pending = 0
             if not batch:
                 break
             info = getattr(study.sampler, "last_info", None)
             step = "model" if info is not None and getattr(info, "n_model", 0) else "random"
             running = {}
-            for config in batch:
-                run.status("info", f"evaluating configuration {config.key}", step)
-                running[pool.submit(evaluate, config)] = config
+            for request in batch:
+                on = f" on {len(request.questions)} questions (rung {request.rung})" if request.questions else ""
+                run.status("info", f"evaluating configuration {request.key}{on}", step)
+                running[pool.submit(evaluate, request)] = request
             while running:
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -515,7 +526,7 @@ def _finish(run: _LocalRun) -> dict[str, Any]:
         "timings_s": spent["timings_s"],
         "workers": run.workers,
         "versions": package_versions(),
-    }, study=study)
+    }, study=study, prices=options.prices)
     experiment.write_report(report)
     report["location"] = f"{run.where}/{experiment.prefix}/report.json"
     run.status("info", f"experiment {run.experiment_id} done: best {run.objective} = "

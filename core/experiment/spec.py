@@ -65,6 +65,11 @@ class ExperimentSpec:
         golden_format: ``"ragtune"`` or ``"bedrock"``.
         n_questions: questions in the golden file.
         corpus_fingerprint: sha256 over the documents, when known at prepare time.
+        multi_fidelity: score each configuration on a seeded subset of the questions first and
+            promote the better ones to more (``core.optimization.fidelity``); only with a
+            retrieval objective (answer metrics carry no per-question block), else ignored.
+        min_questions: questions of the first rung (None: ``fidelity.DEFAULT_MIN_QUESTIONS``).
+        eta: growth of the question count from rung to rung (None: ``fidelity.DEFAULT_ETA``).
     """
 
     experiment_id: str
@@ -82,11 +87,26 @@ class ExperimentSpec:
     golden_format: str = "ragtune"
     n_questions: int = 0
     corpus_fingerprint: str | None = None
+    multi_fidelity: bool = False
+    min_questions: int | None = None
+    eta: int | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer must be 'gam' or 'random', got {self.optimizer!r}")
         object.__setattr__(self, "overrides", {str(k): tuple(v) for k, v in dict(self.overrides).items()})
+        for name in ("min_questions", "eta"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer or None, got {value!r}")
+
+    def rungs(self, question_ids: Any) -> Any:
+        """The experiment's ``core.optimization.fidelity.Rungs`` over ``question_ids`` (golden
+        order), seeded by the spec's seed."""
+        from core.optimization.fidelity import DEFAULT_ETA, DEFAULT_MIN_QUESTIONS, Rungs
+
+        return Rungs(list(question_ids), self.seed, min_questions=self.min_questions or DEFAULT_MIN_QUESTIONS,
+                     eta=self.eta or DEFAULT_ETA)
 
     def sampler(self) -> Any:
         """The study's sampler (``GAMSampler`` or ``RandomSampler``) for these settings."""

@@ -39,9 +39,10 @@ def cut_text(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
     return data[: max(0, limit - 3)].decode("utf-8", errors="ignore") + "..."
 
 
-def evaluated_event(key: str) -> str:
-    """The name of the external event that says configuration ``key``'s result is stored."""
-    return f"evaluated-{key}"
+def evaluated_event(key: str, rung: int = 0) -> str:
+    """The name of the external event that says configuration ``key``'s result at ``rung`` is
+    stored (``evaluated-<key>`` at rung 0, as before rungs; ``evaluated-<key>-r<rung>`` above)."""
+    return f"evaluated-{key}" if not rung else f"evaluated-{key}-r{int(rung)}"
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,30 @@ class EvaluationRequest:
         experiment_id: the experiment (also the orchestration's instance id).
         key: ``Configuration.key`` of ``configuration``.
         configuration: parameter -> value.
+        rung: the multi-fidelity rung (0: the first, or an experiment without rungs).
+        questions: the ids of the golden questions to evaluate (the rung's subset; None:
+            every question). The evaluator checks them against the stored experiment's rung.
     """
 
     experiment_id: str
     key: str
     configuration: Mapping[str, Any]
+    rung: int = 0
+    questions: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"v", "experiment_id", "key", "configuration"}``."""
-        return {"v": MESSAGE_VERSION, "experiment_id": self.experiment_id, "key": self.key,
-                "configuration": dict(self.configuration)}
+        """``{"v", "experiment_id", "key", "configuration"}``, with ``"rung"`` and
+        ``"questions"`` when a subset is asked for."""
+        out = {"v": MESSAGE_VERSION, "experiment_id": self.experiment_id, "key": self.key,
+               "configuration": dict(self.configuration)}
+        if self.rung or self.questions is not None:
+            out.update(rung=self.rung, questions=None if self.questions is None else list(self.questions))
+        return out
+
+    @property
+    def event(self) -> str:
+        """The completion event's name (:func:`evaluated_event`)."""
+        return evaluated_event(self.key, self.rung)
 
     def to_json(self) -> str:
         """:meth:`to_dict` as JSON text."""
@@ -104,7 +119,15 @@ class EvaluationRequest:
         configuration = Configuration(message["configuration"])
         if configuration.key != message["key"]:
             raise ConfigError("evaluation message: 'key' does not match the configuration")
-        return cls(message["experiment_id"], message["key"], configuration.to_dict())
+        rung = message.get("rung", 0)
+        if isinstance(rung, bool) or not isinstance(rung, int) or rung < 0:
+            raise ConfigError("evaluation message: 'rung' must be a non-negative integer")
+        questions = message.get("questions")
+        if questions is not None and (not isinstance(questions, list)
+                                      or not all(isinstance(q, str) for q in questions)):
+            raise ConfigError("evaluation message: 'questions' must be a list of question ids")
+        return cls(message["experiment_id"], message["key"], configuration.to_dict(), rung,
+                   None if questions is None else tuple(questions))
 
 
 @dataclass(frozen=True)

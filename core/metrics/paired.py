@@ -11,7 +11,6 @@ References:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import comb
 from typing import Any, Mapping
 
 from core.errors import EvaluationError
@@ -38,12 +37,9 @@ def mcnemar_exact(b: int, c: int) -> float:
     """
     if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (b, c)):
         raise EvaluationError(f"mcnemar_exact needs two non-negative integers, got b={b!r}, c={c!r}")
-    n = b + c
-    if n == 0:
-        return 1.0
-    low = min(b, c)
-    tail = sum(comb(n, i) for i in range(low + 1))
-    return min(1.0, 2 * tail / 2**n)
+    from core.exact import binomial_two_sided
+
+    return binomial_two_sided(b, c)
 
 
 @dataclass(frozen=True)

@@ -272,6 +272,36 @@ class Study:
             logger.info("trial %d failed: %s", number, err)
         return updated
 
+    def rescore(self, configuration: Mapping[str, Any] | Trial, result: Any, *,
+                metrics: Mapping[str, Any] | None = None) -> Trial:
+        """Replace the score of a complete trial by a better-informed one (the same
+        configuration scored on more questions, see :mod:`core.optimization.fidelity`).
+
+        Args:
+            configuration: a configuration whose trial is complete (or its :class:`Trial`).
+            result: the new score or metrics mapping, read as :meth:`tell` reads it; a result
+                without a score leaves the trial as it was.
+            metrics: every metric of the new evaluation.
+
+        Returns:
+            The trial (updated, or unchanged when the result has no score).
+
+        Raises:
+            ConfigError: the configuration has no complete trial, or an unusable result.
+        """
+        config = configuration.configuration if isinstance(configuration, Trial) else self._normalise(configuration)
+        number = self._by_key.get(config.key)
+        if number is None or self._trials[number].status != COMPLETE:
+            raise ConfigError(f"configuration {config.key} has no complete trial to rescore")
+        trial = self._trials[number]
+        status, score, _, stored_metrics = _interpret(result, self.objective_metric, None, metrics)
+        if status != COMPLETE:
+            return trial
+        updated = Trial(number=number, configuration=trial.configuration, status=COMPLETE, score=score,
+                        metrics=stored_metrics, warm_start=trial.warm_start, round=trial.round)
+        self._trials[number] = updated
+        return updated
+
     # Warm start ------------------------------------------------------------------------------
     def _add_known(self, index: int, obs: Any) -> None:
         where = f"known observation {index}"

@@ -246,3 +246,39 @@ def columns(table: list[dict[str, Any]]) -> list[str]:
         for key in row:
             seen.setdefault(key, None)
     return list(seen)
+
+#: The parts of the time a user waits for one question's results, as ``timings_ms`` names them,
+#: with their short labels (``embedding``: embedding the question).
+WAIT_PARTS = (("query_embedding", "embedding"), ("search", "search"), ("rerank", "rerank"))
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def wait_of(timings: Any) -> dict[str, Any]:
+    """The time a user waits for one question's results, as the picks use it, read from a
+    setup's ``timings_ms`` (never recomputed).
+
+    Reports from ``evaluate`` hold ``total`` (per question: query embedding + search +
+    rerank; its median over questions is what :func:`core.evaluation.retrieval.pick_setups`
+    compares) and each part's own statistics (``query_embedding`` and ``rerank`` None where the
+    setup has no such step). A report written before the split holds the search alone, at the
+    top level of ``timings_ms``, and its picks used that.
+
+    Returns:
+        ``{median, p95, parts, split}``: milliseconds (None when unknown); ``parts`` maps each
+        of :data:`WAIT_PARTS` to ``{label, median}`` (median None: no such step);
+        ``split`` is False for a report that predates the parts.
+    """
+    timings = timings if isinstance(timings, dict) else {}
+    total = timings.get("total")
+    if not isinstance(total, dict):
+        parts = {"search": {"label": "search", "median": _number(timings.get("median"))}}
+        return {"median": _number(timings.get("median")), "p95": _number(timings.get("p95")), "parts": parts,
+                "split": False}
+    parts = {}
+    for key, label in WAIT_PARTS:
+        block = timings.get(key)
+        parts[key] = {"label": label, "median": _number(block.get("median")) if isinstance(block, dict) else None}
+    return {"median": _number(total.get("median")), "p95": _number(total.get("p95")), "parts": parts, "split": True}

@@ -169,7 +169,7 @@ def test_starter_starts_the_orchestrator_and_answers_with_the_apps_own_urls(app_
     stored = json.loads((tmp_path / "experiments" / instance_id / "request.json").read_text())
     assert stored == {"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs",
                       "space": {"chunk_size": [128, 256]}, "optimizer": "gam", "max_evals": 12, "seed": 3,
-                      "objective": None, "vector_store": None}
+                      "objective": None, "vector_store": None, "multi_fidelity": False}
 
 
 @pytest.mark.parametrize("body, message", [
@@ -572,3 +572,43 @@ def test_messages_share_one_store_object_while_the_settings_stay_the_same(tmp_pa
     monkeypatch.setenv("RAGTUNE_REPORTS", str(tmp_path / "reports-2"))
     other = experiments._experiment("e-1").files
     assert other is not first and str(other.root).endswith("reports-2")
+
+
+def test_queue_driven_multi_fidelity_rungs_are_rounds(queued_experiment, northwind_dir, monkeypatch):
+    """With multi-fidelity, each round's messages carry their rung's question ids and the queue
+    trigger evaluates just those: northwind's 49 questions make rungs (16, 49) (16 * 3 = 48 <= 49,
+    48 * 3 > 49); every configuration is first scored on 16 questions, a promotion on all 49
+    raises ``evaluated-<key>-r1``. The fake evaluation gives each question the configuration's
+    mrr, so a configuration below the rung's best is worse on all 16 questions (exact sign test
+    p = 2 / 2**16) and stops there; the best (chunk_size 256, 5 chunks: 0.306) never meets a
+    better one and is scored on all 49. All 4 valid configurations asked: the space is done."""
+    import core.evaluation.single as single
+
+    sizes: list = []
+
+    def fake_evaluation(configuration, corpus, golden, *, context):
+        score = _score(configuration)
+        sizes.append(len(golden.questions))
+        if score is None:
+            return {"key": "x", "status": "failed", "error": "ConfigError: no chunks", "metrics": {}}
+        ids = [q.id for q in golden.questions]
+        return {"key": "x", "status": "ok", "error": None, "metrics": {"mrr": score},
+                "per_question": {"ids": ids, "scores": {"mrr": [score] * len(ids)}}}
+
+    monkeypatch.setattr(single, "run_single_evaluation", fake_evaluation)
+    queued_experiment["env"].setenv("RAGTUNE_PARALLEL_EVALUATIONS", "2")
+    host, (status, out), client = _orchestrate(queued_experiment, _request(northwind_dir, multi_fidelity=True))
+    assert status == "completed", out
+    events = [e for _, e, _ in client.raised]
+    assert any(e.endswith("-r1") for e in events)
+    # the four configurations start on 16 questions; a promotion scores the 33 its rung adds
+    assert sorted(set(sizes)) == [16, 33] and sizes.count(16) == 4
+    report = json.loads((queued_experiment["reports"] / out["report"]).read_text())
+    assert report["fidelity"]["sizes"] == [16, 49]
+    rows = report["leaderboard"]
+    best = rows[0]
+    assert best["fully_evaluated"] and best["n_questions"] == 49
+    assert best["parameters"]["chunk_size"] == 256 and best["parameters"]["number_of_chunks"] == 5
+    stopped = [r for r in rows if (r.get("fidelity") or {}).get("verdict") == "stop"]
+    assert stopped and all(r["n_questions"] == 16 and not r["fully_evaluated"] for r in stopped)
+    assert report["stop"]["reason"] == "space"

@@ -374,3 +374,36 @@ def _ms(value):
     from core.reports.pages.render import fmt_ms
 
     return fmt_ms(value)
+
+
+def test_experiment_page_with_rungs_front_and_stop_reason_renders(browser, tmp_path):
+    """A multi-fidelity experiment: the leaderboard marks a configuration stopped on a subset,
+    the front table holds the picks, and the stop reason shows; rendered in Chromium."""
+    from core.experiment.front import front
+    from core.reports.pages import render_experiment
+
+    board = [
+        {"rank": 1, "trial": 0, "key": "k0", "status": "complete", "score": 0.8, "ci_low": 0.7, "ci_high": 0.9,
+         "parameters": {"chunk_size": 128}, "duration_s": 3.0, "n_questions": 48, "fully_evaluated": True,
+         "fidelity": {"verdict": "complete", "rung": 1, "n_questions": 48, "best_key": None, "p_value": None,
+                      "reason": "scored on all 48 questions"}},
+        {"rank": 2, "trial": 1, "key": "k1", "status": "complete", "score": 0.78, "ci_low": 0.68, "ci_high": 0.88,
+         "parameters": {"chunk_size": 256}, "duration_s": 2.0, "n_questions": 48, "fully_evaluated": True,
+         "fidelity": None},
+        {"rank": 3, "trial": 2, "key": "k2", "status": "complete", "score": 0.3, "ci_low": None, "ci_high": None,
+         "parameters": {"chunk_size": 512}, "duration_s": 1.0, "n_questions": 16, "fully_evaluated": False,
+         "fidelity": {"verdict": "stop", "rung": 0, "n_questions": 16, "best_key": "k0", "p_value": 0.002,
+                      "reason": "worse than k0 on 10 of 16 questions and better on 0 (exact sign test p = 0.002 < 0.05)"}},
+    ]
+    results = {"k0": {"timings": {"retrieve_s": 2.4, "index_s": 3.0}, "collection": "c0", "n_embedded": 40},
+               "k1": {"timings": {"retrieve_s": 0.48, "index_s": 2.0}, "collection": "c1", "n_embedded": 30}}
+    report = {"objective": "mrr", "experiment_id": "mf", "leaderboard": board,
+              "stop": {"reason": "separated", "text": "the best configuration is separated from the rest"},
+              "fidelity": {"sizes": [16, 48], "alpha": 0.05, "rule": "successive halving <b>"},
+              "front": front(board, results, 48)}
+    html = render_experiment(report)
+    assert 'id="front"' in html and 'id="stop-reason"' in html and "partial" in html
+    assert "successive halving &lt;b&gt;" in html  # escaped
+    assert "best_for_balance" in html and "exact sign test p = 0.002" in html
+    result = check_page(browser, _file_page(tmp_path, "mf", html), tmp_path / "mf.png")
+    _assert_page_ok(result, min_plots=2)

@@ -128,7 +128,8 @@ def test_the_cycle_finder_finds_a_circle():
 #: - the pages sit above the experiment (a running experiment's page is the engine's report so
 #:   far), but import no evaluation (:data:`NEVER_IMPORTS`).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("core", "core.errors", "core.text", "core.addresses", "core.heap", "core.limits", "core.workspace")),
+    ("base", ("core", "core.errors", "core.text", "core.addresses", "core.heap", "core.limits", "core.workspace",
+              "core.exact")),
     ("report stores", ("core.reports",)),
     ("models", ("core.models",)),
     ("chunking", ("core.chunking",)),

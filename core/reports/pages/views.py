@@ -6,7 +6,8 @@ from typing import Any
 
 import core.reports.pages.plots as plots
 from core.reports.pages.targets import targets_view
-from core.reports.tables import PICKS, interval, metric_label, metric_names, picks_of, top_text
+from core.reports.tables import (PICKS, WAIT_PARTS, interval, metric_label, metric_names, picks_of,  # noqa: F401
+                                 top_text, wait_of)
 
 #: Columns of a setups table, when the report holds them (report names).
 SETUP_COLUMNS = ("found@1", "found@3", "found@5", "found@10", "recall@5", "recall@10", "mrr", "ndcg@10")
@@ -32,39 +33,8 @@ def chunking_text(chunking: Any) -> str:
     return ", ".join([str(chunking.get("method") or "?")] + rest)
 
 
-#: The parts of the time a user waits for one question's results, as ``timings_ms`` names them,
-#: with their short labels (``embedding``: embedding the question).
-WAIT_PARTS = (("query_embedding", "embedding"), ("search", "search"), ("rerank", "rerank"))
 #: Most results listed per setup as what "came back instead" of a question's first right one.
 MOST_INSTEAD = 3
-
-
-def wait_of(timings: Any) -> dict[str, Any]:
-    """The time a user waits for one question's results, as the picks use it, read from a
-    setup's ``timings_ms`` (never recomputed).
-
-    Reports from ``evaluate`` hold ``total`` (per question: query embedding + search +
-    rerank; its median over questions is what :func:`core.evaluation.retrieval.pick_setups`
-    compares) and each part's own statistics (``query_embedding`` and ``rerank`` None where the
-    setup has no such step). A report written before the split holds the search alone, at the
-    top level of ``timings_ms``, and its picks used that.
-
-    Returns:
-        ``{median, p95, parts, split}``: milliseconds (None when unknown); ``parts`` maps each
-        of :data:`WAIT_PARTS` to ``{label, median}`` (median None: no such step);
-        ``split`` is False for a report that predates the parts.
-    """
-    timings = timings if isinstance(timings, dict) else {}
-    total = timings.get("total")
-    if not isinstance(total, dict):
-        parts = {"search": {"label": "search", "median": _num(timings.get("median"))}}
-        return {"median": _num(timings.get("median")), "p95": _num(timings.get("p95")), "parts": parts,
-                "split": False}
-    parts = {}
-    for key, label in WAIT_PARTS:
-        block = timings.get(key)
-        parts[key] = {"label": label, "median": _num(block.get("median")) if isinstance(block, dict) else None}
-    return {"median": _num(total.get("median")), "p95": _num(total.get("p95")), "parts": parts, "split": True}
 
 
 def _setup_row(report: dict[str, Any], setup: dict[str, Any], block: Any, key: str, others: list[str],
@@ -323,7 +293,26 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
             "optimizer": report.get("optimizer") or {}, "counts": report.get("counts") or {},
             "best": _with_interval(report.get("best") or _best_row(board), board),
             "timings": report.get("timings_s") or {},
-            "n_failed": sum(1 for r in board if r.get("status") == "failed")}
+            "n_failed": sum(1 for r in board if r.get("status") == "failed"),
+            "stop": report.get("stop") if isinstance(report.get("stop"), dict) else {},
+            "fidelity": report.get("fidelity") if isinstance(report.get("fidelity"), dict) else None,
+            "front": _front_view(report.get("front"))}
+
+
+def _front_view(front: Any) -> dict[str, Any] | None:
+    """The experiment report's ``front`` (``core.experiment.front``) as the page lists it: the
+    rows on the front first (best quality first), then the others; None when absent or empty."""
+    if not isinstance(front, dict) or not front.get("rows"):
+        return None
+    rows = [r for r in front["rows"] if isinstance(r, dict)]
+    rows.sort(key=lambda r: (not r.get("on_front"), -(_num(r.get("quality")) or 0.0)))
+    picks: dict[str, list[str]] = {}
+    for name in ("best_for_balance", "best_for_time"):
+        if front.get(name):
+            picks.setdefault(front[name], []).append(name)
+    return {"rows": rows, "picks": picks,
+            "balance": front.get("best_for_balance"), "time": front.get("best_for_time"),
+            "rules": front.get("rules") or {}}
 
 
 def _technique_status(t: dict[str, Any]) -> str:

@@ -120,3 +120,49 @@ def test_tpe_replay():
         assert run.extra["suggestions"] == 15 + run.extra["duplicates"] + run.extra["invalid"]
     assert replay_tpe(table, space, seeds=[1], max_evals=15, n_startup_trials=5).runs[0] == stats.runs[1]
     json.dumps(stats.to_dict())
+
+
+def _random_order(space, seed):
+    """The order a RandomSampler study hands configurations out in (tells do not change it)."""
+    from core.optimization import Study
+
+    study = Study(space, RandomSampler(), objective_metric="score", seed=seed)
+    order = []
+    while True:
+        configs = study.ask(1)
+        if not configs:
+            return order
+        study.tell(configs[0], 0.0)
+        order.append(configs[0].key)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_replay_questions_costs_by_hand(seed):
+    """18 questions, rungs (6, 18); configuration B scores 1.0 on every question, A 0.9, the
+    other six 0.0. Worked by hand along the random order (the same with and without rungs): with
+    full fidelity each evaluation costs 18 questions until B; with rungs, a 0.0 configuration met
+    before A is the rung's best or tied with it (p = 1) and is promoted (6 + 12 questions), A is
+    the rung's best (6 + 12), a 0.0 configuration after A is worse on 6 of 6 (p = 2 / 64 < 0.05)
+    and stops at 6, and B is promoted and completes (6 + 12)."""
+    from bench.replay import replay_questions
+
+    space = tiny_space()
+    keys = [c.key for c in space.valid_configurations()]
+    a, b = keys[2], keys[5]
+    ids = [f"q{i}" for i in range(18)]
+    table = {k: [1.0 if k == b else 0.9 if k == a else 0.0] * 18 for k in keys}
+    order = _random_order(space, seed)
+    before_b = order[: order.index(b) + 1]
+    (full,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01)
+    assert (full.evaluations_to_target, full.questions_to_target) == (len(before_b), 18 * len(before_b))
+    seen_a = False
+    cost = evaluations = 0
+    for key in before_b:
+        if key == a or key == b or not seen_a:
+            cost, evaluations = cost + 18, evaluations + 2  # rung 0 (6), then its promotion (12)
+        else:
+            cost, evaluations = cost + 6, evaluations + 1
+        seen_a = seen_a or key == a
+    (mf,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01,
+                             rungs={"min_questions": 6, "eta": 3})
+    assert (mf.evaluations_to_target, mf.questions_to_target) == (evaluations, cost)
