@@ -526,7 +526,7 @@ def _finish(run: _LocalRun) -> dict[str, Any]:
         "timings_s": spent["timings_s"],
         "workers": run.workers,
         "versions": package_versions(),
-    }, study=study, prices=options.prices)
+    }, study=study, prices=run.options.prices)
     experiment.write_report(report)
     report["location"] = f"{run.where}/{experiment.prefix}/report.json"
     run.status("info", f"experiment {run.experiment_id} done: best {run.objective} = "

@@ -114,7 +114,8 @@ def test_a_valid_golden_file_with_a_spec_starts_one_experiment(azurite, blob_end
     stored = json.loads((tmp_path / "reports" / "experiments" / expected_id / "request.json").read_text())
     assert stored == {"golden": f"{blob_endpoint}/{container}/hr/golden.jsonl",
                       "documents": "s3://documents/hr", "space": {},
-                      "optimizer": "random", "max_evals": 4, "seed": 2, "objective": None, "vector_store": None}
+                      "optimizer": "random", "max_evals": 4, "seed": 2, "objective": None, "vector_store": None,
+                      "multi_fidelity": False}
     assert _stored_check(tmp_path, "hr/golden.jsonl")["experiment"] == {
         "spec": "hr/experiment.json", "instance_id": expected_id, "started": True, "reason": None}
     # The same event again (or a save that changed nothing): nothing new starts.
