@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from core.cli.common import EXIT_ALL_FAILED, _branch, _output, _print_json, _print_warnings
+from core.cli.common import (EXIT_ALL_FAILED, _branch, _output, _print_json, _print_report, _print_warnings,
+                             _write_page)
 from core.errors import ConfigError
 from core.workspace import Workspace
 
@@ -122,15 +123,11 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
         report["gate"] = gate
     _store_app_run(report, golden, files, where)
     if args.html:
-        from core.reports.files import write_atomic
         from core.reports.pages.app_page import render_app
 
-        write_atomic(Path(args.html), render_app(report).encode("utf-8"))
-        print(f"wrote page {args.html}", file=sys.stderr)
-    if args.json:
-        _print_json(report)
-    else:
-        print(format_app_report(report))
+        _write_page(args.html, render_app(report))
+    _print_report(args, report, format_app_report)
+    if not args.json:
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
     if gate is not None:
         for line in gate["lines"]:
@@ -190,14 +187,9 @@ def cmd_compare_apps(args: argparse.Namespace) -> int:
         return 0
     comparison = compare_apps(reports[0], reports[1])
     if args.html:
-        from core.reports.files import write_atomic
         from core.reports.pages.app_page import render_app_compare
 
-        write_atomic(Path(args.html), render_app_compare(comparison).encode("utf-8"))
-        print(f"wrote page {args.html}", file=sys.stderr)
-    if args.json:
-        _print_json(comparison)
-    else:
-        print(format_app_comparison(comparison))
+        _write_page(args.html, render_app_compare(comparison))
+    _print_report(args, comparison, format_app_comparison)
     return 0
 

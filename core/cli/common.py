@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from core.errors import ConfigError
 from core.text import plural
@@ -23,6 +23,22 @@ EXIT_ALL_FAILED = 3
 
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _print_report(args: argparse.Namespace, report: dict[str, Any], text_of: Callable[[dict[str, Any]], str]) -> None:
+    """Print ``report`` as JSON with ``--json``, else as ``text_of(report)``."""
+    if getattr(args, "json", False):
+        _print_json(report)
+    else:
+        print(text_of(report))
+
+
+def _write_page(path: str, html: str) -> None:
+    """Write a page atomically (never half-written) and say where on stderr."""
+    from core.reports.files import write_atomic
+
+    write_atomic(Path(path), html.encode("utf-8"))
+    print(f"wrote page {path}", file=sys.stderr)
 
 
 def _print_plan(args: argparse.Namespace, plan: Any, settings: Any) -> int:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import _output, _print_json
+from core.cli.common import _output, _print_json, _print_report
 from core.cli.formats import format_experiment, format_report
 from core.errors import ConfigError
 from core.text import plural
@@ -39,12 +39,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
         experiment = json.loads(files.read_bytes(experiment_key))
         experiment["location"] = f"{where}/{experiment_key}"
-        if _write_exports(args, experiment):
-            return 0
-        if args.json:
-            _print_json(experiment)
-        else:
-            print(format_experiment(experiment))
+        if not _write_exports(args, experiment):
+            _print_report(args, experiment, format_experiment)
         return 0
     from core.evaluation.app_report import format_app_report, is_app_run, load_app_run
 
@@ -81,12 +77,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise StoreError(f"{exc}; experiments: {', '.join(experiments[:5])}") from None
         raise
     report["location"] = f"{where}/retrieval/runs/{report.get('run_id', args.run)}/report.json"
-    if _write_exports(args, report):
-        return 0
-    if args.json:
-        _print_json(report)
-    else:
-        print(format_report(report))
+    if not _write_exports(args, report):
+        _print_report(args, report, format_report)
     return 0
 
 
