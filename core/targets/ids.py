@@ -11,6 +11,7 @@ both sides of a match are normalised alike.
 
 from __future__ import annotations
 
+from typing import Any, Iterable
 from urllib.parse import unquote, urlsplit
 
 from core.documents.base import normalize_id
@@ -43,6 +44,24 @@ def _url_path(value: str) -> str | None:
     if parts.fragment:
         path += "#" + parts.fragment
     return path
+
+
+def group_documents(raw_values: Iterable[Any], prefix: str, most: int) -> tuple[dict[str, set[str]], bool]:
+    """The documents an index's listing names: golden-file id (:func:`index_document_id`) ->
+    the raw values the index holds for it; and whether the listing was whole (at most ``most``
+    values read).
+
+    Args:
+        raw_values: the mapped document field of each chunk, in any order.
+        prefix: the mapping's ``document_prefix``, stripped before matching.
+        most: how many chunks a whole listing may hold.
+    """
+    documents: dict[str, set[str]] = {}
+    seen = 0
+    for raw in raw_values:
+        seen += 1
+        documents.setdefault(index_document_id(raw, strip_prefix=prefix)[0], set()).add(str(raw))
+    return documents, seen <= most
 
 
 def index_document_id(value: object, *, strip_prefix: str = "") -> tuple[str, int | None]:

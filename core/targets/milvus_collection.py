@@ -32,7 +32,7 @@ from core.targets.base import (
     missing_documents,
     raw_candidates,
 )
-from core.targets.ids import index_document_id, page_numbers
+from core.targets.ids import group_documents, index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
 
 #: Rows per batch when the collection is listed.
@@ -274,14 +274,9 @@ class MilvusCollectionTarget:
     def _listed(self) -> dict[str, set[str]]:
         if self._documents is None:
             m = self.resolved.mapping
-            documents: dict[str, set[str]] = {}
-            seen = 0
-            for row in self._rows():
-                seen += 1
-                raw = read_path(self._hit_entity(row), m.document)
-                documents.setdefault(index_document_id(raw, strip_prefix=m.document_prefix)[0], set()).add(str(raw))
-            self._complete = seen <= FINGERPRINT_MAX_CHUNKS
-            self._documents = documents
+            self._documents, self._complete = group_documents(
+                (read_path(self._hit_entity(row), m.document) for row in self._rows()), m.document_prefix,
+                FINGERPRINT_MAX_CHUNKS)
         return self._documents
 
     def missing(self, expected: Iterable[str]) -> list[str]:

@@ -29,7 +29,7 @@ from core.targets.base import (
     missing_documents,
     raw_candidates,
 )
-from core.targets.ids import index_document_id, page_numbers
+from core.targets.ids import group_documents, index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
 
 #: The name of a collection's unnamed vector, and of the point id, in field mappings.
@@ -231,14 +231,9 @@ class QdrantTarget:
     def _listed(self) -> dict[str, set[str]]:
         if self._documents is None:
             m = self.resolved.mapping
-            documents: dict[str, set[str]] = {}
-            seen = 0
-            for point in self._scroll():
-                seen += 1
-                raw = read_path(point.payload or {}, m.document)
-                documents.setdefault(index_document_id(raw, strip_prefix=m.document_prefix)[0], set()).add(str(raw))
-            self._complete = seen <= FINGERPRINT_MAX_CHUNKS
-            self._documents = documents
+            self._documents, self._complete = group_documents(
+                (read_path(point.payload or {}, m.document) for point in self._scroll()), m.document_prefix,
+                FINGERPRINT_MAX_CHUNKS)
         return self._documents
 
     def missing(self, expected: Iterable[str]) -> list[str]:
