@@ -29,7 +29,7 @@ import logging
 import azure.durable_functions as df
 import azure.functions as func
 
-from functions.shared import error, json_response, runtime_status, valid_id
+from functions.shared import json_response, read_status, runtime_status
 
 logger = logging.getLogger(__name__)
 
@@ -105,17 +105,10 @@ async def get_target_evaluation_status(req: func.HttpRequest, client: df.Durable
     """``GET /api/evaluations/{run_id}/status``: ``{id, runtime_status, custom_status, output}``;
     400 for a bad id, 404 when no evaluation has it, 500 (one line) when the client fails."""
     run_id = req.route_params.get("run_id")
-    if not valid_id(run_id):
-        return error("run id may only hold letters, digits, '_', '.' and '-'", 400)
-    try:
-        status = await client.get_status(run_id)
-    except Exception:  # noqa: BLE001 - never a stack trace in an answer
-        logger.exception("status of evaluation %s could not be read", run_id)
-        return error("the orchestration status could not be read", 500)
-    runtime = runtime_status(status)
-    if runtime is None:
-        return error(f"no evaluation {run_id!r}", 404)
-    return json_response({"id": run_id, "runtime_status": runtime, "custom_status": status.custom_status,
+    status, refused = await read_status(client, run_id, "run id", "evaluation")
+    if refused is not None:
+        return refused
+    return json_response({"id": run_id, "runtime_status": runtime_status(status), "custom_status": status.custom_status,
                           "output": getattr(status, "output", None)})
 
 

@@ -54,7 +54,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from functions.shared import error, json_response, runtime_status, valid_id
+from functions.shared import error, json_response, read_status, runtime_status, valid_id
 
 logger = logging.getLogger(__name__)
 
@@ -507,16 +507,10 @@ async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchest
     not where). 400 for a bad id, 404 when no orchestration has that id, 500 (one line) when
     the Durable client fails."""
     experiment_id = req.route_params.get("experiment_id")
-    if not valid_id(experiment_id):
-        return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
-    try:
-        status = await client.get_status(experiment_id)
-    except Exception:  # noqa: BLE001 - never a stack trace in an answer
-        logger.exception("status of experiment %s could not be read", experiment_id)
-        return error("the orchestration status could not be read", 500)
+    status, refused = await read_status(client, experiment_id, "experiment id", "experiment")
+    if refused is not None:
+        return refused
     runtime = runtime_status(status)
-    if runtime is None:
-        return error(f"no experiment {experiment_id!r}", 404)
 
     def when(value: Any) -> Any:
         return value.isoformat() if hasattr(value, "isoformat") else value

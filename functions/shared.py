@@ -80,6 +80,24 @@ def runtime_status(status: Any) -> str | None:
     return None if runtime is None else str(getattr(runtime, "value", runtime))
 
 
+async def read_status(client: Any, instance_id: str | None, id_label: str,
+                      kind: str) -> tuple[Any, func.HttpResponse | None]:
+    """``(get_status answer, None)`` for an orchestration, or ``(None, the error answer)``: 400
+    when ``instance_id`` is not a valid id ("{id_label} may only hold ..."), 500 (one line,
+    the exception logged) when the Durable client fails, 404 when no orchestration has it
+    ("no {kind} 'ID'")."""
+    if not valid_id(instance_id):
+        return None, error(f"{id_label} may only hold letters, digits, '_', '.' and '-'", 400)
+    try:
+        status = await client.get_status(instance_id)
+    except Exception:  # noqa: BLE001 - never a stack trace in an answer
+        logger.exception("status of %s %s could not be read", kind, instance_id)
+        return None, error("the orchestration status could not be read", 500)
+    if runtime_status(status) is None:
+        return None, error(f"no {kind} {instance_id!r}", 404)
+    return status, None
+
+
 #: The orchestrator every start runs.
 ORCHESTRATOR = "experiment_orchestrator"
 _STARTING: "weakref.WeakValueDictionary[str, asyncio.Lock]" = weakref.WeakValueDictionary()
