@@ -278,6 +278,14 @@ class CachedEmbeddingModel:
         keys = [text_sha256(t) for t in texts]
         found = self.cache.get_many(self.model_id, keys)
         mine, theirs = claim_inflight(keys, texts, found, self._inflight, self._lock)
+        if mine:  # a key another thread finished between the look-up and the claim is cached now
+            again = self.cache.get_many(self.model_id, list(mine))
+            if again:
+                found.update(again)
+                with self._lock:
+                    for key in again:
+                        del mine[key]
+                        self._inflight.pop(key).set()
         spend = current_spend()
         try:
             if mine:

@@ -53,6 +53,36 @@ def test_threads_embed_each_distinct_text_once_and_the_counts_add_up(tmp_path):
         40, 1, 39)
 
 
+class LateCache(EmbeddingCache):
+    """A cache another thread fills between a caller's first look-up and its claim: the first
+    ``get_many`` answers from before the other thread's write, then the write lands."""
+
+    def __init__(self, path, late):
+        super().__init__(path)
+        self.late, self.looked = late, 0
+
+    def get_many(self, model_id, keys):
+        found = super().get_many(model_id, keys)
+        self.looked += 1
+        if self.looked == 1:
+            self.put_many(model_id, self.late.items())
+        return found
+
+
+def test_a_text_another_thread_cached_after_the_look_up_is_not_embedded_again(tmp_path):
+    from core.models.cache import text_sha256
+
+    vector = np.array([9.0, 9.0, 1.0, 0.0], dtype=np.float32)
+    model = CountingModel()
+    cached = CachedEmbeddingModel(model, LateCache(tmp_path / "cache.sqlite", {text_sha256("done"): vector}))
+    out = cached.embed_documents(["done", "new a"])
+    assert model.sent == ["new a"]  # "done" came from the cache, as the other thread left it
+    np.testing.assert_array_equal(out[0], vector)
+    np.testing.assert_array_equal(out[1], [5.0, 1.0, 1.0, 0.0])  # CountingModel's vector of "new a"
+    stats = cached.stats()
+    assert (stats["texts_embedded"], stats["texts_from_cache"], stats["texts_unique"]) == (1, 1, 2)
+
+
 class Echo:
     model_id = "echo"
     temperature = 0.0
