@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
+from tests.support.httpd import LocalHTTPServer
 
 
 def expected_vector(text: str, dim: int) -> np.ndarray:
@@ -77,7 +78,7 @@ class OpenAITestServer:
                 self.end_headers()
                 self.wfile.write(raw)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = LocalHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 

@@ -40,9 +40,10 @@ def test_run_exits_with_the_commands_code_and_sets_the_collector_of_its_process(
 
 
 def test_main_leaves_the_collector_of_its_caller_alone(tmp_path):
-    before = (gc.get_threshold(), gc.get_freeze_count())
+    threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
     assert main(["check", _golden(tmp_path, '{"question": "What is it?", "expected": ["a.txt"]}\n')]) == 0
-    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    # frozen objects that die are still freed, so the count may fall; a gc.freeze would add the heap
+    assert gc.get_threshold() == threshold and gc.get_freeze_count() <= frozen
 
 
 MILVUS_LITE_PROBE = textwrap.dedent("""

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from core.errors import GenerationError
 from core.models import EmptyReplyError, OpenAIChatModel
 from core.models.chat import _usage_tokens
+from tests.support.httpd import LocalHTTPServer
 
 USER = [{"role": "user", "content": "What is RAG?"}]
 
@@ -57,7 +58,7 @@ class Server:
             def log_message(self, *a):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = LocalHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.root = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.base_url = self.root + "/v1"
