@@ -48,6 +48,19 @@ def kind(request):
     return request.param
 
 
+#: the cache folders ``make`` created for the running test, removed after it
+_CACHE_FOLDERS: list = []
+
+
+@pytest.fixture(autouse=True)
+def _remove_cache_folders():
+    import shutil
+
+    yield
+    while _CACHE_FOLDERS:
+        shutil.rmtree(_CACHE_FOLDERS.pop(), ignore_errors=True)
+
+
 def make(kind: str, app, local, *, broken: bool = False) -> ChatModel:
     """The implementation ``kind``, reaching a closed port when ``broken``; ``cached`` is
     ``CachedChatModel`` over the OpenAI client, with a fresh cache file each time."""
@@ -58,6 +71,7 @@ def make(kind: str, app, local, *, broken: bool = False) -> ChatModel:
         from core.models import CachedChatModel, EmbeddingCache
 
         folder = Path(tempfile.mkdtemp(prefix="chat-cache-"))
+        _CACHE_FOLDERS.append(folder)
         return CachedChatModel(make("openai", app, local, broken=broken), EmbeddingCache(folder / "cache.sqlite"))
     if kind == "extractive":
         embedder = OpenAIEmbeddingModel("e", base_url=f"http://127.0.0.1:{_closed_port()}/v1", embedding_dimension=4,
