@@ -33,12 +33,29 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from core.chunking.base import Chunk
+from core.documents.base import normalize_id
 from core.evaluation.app_client import AppClient, Exchange, shown_url
 from core.evaluation.app_config import AppConfig, MappedReply, refused
+from core.evaluation.envelope import envelope, golden_block
+from core.evaluation.retrieval import package_versions
+from core.golden.conversations import conversations
+from core.metrics.answers import DEFAULT_METRICS, JUDGE_METRICS, answer_report
+from core.metrics.retrieval import DEFAULT_KS, TOP_K, evaluate_rankings
+from core.models.breaker import CircuitBreaker
+from core.models.spend import carry_spend
+from core.rag.records import AnswerRecord
+
+if TYPE_CHECKING:
+    from core.golden.conversations import Conversation
+    from core.golden.types import GoldenQuestion, GoldenSet
+    from core.models.cache import EmbeddingCache
+    from core.models.chat import ChatModel
+    from core.settings import AppSettings
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +101,13 @@ class AppTurn:
         return self.error is None and self.reply.answer is not None
 
 
-def _failed(question: Any, key: str, turn: int, error: str, kind: str, exchange: Exchange | None = None) -> AppTurn:
+def _failed(question: GoldenQuestion, key: str, turn: int, error: str, kind: str,
+            exchange: Exchange | None = None) -> AppTurn:
     return AppTurn(question, key, turn, exchange, MappedReply(None, error=error), error, kind)
 
 
-def _play_conversation(client: AppClient, conversation: Any, breaker: Any, *, fresh: bool = False) -> list[AppTurn]:
+def _play_conversation(client: AppClient, conversation: Conversation, breaker: CircuitBreaker, *,
+                       fresh: bool = False) -> list[AppTurn]:
     """Play one conversation's turns in order (see :func:`play`)."""
     history: list[dict[str, str]] = []
     session: Any = None
@@ -148,15 +167,12 @@ def play(client: AppClient, conversations: Sequence[Any], *, concurrency: int, s
         and the :class:`~core.models.breaker.CircuitBreaker` (its ``skipped`` counts the
         questions not sent).
     """
-    from core.models.breaker import CircuitBreaker
-    from core.models.spend import carry_spend
-
     breaker = CircuitBreaker(stop_after, f"the app at {shown_url(client.url)}")
     total = sum(len(c.turns) for c in conversations)
     done = 0
     lock = threading.Lock()
 
-    def run(conversation: Any) -> list[AppTurn]:
+    def run(conversation: Conversation) -> list[AppTurn]:
         nonlocal done
         turns = _play_conversation(client, conversation, breaker)
         if on_turn is not None:
@@ -178,9 +194,6 @@ def play(client: AppClient, conversations: Sequence[Any], *, concurrency: int, s
 
 
 def _chunk(key: str, document: str | None, page: int | None, text: str = "") -> Any:
-    from core.chunking.base import Chunk
-    from core.documents.base import normalize_id
-
     return Chunk(text=text, chunk_id=key,
                  metadata={"document_id": normalize_id(document) if document else "", "pages": [page] if page else []})
 
@@ -204,8 +217,6 @@ def _setup(name: str, questions: Sequence[Any], rankings: dict[str, list[Any]], 
            rank_grain: str) -> tuple[dict[str, Any], dict[str, int | None]]:
     """A report setup of one ranking (the shape ``core.evaluation.gate`` reads) and each
     answered question's first right rank at ``rank_grain``."""
-    from core.metrics.retrieval import DEFAULT_KS, TOP_K, evaluate_rankings
-
     answered = [q for q in questions if q.id in rankings]
     results = evaluate_rankings(answered, rankings, grains=grains, ks=DEFAULT_KS)
     rank = results[rank_grain]
@@ -240,9 +251,7 @@ def _refusals(turns: Sequence[AppTurn], patterns: Sequence[str]) -> dict[str, An
     return out
 
 
-def _answer_metrics(config: AppConfig, judge: Any, metrics: Sequence[str] | None) -> list[str]:
-    from core.metrics.answers import DEFAULT_METRICS, JUDGE_METRICS
-
+def _answer_metrics(config: AppConfig, judge: ChatModel | None, metrics: Sequence[str] | None) -> list[str]:
     names = list(metrics) if metrics is not None else [*DEFAULT_METRICS, *([f"judge.{m}" for m in JUDGE_METRICS] if judge else [])]
     if config.contexts is None:
         names = [n for n in names if n not in CONTEXT_METRICS]
@@ -252,8 +261,6 @@ def _answer_metrics(config: AppConfig, judge: Any, metrics: Sequence[str] | None
 def _turns_table(turns: Sequence[AppTurn], answers: dict[str, Any], first_ranks: dict[str, int | None]) -> list[dict]:
     """Per turn number (1 first): questions, answered, citations found in the top 10 among the
     scorable, and each answer metric's mean over its scored questions at that turn."""
-    from core.metrics.retrieval import TOP_K
-
     by_id = {q["question_id"]: q for q in answers.get("questions") or []}
     rows: dict[int, dict[str, Any]] = {}
     for t in turns:
@@ -295,7 +302,7 @@ def _question_rows(turns: Sequence[AppTurn], setups: Sequence[dict[str, Any]],
     return out
 
 
-def _requests(turns: Sequence[AppTurn], client: AppClient, breaker: Any, stop_after: int) -> dict[str, Any]:
+def _requests(turns: Sequence[AppTurn], client: AppClient, breaker: CircuitBreaker, stop_after: int) -> dict[str, Any]:
     """The report's ``requests``: questions answered and failed (by kind), requests sent and
     replies from the cache, and whether the run stopped early."""
     failures: dict[str, int] = {}
@@ -310,7 +317,7 @@ def _requests(turns: Sequence[AppTurn], client: AppClient, breaker: Any, stop_af
                                                                "n_not_sent": breaker.skipped}}
 
 
-def _app_settings(settings: Any) -> dict[str, Any]:
+def _app_settings(settings: AppSettings) -> dict[str, Any]:
     """The client's settings as a report keeps them (how it authenticated, never with what)."""
     return {"concurrency": settings.concurrency, "requests_per_minute": settings.requests_per_minute,
             "timeout_s": settings.timeout_s, "deadline_s": settings.deadline_s, "max_attempts": settings.max_attempts,
@@ -319,13 +326,13 @@ def _app_settings(settings: Any) -> dict[str, Any]:
 
 
 def evaluate_app(
-    golden: Any,
+    golden: GoldenSet,
     config: AppConfig,
-    settings: Any,
+    settings: AppSettings,
     *,
-    cache: Any = None,
+    cache: EmbeddingCache | None = None,
     refresh: bool = False,
-    judge: Any = None,
+    judge: ChatModel | None = None,
     judge_repeat: int = 1,
     metrics: Sequence[str] | None = None,
     on_turn: Callable[[int, int], None] | None = None,
@@ -360,13 +367,6 @@ def evaluate_app(
     Raises:
         ConfigError: no URL, bad metric names, or a judge metric without a judge.
     """
-    from core.evaluation.retrieval import package_versions
-    from core.golden.conversations import conversations
-    from core.inputs import shown_address
-    from core.metrics.answers import answer_report
-    from core.metrics.retrieval import DEFAULT_KS, TOP_K
-    from core.rag.records import AnswerRecord
-
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     names = _answer_metrics(config, judge, metrics)
@@ -409,14 +409,9 @@ def evaluate_app(
     latencies = [t.exchange.latency_ms for t in turns if t.exchange and t.exchange.latency_ms is not None
                  and t.exchange.error is None]
     questions = _question_rows(turns, setups, first_ranks, config)
-    finished = datetime.now(timezone.utc)
-    return {
-        "schema_version": APP_REPORT_SCHEMA_VERSION,
-        "kind": "app",
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": finished.isoformat(timespec="seconds"),
-        "golden": {"path": shown_address(golden.path), "sha256": golden.sha256, "n_questions": len(turns),
-                   "format": getattr(golden, "format", "ragtune"), "warnings": [p.to_dict() for p in golden.warnings]},
+    golden_part = golden_block(golden.path, golden, n_questions=len(turns), format=getattr(golden, "format", "ragtune"),
+                               warnings=[p.to_dict() for p in golden.warnings])
+    return envelope("app", {
         "app": {"url": shown_url(client.url), "model_id": client.model_id,
                 "config": {**config.to_dict(), "url": shown_url(client.url)},
                 "settings": _app_settings(settings)},
@@ -434,7 +429,6 @@ def evaluate_app(
         "conversations": {"n": len(convs), "n_multi_turn": sum(1 for c in convs if len(c.turns) > 1)},
         "turns": _turns_table(turns, answers, first_ranks[CITATIONS]),
         "questions": questions,
-        "timings_s": {"ask_s": round(ask_s, 3), "score_s": round(score_s, 3),
-                      "total_s": round(time.perf_counter() - t0, 3)},
-        "versions": package_versions(),
-    }
+    }, schema_version=APP_REPORT_SCHEMA_VERSION, started=started, golden=golden_part,
+        timings_s={"ask_s": ask_s, "score_s": score_s, "total_s": time.perf_counter() - t0},
+        versions=package_versions())

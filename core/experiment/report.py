@@ -12,7 +12,17 @@ question rank first, the rest after them, marked ``fully_evaluated: false``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+from core.evaluation.envelope import envelope
+from core.experiment.front import front
+from core.inputs import shown_address
+from core.optimization.halving import STOP_REASONS
+
+if TYPE_CHECKING:
+    from core.experiment.spec import ExperimentSpec
+    from core.optimization.halving import Halving
+    from core.optimization.study import Study
 
 #: Version of the experiment report's JSON layout.
 EXPERIMENT_SCHEMA_VERSION = "1.2"
@@ -31,7 +41,7 @@ def _objective_interval(result: Mapping[str, Any], objective: str) -> tuple[floa
     return None, None
 
 
-def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]], halving: Any = None,
+def leaderboard(study: Study, results: Mapping[str, Mapping[str, Any]], halving: Halving | None = None,
                 n_questions: int | None = None) -> list[dict[str, Any]]:
     """Rows for every told trial, best first (failed ones last, in the order tried); with
     multi-fidelity (``halving``) the configurations scored on every question first, then the
@@ -81,7 +91,7 @@ def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]], halving: A
     return done + [r for r in rows if r["score"] is None]
 
 
-def counts(study: Any, results: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+def counts(study: Study, results: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     """``{evaluations, failed, stored, pending}`` of ``study`` (see the module docstring)."""
     told = [t for t in study.trials if t.status != "pending" and not t.warm_start]
     return {
@@ -92,10 +102,11 @@ def counts(study: Any, results: Mapping[str, Mapping[str, Any]]) -> dict[str, in
     }
 
 
-def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]],
-                 extra: Mapping[str, Any] | None = None, *, halving: Any = None,
+def build_report(spec: ExperimentSpec, study: Study, results: Mapping[str, Mapping[str, Any]],
+                 extra: Mapping[str, Any] | None = None, *, halving: Halving | None = None,
                  stop_reason: str | None = None, prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The experiment report.
+    """The experiment report, on the one report envelope (``core.evaluation.envelope``) with
+    the experiment's own schema version and ``experiment_id`` and ``complete`` at its head.
 
     Args:
         spec: the ``ExperimentSpec``.
@@ -120,23 +131,12 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         ``core.experiment.front.front``).
         Addresses are shown without their query strings.
     """
-    from core.experiment.front import front
-    from core.inputs import shown_address
-    from core.optimization.halving import STOP_REASONS
-
     best = study.best_trial
     board = leaderboard(study, results, halving, spec.n_questions or None)
     if halving is not None:
         best_key = halving.best_complete()
         best = next((t for t in study.trials if best_key is not None and t.configuration.key == best_key), None)
-    report: dict[str, Any] = {
-        "schema_version": EXPERIMENT_SCHEMA_VERSION,
-        "kind": "experiment",
-        "experiment_id": spec.experiment_id,
-        "complete": study.is_finished if halving is None else stop_reason is not None,
-        "golden": {"path": shown_address(spec.golden), "sha256": spec.golden_sha256, "format": spec.golden_format,
-                   "n_questions": spec.n_questions},
-        "corpus": {"path": shown_address(spec.documents), "fingerprint": spec.corpus_fingerprint},
+    report = envelope("experiment", {
         "space": {"n_valid": study.space.n_valid, "parameters": study.space.to_dict()},
         "optimizer": {"name": spec.optimizer, "seed": study.seed, "max_evals": study.max_evals,
                       "n_random_nodes": spec.n_random_nodes, "evals_per_trial": spec.evals_per_trial},
@@ -157,7 +157,12 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
             "rule": "successive halving over a seeded question order; a configuration stops only when the exact "
                     "two-sided sign test on the questions both saw says it is worse than the rung's best"},
         "front": front(board, results, spec.n_questions or None, prices),
-    }
+    }, schema_version=EXPERIMENT_SCHEMA_VERSION,
+        head={"experiment_id": spec.experiment_id,
+              "complete": study.is_finished if halving is None else stop_reason is not None},
+        golden={"path": shown_address(spec.golden), "sha256": spec.golden_sha256, "format": spec.golden_format,
+                "n_questions": spec.n_questions},
+        corpus={"path": shown_address(spec.documents), "fingerprint": spec.corpus_fingerprint})
     for name, value in (extra or {}).items():
         if name in ("counts", "golden", "corpus") and isinstance(value, Mapping):
             report[name] = {**report[name], **value}

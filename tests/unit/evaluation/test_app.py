@@ -5,13 +5,15 @@ each test from what the scripted app answers."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
 import threading
 import time
 
 import pytest
 
-from core.evaluation.app import evaluate_app, latency_stats
+from core.evaluation.app import APP_REPORT_SCHEMA_VERSION, evaluate_app, latency_stats
 from core.evaluation.app_config import AppConfig, load_app_config, map_reply, render_request
 from core.errors import ConfigError
 from core.golden import read_golden
@@ -102,6 +104,31 @@ def test_the_requests_carry_the_template_overrides_and_the_key(tmp_path):
     assert "authorization" not in sent["headers"]
     assert "k-123" not in json.dumps(report)  # the key is never in the report
     assert report["app"]["settings"]["auth"] == "key"
+
+
+#: The app report's fields, in their order (as written before the report moved onto the
+#: envelope of ``core.evaluation.envelope``).
+APP_ORDER = ["schema_version", "kind", "started_at", "finished_at", "golden", "app", "evaluation", "setups", "picks",
+             "answers", "refusals", "latency_ms", "requests", "conversations", "turns", "questions", "timings_s",
+             "versions"]
+
+
+def test_the_report_is_on_the_envelope_in_its_order(tmp_path):
+    golden = golden_file(tmp_path, ROWS[:2])
+    with DeployedApp(citing_app) as app:
+        report = evaluate_app(golden, AppConfig(url=app.url + "?code=secret", **DEMO), AppSettings(**FAST),
+                              metrics=[])
+    assert list(report) == APP_ORDER
+    assert (report["schema_version"], report["kind"]) == (APP_REPORT_SCHEMA_VERSION, "app")
+    assert report["started_at"] <= report["finished_at"]  # ISO 8601 in UTC, to the second: ordered as text
+    path = tmp_path / "golden.jsonl"
+    assert report["golden"] == {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                                "n_questions": 2, "format": "ragtune", "warnings": []}
+    assert report["app"]["url"] == app.url  # the query (a function key) is never shown
+    assert list(report["timings_s"]) == ["ask_s", "score_s", "total_s"]
+    assert report["timings_s"]["total_s"] >= report["timings_s"]["ask_s"]
+    assert all(v == round(v, 3) for v in report["timings_s"].values())
+    assert report["versions"]["python"] == platform.python_version()
 
 
 def test_429_is_retried_after_what_retry_after_asks(tmp_path):
