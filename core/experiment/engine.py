@@ -37,14 +37,23 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from core.errors import ConfigError, EvaluationError, RagtuneError, StoreError, is_transient
+from core.experiment.report import build_report
 from core.experiment.spec import ExperimentSpec
 from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
                                    cut_text)
-from core.reports.files import is_safe_id
+from core.metrics.retrieval import aggregate
+from core.optimization import Configuration
+from core.optimization.fidelity import Decision
+from core.optimization.halving import Halving, per_question_scores
+from core.optimization.study import Study
+from core.reports.files import is_safe_id, read_if_present
 from core.reports.keys import EXPERIMENTS_PREFIX
+
+if TYPE_CHECKING:
+    from core.reports.files import Files
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +138,7 @@ _MEMOS: "weakref.WeakKeyDictionary[Any, _Remembered]" = weakref.WeakKeyDictionar
 _MEMOS_LOCK = threading.Lock()
 
 
-def _memo_of(files: Any) -> _Remembered | None:
+def _memo_of(files: Files) -> _Remembered | None:
     """The memo of the store object ``files`` (one per object, gone with it: two objects are
     never taken for the same store), or None for an object that cannot be weakly referenced."""
     with _MEMOS_LOCK:
@@ -156,7 +165,7 @@ class Experiment:
         ConfigError: a bad experiment id.
     """
 
-    def __init__(self, files: Any, experiment_id: str) -> None:
+    def __init__(self, files: Files, experiment_id: str) -> None:
         if not is_safe_id(experiment_id):
             raise ConfigError(f"experiment id may only hold letters, digits, '_', '.' and '-', got "
                               f"{cut_text(repr(experiment_id), 80)}")
@@ -174,8 +183,6 @@ class Experiment:
 
     def _read_optional(self, name: str, default: Any = None) -> Any:
         """The stored ``name`` parsed, or ``default`` when it is absent (one request)."""
-        from core.reports.files import read_if_present
-
         data = read_if_present(self.files, f"{self.prefix}/{name}")
         return default if data is None else json.loads(data)
 
@@ -227,7 +234,7 @@ class Experiment:
             self._spec = self._remembered("spec", lambda: ExperimentSpec.from_dict(self._read("spec.json")))
         return self._spec
 
-    def study_with(self, configuration: Mapping[str, Any]) -> Any:
+    def study_with(self, configuration: Mapping[str, Any]) -> Study:
         """A study that asked ``configuration``, if the stored one did: the study this process
         read last, when it already holds the configuration's trial (trials are never taken
         back), else the stored study, read again (and remembered).
@@ -235,7 +242,7 @@ class Experiment:
         Raises:
             StoreError: the study cannot be read.
         """
-        def asked(study: Any) -> bool:
+        def asked(study: Study) -> bool:
             try:
                 return study.trial_of(study.space.configuration(configuration, check=False)) is not None
             except ConfigError:  # not a configuration of the space: checked on the stored study
@@ -243,13 +250,11 @@ class Experiment:
 
         return self._remembered("study", self.study, asked)
 
-    def study(self) -> Any:
+    def study(self) -> Study:
         """The stored ``Study``. Raises ``StoreError`` when absent."""
-        from core.optimization.study import Study
-
         return Study.from_json(self.files.read_bytes(f"{self.prefix}/study.json"), sampler=self.spec().sampler())
 
-    def save_study(self, study: Any) -> None:
+    def save_study(self, study: Study) -> None:
         """Store ``study``'s state."""
         self.files.write_bytes(f"{self.prefix}/study.json", study.to_json().encode("utf-8"))
 
@@ -294,7 +299,7 @@ class Experiment:
 
     # Steps ------------------------------------------------------------------------------------
     @classmethod
-    def create(cls, files: Any, spec: ExperimentSpec, study: Any,
+    def create(cls, files: Files, spec: ExperimentSpec, study: Study,
                question_ids: list[str] | None = None) -> "Experiment":
         """Store ``spec`` and ``study`` (the prepare step), and with ``spec.multi_fidelity`` and
         ``question_ids`` (golden order) a new ``fidelity.json``; an experiment already stored is
@@ -309,8 +314,6 @@ class Experiment:
         experiment = cls(files, spec.experiment_id)
         if not experiment.exists():
             if spec.multi_fidelity and question_ids:
-                from core.optimization.halving import Halving
-
                 experiment._write("fidelity.json", {"question_ids": list(question_ids),
                                                     "state": Halving(spec.rungs(question_ids)).to_dict()})
             experiment._write("spec.json", spec.to_dict())
@@ -318,7 +321,7 @@ class Experiment:
         return experiment
 
     # Multi-fidelity ----------------------------------------------------------------------------
-    def fidelity(self) -> Any:
+    def fidelity(self) -> Halving | None:
         """The experiment's ``Halving`` (multi-fidelity state), or None without rungs.
 
         Raises:
@@ -329,15 +332,15 @@ class Experiment:
         data = self._read_optional("fidelity.json")
         if data is None:
             return None
-        from core.optimization.halving import Halving
 
         return Halving.from_dict(self.spec().rungs(data["question_ids"]), data.get("state") or {})
 
-    def save_fidelity(self, halving: Any) -> None:
+    def save_fidelity(self, halving: Halving) -> None:
         """Store ``halving``'s state beside its question ids."""
         self._write("fidelity.json", {"question_ids": halving.rungs.question_ids, "state": halving.to_dict()})
 
-    def ask_requests(self, n: int | None = None, study: Any = None, halving: Any = None) -> list[EvaluationRequest]:
+    def ask_requests(self, n: int | None = None, study: Study | None = None,
+                     halving: Halving | None = None) -> list[EvaluationRequest]:
         """The next round's evaluation requests: :meth:`ask`'s configurations on every question,
         or with multi-fidelity ``Halving.ask``'s work items (promotions first), none once
         ``Halving.stop_reason`` gives a reason. The study (and the multi-fidelity state) are
@@ -359,7 +362,7 @@ class Experiment:
         self.save_fidelity(halving)
         return [self.evaluation_request(i.configuration, i.rung, i.questions) for i in items]
 
-    def stop_reason(self, study: Any = None, halving: Any = None) -> str | None:
+    def stop_reason(self, study: Study | None = None, halving: Halving | None = None) -> str | None:
         """Why the search ended (``core.optimization.halving.STOP_REASONS``), or None while it
         goes on; without rungs ``"budget"`` or ``"space"`` once the study is finished."""
         study = self.study() if study is None else study
@@ -370,7 +373,7 @@ class Experiment:
             return None
         return "space" if study.n_asked >= study.space.n_valid else "budget"
 
-    def ask(self, n: int | None = None, study: Any = None) -> list[Any]:
+    def ask(self, n: int | None = None, study: Study | None = None) -> list[Configuration]:
         """Up to ``n`` configurations to evaluate, recorded as pending and saved.
 
         Configurations asked before and never told come first (a retried step, a resumed
@@ -394,12 +397,10 @@ class Experiment:
         return out
 
     def evaluation_request(self, configuration: Mapping[str, Any], rung: int = 0,
-                           questions: Any = None) -> EvaluationRequest:
+                           questions: Sequence[str] | None = None) -> EvaluationRequest:
         """The message asking for one evaluation: the experiment id, the configuration and its
         key, and with multi-fidelity the rung and its question ids; nothing the evaluator could
         be misled by (addresses, scores)."""
-        from core.optimization import Configuration
-
         config = Configuration(configuration)
         return EvaluationRequest(self.experiment_id, config.key, config.to_dict(), int(rung),
                                  None if questions is None else tuple(questions))
@@ -447,7 +448,7 @@ class Experiment:
         """Whether :meth:`mark_tried` recorded a failed delivery of configuration ``key``."""
         return self._has(f"tried/{key}")
 
-    def admit(self, request: EvaluationRequest, study: Any = None) -> tuple[Any, Any]:
+    def admit(self, request: EvaluationRequest, study: Study | None = None) -> tuple[Configuration, Study]:
         """The one check of an evaluation message, from the evaluations queue or its poison
         queue: the experiment is stored, and the message's configuration (its key already
         matched by ``EvaluationRequest.parse``) is in the experiment's space and was asked by
@@ -485,7 +486,7 @@ class Experiment:
                                   f"not the stored experiment's")
         return config, study
 
-    def check_configuration(self, configuration: Mapping[str, Any], study: Any = None) -> Any:
+    def check_configuration(self, configuration: Mapping[str, Any], study: Study | None = None) -> Configuration:
         """The ``Configuration`` of ``configuration`` when the study asked for it.
 
         Raises:
@@ -514,7 +515,7 @@ class Experiment:
                                  duration_s=(result.get("timings") or {}).get("total_s"))
 
     def evaluate(self, request: EvaluationRequest, run: Callable[[Mapping[str, Any]], Mapping[str, Any]], *,
-                 study: Any = None, delivery: int = 1) -> EvaluationOutcome:
+                 study: Study | None = None, delivery: int = 1) -> EvaluationOutcome:
         """Run one evaluation and store its result; a configuration whose OK result is stored is
         not evaluated again.
 
@@ -583,14 +584,14 @@ class Experiment:
             logger.warning("configuration %s of experiment %s: the failed delivery could not be recorded: %s",
                            key, self.experiment_id, exc)
 
-    def _round_of(self, config: Any, study: Any) -> int | None:
+    def _round_of(self, config: Configuration, study: Study | None) -> int | None:
         """The round (``Trial.round``) in which ``config`` was asked, or None."""
         if study is None and not self.exists():
             return None
         trial = (self.study() if study is None else study).trial_of(config)
         return None if trial is None else trial.round
 
-    def record_failure(self, configuration: Mapping[str, Any], error: str, *, study: Any = None,
+    def record_failure(self, configuration: Mapping[str, Any], error: str, *, study: Study | None = None,
                        rung: int = 0) -> EvaluationOutcome:
         """Store a failed result for ``configuration`` unless an OK result is stored (a
         configuration evaluated after all raises no failure). The caller has checked the
@@ -603,8 +604,6 @@ class Experiment:
             rung: the multi-fidelity rung that failed; above 0 the lower rung's OK result is
                 kept with a ``promotion_error`` (unless the rung's own result is stored).
         """
-        from core.optimization import Configuration
-
         config = Configuration(configuration)
         stored = self.result(config.key)
         if stored is not None and stored.get("status") == "ok":
@@ -645,7 +644,7 @@ class Experiment:
         return self.record_failure(config.to_dict(), error, study=study, rung=request.rung)
 
     def tell(self, keys: list[str], *, missing: str | Mapping[str, str] | None = None,
-             study: Any = None) -> ExperimentSummary:
+             study: Study | None = None) -> ExperimentSummary:
         """Tell the study what the stored results of ``keys`` say, and save it.
 
         A pending configuration with no stored result stays pending, unless ``missing`` gives a
@@ -678,12 +677,10 @@ class Experiment:
         self.save_study(study)
         return ExperimentSummary.of(study)
 
-    def _tell_rungs(self, keys: list[str], missing: Any, study: Any, halving: Any) -> ExperimentSummary:
+    def _tell_rungs(self, keys: list[str], missing: str | Mapping[str, str] | None, study: Study,
+                    halving: Halving) -> ExperimentSummary:
         """:meth:`tell` with multi-fidelity: each key's result at its pending rung goes to
         ``Halving.tell`` (per-question scores of the objective, from the stored result)."""
-        from core.optimization.fidelity import Decision
-        from core.optimization.halving import per_question_scores
-
         asked = {t.configuration.key for t in study.pending_trials}
         for key in dict.fromkeys(keys):  # asked by plain ask(): a rung-0 item on every question
             if key in asked and key not in halving.pending:
@@ -727,12 +724,10 @@ class Experiment:
         """The stored study's :class:`ExperimentSummary`."""
         return ExperimentSummary.of(self.study())
 
-    def build_report(self, extra: Mapping[str, Any] | None = None, study: Any = None,
+    def build_report(self, extra: Mapping[str, Any] | None = None, study: Study | None = None,
                      prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The report from the stored state (see ``core.experiment.report.build_report``;
         ``prices``: model id -> price, for the front's cost per question)."""
-        from core.experiment.report import build_report
-
         study = self.study() if study is None else study
         halving = self.fidelity()
         extra = {"notes": self.notes(), **(extra or {})}
@@ -767,8 +762,6 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     Raises:
         EvaluationError: a question of ``questions`` has no score in either result.
     """
-    from core.metrics.retrieval import aggregate
-
     blocks = [earlier.get("per_question") or {}, new.get("per_question") or {}]
     names = list((blocks[1].get("scores") or {}) or (blocks[0].get("scores") or {}))
     by_id: dict[str, dict[str, Any] | None] = {}

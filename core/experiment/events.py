@@ -18,6 +18,8 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
+from core.reports import LocalFiles
+
 logger = logging.getLogger(__name__)
 
 
@@ -194,8 +196,6 @@ class PatternFileHandler:
 
     def on_pattern_creation(self, payload: Mapping[str, Any], evaluation_results: Sequence[Mapping[str, Any]]) -> None:
         """Write ``{"payload": ..., "evaluation_results": [...]}`` to ``<name>.json``."""
-        from core.reports import LocalFiles
-
         data = {"payload": dict(payload), "evaluation_results": list(evaluation_results)}
         LocalFiles(self.folder).write_bytes(
             f"{payload['name']}.json", json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8")

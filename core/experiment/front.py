@@ -34,10 +34,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from core.evaluation.retrieval import BALANCE_POINTS, NOISE_FLOOR_MS, NOISE_FRACTION, TIME_POINTS, same_speed
+from core.models.costs import price_for
+from core.reports.tables import wait_of
+
 
 def _wait_ms(result: Mapping[str, Any], n_questions: int | None) -> tuple[float | None, str | None]:
-    from core.reports.tables import wait_of
-
     if isinstance(result.get("timings_ms"), dict):
         median = wait_of(result["timings_ms"])["median"]
         if median is not None:
@@ -58,8 +60,6 @@ def _cost_per_question(result: Mapping[str, Any], n: int | None, prices: Mapping
         return None, None
     usd = None
     if prices and isinstance(model_id, str):
-        from core.models.costs import price_for
-
         price = price_for(model_id, prices)
         if price is not None:
             usd = (float(cost.get("prompt_tokens") or 0) * price.input_per_1m
@@ -75,8 +75,6 @@ def _dominates(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def _pick(rows: Sequence[Mapping[str, Any]], points: float) -> str | None:
-    from core.evaluation.retrieval import same_speed
-
     if not rows:
         return None
     best = max(r["quality_points"] for r in rows)
@@ -103,8 +101,6 @@ def front(leaderboard: Sequence[Mapping[str, Any]], results: Mapping[str, Mappin
         front: [keys], best_for_balance, best_for_time, rules}``; only configurations scored on
         every question with a known wait are rows.
     """
-    from core.evaluation.retrieval import BALANCE_POINTS, NOISE_FLOOR_MS, NOISE_FRACTION, TIME_POINTS
-
     builds: dict[str, dict[str, Any]] = {}
     for res in results.values():
         name = res.get("collection")

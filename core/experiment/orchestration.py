@@ -27,7 +27,10 @@ References:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from core.experiment.engine import Experiment
 
 #: The wait before an activity's first retry, in milliseconds
 #: (``RetryOptions.first_retry_interval_in_milliseconds``). The Python SDK sends no back-off
@@ -74,7 +77,7 @@ class ResumePlan:
     message: str
 
 
-def resume_plan(experiment: Any, runtime_status: str | None) -> ResumePlan:
+def resume_plan(experiment: Experiment, runtime_status: str | None) -> ResumePlan:
     """How to resume ``experiment`` (a ``core.experiment.Experiment``) whose orchestration has
     ``runtime_status`` (None: no orchestration has its id, say its history was purged).
 

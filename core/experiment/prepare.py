@@ -23,22 +23,36 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from core.errors import ConfigError
+from core.documents import list_document_ids
+from core.errors import ConfigError, StoreError
+from core.evaluation.gate import golden_documents_reason
+import core.evaluation.single as single  # run_single_evaluation read at call time (tests replace it)
+from core.evaluation.single import Corpus, EXTRACTIVE, EvaluationContext, check_objective
 from core.experiment.engine import Experiment
+import core.experiment.requests as experiment_requests  # models_from_settings read at call time
 from core.experiment.spec import ExperimentSpec, default_objective
-from core.experiment.types import Prepared, cut_text
+from core.experiment.types import EvaluationOutcome, EvaluationRequest, Prepared, cut_text
+from core.golden import read_golden
+from core.heap import freeze_loaded_heap
+from core.inputs import shown_address
+from core.metrics.retrieval import metric_names
+from core.models import OpenAIEmbeddingModel
+from core.models.context_length import detect_context_length
+from core.optimization.parameters import NO_RERANKER, PARAMETER_NAMES, unconfigured_values
+from core.optimization.space import SearchSpace, default_space
+from core.optimization.study import Study
 from core.text import plural
 
 if TYPE_CHECKING:
-    from core.evaluation.single import Corpus, EvaluationContext
     from core.golden.types import GoldenSet
-    from core.optimization.space import SearchSpace
-    from core.optimization.study import Study
+    from core.models.embeddings import EmbeddingModel
+    from core.reports.files import Files
+    from core.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 
-def removed_values(before: Any, after: Any, source: str) -> list[str]:
+def removed_values(before: SearchSpace, after: SearchSpace, source: str) -> list[str]:
     """A note per value of ``after`` that a validity rule removed from every configuration
     (while ``before`` had a configuration with it), with the rule: ``--set chunk_overlap=100``
     removes ``chunk_size=128`` (not above twice the overlap).
@@ -48,8 +62,6 @@ def removed_values(before: Any, after: Any, source: str) -> list[str]:
         after: the space after them.
         source: where the overrides come from (``"--set"``).
     """
-    from core.optimization.parameters import PARAMETER_NAMES
-
     notes = []
     levels, _ = after.level_codes()
     before_levels, _ = before.level_codes()
@@ -67,18 +79,15 @@ def removed_values(before: Any, after: Any, source: str) -> list[str]:
     return notes
 
 
-def context_length(model: Any) -> int | None:
+def context_length(model: EmbeddingModel) -> int | None:
     """An embedding model's context length in tokens: its own ``max_input_tokens``, else, for an
     OpenAI-compatible endpoint, the length detected with a few calls
     (``core.models.context_length``), else None (unknown: chunk sizes are not bounded)."""
     given = getattr(model, "max_input_tokens", None)
     if given is not None:
         return given
-    from core.models import OpenAIEmbeddingModel
 
     if isinstance(model, OpenAIEmbeddingModel):
-        from core.models.context_length import detect_context_length
-
         return detect_context_length(model)
     return None
 
@@ -112,9 +121,6 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
         ConfigError: a bad space file or override, a space with no valid configuration, or a
             model or reranker the space names that is not configured.
     """
-    from core.optimization.parameters import NO_RERANKER, unconfigured_values
-    from core.optimization.space import SearchSpace, default_space
-
     lengths = {name: context_length(model) for name, model in embedding_models.items()
                if default_embedding_models is None or name in default_embedding_models}
     if space_file:
@@ -188,8 +194,6 @@ def plan_experiment(golden: GoldenSet, *, objective: str | None, has_judge: bool
     Raises:
         ConfigError: as :func:`build_space`.
     """
-    from core.evaluation.single import EXTRACTIVE
-
     objective = objective or default_objective(golden, has_generator=bool(chat_models) or has_judge)
     space, notes = build_space(embedding_models=embedding_models, foundation_models=[EXTRACTIVE, *chat_models],
                                vector_stores=vector_stores, space_file=space_file, overrides=overrides,
@@ -225,11 +229,8 @@ def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
         space: the space searched.
         notes: the plan's notes, kept after the budget note.
     """
-    from core.optimization.study import Study
-
     spec = replace(spec, golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
                    n_questions=len(golden.questions))
-    from core.metrics.retrieval import metric_names
 
     if spec.multi_fidelity and spec.objective not in metric_names():
         spec = replace(spec, multi_fidelity=False)  # answer metrics have no per-question block: one rung
@@ -239,7 +240,8 @@ def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
     return NewStudy(spec, study, tuple(([note] if note else []) + list(notes)), tuple(q.id for q in golden.questions))
 
 
-def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] | None, settings: Any) -> Prepared:
+def prepare_request(files: Files, experiment_id: str, request: Mapping[str, Any] | None,
+                    settings: Settings) -> Prepared:
     """The prepare step of a request (``core.experiment.requests.parse_experiment_request``;
     None: the one stored with ``Experiment.store_request``): read the golden file, build the
     space and store the spec, a new study and the notes. An experiment already prepared is left
@@ -249,13 +251,6 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
         GoldenError / ConfigError / StoreError / DocumentError: the golden file, the documents
             (missing or empty), the objective, the space or the settings are unusable.
     """
-    from core.documents import list_document_ids
-    from core.evaluation.gate import golden_documents_reason
-    from core.evaluation.single import check_objective
-    from core.golden import read_golden
-    from core.inputs import shown_address
-    from core.experiment.requests import models_from_settings, request_overrides
-
     experiment = Experiment(files, experiment_id)
     if experiment.exists():
         study = experiment.study()
@@ -273,8 +268,8 @@ def prepare_request(files: Any, experiment_id: str, request: Mapping[str, Any] |
     missing = golden_documents_reason(golden, document_ids, shown_address(request["documents"]))
     if missing:  # every score would be 0
         raise ConfigError(missing)
-    embedding, chat = models_from_settings(settings)
-    overrides = request_overrides(request)
+    embedding, chat = experiment_requests.models_from_settings(settings)
+    overrides = experiment_requests.request_overrides(request)
     reranker = settings.reranker()
     plan = plan_experiment(golden, objective=request.get("objective"), has_judge=judge is not None,
                            embedding_models=embedding, chat_models=chat, vector_stores=[settings.vector_store],
@@ -316,10 +311,8 @@ class LoadedEvaluator:
         Raises:
             ConfigError: ``questions`` names an id the golden file does not hold.
         """
-        from core.evaluation.single import run_single_evaluation
-
         golden = self.golden if questions is None else golden_subset(self.golden, questions)
-        return run_single_evaluation(configuration, self.corpus, golden, context=self.context)
+        return single.run_single_evaluation(configuration, self.corpus, golden, context=self.context)
 
 
 def golden_subset(golden: GoldenSet, question_ids: Sequence[str]) -> GoldenSet:
@@ -362,7 +355,7 @@ class StoredEvaluator:
         settings: ``core.settings.Settings``.
     """
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
         self._loaded: tuple[tuple[str, ...], LoadedEvaluator] | None = None
@@ -370,10 +363,6 @@ class StoredEvaluator:
     def _inputs(self, spec: ExperimentSpec) -> LoadedEvaluator:
         from concurrent.futures import ThreadPoolExecutor
 
-        from core.evaluation.single import Corpus, EvaluationContext
-        from core.golden import read_golden
-        from core.inputs import shown_address
-        from core.experiment.requests import models_from_settings
 
         with self._lock:
             which = (spec.experiment_id, spec.golden, spec.golden_sha256, spec.documents)
@@ -390,7 +379,7 @@ class StoredEvaluator:
                     raise ConfigError(f"the golden file {shown_address(spec.golden)} changed since the experiment "
                                       f"started (sha256 {golden.sha256[:12]}..., expected {spec.golden_sha256[:12]}...)")
                 settings = self.settings
-                embedding, chat = models_from_settings(settings)
+                embedding, chat = experiment_requests.models_from_settings(settings)
                 context = EvaluationContext(out_dir=settings.out_dir, embedding_models=embedding, chat_models=chat,
                                             vector_store_config=settings.vector_store_config(settings.out_dir),
                                             vector_store_configs=settings.vector_store_configs(settings.out_dir),
@@ -420,8 +409,6 @@ class StoredEvaluator:
         """The experiment's search space, from its stored study; None when it cannot be read
         (every collection then gets a keyword index, and search legs are fetched at the depth
         each search asks for)."""
-        from core.errors import StoreError
-
         try:
             return Experiment(self.settings.report_store().files, spec.experiment_id).study().space
         except (StoreError, ConfigError) as exc:
@@ -441,8 +428,8 @@ class StoredEvaluator:
         return self._inputs(spec)(configuration, questions)
 
 
-def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEvaluator, timeout_s: float | None,
-                     delivery: int = 1) -> Any:
+def evaluate_request(experiment: Experiment, request: EvaluationRequest, evaluator: StoredEvaluator,
+                     timeout_s: float | None, delivery: int = 1) -> EvaluationOutcome:
     """Run ``request`` (an ``EvaluationRequest``) on ``experiment`` with ``evaluator`` within
     ``timeout_s`` seconds (None: no limit); ``delivery`` is the message's dequeue count (see
     ``Experiment.evaluate``).
@@ -460,8 +447,6 @@ def evaluate_request(experiment: Experiment, request: Any, evaluator: StoredEval
     """
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures import TimeoutError as FutureTimeout
-
-    from core.heap import freeze_loaded_heap
 
     spec = experiment.spec()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtune-evaluation")

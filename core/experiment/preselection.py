@@ -18,16 +18,23 @@ import hashlib
 import logging
 import statistics
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.errors import ConfigError
+import core.evaluation.single as single  # run_single_evaluation read at call time (tests replace it)
+from core.evaluation.single import Corpus
+
+if TYPE_CHECKING:
+    from core.evaluation.single import EvaluationContext
+    from core.golden.types import GoldenSet
+    from core.optimization.space import SearchSpace
 
 logger = logging.getLogger(__name__)
 
 
-def _baseline(space: Any, embedding: str, foundation: str) -> dict[str, Any]:
+def _baseline(space: SearchSpace, embedding: str, foundation: str) -> dict[str, Any]:
     """The first valid configuration of ``space`` with these two models."""
     for config in space.valid_configurations():
         if config["embedding_model"] == embedding and config["foundation_model"] == foundation:
@@ -36,11 +43,11 @@ def _baseline(space: Any, embedding: str, foundation: str) -> dict[str, Any]:
 
 
 def preselect_models(
-    space: Any,
-    corpus: Any,
-    golden: Any,
+    space: SearchSpace,
+    corpus: Corpus,
+    golden: GoldenSet,
     *,
-    context: Any,
+    context: EvaluationContext,
     objective: str,
     keep_embedding: int = 2,
     keep_foundation: int = 3,
@@ -70,8 +77,6 @@ def preselect_models(
     Raises:
         ConfigError: a ``keep_*`` or ``n_questions`` below 1.
     """
-    from core.evaluation.single import Corpus, run_single_evaluation
-
     for label, value in (("keep_embedding", keep_embedding), ("keep_foundation", keep_foundation),
                          ("n_questions", n_questions)):
         if int(value) < 1:
@@ -102,7 +107,7 @@ def preselect_models(
     by_foundation: dict[str, list[float]] = {f: [] for f in foundations}
     for e in embeddings:
         for f in foundations:
-            result = run_single_evaluation(_baseline(space, e, f), sub_corpus, sub_golden, context=context)
+            result = single.run_single_evaluation(_baseline(space, e, f), sub_corpus, sub_golden, context=context)
             score = result["metrics"].get(objective) if result["status"] == "ok" else None
             out["pairs"].append({"embedding_model": e, "foundation_model": f, "score": score,
                                  "status": result["status"], "error": result["error"]})

@@ -9,9 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
+from core.addresses import REMOTE_SCHEMES, scheme_of
 from core.errors import ConfigError
+from core.evaluation.single import EXTRACTIVE, check_objective
+from core.optimization.parameters import PARAMETER_KINDS, PARAMETER_NAMES, unconfigured_values
+from core.optimization.space import default_space
+from core.vectorstores import BACKENDS
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +67,6 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_
         errors), and every problem found, one message each.
     """
     import json as _json
-
-    from core.optimization.parameters import PARAMETER_KINDS, PARAMETER_NAMES
-    from core.vectorstores import BACKENDS
 
     if not isinstance(body, dict):
         return None, ["the body must be a JSON object"]
@@ -111,8 +116,6 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_
         errors.append(f"'seed' must be an integer from 0 to {MAX_SEED}, got {_shown_value(seed)}")
     objective = body.get("objective")
     if objective is not None:
-        from core.evaluation.single import check_objective
-
         try:
             check_objective(objective)
         except ConfigError as exc:
@@ -183,8 +186,6 @@ def _remote_problem(address: str, blob_endpoint: str | None) -> str | None:
     """Why ``address`` may not come from the network, or None (see ``remote_only``)."""
     from urllib.parse import urlsplit
 
-    from core.addresses import REMOTE_SCHEMES, scheme_of
-
     lowered = address.lower()
     if scheme_of(address) not in REMOTE_SCHEMES:
         return "must be an s3:// or Blob storage URL (local paths are not accepted here)"
@@ -218,7 +219,7 @@ def request_overrides(request: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
     return overrides
 
 
-def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
+def check_request_space(request: Mapping[str, Any], settings: Settings) -> list[str]:
     """Check a parsed request's ``space`` and ``vector_store`` against the app's models and
     stores without loading a model: values of the right type and domain, known model names,
     and at least one valid configuration (the embedding models' context lengths are only known
@@ -227,10 +228,6 @@ def check_request_space(request: Mapping[str, Any], settings: Any) -> list[str]:
     Returns:
         The problems found (empty when the space can be built).
     """
-    from core.evaluation.single import EXTRACTIVE
-    from core.optimization.parameters import unconfigured_values
-    from core.optimization.space import default_space
-
     try:
         embedding = settings.embedding_model()
         chat = settings.chat_model()
@@ -260,7 +257,7 @@ def golden_instance_id(blob_name: str, sha256: str) -> str:
     return f"golden-{hashlib.sha256(blob_name.encode('utf-8')).hexdigest()[:16]}-{sha256[:16]}"
 
 
-def models_from_settings(settings: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def models_from_settings(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(embedding models, chat models)`` by model id, as the settings configure them: every
     embedding model they reach (``Settings.embedding_models``: the configured one first, then
     the installed local ones), so a request's space may name any of them.

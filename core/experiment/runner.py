@@ -18,10 +18,28 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from core.errors import ConfigError
+from core.evaluation.indexing import store_config
+from core.evaluation.retrieval import corpus_warnings, package_versions
+from core.evaluation.single import Corpus, EvaluationContext, check_objective
+from core.experiment.engine import Experiment, TransientEvaluationError
+from core.experiment.events import pattern_payload
+from core.experiment.prepare import LoadedEvaluator, embed_questions_early, plan_experiment, start_study
+from core.experiment.preselection import preselect_models
+from core.experiment.spec import ExperimentSpec
+from core.golden import read_golden
+from core.inputs import shown_address
+from core.reports import LocalFiles, new_run_id
 from core.text import plural
+from core.vectorstores import MilvusLiteConfig, backend_name
+from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.experiment.types import EvaluationRequest
+    from core.models.chat import ChatModel
+    from core.reports.files import Files
 
 logger = logging.getLogger(__name__)
 #: Warnings about the golden file's labels shown before a run (the rest are counted).
@@ -177,14 +195,14 @@ def run_experiment(
     out_dir: str | Path,
     embedding_models: dict[str, Any],
     chat_models: dict[str, Any] | None = None,
-    judge: Any = None,
+    judge: ChatModel | None = None,
     vector_store_config: Any = None,
     vector_store_configs: dict[str, Any] | None = None,
     options: ExperimentOptions | None = None,
     handlers: Sequence[Any] = (),
     rerankers: dict[str, Any] | None = None,
     default_embedding_models: Sequence[str] | None = None,
-    files: Any = None,
+    files: Files | None = None,
 ) -> dict[str, Any]:
     """Search the space of RAG configurations on one corpus and golden file.
 
@@ -224,15 +242,6 @@ def run_experiment(
         GoldenError / DocumentError / ConfigError: bad input (including an unknown objective
             metric), before any evaluation.
     """
-    from core.evaluation.indexing import store_config
-    from core.evaluation.single import EvaluationContext, check_objective
-    from core.experiment.engine import Experiment
-    from core.experiment.prepare import plan_experiment
-    from core.golden import read_golden
-    from core.reports import LocalFiles, new_run_id
-    from core.vectorstores import backend_name
-    from core.workspace import Workspace
-
     options = options or ExperimentOptions()
     chat_models = dict(chat_models or {})
     workspace = Workspace.at(out_dir)
@@ -289,14 +298,9 @@ def run_experiment(
     return _finish(run)
 
 
-def _load_inputs(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path, workspace: Any) -> None:
+def _load_inputs(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path, workspace: Workspace) -> None:
     """Embed the questions early (a new experiment), load the corpus, and say what of the
     documents and the golden file's labels is off."""
-    from core.evaluation.retrieval import corpus_warnings
-    from core.evaluation.single import Corpus
-    from core.experiment.prepare import embed_questions_early
-    from core.inputs import shown_address
-
     if not run.options.experiment_id:  # a resumed experiment's space is the stored one, read below
         embed_questions_early(run.context, run.golden, run.space)
     run.corpus = corpus = Corpus.load(docs_dir, cache_dir=workspace.inputs)
@@ -351,10 +355,6 @@ def _resume(run: _LocalRun) -> None:
 def _start(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path) -> None:
     """Pre-select the models (when there are more than kept) and start the study
     (``core.experiment.prepare.start_study``, as the Functions do)."""
-    from core.experiment.preselection import preselect_models
-    from core.experiment.prepare import start_study
-    from core.experiment.spec import ExperimentSpec
-
     options = run.options
     run.preselection = preselection = preselect_models(
         run.space, run.corpus, run.golden, context=run.context, objective=run.objective,
@@ -416,8 +416,6 @@ def _start_up(run: _LocalRun, embedding_models: dict[str, Any]) -> float:
     seconds. A model that loaded before (embedding the questions while the documents loaded)
     counts with its own load time.
     """
-    from core.vectorstores import MilvusLiteConfig
-
     context = run.context
     t0 = time.perf_counter()
     loaded_before = 0.0
@@ -447,15 +445,10 @@ def _drive(run: _LocalRun) -> None:
     """
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from core.experiment.engine import TransientEvaluationError
-    from core.experiment.events import pattern_payload
-    from core.experiment.prepare import LoadedEvaluator
-    from core.vectorstores import backend_name
-
     experiment, study, workers = run.experiment, run.study, run.workers
     evaluator = LoadedEvaluator(run.corpus, run.golden, run.context)
 
-    def evaluate(request: Any) -> Any:
+    def evaluate(request: EvaluationRequest) -> Any:
         try:
             return experiment.evaluate(request, evaluator, study=study)
         except TransientEvaluationError as exc:  # no queue retries here: recorded, the search goes on
@@ -506,9 +499,6 @@ def _drive(run: _LocalRun) -> None:
 def _finish(run: _LocalRun) -> dict[str, Any]:
     """Write the progress and the experiment report (``experiments/<id>/report.json``) and
     return the report with its ``location``."""
-    from core.evaluation.retrieval import package_versions
-    from core.vectorstores import backend_name
-
     experiment, study, corpus = run.experiment, run.study, run.corpus
     best = study.best_trial
     spent = run.progress()

@@ -8,9 +8,14 @@ tell, report) reads the addresses and settings from it, never from a message or 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
+from core.optimization.fidelity import DEFAULT_ETA, DEFAULT_MIN_QUESTIONS, Rungs
+from core.optimization.samplers import GAMSampler, RandomSampler
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenSet
 
 #: Version of ``spec.json``'s layout.
 SPEC_VERSION = 1
@@ -23,7 +28,7 @@ DEFAULT_RETRIEVAL_OBJECTIVE = "mrr"
 OVERALL_SCORE = "overall_score"
 
 
-def default_objective(golden: Any, *, has_generator: bool = False) -> str:
+def default_objective(golden: GoldenSet, *, has_generator: bool = False) -> str:
     """The objective when none is asked for.
 
     Args:
@@ -100,18 +105,14 @@ class ExperimentSpec:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{name} must be a positive integer or None, got {value!r}")
 
-    def rungs(self, question_ids: Any) -> Any:
+    def rungs(self, question_ids: Sequence[str]) -> Rungs:
         """The experiment's ``core.optimization.fidelity.Rungs`` over ``question_ids`` (golden
         order), seeded by the spec's seed."""
-        from core.optimization.fidelity import DEFAULT_ETA, DEFAULT_MIN_QUESTIONS, Rungs
-
         return Rungs(list(question_ids), self.seed, min_questions=self.min_questions or DEFAULT_MIN_QUESTIONS,
                      eta=self.eta or DEFAULT_ETA)
 
     def sampler(self) -> Any:
         """The study's sampler (``GAMSampler`` or ``RandomSampler``) for these settings."""
-        from core.optimization.samplers import GAMSampler, RandomSampler
-
         if self.optimizer == "gam":
             return GAMSampler(n_random_nodes=self.n_random_nodes, evals_per_trial=self.evals_per_trial)
         return RandomSampler()

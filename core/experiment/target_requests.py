@@ -17,9 +17,19 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from core.errors import ConfigError, RagtuneError
+from core.errors import ConfigError, RagtuneError, StoreError, TargetError
+from core.evaluation.targets import TargetsOptions, evaluate_targets
+from core.experiment.requests import MAX_ADDRESS_CHARS, _remote_problem
+from core.golden import read_golden
+from core.metrics.retrieval import GRAINS
+from core.reports.store import ReportStore
+from core.targets.spec import configured_targets
+
+if TYPE_CHECKING:
+    from core.reports.files import Files
+    from core.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -110,9 +120,6 @@ def parse_target_request(body: Any, *, configured: Mapping[str, Any],
     Returns:
         ``(request, errors)``: the request (None when there are errors) and every problem found.
     """
-    from core.metrics.retrieval import GRAINS
-    from core.experiment.requests import MAX_ADDRESS_CHARS, _remote_problem
-
     if not isinstance(body, dict):
         return None, ["the body must be a JSON object"]
     errors = [f"unknown field {str(k)[:80]!r} (known: {', '.join(REQUEST_FIELDS)})" for k in body
@@ -147,12 +154,12 @@ def failure_key(run_id: str) -> str:
     return f"{EVALUATIONS_PREFIX}/{run_id}/failed.json"
 
 
-def store_request(files: Any, run_id: str, request: TargetEvaluationRequest) -> None:
+def store_request(files: Files, run_id: str, request: TargetEvaluationRequest) -> None:
     """Keep the request of run ``run_id`` (atomically, through ``files``)."""
     files.write_bytes(request_key(run_id), json.dumps(request.to_dict(), ensure_ascii=False).encode("utf-8"))
 
 
-def run_stored_request(files: Any, run_id: str, settings: Any) -> dict[str, Any]:
+def run_stored_request(files: Files, run_id: str, settings: Settings) -> dict[str, Any]:
     """Run the stored request of ``run_id`` and store its report as run ``run_id``.
 
     The targets are looked up by name in the settings now (a target removed from them since the
@@ -172,12 +179,6 @@ def run_stored_request(files: Any, run_id: str, settings: Any) -> dict[str, Any]
     Raises:
         StoreError: the report store cannot be read or written (the activity is retried).
     """
-    from core.errors import StoreError, TargetError
-    from core.evaluation.targets import TargetsOptions, evaluate_targets
-    from core.golden import read_golden
-    from core.reports.store import ReportStore
-    from core.targets.spec import configured_targets
-
     request = TargetEvaluationRequest.from_dict(json.loads(files.read_bytes(request_key(run_id))))
     try:
         configured = configured_targets(settings.targets_config)
@@ -202,7 +203,7 @@ def run_stored_request(files: Any, run_id: str, settings: Any) -> dict[str, Any]
     return {"run_id": run_id, "status": "done", "report": store.save_run(run_id, report)}
 
 
-def _failed(files: Any, run_id: str, exc: Exception) -> dict[str, Any]:
+def _failed(files: Files, run_id: str, exc: Exception) -> dict[str, Any]:
     reason = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
     logger.warning("evaluation %s failed: %s", run_id, reason)
     files.write_bytes(failure_key(run_id), json.dumps({"run_id": run_id, "status": "failed", "error": reason},

@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from core.errors import ConfigError
+from core.evaluation.result import EvaluationResult
+from core.optimization import Configuration
 from core.reports.files import is_safe_id
+
+if TYPE_CHECKING:
+    from core.optimization.study import Study
 
 #: Version of the evaluation message layout.
 MESSAGE_VERSION = 2
@@ -93,8 +98,6 @@ class EvaluationRequest:
             ConfigError: not JSON, too large, another version, a field missing or of the wrong
                 type, or a key that does not match the configuration (names the field).
         """
-        from core.optimization import Configuration
-
         if isinstance(data, Mapping):
             message: Any = data
         else:
@@ -182,7 +185,7 @@ class ExperimentSummary:
         return asdict(self)
 
     @classmethod
-    def of(cls, study: Any) -> "ExperimentSummary":
+    def of(cls, study: Study) -> "ExperimentSummary":
         """The summary of ``study`` (a ``core.optimization.Study``)."""
         best = study.best_trial
         return cls(evaluated=study.n_evaluated,
@@ -220,8 +223,6 @@ def __getattr__(name: str) -> Any:
     """``EvaluationResult``, imported on first use (``core.evaluation`` is not loaded with the
     small records above, which the orchestrators import)."""
     if name == "EvaluationResult":
-        from core.evaluation.result import EvaluationResult
-
         return EvaluationResult
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
