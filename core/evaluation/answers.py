@@ -6,21 +6,30 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from core.golden.reader import read_bedrock_answers
+from core.metrics.answers import answer_report
+from core.rag import ExtractiveGenerator, SimpleRAG, generate_answers
 from core.rag.template import NUMBER_OF_CHUNKS
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenSet
+    from core.models.chat import ChatModel
+    from core.models.embeddings import EmbeddingModel
+    from core.vectorstores.base import SearchSetup, VectorStore
 
 logger = logging.getLogger(__name__)
 
 
 def evaluate_answers(
-    store: Any,
-    embedding_model: Any,
-    golden: Any,
-    setup: Any,
+    store: VectorStore,
+    embedding_model: EmbeddingModel,
+    golden: GoldenSet,
+    setup: SearchSetup,
     *,
-    chat_model: Any = None,
-    judge: Any = None,
+    chat_model: ChatModel | None = None,
+    judge: ChatModel | None = None,
     metrics: Sequence[str] | None = None,
     templates: Mapping[str, str] | None = None,
     k: int = NUMBER_OF_CHUNKS,
@@ -57,10 +66,6 @@ def evaluate_answers(
         ConfigError: bad metric or template settings. Failed questions do not raise: they are
             recorded as failed with their error.
     """
-    from core.golden.reader import read_bedrock_answers
-    from core.metrics.answers import answer_report
-    from core.rag import ExtractiveGenerator, SimpleRAG, generate_answers
-
     started = time.perf_counter()
     if getattr(golden, "format", "ragtune") == "bedrock-byoi":
         answers = read_bedrock_answers(golden.path)

@@ -25,11 +25,17 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 from core.errors import ConfigError
 from core.evaluation.app_config import AppConfig, MappedReply, map_reply, render_request
+from core.models.azure import token_provider
+from core.models.endpoint import EndpointError, JSONEndpoint
+
+if TYPE_CHECKING:
+    from core.models.cache import EmbeddingCache
+    from core.settings import AppSettings
 
 __all__ = ["AppClient", "Exchange", "RateLimiter", "app_auth_headers", "failure_kind"]
 
@@ -107,7 +113,7 @@ def failure_kind(exc: BaseException) -> str:
     return "connection"
 
 
-def app_auth_headers(settings: Any, credential: Any = None) -> Callable[[], Mapping[str, str]]:
+def app_auth_headers(settings: AppSettings, credential: Any = None) -> Callable[[], Mapping[str, str]]:
     """The auth headers of each request from ``core.settings.AppSettings``: the key in its
     header (``Authorization`` as ``Bearer <key>``), else a bearer token for the Entra ID scope
     (fetched and refreshed by ``azure.identity``'s bearer token provider, from ``credential``
@@ -119,8 +125,6 @@ def app_auth_headers(settings: Any, credential: Any = None) -> Callable[[], Mapp
         header = {settings.key_header: value}
         return lambda: header
     if settings.scope:
-        from core.models.azure import token_provider
-
         provider: list[Any] = []
         lock = threading.Lock()
 
@@ -156,14 +160,14 @@ class AppClient:
         ConfigError: no URL, or one that is not http(s).
     """
 
-    def __init__(self, config: AppConfig, settings: Any, *, cache: Any = None, refresh: bool = False,
+    def __init__(self, config: AppConfig, settings: AppSettings, *, cache: EmbeddingCache | None = None,
+                 refresh: bool = False,
                  deadline: float | None = None, retry_wait_s: float = 0.5,
                  auth_headers: Callable[[], Mapping[str, str]] | None = None) -> None:
         url = config.url
         if not url or not url.lower().startswith(("http://", "https://")):
             raise ConfigError("the app's URL is missing or not http(s): give --url, 'url' in the config file, or "
                               f"RAGTUNE_APP_URL (got {url!r})")
-        from core.models.endpoint import JSONEndpoint
 
         self.config = config
         self.settings = settings
@@ -222,8 +226,6 @@ class AppClient:
 
     def _send(self, body: Any) -> Exchange:
         from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-
-        from core.models.endpoint import EndpointError
 
         backoff = wait_exponential_jitter(multiplier=self.retry_wait_s, max=20, jitter=self.retry_wait_s)
         attempts = 0

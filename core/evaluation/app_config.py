@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from core.errors import ConfigError
+from core.rag.records import Context
 
 __all__ = [
     "AppConfig", "Citation", "DEFAULT_REFUSALS", "DEFAULT_REQUEST", "MappedReply", "PLACEHOLDERS", "load_app_config",
@@ -385,8 +386,6 @@ def _citations(config: AppConfig, found: Any, answer: str) -> list[Citation]:
 
 
 def _contexts(config: AppConfig, found: Any) -> list[tuple[Any, int | None]]:
-    from core.rag.records import Context
-
     items = found if isinstance(found, list) else ([] if found is None else [found])
     pattern = re.compile(config.context_pattern, re.IGNORECASE | re.DOTALL) if config.context_pattern else None
     out = []

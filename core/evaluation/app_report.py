@@ -20,9 +20,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from core.errors import ConfigError
+from core.evaluation.gate import found_by_question, parse_thresholds, run_gate
+from core.metrics.answers import ALL_METRICS
+from core.metrics.bootstrap import bootstrap_interval
+from core.metrics.llm_judge import LOST_KINDS
+from core.metrics.paired import ALPHA, paired_outcomes
+from core.metrics.retrieval import found_name
 from core.text import plural
 
 __all__ = [
@@ -32,11 +38,14 @@ __all__ = [
 
 from core.reports.app_runs import APP_RUNS_PREFIX, app_run_ids, is_app_run, load_app_run, save_app_run
 
+if TYPE_CHECKING:
+    from core.reports.store import ReportStore
+
 #: The share of questions answered, as a threshold's name.
 ANSWERED = "answered"
 
 
-def latest_app_baseline(store: Any, golden_sha256: str, *, branch: str | None = None) -> dict[str, Any] | None:
+def latest_app_baseline(store: ReportStore, golden_sha256: str, *, branch: str | None = None) -> dict[str, Any] | None:
     """The newest stored app run that can be a ``--baseline latest``, or None: asked the golden
     file with this sha256, on the same branch (a run that recorded none matches ``branch``
     None), and passed its gate (its report's ``gate.passed``). A run that failed its gate, or
@@ -64,8 +73,6 @@ def _fmt(value: Any, digits: int = 3) -> str:
 def answer_metric_lines(answers: dict[str, Any]) -> list[str]:
     """The answer metrics as text: mean, interval, counts, and what was lost to the judge (by
     why), how repeated judge calls differed, and the judge's agreement with people."""
-    from core.metrics.llm_judge import LOST_KINDS
-
     lines = []
     header = (f"{'metric':<28} {'mean':>6} {'95% CI':>15} {'scored':>7} {'failed':>7} {'invalid':>8} "
               f"{'judge lost':>10}")
@@ -106,8 +113,6 @@ def answer_metric_lines(answers: dict[str, Any]) -> list[str]:
 def format_app_report(report: dict[str, Any]) -> str:
     """An app report as text a person reads: requests and failures, latency, refusals, the
     citations' measures per grain, the answer metrics, per turn, and where it is stored."""
-    from core.metrics.retrieval import found_name
-
     g, app, req = report["golden"], report["app"], report["requests"]
     lines = [f"app {app['url']}: {plural(g['n_questions'], 'question')} of {g['path']} (sha256 {g['sha256'][:12]}); "
              f"{req['n_answered']} answered, {req['n_failed']} failed; {req['n_sent']} requests sent, "
@@ -182,9 +187,6 @@ def parse_app_thresholds(items: Iterable[str]) -> tuple[list[Any], list[AppThres
     Raises:
         ConfigError: an item that is neither (the message names both kinds).
     """
-    from core.evaluation.gate import parse_thresholds
-    from core.metrics.answers import ALL_METRICS
-
     retrieval, own = [], []
     for item in items:
         name, sep, raw = item.partition("=")
@@ -227,9 +229,6 @@ def app_gate(report: dict[str, Any], *, thresholds: Sequence[str] = (), baseline
         ConfigError: a malformed threshold, a measure the run lacks, citation thresholds on a
             run whose replies are not read for citations, or a baseline on another golden file.
     """
-    from core.evaluation.gate import run_gate
-    from core.metrics.paired import ALPHA
-
     alpha = ALPHA if alpha is None else alpha
     retrieval, own = parse_app_thresholds(thresholds)
     has_citations = any(s.get("name") == "citations" for s in report.get("setups") or [])
@@ -303,10 +302,6 @@ def compare_apps(first: dict[str, Any], second: dict[str, Any], *, alpha: float 
         first_mean, second_mean, mean_difference, ci_low, ci_high, pass_only_first,
         pass_only_second, p_value, verdict}``.
     """
-    from core.evaluation.gate import found_by_question
-    from core.metrics.bootstrap import bootstrap_interval
-    from core.metrics.paired import ALPHA, paired_outcomes
-
     alpha = ALPHA if alpha is None else alpha
 
     def answered(report: dict[str, Any]) -> dict[str, bool]:

@@ -35,10 +35,35 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from core.chunking import (CHAT_METHODS, CHUNKING_METHODS, Chunk, LATE_CHUNKING_REASON, MODEL_FREE_METHODS,
+                           OVERLAP_METHODS, SIZED_METHODS, get_chunker, handed_text)
+from core.documents import corpus_fingerprint, load_documents
 from core.errors import ConfigError, RagtuneError
+from core.evaluation.envelope import corpus_block, envelope, golden_block
+from core.evaluation.indexing import cached_model, collection_for, scratch_index, store_config
+from core.evaluation.retrieval import choose_rank_grain
+from core.evaluation.undecided import tied_with_all, undecided
+from core.golden import read_golden
+from core.metrics.answers import AnswerItem, JUDGE_METRICS, JudgeEvaluator
+from core.metrics.paired import ALPHA, paired_outcomes
+from core.metrics.retrieval import judge as judge_chunks
+from core.models import LocalEmbeddingModel
+from core.models.embeddings import query_text
+from core.rag.records import Context
+from core.rag.template import SimpleRAG
+from core.reports import LocalFiles, new_run_id
 from core.reports.keys import CHUNKING_RUNS_PREFIX  # where the comparison runs are stored
+from core.vectorstores import SearchSetup
+from core.vectorstores.base import RetrievedChunk
+from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.chunking.base import Chunker
+    from core.golden.types import GoldenQuestion
+    from core.models.chat import ChatModel
+    from core.models.embeddings import EmbeddingModel
 
 logger = logging.getLogger(__name__)
 
@@ -87,10 +112,8 @@ class Build:
         parts.append("headings" if self.embed_headings else "plain")
         return "-".join(parts)
 
-    def chunker(self, *, embedding_model: Any = None, chat_model: Any = None) -> Any:
+    def chunker(self, *, embedding_model: EmbeddingModel | None = None, chat_model: ChatModel | None = None) -> Any:
         """The chunker of this build (see ``core.chunking.get_chunker``)."""
-        from core.chunking import get_chunker
-
         return get_chunker(self.method, self.chunk_size or 256, self.chunk_overlap or 0,
                            embed_headings=self.embed_headings, embedding_model=embedding_model, chat_model=chat_model)
 
@@ -100,15 +123,13 @@ class Build:
                 "chunk_overlap": self.chunk_overlap, "embed_headings": self.embed_headings}
 
 
-def check_methods(methods: Sequence[str], *, chat_model: Any = None) -> tuple[str, ...]:
+def check_methods(methods: Sequence[str], *, chat_model: ChatModel | None = None) -> tuple[str, ...]:
     """Return ``methods`` if every one is a known chunking method usable here.
 
     Raises:
         ConfigError: an unknown name (the message lists the known ones), ``late`` (with its
             reason), an empty list, or a chat-model technique without a chat model.
     """
-    from core.chunking import CHAT_METHODS, CHUNKING_METHODS, LATE_CHUNKING_REASON
-
     methods = tuple(dict.fromkeys(m.strip() for m in methods if m.strip()))
     if not methods:
         raise ConfigError(f"no chunking technique given; known: {', '.join(CHUNKING_METHODS)}")
@@ -141,8 +162,6 @@ def builds_for(methods: Sequence[str], sizes: Sequence[int], embed_headings: Seq
     Raises:
         ConfigError: no size, or a size or overlap that is not a positive (non-negative) integer.
     """
-    from core.chunking import OVERLAP_METHODS, SIZED_METHODS
-
     if not sizes:
         raise ConfigError("no chunk size given")
     for s in sizes:
@@ -173,7 +192,7 @@ def builds_for(methods: Sequence[str], sizes: Sequence[int], embed_headings: Seq
     return builds, left_out
 
 
-def chunk_corpus(chunker: Any, documents: Sequence[Any], build_key: str) -> tuple[list[Any], list[dict[str, Any]]]:
+def chunk_corpus(chunker: Chunker, documents: Sequence[Any], build_key: str) -> tuple[list[Any], list[dict[str, Any]]]:
     """Chunk every document on its own; a document the technique cannot cut is reported and
     the others go on.
 
@@ -208,8 +227,6 @@ def within_budget(hits: Sequence[Any], by_id: dict[str, Any], budget_chars: int)
         ``Chunk`` objects whose text is what is handed over (a parent-child hit: its parent,
         once per parent); a result longer than what is left is passed over.
     """
-    from core.chunking import Chunk, handed_text
-
     out: list[Any] = []
     used = 0
     parents: set[str] = set()
@@ -235,8 +252,6 @@ def compare_pair(a: Sequence[bool | None], b: Sequence[bool | None]) -> dict[str
     Returns:
         ``{"only_first", "only_second", "p_value"}`` with the exact McNemar p-value.
     """
-    from core.metrics.paired import paired_outcomes
-
     result = paired_outcomes({i: x for i, x in enumerate(a) if x is not None},
                              {i: y for i, y in enumerate(b) if y is not None})
     return {"only_first": len(result.only_first), "only_second": len(result.only_second), "p_value": result.p_value}
@@ -271,13 +286,9 @@ class CompareOptions:
     progress: Callable[[str], None] | None = field(default=None, repr=False)
 
 
-def _answered(question: Any, handed: Sequence[Any], chat_model: Any, judge: Any) -> tuple[bool | None, str | None]:
+def _answered(question: GoldenQuestion, handed: Sequence[Any], chat_model: ChatModel,
+              judge: ChatModel | None) -> tuple[bool | None, str | None]:
     """Answer from the handed text alone and judge the answer's correctness."""
-    from core.metrics.answers import JUDGE_METRICS, AnswerItem, JudgeEvaluator
-    from core.rag.records import Context
-    from core.rag.template import SimpleRAG
-    from core.vectorstores.base import RetrievedChunk
-
     rag = SimpleRAG(None, chat_model)
     messages = rag.build_messages(question.question, [RetrievedChunk(c, 1.0, i) for i, c in enumerate(handed, 1)])
     try:
@@ -298,7 +309,7 @@ def compare_chunking(
     golden_path: str | Path,
     *,
     out_dir: str | Path,
-    embedding_model: Any = None,
+    embedding_model: EmbeddingModel | None = None,
     vector_store_config: Any = None,
     options: CompareOptions | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -324,18 +335,6 @@ def compare_chunking(
         GoldenError: the golden file has errors.
         DocumentError: no loadable document.
     """
-    from core.chunking import MODEL_FREE_METHODS
-    from core.documents import corpus_fingerprint, load_documents
-    from core.evaluation.envelope import corpus_block, envelope, golden_block
-    from core.evaluation.indexing import cached_model, store_config
-    from core.evaluation.retrieval import choose_rank_grain
-    from core.golden import read_golden
-    from core.metrics.paired import ALPHA
-    from core.models import LocalEmbeddingModel
-    from core.models.embeddings import query_text
-    from core.vectorstores import SearchSetup
-    from core.workspace import Workspace
-
     options = options or CompareOptions()
     methods = check_methods(options.methods or MODEL_FREE_METHODS, chat_model=options.chunking_chat_model)
     budget = options.budget_chars
@@ -399,7 +398,7 @@ def compare_chunking(
     return report, {"builds": outcomes}
 
 
-def _chunk_builds(builds: Sequence[Build], documents: Sequence[Any], model: Any, options: CompareOptions,
+def _chunk_builds(builds: Sequence[Build], documents: Sequence[Any], model: EmbeddingModel, options: CompareOptions,
                   failures: list[dict[str, Any]]) -> list[tuple[Build, list[Any], float]]:
     """Chunk every build first, so a budget below a build's smallest chunk stops before any
     embedding. Returns ``(build, chunks, seconds)`` per build.
@@ -407,8 +406,6 @@ def _chunk_builds(builds: Sequence[Build], documents: Sequence[Any], model: Any,
     Raises:
         ConfigError: the budget is below the smallest chunk of a build.
     """
-    from core.chunking import handed_text
-
     say = options.progress or (lambda m: logger.info(m))
     budget = options.budget_chars
     made: list[tuple[Build, list[Any], float]] = []
@@ -486,10 +483,6 @@ class _Scratch:
         """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.scratch_index`),
         hand over each question's results within the budget and count; the collection is
         dropped after. Returns the per-question outcomes and the row's measures."""
-        from core.chunking import handed_text
-        from core.evaluation.indexing import collection_for, scratch_index
-        from core.metrics.retrieval import judge as judge_chunks
-
         options, model = self.options, self.model
         chunker = b.chunker(embedding_model=model, chat_model=options.chunking_chat_model)
         name = collection_for(self.fingerprint, chunker.params(), model.model_id, prefix="ragtune_scratch",
@@ -529,9 +522,6 @@ def _rank_techniques(methods: Sequence[str], keys: Sequence[str], rows: list[dic
                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
     """Each technique at its best build, ranked; the ties with the best and the pairwise tests.
     Returns ``(techniques, ranked, best, pairs)``."""
-    from core.evaluation.undecided import tied_with_all
-    from core.metrics.paired import ALPHA
-
     ok_rows = [r for r in rows if r["status"] == "ok"]
     order = {key: i for i, key in enumerate(keys)}
 
@@ -577,8 +567,6 @@ def _current_decision(current_key: str | None, rows: list[dict[str, Any]], best:
                       counting: str) -> dict[str, Any] | None:
     """Whether the build in use (``--current``) stays or switches to the best: it stays unless
     the best beats it significantly (exact McNemar test). None without ``--current``."""
-    from core.metrics.paired import ALPHA
-
     if current_key is None:
         return None
     cur_row = next(r for r in rows if r["key"] == current_key)
@@ -605,9 +593,6 @@ def _current_decision(current_key: str | None, rows: list[dict[str, Any]], best:
 def _undecided(best: dict[str, Any] | None, n_ranked: int, grain: str) -> dict[str, Any] | None:
     """The report's ``undecided`` (:func:`core.evaluation.undecided.undecided`) when every
     technique with a build is tied with the best, else None."""
-    from core.evaluation.undecided import undecided
-    from core.metrics.paired import ALPHA
-
     if not best or not best.get("tied_with_all"):
         return None
     return undecided("chunking techniques", best["best_build"], n_ranked, grain, ALPHA)
@@ -618,8 +603,6 @@ def save_comparison(out_dir: str | Path, report: dict[str, Any], questions: dict
     """Store a comparison under ``chunking/runs/<id>/``: ``report.json`` (the summary) and
     ``questions.json`` (per-question outcomes). Returns the report's key."""
     import json
-
-    from core.reports import LocalFiles, new_run_id
 
     files = LocalFiles(Path(out_dir))
     run_id = run_id or new_run_id()

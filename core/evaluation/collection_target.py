@@ -9,10 +9,15 @@ embedding model match), and searched with ragtune's own setups: ``keyword``, ``d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from core.chunking import get_chunker
+from core.documents import corpus_fingerprint, load_documents
+from core.errors import IndexingError
+from core.evaluation.indexing import build_index, collection_for
+from core.evaluation.retrieval import _progress, default_search_setups, method_key
 from core.targets.base import (
     Fingerprint,
     Hit,
@@ -22,13 +27,19 @@ from core.targets.base import (
     missing_documents,
 )
 from core.targets.spec import BUILT_TARGET
+from core.vectorstores import backend_name, describe_store, get_vector_store
+from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.models.embeddings import EmbeddingModel
+    from core.vectorstores.base import VectorStore
 
 
 class _QueryModel:
     """An embedding model whose queries come from :class:`QueryVectors` (embedded once per
     run and timed there) and whose documents come from the model itself."""
 
-    def __init__(self, model: Any, vectors: QueryVectors) -> None:
+    def __init__(self, model: EmbeddingModel, vectors: QueryVectors) -> None:
         self.model = model
         self.vectors = vectors
         self.model_id = model.model_id
@@ -67,7 +78,7 @@ class CollectionTarget:
 
     engine = "ragtune"
 
-    def __init__(self, store: Any, chunks: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any],
+    def __init__(self, store: VectorStore, chunks: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any],
                  description: TargetDescription, name: str = BUILT_TARGET, reused: bool = False) -> None:
         self.name = name
         self.reused = reused
@@ -78,7 +89,8 @@ class CollectionTarget:
         self._description = description
 
     @classmethod
-    def build(cls, docs: str | Path, *, model: Any, out_dir: str | Path, store_config: Any, vectors: QueryVectors,
+    def build(cls, docs: str | Path, *, model: EmbeddingModel, out_dir: str | Path, store_config: Any,
+              vectors: QueryVectors,
               chunking: tuple[str, int, int] = ("recursive", 256, 32), embed_title: bool = True,
               show_progress: bool = True, on_status: Callable[[str], None] | None = None,
               name: str = BUILT_TARGET) -> "CollectionTarget":
@@ -99,14 +111,6 @@ class CollectionTarget:
         Raises:
             DocumentError, IndexingError, StoreError, ConfigError: as ``ragtune evaluate``.
         """
-        from core.chunking import get_chunker
-        from core.documents import corpus_fingerprint, load_documents
-        from core.errors import IndexingError
-        from core.evaluation.indexing import build_index, collection_for
-        from core.evaluation.retrieval import _progress
-        from core.vectorstores import backend_name, describe_store, get_vector_store
-        from core.workspace import Workspace
-
         status = on_status or (lambda message: None)
         chunker = get_chunker(*chunking, embed_title=embed_title)
         loaded = load_documents(docs, cache_dir=Workspace.at(out_dir).inputs)
@@ -137,8 +141,6 @@ class CollectionTarget:
 
     def setups(self) -> list[TargetSetup]:
         """ragtune's search methods (``core.evaluation.retrieval.default_search_setups``)."""
-        from core.evaluation.retrieval import default_search_setups, method_key
-
         model = self.store.embedding_model.model_id
         out = []
         for search in default_search_setups():

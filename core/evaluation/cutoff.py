@@ -29,11 +29,27 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from core.chunking import get_chunker
+from core.documents import corpus_fingerprint, load_documents
 from core.errors import ConfigError, GoldenError
+from core.evaluation.envelope import envelope, golden_block
+from core.evaluation.indexing import build_index, cached_model, collection_for, store_config
+from core.golden import read_golden
+from core.golden.reader import check_unanswerable
+from core.inputs import read_input_bytes, shown_address
+from core.models import LocalEmbeddingModel
+from core.text import plural
+from core.vectorstores import SearchSetup, get_vector_store
+from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.models.embeddings import EmbeddingModel
+    from core.models.rerank import Reranker
+    from core.vectorstores.base import VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +104,6 @@ def read_unanswerable_file(path: str | Path, golden_ids: dict[str, int] | None =
             every problem as ``file:line: error: field 'x': ...`` (the first
             :data:`MAX_PROBLEMS`); or no question ready (every row a draft, or none at all).
     """
-    from core.golden.reader import check_unanswerable
-    from core.inputs import read_input_bytes, shown_address
-    from core.text import plural
-
     raw = read_input_bytes(path)
     shown = shown_address(path)
     questions, check = check_unanswerable(raw, shown, golden_ids)
@@ -179,10 +191,10 @@ def answer_cutoff(
     chunking_method: str = "recursive",
     chunk_size: int = 256,
     chunk_overlap: int = 32,
-    setup: Any = None,
+    setup: SearchSetup | None = None,
     measure: str = "similarity",
-    reranker: Any = None,
-    embedding_model: Any = None,
+    reranker: Reranker | None = None,
+    embedding_model: EmbeddingModel | None = None,
     vector_store_config: Any = None,
 ) -> dict[str, Any]:
     """Find the answer cut-off of one setup (module docstring).
@@ -212,16 +224,6 @@ def answer_cutoff(
         GoldenError: a bad golden or unanswerable file (an unanswerable file holding labelled
             questions included).
     """
-    from core.chunking import get_chunker
-    from core.documents import corpus_fingerprint, load_documents
-    from core.evaluation.envelope import envelope, golden_block
-    from core.evaluation.indexing import build_index, cached_model, collection_for, store_config
-    from core.golden import read_golden
-    from core.inputs import shown_address
-    from core.models import LocalEmbeddingModel
-    from core.vectorstores import SearchSetup, get_vector_store
-    from core.workspace import Workspace
-
     if measure not in MEASURES:
         raise ConfigError(f"unknown measure {measure!r}; choose from {', '.join(MEASURES)}")
     if measure == "relevance" and reranker is None:
@@ -275,8 +277,8 @@ def answer_cutoff(
     return report
 
 
-def _top_scores(store: Any, asked: Sequence[tuple[str, str, str, set[str]]], setup: Any, measure: str,
-                reranker: Any) -> list[dict[str, Any]]:
+def _top_scores(store: VectorStore, asked: Sequence[tuple[str, str, str, set[str]]], setup: SearchSetup, measure: str,
+                reranker: Reranker | None) -> list[dict[str, Any]]:
     """Each question's top result, its score by ``measure`` and its outcome: ``answer`` when it
     is of an expected document, ``near miss`` otherwise, None without a result.
 

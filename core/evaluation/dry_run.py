@@ -14,9 +14,24 @@ estimated (marked ``~``) and counted as not cached:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
+from core.evaluation.app import _answer_metrics
+from core.evaluation.app_client import AppClient
+from core.evaluation.unjudged import umbrela_messages
+from core.golden.conversations import conversations
+from core.metrics.answer_scores import AnswerItem, passages_of
+from core.metrics.llm_judge import JUDGE_METRICS, judge_messages
 from core.models.costs import CostPlan, count_tokens, message_tokens
+from core.rag.records import Context
+from core.rag.template import DEFAULT_SYSTEM_MESSAGE, DEFAULT_USER_MESSAGE, NUMBER_OF_CHUNKS
+
+if TYPE_CHECKING:
+    from core.evaluation.app_config import AppConfig
+    from core.golden.types import GoldenSet
+    from core.models.cache import EmbeddingCache
+    from core.models.chat import ChatModel
+    from core.settings import AppSettings
 
 __all__ = ["JUDGE_REPLY", "plan_app", "plan_compare_chunking", "plan_evaluate", "plan_optimize"]
 
@@ -24,13 +39,10 @@ __all__ = ["JUDGE_REPLY", "plan_app", "plan_compare_chunking", "plan_evaluate", 
 JUDGE_REPLY = "0.75"
 
 
-def _judge_calls(plan: CostPlan, judge: Any, names: Sequence[str], item: Any, repeat: int, *, exact: bool,
+def _judge_calls(plan: CostPlan, judge: ChatModel, names: Sequence[str], item: Any, repeat: int, *, exact: bool,
                  temperature: float | None = 0.0) -> None:
     """Count the judge's calls on one item (``names``: short judge metric names), as
     ``core.metrics.llm_judge.JudgeEvaluator`` makes them."""
-    from core.metrics.answer_scores import passages_of
-    from core.metrics.llm_judge import JUDGE_METRICS, judge_messages
-
     group = plan.group(judge.model_id, "judge")
     reply = count_tokens(JUDGE_REPLY)
     for name in names:
@@ -45,7 +57,8 @@ def _judge_calls(plan: CostPlan, judge: Any, names: Sequence[str], item: Any, re
             group.add(tokens, reply, cached=bool(cached), exact=exact)
 
 
-def plan_app(golden: Any, config: Any, settings: Any, *, cache: Any = None, refresh: bool = False, judge: Any = None,
+def plan_app(golden: GoldenSet, config: AppConfig, settings: AppSettings, *, cache: EmbeddingCache | None = None,
+             refresh: bool = False, judge: ChatModel | None = None,
              judge_repeat: int = 1, metrics: Sequence[str] | None = None) -> CostPlan:
     """The plan of ``ragtune evaluate-app`` (see the module docstring): the app's requests
     (cached or to send; their tokens are the app's own, not counted), and the judge's calls.
@@ -54,11 +67,6 @@ def plan_app(golden: Any, config: Any, settings: Any, *, cache: Any = None, refr
     holds) are rendered and looked up exactly; the judge's requests on an answer the cache
     holds are built and counted exactly, the others estimated.
     """
-    from core.evaluation.app import _answer_metrics
-    from core.evaluation.app_client import AppClient
-    from core.golden.conversations import conversations
-    from core.metrics.answer_scores import AnswerItem
-
     plan = CostPlan()
     client = AppClient(config, settings, cache=cache, refresh=refresh)
     app = plan.group(client.model_id, "app", tokens=False)
@@ -97,7 +105,8 @@ def plan_app(golden: Any, config: Any, settings: Any, *, cache: Any = None, refr
     return plan
 
 
-def plan_evaluate(golden: Any, *, chat_model: Any, judge: Any, k: int, chunk_size_tokens: int,
+def plan_evaluate(golden: GoldenSet, *, chat_model: ChatModel | None, judge: ChatModel | None, k: int,
+                  chunk_size_tokens: int,
                   judge_repeat: int = 1, label_depth: int = 0, n_setups: int = 0) -> CostPlan:
     """The plan of ``ragtune evaluate`` with answers: one generation per question (when a chat
     model is configured; the extractive baseline calls none), the judge's calls on each answer,
@@ -105,11 +114,6 @@ def plan_evaluate(golden: Any, *, chat_model: Any, judge: Any, k: int, chunk_siz
     ``n_setups * label_depth`` per question, fewer once the setups' results overlap and the
     golden file already labels some). Every prompt is estimated (answers and passages are not
     had before the run)."""
-    from core.metrics.answer_scores import AnswerItem
-    from core.metrics.llm_judge import JUDGE_METRICS
-    from core.rag.records import Context
-    from core.rag.template import DEFAULT_SYSTEM_MESSAGE, DEFAULT_USER_MESSAGE
-
     plan = CostPlan()
     # a passage of chunk_size tokens, in the tokenizer's own units
     passage = " ".join(["word"] * max(1, chunk_size_tokens))
@@ -128,8 +132,6 @@ def plan_evaluate(golden: Any, *, chat_model: Any, judge: Any, k: int, chunk_siz
                               q.reference or passage, None, contexts)
             _judge_calls(plan, judge, list(JUDGE_METRICS), item, judge_repeat, exact=False)
             if label_depth and n_setups:
-                from core.evaluation.unjudged import umbrela_messages
-
                 tokens = message_tokens(umbrela_messages(q.question, passage))
                 group = plan.group(judge.model_id, "labels")
                 for _ in range(label_depth * n_setups):
@@ -148,11 +150,13 @@ def _filler(n_chars: int) -> str:
     return ("lorem ipsum dolor sit amet consectetur " * (n_chars // 39 + 1))[:max(1, n_chars)]
 
 
-def plan_optimize(golden: Any, *, chat_model: Any, judge: Any, max_evals: int, k: int = 5,
-                  chunk_size_tokens: int = 256) -> CostPlan:
+def plan_optimize(golden: GoldenSet, *, chat_model: ChatModel | None, judge: ChatModel | None, max_evals: int,
+                  k: int = NUMBER_OF_CHUNKS, chunk_size_tokens: int = 256) -> CostPlan:
     """The plan of ``ragtune optimize``: at most ``max_evals`` evaluations, each one
     :func:`plan_evaluate` (configurations whose generator is the extractive baseline call no
-    chat model, and evaluations already stored call nothing: the counts are upper bounds)."""
+    chat model, and evaluations already stored call nothing: the counts are upper bounds);
+    ``k``: chunks handed to the generator per question (``core.rag.template.NUMBER_OF_CHUNKS``,
+    the default of a configuration without ``number_of_chunks``)."""
     plan = plan_evaluate(golden, chat_model=chat_model, judge=judge, k=k, chunk_size_tokens=chunk_size_tokens)
     for g in plan.groups:
         g.calls, g.prompt_tokens, g.completion_tokens = (g.calls * max_evals, g.prompt_tokens * max_evals,
@@ -162,14 +166,11 @@ def plan_optimize(golden: Any, *, chat_model: Any, judge: Any, max_evals: int, k
     return plan
 
 
-def plan_compare_chunking(golden: Any, *, chat_model: Any, judge: Any, n_builds: int, budget_chars: int) -> CostPlan:
+def plan_compare_chunking(golden: GoldenSet, *, chat_model: ChatModel | None, judge: ChatModel | None, n_builds: int,
+                          budget_chars: int) -> CostPlan:
     """The plan of ``ragtune compare-chunking`` with a chat model and a judge: per build
     (technique and size) and question, one answer from the handed text (``budget_chars``) and
     one judgement of its correctness."""
-    from core.metrics.answer_scores import AnswerItem
-    from core.metrics.llm_judge import JUDGE_METRICS, judge_messages
-    from core.rag.records import Context
-
     plan = CostPlan()
     if chat_model is None or judge is None:
         plan.notes.append("without a chat model and a judge, compare-chunking calls no model")

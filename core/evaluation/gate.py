@@ -26,12 +26,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from core.errors import ConfigError
+from core.inputs import is_remote, read_input_bytes, shown_address
 from core.metrics.paired import ALPHA, paired_outcomes
-from core.reports.tables import PICKS, metric_key, metric_label
+from core.metrics.retrieval import DEFAULT_KS
+from core.reports.store import REPORT_SCHEMA_VERSION
+from core.reports.tables import PICKS, metric_key, metric_label, upgrade_metric_names
 from core.text import plural
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenSet
+    from core.reports.store import ReportStore
 
 #: The exit code of ``ragtune evaluate`` when the gate fails.
 EXIT_GATE = 4
@@ -66,8 +73,6 @@ def parse_thresholds(items: Iterable[str]) -> list[Threshold]:
             (found@k, success@k, recall@k, precision@k, ndcg@k, mrr), k one of the cut-offs a
             run reports (:data:`core.metrics.retrieval.DEFAULT_KS`), and V in [0, 1].
     """
-    from core.metrics.retrieval import DEFAULT_KS
-
     out = []
     for item in items:
         name, sep, raw = item.partition("=")
@@ -267,7 +272,7 @@ def _setup_names(report: dict[str, Any]) -> list[str]:
     return [str(s.get("name")) for s in report.get("setups") or [] if isinstance(s, dict)]
 
 
-def golden_documents_reason(golden: Any, document_ids: Iterable[str], docs: str) -> str | None:
+def golden_documents_reason(golden: GoldenSet, document_ids: Iterable[str], docs: str) -> str | None:
     """:func:`missing_documents_reason` for the documents ``golden``'s questions expect."""
     return missing_documents_reason({t.document_id for q in golden.questions for t in q.expected}, document_ids,
                                     docs)
@@ -385,7 +390,7 @@ class Baseline:
     n_passed_over: int = 0
 
 
-def find_baseline(store: Any, rule: BaselineRule) -> tuple[Baseline | None, str]:
+def find_baseline(store: ReportStore, rule: BaselineRule) -> tuple[Baseline | None, str]:
     """The newest stored run ``rule`` allows (``--baseline latest``).
 
     Args:
@@ -424,7 +429,7 @@ def _passed_over_note(passed_over: list[str]) -> str:
            f"{shown}{more}"
 
 
-def named_baseline(store: Any, name: str, golden_sha256: str) -> Baseline:
+def named_baseline(store: ReportStore, name: str, golden_sha256: str) -> Baseline:
     """The baseline ``--baseline NAME`` names: a stored run's id, or a retrieval report file
     (a path ending in ``.json``, an existing file, or an ``s3://`` or Blob address).
 
@@ -434,8 +439,6 @@ def named_baseline(store: Any, name: str, golden_sha256: str) -> Baseline:
         OSError: a local file that cannot be read.
     """
     from pathlib import Path
-
-    from core.inputs import is_remote
 
     if name.endswith(".json") or is_remote(name) or Path(name).is_file():
         report = read_report_file(name)
@@ -454,10 +457,6 @@ def read_report_file(address: str) -> dict[str, Any]:
         OSError: a local file that cannot be read.
     """
     import json
-
-    from core.inputs import read_input_bytes, shown_address
-    from core.reports.store import REPORT_SCHEMA_VERSION
-    from core.reports.tables import upgrade_metric_names
 
     shown = shown_address(address)
     try:

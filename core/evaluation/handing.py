@@ -6,7 +6,13 @@ comparison alike.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+from core.chunking import Chunk, handed_text
+from core.vectorstores.base import RetrievedChunk
+
+if TYPE_CHECKING:
+    from core.vectorstores.base import VectorStore
 
 
 class ParentHandingStore:
@@ -22,15 +28,12 @@ class ParentHandingStore:
             store, so it is looked up here by chunk id).
     """
 
-    def __init__(self, store: Any, chunks: Sequence[Any]) -> None:
+    def __init__(self, store: VectorStore, chunks: Sequence[Any]) -> None:
         self.store = store
         self._by_id = {c.chunk_id: c for c in chunks}
 
     def search(self, query: str, k: int = 10, **setup: Any) -> list[Any]:
         """The store's hits for ``query``, each replaced by its parent (parents once, ranks renumbered)."""
-        from core.chunking import Chunk, handed_text
-        from core.vectorstores.base import RetrievedChunk
-
         out: list[Any] = []
         seen: set[str] = set()
         for hit in self.store.search(query, k=k, **setup):

@@ -23,6 +23,8 @@ from core.models import CachedEmbeddingModel, EmbeddingCache
 from core.vectorstores import MilvusLiteConfig, collection_name_for, get_vector_store
 
 if TYPE_CHECKING:
+    from core.models.embeddings import EmbeddingModel
+    from core.vectorstores.base import VectorStore
     from core.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -65,7 +67,8 @@ def open_cache(workspace: "Workspace") -> EmbeddingCache:
     return EmbeddingCache(workspace.embedding_cache)
 
 
-def cached_model(model: Any, workspace: "Workspace", cache: EmbeddingCache | None = None) -> CachedEmbeddingModel:
+def cached_model(model: EmbeddingModel, workspace: "Workspace",
+                 cache: EmbeddingCache | None = None) -> CachedEmbeddingModel:
     """``model`` embedding through the workspace's cache (``cache`` when one is open already).
 
     Args:
@@ -98,7 +101,8 @@ def collection_for(corpus: str, chunking: Mapping[str, Any], embedding_model: st
                                 "embedding_model": embedding_model}, prefix=prefix)
 
 
-def build_index(store: Any, chunks: Sequence[Any], model: Any, *, reuse: bool = True, keyword_index: bool = False,
+def build_index(store: VectorStore, chunks: Sequence[Any], model: EmbeddingModel, *, reuse: bool = True,
+                keyword_index: bool = False,
                 build_key: str = "", failures: list[dict[str, Any]] | None = None,
                 on_batch: Callable[[int], Any] | None = None) -> IndexBuild:
     """Fill ``store``'s collection with ``chunks``, or reuse it when it holds them already.
@@ -162,7 +166,7 @@ def build_index(store: Any, chunks: Sequence[Any], model: Any, *, reuse: bool = 
 
 
 @contextmanager
-def scratch_index(model: Any, config: Any, name: str, chunks: Sequence[Any], *, build_key: str = "",
+def scratch_index(model: EmbeddingModel, config: Any, name: str, chunks: Sequence[Any], *, build_key: str = "",
                   failures: list[dict[str, Any]] | None = None) -> Iterator[tuple[Any, IndexBuild]]:
     """A scratch collection ``name`` holding ``chunks``, built afresh (:func:`build_index`),
     searched inside the ``with`` block and dropped after it (``compare-chunking``, ``sweep``).
@@ -188,7 +192,7 @@ def scratch_index(model: Any, config: Any, name: str, chunks: Sequence[Any], *, 
             store.close()
 
 
-def _by_document(store: Any, batch: Sequence[Any], vectors: Any, build_key: str,
+def _by_document(store: VectorStore, batch: Sequence[Any], vectors: Any, build_key: str,
                  failures: list[dict[str, Any]]) -> int:
     """Write ``batch`` document by document; returns the chunks left out (their documents are
     reported in ``failures``)."""

@@ -10,9 +10,13 @@ hybrid configuration of the same space shares that collection.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from core.chunking import CHAT_METHODS
 from core.optimization.parameters import TEXT_PARAMETERS
+
+if TYPE_CHECKING:
+    from core.optimization.space import SearchSpace
 
 #: Parameters that never change a collection: they apply at search or generation time.
 SEARCH_TIME_PARAMETERS: tuple[str, ...] = (
@@ -32,8 +36,6 @@ def indexing_key(configuration: Mapping[str, Any]) -> str:
     Configurations with the same key share a collection. ``foundation_model`` counts only
     for the chunking methods that ask a chat model (``core.chunking.CHAT_METHODS``).
     """
-    from core.chunking import CHAT_METHODS
-
     kept = {name: value for name, value in configuration.items() if name not in SEARCH_TIME_PARAMETERS}
     if configuration.get("chunking_method", "recursive") not in CHAT_METHODS:
         kept.pop("foundation_model", None)
@@ -46,7 +48,7 @@ def keyword_indexed(configurations: Iterable[Mapping[str, Any]]) -> frozenset[st
     return frozenset(indexing_key(c) for c in configurations if searches_by_keyword(c))
 
 
-def keyword_indexed_space(space: Any) -> frozenset[str]:
+def keyword_indexed_space(space: SearchSpace) -> frozenset[str]:
     """:func:`keyword_indexed` over the valid configurations of ``space`` (a
     ``core.optimization.SearchSpace``)."""
     return keyword_indexed(space.valid_configurations())

@@ -22,15 +22,42 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from core.chunking import get_chunker
+from core.documents import corpus_fingerprint, load_documents
 from core.errors import ConfigError, IndexingError, RagtuneError
+from core.evaluation.answers import evaluate_answers
+from core.evaluation.envelope import corpus_block, envelope, golden_block, labelled_counts
+from core.evaluation.handing import ParentHandingStore
+from core.evaluation.indexing import build_index, cached_model, collection_for, open_cache, store_config
+from core.evaluation.slices import check_slice_key, setup_slices, slice_warnings
+from core.evaluation.undecided import tied_with_all, undecided
+from core.evaluation.unjudged import label_unjudged
+from core.golden import Problem, check_golden, read_golden
+from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
+from core.inputs import shown_address
 from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
-from core.metrics.retrieval import TOP_K
+from core.metrics.retrieval import GRAINS, TOP_K, evaluate_rankings, mcnemar_exact
+from core.models import CachedChatModel
+from core.models.cache import CachedReranker
+from core.models.embeddings import query_text, text_sha256
+from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model, local_reranker
+from core.models.rerank import rerank_order, score_pairs
 from core.reports.store import REPORT_SCHEMA_VERSION  # noqa: F401 (re-exported by core.evaluation)
-from core.vectorstores.rerank import RERANK_DEPTH
+from core.text import plural
+from core.vectorstores import backend_name, describe_store, get_vector_store
+from core.vectorstores.base import RetrievedChunk, SearchSetup
+from core.vectorstores.rerank import RERANK_DEPTH, RerankingStore
+from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenSet
+    from core.models.embeddings import EmbeddingModel
+    from core.models.rerank import Reranker
+    from core.vectorstores.base import VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +78,6 @@ METHOD_NAMES = {"vector": "dense", "keyword": "keyword", "hybrid": "hybrid"}
 def default_search_setups() -> list[Any]:
     """The search methods evaluated by default: keyword (BM25) only; dense; hybrid with RRF
     (k=60); hybrid weighted (alpha=0.5)."""
-    from core.vectorstores.base import SearchSetup
-
     return [
         SearchSetup("keyword"),
         SearchSetup("vector"),
@@ -306,9 +331,6 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
         says why, when there are no rows, no question could be scored, or no setup found
         anything in the top 10.
     """
-    from core.evaluation.undecided import tied_with_all
-    from core.metrics.retrieval import mcnemar_exact
-
     floor = f"latencies within {NOISE_FLOOR_MS:g} ms or {NOISE_FRACTION:.0%} count as equal, then most found"
     rules = {
         "ranking": "most questions found in the top 10, then most found first, then fastest median time a user waits",
@@ -383,8 +405,6 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _undecided(picks: dict[str, Any], n_ranked: int, grain: str) -> dict[str, Any] | None:
     """The report's ``undecided`` (:func:`core.evaluation.undecided.undecided`) when every ranked
     setup is tied with ``finds_the_most``, else None."""
-    from core.evaluation.undecided import undecided
-
     if not picks.get("tied_with_all"):
         return None
     return undecided("setups", picks["finds_the_most"], n_ranked, grain, TIE_ALPHA)
@@ -403,8 +423,6 @@ def corpus_warnings(questions: Sequence[Any], documents: Sequence[Any], skipped:
         all failed to load or are missing (it can only score 0); a page label on a document
         without pages (not a PDF); a page past the document's last page.
     """
-    from core.golden import Problem
-
     pages = {d.document_id: d.n_pages for d in documents}
     reasons = {s.document_id: s.reason for s in skipped}
     out = []
@@ -467,7 +485,7 @@ class _RerankMemo:
     (:class:`~core.models.cache.CachedReranker`) carries the cost measured when it was scored.
     """
 
-    def __init__(self, reranker: Any) -> None:
+    def __init__(self, reranker: Reranker) -> None:
         self.reranker = reranker
         self._memo: dict[tuple[str, str], tuple[float, float]] = {}
 
@@ -487,8 +505,6 @@ class _RerankMemo:
             RerankError: the reranker failed.
             StoreError: its cache cannot be written.
         """
-        from core.models.rerank import score_pairs
-
         todo = self.need(pairs)
         if not todo:
             return
@@ -513,9 +529,6 @@ class _RerankMemo:
         Raises:
             RerankError: the reranker failed.
         """
-        from core.models.rerank import rerank_order
-        from core.vectorstores.base import RetrievedChunk
-
         self.prescore([(query, h.chunk) for h in hits])
         pairs = [self._memo[(query, h.chunk.chunk_id)] for h in hits]
         order = rerank_order([score for score, _ in pairs])[:k]
@@ -534,7 +547,7 @@ class _FirstStage:
     error: str | None = None
 
 
-def _first_stage(setup: EvalSetup, store: Any, questions: Sequence[Any], bar: Any) -> _FirstStage:
+def _first_stage(setup: EvalSetup, store: VectorStore, questions: Sequence[Any], bar: Any) -> _FirstStage:
     """Search every question with ``setup``'s search at its depth, timing each search.
 
     Raises:
@@ -590,8 +603,6 @@ def settled_reranked_setups(setups: Sequence[EvalSetup], first_hits: dict[str, d
     Returns:
         ``{reranked setup key: reason}``.
     """
-    from core.metrics.retrieval import evaluate_rankings
-
     out: dict[str, str] = {}
     for setup in setups:
         if not setup.reranker:
@@ -656,8 +667,6 @@ def _score_reranked(memo: _RerankMemo, reranked: Sequence[EvalSetup], first: dic
     Returns:
         None, or the reranker's error, which fails every reranked setup.
     """
-    from core.text import plural
-
     pairs = memo.need((q.question, h.chunk) for s in reranked for q in questions for h in first[s.key].hits[q.id])
     if not pairs:
         return None
@@ -686,12 +695,10 @@ def _score_reranked(memo: _RerankMemo, reranked: Sequence[EvalSetup], first: dic
     return None
 
 
-def _time_query_embeddings(model: Any, questions: Sequence[Any]) -> list[float]:
+def _time_query_embeddings(model: EmbeddingModel, questions: Sequence[Any]) -> list[float]:
     """Embed each question alone with the model itself (not the cache), as a user's query
     is, and return the milliseconds each took; the vectors go into the cache so the timed
     searches find them there. One untimed call first, so no model pays for loading."""
-    from core.models.embeddings import query_text, text_sha256
-
     raw = model.model
     if not questions:
         return []
@@ -750,13 +757,13 @@ def evaluate_retrieval(
     golden_path: str | Path,
     *,
     out_dir: str | Path,
-    embedding_model: Any = None,
+    embedding_model: EmbeddingModel | None = None,
     vector_store_config: Any = None,
     options: EvaluateOptions | None = None,
     on_status: Callable[[str], None] | None = None,
-    golden: Any = None,
+    golden: GoldenSet | None = None,
     embedding_models: Sequence[Any] | None = None,
-    reranker: Any = "default",
+    reranker: Reranker | str = "default",
 ) -> dict[str, Any]:
     """Run the retrieval evaluation end to end and return the report (not yet stored).
 
@@ -801,9 +808,6 @@ def evaluate_retrieval(
             match nothing, or model files whose sha256 differs (raised before any work).
         IndexingError / EmbeddingError / StoreError: indexing or searching failed.
     """
-    from core.golden import read_golden
-    from core.inputs import shown_address
-
     run = _checked_run(docs_dir, golden_path, out_dir, options or EvaluateOptions(),
                        on_status or (lambda msg: logger.info(msg)), embedding_model, embedding_models, reranker)
     run.status(f"checking {shown_address(golden_path)}")
@@ -822,19 +826,14 @@ def evaluate_retrieval(
 
 
 def _checked_run(docs_dir: str | Path, golden_path: str | Path, out_dir: str | Path, options: EvaluateOptions,
-                 status: Callable[[str], Any], embedding_model: Any, embedding_models: Sequence[Any] | None,
-                 reranker: Any) -> _RetrievalRun:
+                 status: Callable[[str], Any], embedding_model: EmbeddingModel | None,
+                 embedding_models: Sequence[Any] | None, reranker: Reranker | str | None) -> _RetrievalRun:
     """Check every setting and model before any work, and choose the setups.
 
     Raises:
         ConfigError: bad chunking, slice, setup or folder settings, a model listed twice, model
             files whose sha256 differs, ``--only``/``--skip`` leaving nothing.
     """
-    from core.chunking import get_chunker
-    from core.evaluation.slices import check_slice_key
-    from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model
-    from core.workspace import Workspace
-
     started, t_start = datetime.now(timezone.utc), time.perf_counter()
     workspace = Workspace.at(out_dir)
     chunker = get_chunker(options.chunking_method, options.chunk_size, options.chunk_overlap,  # validates first
@@ -862,11 +861,9 @@ def _checked_run(docs_dir: str | Path, golden_path: str | Path, out_dir: str | P
                          skipped_setups=skipped_setups, chunker=chunker, started=started, t_start=t_start)
 
 
-def _usable_reranker(reranker: Any, skipped_setups: list[dict[str, Any]]) -> Any:
+def _usable_reranker(reranker: Reranker | str | None, skipped_setups: list[dict[str, Any]]) -> Any:
     """``reranker`` (the local one for ``"default"``) when it can run, else None with the reason
     in ``skipped_setups``."""
-    from core.models.local import local_reranker
-
     if reranker == "default":
         try:
             reranker = local_reranker()
@@ -885,10 +882,6 @@ def _usable_reranker(reranker: Any, skipped_setups: list[dict[str, Any]]) -> Any
 def _open_stores(run: _RetrievalRun, vector_store_config: Any) -> None:
     """Open the cache and the vector store before the slow steps, so a locked, broken or
     unreachable store fails at once."""
-    from core.evaluation.indexing import cached_model, open_cache, store_config
-    from core.models.cache import CachedReranker
-    from core.vectorstores import get_vector_store
-
     run.cache = open_cache(run.workspace)
     run.models = {m.model_id: cached_model(m, run.workspace, run.cache) for m in run.raw_models}
     if run.reranker is not None and any(s.reranker for s in run.setups):
@@ -908,12 +901,6 @@ def _load_and_chunk(run: _RetrievalRun) -> None:
     Raises:
         DocumentError: no loadable document. IndexingError: no chunk.
     """
-    from core.documents import corpus_fingerprint, load_documents
-    from core.evaluation.slices import slice_warnings
-    from core.golden import check_golden
-    from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
-    from core.inputs import shown_address
-
     options, golden = run.options, run.golden
     docs_shown = shown_address(run.docs_dir)
     run.status(f"loading documents from {docs_shown}")
@@ -951,10 +938,6 @@ def _load_and_chunk(run: _RetrievalRun) -> None:
 
 def _index_every_model(run: _RetrievalRun) -> None:
     """Build or reuse one collection per embedding model (:func:`core.evaluation.indexing.build_index`)."""
-    from core.evaluation.indexing import build_index, collection_for
-    from core.golden import Problem
-    from core.vectorstores import get_vector_store
-
     options, chunks = run.options, run.chunks
     t0 = time.perf_counter()
     for model_id, model in run.models.items():
@@ -1038,9 +1021,6 @@ def _scored_setup(run: _RetrievalRun, setup: Any, stage: _FirstStage, memo: "_Re
                   query_ms: dict[str, list[float]]) -> dict[str, Any]:
     """One setup's report entry: its hits kept (reranked when it reranks), its metrics at every
     grain and slice, its counts found and its latencies; fills the run's per-question rows."""
-    from core.evaluation.slices import setup_slices
-    from core.metrics.retrieval import GRAINS, evaluate_rankings
-
     questions = run.golden.questions
     rankings: dict[str, list[Any]] = {}
     hits_by_q = run.ranked_by_setup[setup.key] = {}
@@ -1108,8 +1088,6 @@ def _unjudged(run: _RetrievalRun) -> Any:
     options = run.options
     if not (options.label_unjudged and options.judge is not None):
         return None
-    from core.evaluation.unjudged import label_unjudged
-    from core.models import CachedChatModel
 
     run.status("grading the top results the golden file does not name, with the judge (UMBRELA)")
     t0 = time.perf_counter()
@@ -1126,9 +1104,6 @@ def _answers(run: _RetrievalRun, picks: dict[str, Any]) -> Any:
     the answers (``core.evaluation.answers``); else None."""
     if not run.options.generate:
         return None
-    from core.evaluation.answers import evaluate_answers
-    from core.evaluation.handing import ParentHandingStore
-    from core.vectorstores.rerank import RerankingStore
 
     options, setups, questions = run.options, run.setups, run.golden.questions
     ok_keys = {r["key"] for r in run.setup_results if r["status"] == "ok"}
@@ -1165,11 +1140,6 @@ def _answers(run: _RetrievalRun, picks: dict[str, Any]) -> Any:
 
 def _retrieval_report(run: _RetrievalRun, picks: dict[str, Any], unjudged: Any, answers: Any) -> dict[str, Any]:
     """The ``retrieval`` report of a finished run (see :func:`evaluate_retrieval`)."""
-    from core.evaluation.envelope import corpus_block, envelope, golden_block, labelled_counts
-    from core.metrics.retrieval import GRAINS
-    from core.models.cache import CachedReranker
-    from core.vectorstores import backend_name, describe_store
-
     questions, golden, reranker, documents = run.golden.questions, run.golden, run.reranker, run.documents
     per_question = [{
         "id": q.id, "line": q.line, "question": q.question, "expected": [str(t) for t in q.expected],

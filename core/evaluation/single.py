@@ -18,14 +18,43 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from core.chunking import CHAT_METHODS, get_chunker
+from core.documents import corpus_fingerprint, load_documents
 from core.errors import ConfigError, RagtuneError, is_transient
-from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
-from core.metrics.retrieval import metric_names
+from core.evaluation.answers import evaluate_answers
+from core.evaluation.indexing import (EARLY_EMBED_BATCH, build_index, cached_model, collection_for, open_cache,
+                                      store_config)
+from core.evaluation.keyword_index import indexing_key, keyword_indexed_space, searches_by_keyword
 from core.evaluation.pipeline import EXTRACTIVE, NOT_APPLICABLE, PipelineSettings, applies
 from core.evaluation.result import EvaluationResult
+from core.evaluation.retrieval import choose_rank_grain
+from core.inputs import shown_address
+from core.metrics.answers import ALL_METRICS
+from core.metrics.retrieval import DEFAULT_KS as KS, GRAINS, evaluate_rankings  # the one home of the rank cut-offs
+from core.metrics.retrieval import metric_names
+from core.models import CachedChatModel
+from core.models.describe import describe_models
+from core.models.embeddings import query_text
+from core.models.spend import current_spend, spending
+from core.optimization.configuration import Configuration
+from core.reports.tables import metric_label
+from core.vectorstores import MilvusLiteConfig, backend_name, describe_store, get_vector_store
+from core.vectorstores.fusion import hybrid_window
+from core.vectorstores.legs import LegMemo
+from core.vectorstores.memo import SearchMemo
+from core.vectorstores.milvus import MilvusVectorStore, open_client
+from core.vectorstores.rerank import RerankingStore
 from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.chunking.base import Chunker
+    from core.golden.types import GoldenSet
+    from core.models.chat import ChatModel
+    from core.models.embeddings import EmbeddingModel
+    from core.optimization.space import SearchSpace
+    from core.vectorstores.base import SearchSetup, VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +84,6 @@ def check_objective(name: str, *, has_judge: bool | None = None) -> str:
             judge.
     """
     import difflib
-
-    from core.metrics.answers import ALL_METRICS
-    from core.reports.tables import metric_label
 
     if isinstance(name, str):
         name = metric_label(name)  # success@k, the measure's name before found@k
@@ -118,9 +144,6 @@ class Corpus:
                 cannot be downloaded, or holds no loadable document.
             ConfigError: an address that cannot be read.
         """
-        from core.documents import corpus_fingerprint, load_documents
-        from core.inputs import shown_address
-
         loaded = load_documents(docs_dir, cache_dir=cache_dir, connection_string=connection_string,
                                 credential=credential, endpoint_url=endpoint_url)
         return cls(shown_address(docs_dir), loaded.documents, loaded.skipped, corpus_fingerprint(loaded.documents))
@@ -128,8 +151,6 @@ class Corpus:
 
 def _leg_memo() -> Any:
     """A new ``core.vectorstores.legs.LegMemo`` with its default bounds."""
-    from core.vectorstores.legs import LegMemo
-
     return LegMemo()
 
 
@@ -197,17 +218,14 @@ class EvaluationContext:
     _chunk_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def vector_store(self, model: Any, config: Any, collection: str, *, keyword_index: bool = True) -> Any:
+    def vector_store(self, model: EmbeddingModel, config: Any, collection: str, *, keyword_index: bool = True) -> Any:
         """The store of ``collection`` (``core.vectorstores.get_vector_store``; a collection it
         creates gets a keyword index when ``keyword_index``); Milvus Lite stores share one
         client per database folder, since only one client may open it, so evaluations in
         threads of one process use the same database, and the run's leg memo (``legs``),
         since only this process writes to that database."""
-        from core.vectorstores import MilvusLiteConfig, get_vector_store
-
         if not isinstance(config, MilvusLiteConfig):
             return get_vector_store(model, config, collection, keyword_index=keyword_index)
-        from core.vectorstores.milvus import MilvusVectorStore, open_client
 
         client = self._lite_client(config, open_client)
         return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index,
@@ -252,15 +270,11 @@ class EvaluationContext:
         first :meth:`vector_store` then waits for it. An open that fails is tried again by the
         evaluation that needs the database (waiting for it or coming later), and that try's
         error is the one raised."""
-        from core.vectorstores import MilvusLiteConfig
-
         config = self.vector_store_config
         if not isinstance(config, MilvusLiteConfig):
             return
 
         def open_now() -> None:
-            from core.vectorstores.milvus import open_client
-
             try:
                 self._lite_client(config, open_client, early=True)
             except Exception as exc:  # noqa: BLE001 - the evaluation that needs it opens it again
@@ -273,8 +287,6 @@ class EvaluationContext:
         that did not exist before this context opened it: no collection in it can be reused
         (those this context built since have their vectors in the embedding cache), so an
         evaluation can embed its chunks while the database opens."""
-        from core.vectorstores import MilvusLiteConfig
-
         if not isinstance(config, MilvusLiteConfig):
             return False
         with self._lock:
@@ -298,8 +310,6 @@ class EvaluationContext:
             questions: the question texts (order kept; duplicates embedded once).
             model_ids: the embedding model ids of the space.
         """
-        from core.models.embeddings import query_text
-
         texts = list(dict.fromkeys(questions))
         models = list(dict.fromkeys(str(m) for m in model_ids))
         if not texts or len(models) != 1 or models[0] not in self.embedding_models:
@@ -321,13 +331,11 @@ class EvaluationContext:
                                                                     daemon=True)
         thread.start()
 
-    def fit_to_space(self, space: Any) -> None:
+    def fit_to_space(self, space: SearchSpace) -> None:
         """Set what depends on the study's search space (a ``core.optimization.SearchSpace``):
         ``keyword_indexes`` (vector-only collections skip BM25) and the leg memo's
         ``fetch_depth`` (:func:`widest_leg`: a leg's first search is deep enough for every
         configuration's)."""
-        from core.evaluation.keyword_index import keyword_indexed_space
-
         self.keyword_indexes = keyword_indexed_space(space)
         if self.legs is not None:
             self.legs.fetch_depth = widest_leg(space.valid_configurations())
@@ -336,8 +344,6 @@ class EvaluationContext:
         """True when ``configuration``'s collection needs a keyword index: it searches by
         keyword, or a keyword or hybrid configuration of the space shares its collection (see
         ``keyword_indexes``)."""
-        from core.evaluation.keyword_index import indexing_key, searches_by_keyword
-
         if searches_by_keyword(configuration) or self.keyword_indexes is None:
             return True
         return indexing_key(configuration) in self.keyword_indexes
@@ -353,7 +359,7 @@ class EvaluationContext:
             if future.exception() is None:
                 future.result().close()
 
-    def chunks(self, corpus: "Corpus", chunker: Any) -> list[Any]:
+    def chunks(self, corpus: "Corpus", chunker: Chunker) -> list[Any]:
         """The corpus's chunks by ``chunker``, chunked once per chunking and kept for the
         study's other configurations (one list per distinct chunking of the space)."""
         key = json.dumps([corpus.fingerprint, chunker.name, chunker.params()], sort_keys=True, default=str)
@@ -376,17 +382,13 @@ class EvaluationContext:
         return Workspace.at(self.out_dir)
 
     def _embedding_cache(self) -> Any:
-        from core.evaluation.indexing import open_cache
-
         if self._cache is None:
             self._cache = open_cache(self.workspace)
         return self._cache
 
-    def cached_chat(self, model: Any) -> Any:
+    def cached_chat(self, model: ChatModel | None) -> Any:
         """``model`` (a ``ChatModel``) with its replies cached (``CachedChatModel``), or
         ``model`` itself when ``cache_replies`` is False or it is None."""
-        from core.models import CachedChatModel
-
         if model is None or not self.cache_replies:
             return model
         with self._lock:
@@ -411,8 +413,6 @@ class EvaluationContext:
 
     def _embedding_model_locked(self, model_id: str) -> Any:
         """:meth:`embedding_model`, for a caller holding the context's lock."""
-        from core.evaluation.indexing import cached_model
-
         if model_id not in self._cached_models:
             if model_id not in self.embedding_models:
                 known = ", ".join(sorted(self.embedding_models)) or "none"
@@ -428,9 +428,6 @@ class EvaluationContext:
         Raises:
             ConfigError: a backend without a configuration.
         """
-        from core.evaluation.indexing import store_config
-        from core.vectorstores import backend_name
-
         default = store_config(self.vector_store_config, self.workspace)
         if backend is None or backend in NOT_APPLICABLE or backend_name(default) == backend:
             return default
@@ -446,7 +443,7 @@ def _applies(value: Any) -> bool:
     return applies(value)
 
 
-def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: str) -> Path:
+def _result_path(context: EvaluationContext, corpus: Corpus, golden: GoldenSet, key: str) -> Path:
     what = "retrieval"
     if context.with_answers:  # answers also depend on who judges them and on which metrics
         what = f"answers\0{getattr(context.judge, 'model_id', '')}\0{','.join(context.answer_metrics or [])}"
@@ -454,23 +451,19 @@ def _result_path(context: EvaluationContext, corpus: Corpus, golden: Any, key: s
     return context.workspace.results(scope) / f"{key}.json"
 
 
-def _models(settings: PipelineSettings, context: EvaluationContext, model: Any) -> dict[str, Any]:
+def _models(settings: PipelineSettings, context: EvaluationContext, model: EmbeddingModel) -> dict[str, Any]:
     """The descriptions of the embedding model and the reranker a configuration uses, by model
     id (``core.models.describe``: source, revision, weight files' sha256)."""
-    from core.models.describe import describe_models
-
     return describe_models([model, context.rerankers.get(settings.reranker) if settings.reranker else None])
 
 
-def _with_reranker(store: Any, settings: PipelineSettings, context: EvaluationContext) -> Any:
+def _with_reranker(store: VectorStore, settings: PipelineSettings, context: EvaluationContext) -> Any:
     """``store``, or ``store`` followed by the configuration's reranker (``reranker`` not
     ``none``; the first stage fetches ``retrieval_depth`` results).
 
     Raises:
         ConfigError: a reranker that is not configured.
     """
-    from core.vectorstores.rerank import RerankingStore
-
     name = settings.reranker
     if name is None:
         return store
@@ -489,8 +482,6 @@ def leg_depth(configuration: Mapping[str, Any]) -> int:
     Raises:
         ConfigError: bad search settings (as ``SearchSetup``).
     """
-    from core.vectorstores.fusion import hybrid_window
-
     settings = PipelineSettings.of(configuration)
     k = settings.first_stage_depth
     setup = settings.search_setup()
@@ -511,13 +502,11 @@ def widest_leg(configurations: Any) -> int:
     return deepest
 
 
-def _chunker(settings: PipelineSettings, context: "EvaluationContext", model: Any) -> Any:
+def _chunker(settings: PipelineSettings, context: "EvaluationContext", model: EmbeddingModel) -> Any:
     """The configuration's chunker. ``semantic`` measures sentence similarity with the
     configuration's embedding model ``model``; ``llm`` and ``contextual`` ask the
     configuration's foundation model when it is a chat model, else the first configured one
     (none configured: ``get_chunker`` raises ConfigError, and the configuration fails with it)."""
-    from core.chunking import CHAT_METHODS, get_chunker
-
     chat = None
     if settings.chunking_method in CHAT_METHODS:
         source = context.chat_models.get(settings.foundation_model) or next(iter(context.chat_models.values()), None)
@@ -538,14 +527,13 @@ def _generator(settings: PipelineSettings, context: EvaluationContext) -> Any:
     return context.cached_chat(context.chat_models[name])
 
 
-def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext, keyword_index: bool) -> bool:
+def _index(store: VectorStore, chunks: list[Any], model: EmbeddingModel, context: EvaluationContext,
+           keyword_index: bool) -> bool:
     """Fill ``store`` with ``chunks`` unless it already holds them (with a keyword index when
     ``keyword_index``: a vector-only collection is then built again, its vectors from the
     embedding cache); True when reused. A store with a leg memo drops the memo's entries of
     its collection before it is deleted and after every write (``MilvusVectorStore``), so a
     collection rebuilt never answers from its former lists; one reused keeps them."""
-    from core.evaluation.indexing import build_index
-
     before = _texts_sent(model)
     if build_index(store, chunks, model, keyword_index=keyword_index).reused:
         return True
@@ -555,12 +543,10 @@ def _index(store: Any, chunks: list[Any], model: Any, context: EvaluationContext
     return False
 
 
-def _texts_sent(model: Any) -> int:
+def _texts_sent(model: EmbeddingModel) -> int:
     """Texts the current evaluation has sent to an embedding model so far: its spend's count
     (``core.models.spend``), not the model's own counter, which threads sharing the model (other
     evaluations, the early question embedding) add to as well; the model's counter outside a spend."""
-    from core.models.spend import current_spend
-
     spend = current_spend()
     return spend.texts_embedded if spend is not None else model.n_embedded
 
@@ -568,7 +554,7 @@ def _texts_sent(model: Any) -> int:
 def run_single_evaluation(
     configuration: Mapping[str, Any],
     corpus: Corpus,
-    golden: Any,
+    golden: GoldenSet,
     *,
     context: EvaluationContext,
     use_stored: bool = True,
@@ -605,17 +591,13 @@ def run_single_evaluation(
         ``mrr``, ...) and the answer metric means (``unitxt.answer_correctness``, ...); a
         metric with no scorable question is absent, never NaN.
     """
-    from core.models.spend import spending
-
     with spending():
         return _run_single_evaluation(configuration, corpus, golden, context=context, use_stored=use_stored)
 
 
-def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, golden: Any, *,
+def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, golden: GoldenSet, *,
                            context: EvaluationContext, use_stored: bool) -> dict[str, Any]:
     """:func:`run_single_evaluation`'s work, inside its spending tally."""
-    from core.optimization.configuration import Configuration
-
     configuration = dict(configuration)
     key = Configuration(configuration).key
     path = _result_path(context, corpus, golden, key)
@@ -673,7 +655,7 @@ def _stored_result(path: Path) -> dict[str, Any] | None:
     return dataclasses.replace(stored, stored=True).to_dict()
 
 
-def _indexed_store(settings: PipelineSettings, corpus: Corpus, model: Any, context: EvaluationContext,
+def _indexed_store(settings: PipelineSettings, corpus: Corpus, model: EmbeddingModel, context: EvaluationContext,
                    result: dict[str, Any]) -> Any:
     """Chunk the corpus and open the configuration's collection, built or reused
     (:func:`core.evaluation.indexing.build_index`, under the collection's lock); fills the
@@ -683,9 +665,6 @@ def _indexed_store(settings: PipelineSettings, corpus: Corpus, model: Any, conte
     Raises:
         ConfigError: the corpus gave no chunks; what the chunker, the models and the store raise.
     """
-    from core.evaluation.indexing import EARLY_EMBED_BATCH, collection_for
-    from core.vectorstores import backend_name, describe_store
-
     timings = result["timings"]
     chunker = _chunker(settings, context, model)
     t0 = time.perf_counter()
@@ -720,16 +699,11 @@ def _indexed_store(settings: PipelineSettings, corpus: Corpus, model: Any, conte
     return store
 
 
-def _retrieved(store: Any, settings: PipelineSettings, corpus: Corpus, golden: Any, model: Any,
+def _retrieved(store: VectorStore, settings: PipelineSettings, corpus: Corpus, golden: GoldenSet, model: EmbeddingModel,
                context: EvaluationContext, result: dict[str, Any]) -> tuple[Any, Any]:
     """Search every question (through the configuration's reranker) and score the rankings;
     fills the result's ``rank_grain``, ``retrieval`` and retrieval ``metrics``. Returns the
     memoised store (the answers are generated from the very chunks scored) and the setup."""
-    from core.evaluation.retrieval import choose_rank_grain
-    from core.metrics.retrieval import GRAINS, evaluate_rankings
-    from core.models.embeddings import query_text
-    from core.vectorstores.memo import SearchMemo
-
     setup = settings.search_setup()
     k = settings.number_of_chunks
     # the answers are generated from the very chunks the retrieval metrics scored
@@ -761,12 +735,10 @@ def _per_question(grain: Any) -> dict[str, Any]:
     return {"ids": ids, "scores": scores}
 
 
-def _finish(result: dict[str, Any], started: float, context: EvaluationContext, corpus: Corpus, golden: Any,
+def _finish(result: dict[str, Any], started: float, context: EvaluationContext, corpus: Corpus, golden: GoldenSet,
             path: Path) -> dict[str, Any]:
     """Stamp the total time and what was spent, and store a successful result (atomically)
     for reuse."""
-    from core.models.spend import current_spend
-
     result["timings"]["total_s"] = round(time.perf_counter() - started, 3)
     spend = current_spend()
     result["cost"] = {"seconds": result["timings"]["total_s"], **(spend.to_dict() if spend is not None else {})}
@@ -778,11 +750,10 @@ def _finish(result: dict[str, Any], started: float, context: EvaluationContext, 
     return result
 
 
-def _answers(store: Any, model: Any, golden: Any, setup: Any, generator: Any, settings: PipelineSettings,
+def _answers(store: VectorStore, model: EmbeddingModel, golden: GoldenSet, setup: SearchSetup, generator: Any,
+             settings: PipelineSettings,
              context: EvaluationContext) -> dict[str, Any]:
     """Generate and score the answers with the configuration's generator and prompt templates."""
-    from core.evaluation.answers import evaluate_answers
-
     return evaluate_answers(
         store, model, golden, setup, chat_model=generator, judge=context.cached_chat(context.judge),
         metrics=context.answer_metrics,

@@ -11,9 +11,14 @@ slices' ``n_scored`` add up to the overall ``n_scored``.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
+from core.golden.types import Problem
+from core.metrics.retrieval import aggregate
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenQuestion
 
 #: The slice of questions whose metadata lacks the key.
 MISSING = "(none)"
@@ -35,7 +40,7 @@ def check_slice_key(key: str) -> str:
     return key
 
 
-def metadata_value(question: Any, key: str) -> str:
+def metadata_value(question: GoldenQuestion, key: str) -> str:
     """The slice of ``question`` for ``key``: its metadata value as text, or :data:`MISSING`."""
     value: Any = question.metadata
     for part in key[len(PREFIX):].split("."):
@@ -57,8 +62,6 @@ def slice_metrics(questions: Sequence[Any], grains: Mapping[str, Any], key: str)
         One dict per slice, ordered by value (:data:`MISSING` last): ``{"value", "n_questions",
         "metrics": {grain: RetrievalAggregate.to_dict()}}``.
     """
-    from core.metrics.retrieval import aggregate
-
     groups: dict[str, list[str]] = {}
     for q in questions:
         groups.setdefault(metadata_value(q, key), []).append(q.id)
@@ -77,8 +80,6 @@ def slice_metrics(questions: Sequence[Any], grains: Mapping[str, Any], key: str)
 def slice_warnings(questions: Sequence[Any], keys: Sequence[str]) -> list[Any]:
     """A ``Problem`` warning per key that no question's metadata holds (every question would be in
     :data:`MISSING`)."""
-    from core.golden.types import Problem
-
     return [Problem("warning", f"--by {key}: no question's metadata has this key, so every question is in "
                                f"the slice {MISSING}")
             for key in keys if questions and all(metadata_value(q, key) == MISSING for q in questions)]

@@ -19,10 +19,26 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from core.metrics.retrieval import DEFAULT_KS, TOP_K  # the one home of the rank cut-offs
+from core.documents import corpus_fingerprint, load_documents
+from core.errors import ConfigError
+from core.evaluation.chunking import MAX_LISTED, builds_for, check_methods, chunk_corpus
+from core.evaluation.envelope import corpus_block, envelope, golden_block
+from core.evaluation.indexing import cached_model, collection_for, scratch_index, store_config
+from core.evaluation.retrieval import choose_rank_grain, default_search_setups
+from core.golden import read_golden
+from core.metrics.retrieval import DEFAULT_KS, TOP_K, evaluate_rankings  # the one home of the rank cut-offs
+from core.models import LocalEmbeddingModel
+from core.models.embeddings import query_text
+from core.reports import LocalFiles, new_run_id
 from core.reports.keys import SWEEP_RUNS_PREFIX  # where sweeps are stored
+from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.chunking.base import Chunker
+    from core.models.chat import ChatModel
+    from core.models.embeddings import EmbeddingModel
 
 logger = logging.getLogger(__name__)
 
@@ -42,9 +58,9 @@ def run_sweep(
     overlaps: Sequence[int] = DEFAULT_OVERLAPS,
     embed_headings: Sequence[bool] = (False,),
     setups: Sequence[Any] | None = None,
-    embedding_model: Any = None,
+    embedding_model: EmbeddingModel | None = None,
     vector_store_config: Any = None,
-    chat_model: Any = None,
+    chat_model: ChatModel | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the sweep (module docstring) and return its report (not stored).
@@ -73,17 +89,6 @@ def run_sweep(
         ConfigError: an unknown method (the known ones listed), bad sizes, no combination left.
         GoldenError: the golden file has errors.
     """
-    from core.documents import corpus_fingerprint, load_documents
-    from core.errors import ConfigError
-    from core.evaluation.chunking import MAX_LISTED, builds_for, check_methods
-    from core.evaluation.envelope import corpus_block, envelope, golden_block
-    from core.evaluation.indexing import cached_model, store_config
-    from core.evaluation.retrieval import choose_rank_grain, default_search_setups
-    from core.golden import read_golden
-    from core.models import LocalEmbeddingModel
-    from core.models.embeddings import query_text
-    from core.workspace import Workspace
-
     methods = check_methods(methods, chat_model=chat_model)
     builds, left_out = builds_for(methods, list(sizes), embed_headings, overlaps=list(overlaps))
     if not builds:
@@ -154,8 +159,6 @@ class _Sweep:
     def run_build(self, b: Any, documents: Sequence[Any]) -> None:
         """Chunk, index and search one combination (one with the same chunks as an earlier one
         shares its rows)."""
-        from core.evaluation.chunking import chunk_corpus
-
         self.say(f"building {b.key}")
         t0 = time.perf_counter()
         chunker = b.chunker(embedding_model=self.model, chat_model=self.chat_model)
@@ -179,13 +182,10 @@ class _Sweep:
         self.by_digest[digest] = mine
         self.rows.extend(mine)
 
-    def _searched(self, b: Any, chunker: Any, chunks: list[Any], chunk_s: float,
+    def _searched(self, b: Any, chunker: Chunker, chunks: list[Any], chunk_s: float,
                   info: dict[str, Any]) -> list[dict[str, Any]]:
         """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.scratch_index`)
         and score every setup on it; the collection is dropped after."""
-        from core.evaluation.indexing import collection_for, scratch_index
-        from core.metrics.retrieval import evaluate_rankings
-
         questions, grain = self.questions, self.grain
         name = collection_for(self.fingerprint, chunker.params(), self.model.model_id, prefix="ragtune_scratch",
                               purpose="sweep")
@@ -260,8 +260,6 @@ def format_sweep(report: dict[str, Any], *, markdown: bool = False, most: int = 
 def save_sweep(out_dir: str | Path, report: dict[str, Any], run_id: str | None = None) -> str:
     """Store a sweep as ``sweep/runs/<id>/report.json`` in the report folder; returns its key."""
     import json
-
-    from core.reports import LocalFiles, new_run_id
 
     run_id = run_id or new_run_id()
     report["run_id"] = run_id

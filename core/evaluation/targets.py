@@ -20,12 +20,33 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from core.documents import corpus_fingerprint
 from core.errors import ConfigError, RagtuneError, StoreError
-from core.metrics.retrieval import DEFAULT_KS as KS
+from core.evaluation.collection_target import CollectionTarget
+from core.evaluation.envelope import envelope, golden_block, labelled_counts
+from core.evaluation.indexing import cached_model, store_config as store_or_default
+from core.evaluation.retrieval import (_progress, _stats_ms, _top, choose_rank_grain, package_versions, pick_setups,
+                                       select_setups)
+from core.golden import check_golden, read_golden
+from core.inputs import shown_address
+from core.metrics.retrieval import DEFAULT_KS as KS, evaluate_rankings
 from core.metrics.retrieval import GRAINS, TOP_K
+from core.models import CachedEmbeddingModel
+from core.models.local import local_reranker
+from core.models.rerank import rerank_order
+from core.reports.tables import PICKS
+from core.targets.base import QueryVectors
+from core.targets.open import open_target
 from core.vectorstores.rerank import RERANK_DEPTH
+from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenSet
+    from core.models.embeddings import EmbeddingModel
+    from core.models.rerank import Reranker
+    from core.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +122,7 @@ class _TextRerankMemo:
     its measured cost (the call's time shared evenly among the pairs it scored) is charged to
     every setup that reranks the pair. Keyed by text, not chunk id: targets share no ids."""
 
-    def __init__(self, reranker: Any) -> None:
+    def __init__(self, reranker: Reranker) -> None:
         self.reranker = reranker
         self._memo: dict[tuple[str, str], tuple[float, float]] = {}
 
@@ -113,8 +134,6 @@ class _TextRerankMemo:
             RerankError: the reranker failed.
         """
         from dataclasses import replace
-
-        from core.models.rerank import rerank_order
 
         need = list(dict.fromkeys(h.text for h in hits if (question, h.text) not in self._memo))
         if need:
@@ -128,14 +147,12 @@ class _TextRerankMemo:
         return [replace(hits[i], score=pairs[i][0]) for i in order], sum(cost for _, cost in pairs)
 
 
-def _open(specs: Sequence[Any], settings: Any, vectors: Any, status: Callable[[str], None]) -> list[_Opened]:
+def _open(specs: Sequence[Any], settings: Settings, vectors: Any, status: Callable[[str], None]) -> list[_Opened]:
     """Open every target; unreachable or refusing ones are kept with their error.
 
     Raises:
         ConfigError: a bad mapping or location (before any search).
     """
-    from core.targets.open import open_target
-
     out = []
     for spec in specs:
         status(f"opening target {spec.name} ({spec.kind} {spec.index} at {spec.shown_location()})")
@@ -168,15 +185,13 @@ def _describe(opened: Sequence[_Opened], expected: set[str], status: Callable[[s
             o.target = None
 
 
-def _plan(opened: Sequence[_Opened], reranker: Any, options: TargetsOptions) -> list[RunSetup]:
+def _plan(opened: Sequence[_Opened], reranker: Reranker | None, options: TargetsOptions) -> list[RunSetup]:
     """Every setup of every open target, each also reranked (except those the engine's own
     semantic ranker reorders), filtered by ``only`` / ``skip``.
 
     Raises:
         ConfigError: a pattern that matches no setup, or none left.
     """
-    from core.evaluation.retrieval import select_setups
-
     setups: list[RunSetup] = []
     for o in opened:
         if o.target is None:
@@ -220,9 +235,6 @@ def _score(run: RunSetup, hits_by_q: dict[str, list[Any]], search_ms: list[float
            per_setup: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], list[bool]]:
     """One setup's report entry (as ``evaluate`` writes it, with its ``target``) and its
     found-in-top-10 vector at the rank grain."""
-    from core.evaluation.retrieval import _stats_ms, _top
-    from core.metrics.retrieval import GRAINS, evaluate_rankings
-
     retrieved = {qid: [h.retrieved(r) for r, h in enumerate(hits, start=1)] for qid, hits in hits_by_q.items()}
     grains = evaluate_rankings(questions, {qid: [r.chunk for r in rs] for qid, rs in retrieved.items()},
                                grains=GRAINS, ks=KS)
@@ -249,18 +261,14 @@ def _score(run: RunSetup, hits_by_q: dict[str, list[Any]], search_ms: list[float
 
 
 def _pick(entries: Sequence[dict[str, Any]], found: dict[str, list[bool]]) -> dict[str, Any]:
-    from core.evaluation.retrieval import pick_setups
-
     return pick_setups([{"name": e["name"], "found_top10": e["found_top10"], "found_first": e["found_first"],
                          "n_scored": e["n_scored"], "median_ms": e["timings_ms"]["total"]["median"],
                          "found": found[e["name"]]} for e in entries if e["status"] == "ok"])
 
 
-def _reranker(reranker: Any, skipped: list[dict[str, str]]) -> Any:
+def _reranker(reranker: Reranker | str | None, skipped: list[dict[str, str]]) -> Any:
     """The reranker to use (``"default"``: the local cross-encoder), or None with the reason in
     ``skipped``."""
-    from core.models.local import local_reranker
-
     if reranker == "default":
         try:
             reranker = local_reranker()
@@ -294,12 +302,12 @@ def evaluate_targets(
     golden_path: str,
     specs: Sequence[Any],
     *,
-    settings: Any,
+    settings: Settings,
     out_dir: Any,
     docs: str | None = None,
-    golden: Any = None,
-    embedding_model: Any = None,
-    reranker: Any = "default",
+    golden: GoldenSet | None = None,
+    embedding_model: EmbeddingModel | None = None,
+    reranker: Reranker | str = "default",
     store_config: Any = None,
     options: TargetsOptions | None = None,
     on_status: Callable[[str], None] | None = None,
@@ -335,13 +343,6 @@ def evaluate_targets(
         GoldenError: the golden file has errors.
     """
     from pathlib import Path
-
-    from core.evaluation.envelope import envelope, golden_block, labelled_counts
-    from core.evaluation.indexing import cached_model
-    from core.golden import check_golden, read_golden
-    from core.models import CachedEmbeddingModel
-    from core.targets.base import QueryVectors
-    from core.workspace import Workspace
 
     options = options or TargetsOptions()
     status = on_status or (lambda message: logger.info(message))
@@ -399,12 +400,10 @@ def evaluate_targets(
 
 
 def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Sequence[Any], vectors: Any,
-         reranker: Any, options: TargetsOptions, expected: set[str], status: Callable[[str], None],
+         reranker: Reranker | None, options: TargetsOptions, expected: set[str], status: Callable[[str], None],
          timings: dict[str, float]) -> tuple[list[dict[str, Any]], dict[str, list[bool]], dict[str, dict[str, Any]],
                                              str, str]:
     """Embed the questions, search with every setup, score each."""
-    from core.evaluation.retrieval import _progress, choose_rank_grain
-
     held = {d for d in expected if any(o.target is not None and d not in o.missing for o in opened)}
     rank_grain = options.rank_grain or choose_rank_grain(questions, sorted(held))
     reason = ("chosen with --rank-by" if options.rank_grain else
@@ -438,12 +437,8 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
     return entries, found, per_setup, rank_grain, reason
 
 
-def _build(docs: str, model: Any, vectors: Any, out_dir: Any, store_config: Any, options: TargetsOptions,
+def _build(docs: str, model: EmbeddingModel, vectors: Any, out_dir: Any, store_config: Any, options: TargetsOptions,
            status: Callable[[str], None]) -> Any:
-    from core.evaluation.collection_target import CollectionTarget
-    from core.evaluation.indexing import store_config as store_or_default
-    from core.workspace import Workspace
-
     status(f"building ragtune's collection from {docs}")
     return CollectionTarget.build(docs, model=model, out_dir=out_dir,
                                   store_config=store_or_default(store_config or None, Workspace.at(out_dir)),
@@ -452,9 +447,6 @@ def _build(docs: str, model: Any, vectors: Any, out_dir: Any, store_config: Any,
 
 
 def _corpus(built: Any, docs: str | None) -> dict[str, Any] | None:
-    from core.documents import corpus_fingerprint
-    from core.inputs import shown_address
-
     if built is None:
         return None
     return {"path": shown_address(docs), "n_documents": len(built.documents),
@@ -473,8 +465,6 @@ def _indexing(built: Any, model: Any) -> dict[str, Any] | None:
 
 def _versions() -> dict[str, str]:
     from importlib import metadata
-
-    from core.evaluation.retrieval import package_versions
 
     out = package_versions()
     for name in ("azure-search-documents", "qdrant-client", "psycopg"):
@@ -521,8 +511,6 @@ def resolve_gate_setup(report: dict[str, Any], key: str) -> str:
     Raises:
         ConfigError: an unknown target, or a target whose pick names no setup.
     """
-    from core.reports.tables import PICKS
-
     name, slash, pick = key.rpartition("/")
     if not slash or pick not in PICKS:
         return key

@@ -31,9 +31,15 @@ import hashlib
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from core.metrics.retrieval import DEFAULT_KS, TOP_K
+from core.metrics.llm_judge import lost_kind, parse_score
+from core.metrics.retrieval import DEFAULT_KS, Judgement, TOP_K, aggregate, retrieval_scores
+from core.models.spend import carry_spend
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenQuestion
+    from core.models.chat import ChatModel
 
 __all__ = ["LABEL_DEPTH", "RELEVANT_GRADE", "UMBRELA_PROMPT", "format_unjudged", "label_unjudged", "parse_grade",
            "umbrela_messages"]
@@ -81,8 +87,6 @@ def parse_grade(reply: str | None) -> int | None:
     """The grade in a reply: the last ``##final score: N`` (N from 0 to 3), else a reply that
     is a whole number from 0 to 3 alone (``core.metrics.llm_judge.parse_score``); None when
     there is neither."""
-    from core.metrics.llm_judge import parse_score
-
     if not reply:
         return None
     found = _FINAL.findall(reply)
@@ -92,7 +96,7 @@ def parse_grade(reply: str | None) -> int | None:
     return None if parsed.value is None else int(parsed.value)
 
 
-def _golden_relevant(question: Any, hit: Mapping[str, Any]) -> bool:
+def _golden_relevant(question: GoldenQuestion, hit: Mapping[str, Any]) -> bool:
     """A result from an expected page (for a question with page labels) or document."""
     if question.pages:
         pages = set(hit.get("pages") or ([hit["page"]] if hit.get("page") else []))
@@ -105,7 +109,8 @@ def _text_key(text: str) -> str:
 
 
 def label_unjudged(questions: Sequence[Any], tops: Mapping[str, Mapping[str, list[dict[str, Any]]]],
-                   chunks: Sequence[Any], judge: Any, *, depth: int = LABEL_DEPTH, workers: int = 4) -> dict[str, Any]:
+                   chunks: Sequence[Any], judge: ChatModel, *, depth: int = LABEL_DEPTH,
+                   workers: int = 4) -> dict[str, Any]:
     """Grade every setup's top ``depth`` results the golden file does not name, and score the
     setups with those labels (see the module docstring).
 
@@ -123,9 +128,6 @@ def label_unjudged(questions: Sequence[Any], tops: Mapping[str, Mapping[str, lis
         golden_judged@k, holes, golden_only, with_labels}}, labels: [...]}``; ``with_labels``
         is a :class:`core.metrics.retrieval.RetrievalAggregate` dict.
     """
-    from core.metrics.retrieval import Judgement, aggregate, retrieval_scores
-    from core.models.spend import carry_spend
-
     text_of = {c.chunk_id: c.text for c in chunks}
     wanted: dict[tuple[str, str], tuple[str, str]] = {}  # (question id, text key) -> (question, text)
     for q in questions:
@@ -141,8 +143,6 @@ def label_unjudged(questions: Sequence[Any], tops: Mapping[str, Mapping[str, lis
     lock = threading.Lock()
 
     def ask(key: tuple[str, str]) -> None:
-        from core.metrics.llm_judge import lost_kind
-
         query, text = wanted[key]
         try:
             grade, why = parse_grade(judge.chat(umbrela_messages(query, text), temperature=0.0)), "unparseable"

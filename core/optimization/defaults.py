@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from core.optimization.parameters import NO_RERANKER
+from core.rag.template import DEFAULT_CONTEXT_TEMPLATE, DEFAULT_SYSTEM_MESSAGE, DEFAULT_USER_MESSAGE
 
 #: ai4rag's default chunk sizes and overlaps (tokens).
 AI4RAG_CHUNK_SIZES: tuple[int, ...] = (512, 1024, 2048)
@@ -52,8 +53,6 @@ def default_values(
     Returns:
         Parameter name -> its tuple of values, for every parameter of the space.
     """
-    from core.rag.template import DEFAULT_CONTEXT_TEMPLATE, DEFAULT_SYSTEM_MESSAGE, DEFAULT_USER_MESSAGE
-
     lengths = embedding_models
     known = [n for n in lengths.values() if n is not None]
     short = bool(known) and min(known) < AI4RAG_CHUNK_SIZES[0]

@@ -49,6 +49,7 @@ from typing import Any, Literal, Mapping, Sequence
 import numpy as np
 
 from core.errors import ConfigError
+from core.exact import binomial_two_sided
 
 #: The default number of questions of the first rung.
 DEFAULT_MIN_QUESTIONS = 16
@@ -123,8 +124,6 @@ def sign_test(first: Sequence[float | None], second: Sequence[float | None]) -> 
         Dixon and Mood (1946); for 0/1 scores, McNemar's exact test (the p-value of
         ``core.exact.binomial_two_sided``, as ``core.metrics.paired.mcnemar_exact`` computes it).
     """
-    from core.exact import binomial_two_sided
-
     if len(first) != len(second):
         raise ConfigError(f"a paired test needs the same questions, got {len(first)} and {len(second)} scores")
     b = c = 0

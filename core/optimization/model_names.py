@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from core.optimization.space_file import read_space_file
+
 #: The parameters whose values name models.
 MODEL_PARAMETERS: tuple[str, ...] = ("embedding_model", "reranker")
 
@@ -36,8 +38,6 @@ def space_model_names(overrides: Mapping[str, Any] | None = None, space_file: st
     found: dict[str, dict[str, None]] = {name: {} for name in MODEL_PARAMETERS}
     sources: list[Mapping[str, Any]] = [overrides or {}]
     if space_file:
-        from core.optimization.space_file import read_space_file
-
         sources.append(read_space_file(Path(space_file)))
     for space in spaces:
         sources.append({p.name: list(p.values) for p in space.parameters})

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 from core.chunking import CHUNKING_METHODS
 from core.errors import ConfigError
 from core.optimization.configuration import Value
+from core.rag.template import check_template
 
 ParameterKind = Literal["categorical", "integer", "real", "boolean"]
 KINDS: tuple[str, ...] = ("categorical", "integer", "real", "boolean")
@@ -198,8 +199,6 @@ def check_domain(p: Parameter, source: str | None) -> None:
             if not v.strip():  # type: ignore[union-attr]
                 raise ConfigError(f"{where}: model ids must be non-empty")
     elif p.name in ("context_template_text", "user_message_text"):
-        from core.rag.template import check_template  # lazy: keeps this module's import light
-
         fields = (
             {"document": (1, 1), "doc_number": (0, 1)}
             if p.name == "context_template_text"

@@ -31,7 +31,8 @@ import numpy as np
 
 from core.errors import ConfigError
 from core.optimization.configuration import Configuration
-from core.optimization.samplers import Direction, Sampler, _check_direction, _check_optional_positive, sampler_from_dict
+from core.optimization.samplers import (Direction, Sampler, _check_direction, _check_optional_positive,
+                                        sampler_from_dict, untried_indices)
 from core.optimization.space import SearchSpace
 from core.optimization.trial import COMPLETE, FAILED, PENDING, Trial, check_metrics
 
@@ -217,7 +218,6 @@ class Study:
         for config in out:
             self._append(Trial(number=len(self._trials), configuration=config, status=PENDING, round=round_))
         if len(out) < n:  # the sampler gave fewer: the rest uniformly among the untried ones
-            from core.optimization.samplers import untried_indices
 
             untried = untried_indices(self.space, self._trials)
             configs = self.space.valid_configurations()
