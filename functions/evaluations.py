@@ -29,6 +29,9 @@ import logging
 import azure.durable_functions as df
 import azure.functions as func
 
+from core.errors import ConfigError
+from core.reports import new_run_id
+from core.settings import Settings
 from functions.shared import json_response, read_status, runtime_status
 
 logger = logging.getLogger(__name__)
@@ -43,10 +46,7 @@ async def start_target_evaluation(req: func.HttpRequest, client: df.DurableOrche
     400 with every problem of the body, 500 when the settings are invalid."""
     from urllib.parse import urlsplit
 
-    from core.errors import ConfigError
     from core.experiment.target_requests import parse_target_request, store_request
-    from core.reports import new_run_id
-    from core.settings import Settings
     from core.targets.spec import configured_targets
 
     try:
@@ -93,7 +93,6 @@ def target_evaluation_orchestrator(context: df.DurableOrchestrationContext):
 def evaluate_target_request(ref: dict) -> dict:
     """``core.experiment.target_requests.run_stored_request`` of ``{"run_id"}``."""
     from core.experiment.target_requests import run_stored_request
-    from core.settings import Settings
 
     settings = Settings.from_env()
     return run_stored_request(settings.report_store().files, ref["run_id"], settings)

@@ -49,12 +49,21 @@ import json
 import logging
 import threading
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import azure.durable_functions as df
 import azure.functions as func
 
-from functions.shared import error, json_response, read_status, runtime_status, valid_id
+from core.errors import ConfigError, RagtuneError, StoreError
+from core.redaction import without_locations
+from core.reports import new_run_id
+from core.settings import Settings
+from functions.shared import (answer, error, json_response, logged, read_status, runtime_status, shown, start_once,
+                              valid_id)
+
+if TYPE_CHECKING:
+    from core.experiment.types import EvaluationRequest
+    from core.reports.store import ReportStore
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +73,6 @@ __all__ = ["bp", "runtime_status"]
 
 
 def _settings() -> Any:
-    from core.settings import Settings
-
     return Settings.from_env()
 
 
@@ -73,7 +80,7 @@ _FILES: tuple[Any, Any] | None = None
 _FILES_LOCK = threading.Lock()
 
 
-def _report_files(settings: Any) -> Any:
+def _report_files(settings: Settings) -> Any:
     """The report store's ``Files`` for ``settings``, one object while the settings stay the
     same: its HTTP connections, and what ``core.experiment`` remembers of each experiment,
     serve every message of the process."""
@@ -84,7 +91,7 @@ def _report_files(settings: Any) -> Any:
         return _FILES[1]
 
 
-def _experiment(experiment_id: str, settings: Any = None) -> Any:
+def _experiment(experiment_id: str, settings: Settings | None = None) -> Any:
     from core.experiment import Experiment
 
     return Experiment(_report_files(settings or _settings()), experiment_id)
@@ -97,9 +104,7 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     """``POST /api/experiments``: start an experiment; 202 with ``{"id", "status_url",
     "report_url"}`` (and ``Location``: the status URL), 400 with every problem of the body, 500
     when the settings are invalid."""
-    from core.errors import ConfigError
     from core.experiment.requests import check_request_space, parse_experiment_request
-    from core.reports import new_run_id
 
     try:
         body = json.loads(req.get_body().decode("utf-8-sig"))  # a byte-order mark is allowed
@@ -108,8 +113,6 @@ async def start_experiment(req: func.HttpRequest, client: df.DurableOrchestratio
     try:
         settings = _settings()
     except ConfigError as exc:
-        from functions.shared import logged, shown
-
         logger.error("the app's settings are invalid: %s", logged(exc))
         return json_response({"errors": [f"the app's settings are invalid: {shown(exc)}"]}, 500)
     request, errors = parse_experiment_request(body, remote_only=True, blob_endpoint=settings.blob_endpoint())
@@ -155,9 +158,7 @@ async def resume_experiment(req: func.HttpRequest, client: df.DurableOrchestrati
     nothing is stored under the id; 400 for a bad id; 500 (one line) when the Durable client,
     the settings or the store fail.
     """
-    from core.errors import ConfigError, StoreError
     from core.experiment.orchestration import resume_plan
-    from functions.shared import start_once
 
     experiment_id = req.route_params.get("experiment_id")
     if not valid_id(experiment_id):
@@ -255,7 +256,7 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
     return None
 
 
-def _activity(context: Any, name: str, data: Any, status: dict | None = None):
+def _activity(context: df.DurableOrchestrationContext, name: str, data: Any, status: dict | None = None):
     """Call activity ``name`` with the retry policy (``core.experiment.orchestration``) and
     return its result; when it failed on every try, set the ``failed`` custom status (the
     progress in ``status`` kept) and raise its error."""
@@ -266,7 +267,6 @@ def _activity(context: Any, name: str, data: Any, status: dict | None = None):
         return (yield context.call_activity_with_retry(
             name, df.RetryOptions(ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS), data))
     except Exception as exc:  # noqa: BLE001 - said in the status, then raised: the orchestration ends Failed
-        from core.redaction import without_locations
 
         reason = cut_text(without_locations(str(exc).split("\n", 1)[0].strip()) or type(exc).__name__, 300)
         context.set_custom_status({**(status or {}), "phase": "failed", "step": name,
@@ -274,7 +274,8 @@ def _activity(context: Any, name: str, data: Any, status: dict | None = None):
         raise
 
 
-def _wait_for_round(context: Any, keys: list[str], timeout_s: Any, names: list[Any] | None = None):
+def _wait_for_round(context: df.DurableOrchestrationContext, keys: list[str], timeout_s: Any,
+                    names: list[Any] | None = None):
     """Wait for one completion event per key (``names``, else ``evaluated-<key>``), or until
     ``timeout_s`` (None: no limit).
 
@@ -304,7 +305,6 @@ def prepare_experiment(request: dict) -> dict:
     by the starter) or of a whole request: ``Prepared.to_dict()``, or ``{"error": short
     reason}`` (full text beside the experiment) when the golden file, the documents, the space
     or the settings are unusable; a storage failure raises (the activity is retried)."""
-    from core.errors import RagtuneError, StoreError
     from core.experiment import cut_text
     from core.experiment.prepare import prepare_request
 
@@ -399,7 +399,7 @@ def write_experiment_report(ref: dict) -> dict:
 _EVALUATOR: Any = None
 
 
-def _evaluator(settings: Any) -> Any:
+def _evaluator(settings: Settings) -> Any:
     """The process's ``StoredEvaluator`` (it keeps the last experiment's corpus loaded)."""
     global _EVALUATOR
     from core.experiment.prepare import StoredEvaluator
@@ -461,7 +461,7 @@ async def evaluation_poisoned(msg: func.QueueMessage, client: df.DurableOrchestr
     await _raise(client, request)
 
 
-async def _raise(client: Any, request: Any) -> None:
+async def _raise(client: df.DurableOrchestrationClient, request: EvaluationRequest) -> None:
     """Raise ``evaluated-<key>`` (data: the key) on the experiment's orchestration; one that is
     gone (ended or purged) is logged, not retried."""
     from core.experiment.types import evaluated_event
@@ -483,13 +483,11 @@ def get_experiment(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/experiments/{experiment_id}``: the final report when written, else the report
     so far (``complete`` False; per-configuration results included). 400 for a bad id, 404
     for an unknown one."""
-    from functions.shared import answer
-
     experiment_id = req.route_params.get("experiment_id")
     if not valid_id(experiment_id):
         return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
 
-    def read(store: Any) -> func.HttpResponse:
+    def read(store: ReportStore) -> func.HttpResponse:
         from core.experiment import Experiment
 
         report = Experiment(store.files, experiment_id).current_report()
@@ -525,8 +523,6 @@ async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchest
 def _without_locations(value: Any, depth: int = 0) -> Any:
     """``value`` (JSON) with every string through ``core.redaction.without_locations``: a
     failed orchestration's output and status say what failed, not where."""
-    from core.redaction import without_locations
-
     if isinstance(value, str):
         return without_locations(value)
     if depth > 8:

@@ -28,8 +28,10 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from core.settings import golden_trigger_source
-from functions.shared import GOLDEN_CHECKS_PREFIX
+from core.errors import ConfigError, GoldenError, RagtuneError
+from core.redaction import without_locations
+from core.settings import Settings, golden_trigger_source
+from functions.shared import GOLDEN_CHECKS_PREFIX, logged, shown, start_once
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +48,6 @@ def check_golden_http(req: func.HttpRequest) -> func.HttpResponse:
     Status: 200 when the file can be run, 422 when it has errors, 413 when the body is larger
     than ``RAGTUNE_GOLDEN_MAX_BYTES``, 400 for a ``name`` parameter that is not a file name.
     """
-    from core.settings import Settings
-
     max_bytes = Settings.from_env().golden_max_bytes
     body = req.get_body()
     if len(body) > max_bytes:
@@ -74,11 +74,7 @@ def _json_response(body: Any, status: int) -> func.HttpResponse:
 
 def _golden_request(req: func.HttpRequest, kind: str) -> func.HttpResponse:
     """Parse, run and answer a template or suggestion request (see ``core.golden.requests``)."""
-    from core.errors import ConfigError, GoldenError, RagtuneError
     from core.golden.requests import OutputExistsError, parse_golden_request, run_golden_request
-    from core.redaction import without_locations
-    from core.settings import Settings
-    from functions.shared import logged, shown
 
     try:
         body = json.loads(req.get_body().decode("utf-8-sig"))
@@ -173,7 +169,6 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     import hashlib
 
     from core.golden.checks import check_key, check_upload, delivered_version, is_current, store_check
-    from core.settings import Settings
 
     name = blob_name(blob.name)
     settings = Settings.from_env()
@@ -232,7 +227,6 @@ def _check_spec(data: bytes, settings: Any) -> dict:
 async def _start_experiment(name: str, check: dict, settings: Any, client: Any) -> dict | None:
     """Start the experiment of the ``experiment.json`` beside golden blob ``name``, once."""
     from core.experiment.requests import golden_instance_id
-    from functions.shared import start_once
 
     container = settings.golden_container
     spec_key = posixpath.join(posixpath.dirname(name), EXPERIMENT_SPEC)

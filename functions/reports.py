@@ -28,7 +28,12 @@ from typing import Any, Callable
 
 import azure.functions as func
 
+from core.errors import ConfigError, NotStoredError, StoreError
+from core.redaction import without_locations
+from core.reports.keys import GOLDEN_PREFIX
+from core.settings import Settings
 from functions.shared import answer, error, json_response, valid_id  # noqa: F401 - shared with the other modules
+from functions.shared import logged, shown
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +45,6 @@ MAX_LIMIT = 500
 
 def _load_run(store: Any, run_id: str) -> dict | None:
     """The run's report, or None when no run has that id (``latest``: when none is stored)."""
-    from core.errors import NotStoredError
-
     try:
         return store.load_run(run_id)
     except NotStoredError:
@@ -98,8 +101,6 @@ def get_run_golden(req: func.HttpRequest) -> func.HttpResponse:
 
     404 when the run is unknown or its golden file was not stored.
     """
-    from core.reports.keys import GOLDEN_PREFIX
-
     run_id = req.route_params.get("run_id")
     if not valid_id(run_id):
         return error("run id may only hold letters, digits, '_', '.' and '-'", 400)
@@ -152,18 +153,14 @@ def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
 def page_response(build: Callable[[], str]) -> func.HttpResponse:
     """``build()``'s page as ``text/html; charset=utf-8`` with the pages' CSP; a missing id is
     404, a store that cannot be read 500, each as a short page (the trace goes to the log)."""
-    from core.errors import ConfigError, NotStoredError, StoreError
     from core.reports.pages import PAGE_HEADERS, PAGE_MEDIA_TYPE
     from core.reports.pages.site import error_page
-    from functions.shared import logged, shown
 
     def page(html: str, status: int) -> func.HttpResponse:
         return func.HttpResponse(html, status_code=status, mimetype="text/html", charset="utf-8",
                                  headers={**PAGE_HEADERS, "Content-Type": PAGE_MEDIA_TYPE})
 
     def settings() -> Any:
-        from core.settings import Settings
-
         try:
             return Settings.from_env()
         except ConfigError:
@@ -172,8 +169,6 @@ def page_response(build: Callable[[], str]) -> func.HttpResponse:
     try:
         return page(build(), 200)
     except NotStoredError as exc:
-        from core.redaction import without_locations
-
         current = settings()
         return page(error_page(404, without_locations(str(exc), current and current.shown_locations())), 404)
     except (ConfigError, StoreError) as exc:
@@ -190,7 +185,6 @@ def run_page(req: func.HttpRequest) -> func.HttpResponse:
     id, 404 for an unknown one."""
     from core.reports.pages import run_page as build
     from core.reports.pages.site import function_links
-    from core.settings import Settings
 
     run_id = req.route_params.get("run_id")
     if not valid_id(run_id):
@@ -204,7 +198,6 @@ def experiment_page(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/experiments/{experiment_id}/page``: the experiment's page, finished or running."""
     from core.reports.pages import experiment_page as build
     from core.reports.pages.site import function_links
-    from core.settings import Settings
 
     experiment_id = req.route_params.get("experiment_id")
     if not valid_id(experiment_id):
@@ -219,7 +212,6 @@ def history_page(req: func.HttpRequest) -> func.HttpResponse:
     400 without ``golden`` or with one over 1,024 characters or with control characters."""
     from core.reports.pages import history_page as build
     from core.reports.pages.site import function_links
-    from core.settings import Settings
 
     golden = (req.params.get("golden") or "").strip()
     if not golden or len(golden) > 1024 or any(ord(c) < 32 or ord(c) == 127 for c in golden):

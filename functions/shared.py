@@ -8,11 +8,18 @@ import asyncio
 import json
 import logging
 import weakref
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import azure.functions as func
 
+from core.errors import ConfigError, StoreError
+from core.redaction import shown_reason, without_secrets
+from core.reports.files import is_safe_id
 from core.reports.keys import GOLDEN_CHECKS_PREFIX  # the store prefix of golden checks, for the function modules
+from core.settings import Settings
+
+if TYPE_CHECKING:
+    from azure.durable_functions import DurableOrchestrationClient
 
 logger = logging.getLogger(__name__)
 
@@ -30,34 +37,25 @@ def error(message: str, status: int) -> func.HttpResponse:
 
 def valid_id(value: str | None) -> bool:
     """Whether ``value`` is a safe id (``core.reports.files.is_safe_id``)."""
-    from core.reports.files import is_safe_id
-
     return is_safe_id(value)
 
 
-def shown(exc: BaseException, settings: Any = None, named: dict[str, str] | None = None) -> str:
+def shown(exc: BaseException, settings: Settings | None = None, named: dict[str, str] | None = None) -> str:
     """``exc`` as an answer may say it: one line, what failed and not where
     (``core.redaction.shown_reason``; the places ``settings`` point at and ``named`` are named,
     any other URL or path is ``<location>``)."""
-    from core.redaction import shown_reason
-
     places = dict(settings.shown_locations()) if settings is not None else {}
     return shown_reason(exc, {**places, **(named or {})})
 
 
 def logged(exc: BaseException) -> str:
     """``exc``'s full text for the log, credentials masked (``core.redaction.without_secrets``)."""
-    from core.redaction import without_secrets
-
     return without_secrets(f"{type(exc).__name__}: {exc}")
 
 
 def answer(read: Callable[[Any], func.HttpResponse]) -> func.HttpResponse:
     """Open the report store and call ``read(store)``; store and settings errors become JSON
     that says what failed, not where (the detail goes to the log)."""
-    from core.errors import ConfigError, StoreError
-    from core.settings import Settings
-
     settings = None
     try:
         settings = Settings.from_env()
@@ -80,7 +78,7 @@ def runtime_status(status: Any) -> str | None:
     return None if runtime is None else str(getattr(runtime, "value", runtime))
 
 
-async def read_status(client: Any, instance_id: str | None, id_label: str,
+async def read_status(client: DurableOrchestrationClient, instance_id: str | None, id_label: str,
                       kind: str) -> tuple[Any, func.HttpResponse | None]:
     """``(get_status answer, None)`` for an orchestration, or ``(None, the error answer)``: 400
     when ``instance_id`` is not a valid id ("{id_label} may only hold ..."), 500 (one line,
@@ -103,7 +101,7 @@ ORCHESTRATOR = "experiment_orchestrator"
 _STARTING: "weakref.WeakValueDictionary[str, asyncio.Lock]" = weakref.WeakValueDictionary()
 
 
-async def start_once(client: Any, instance_id: str, client_input: Any,
+async def start_once(client: DurableOrchestrationClient, instance_id: str, client_input: Any,
                      before_start: Callable[[], None] | None = None) -> tuple[bool, str | None]:
     """Start the experiment orchestrator under ``instance_id`` unless an orchestration that has
     it is running or completed (``core.experiment.orchestration.start_refusal``): the status is

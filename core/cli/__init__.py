@@ -4,7 +4,9 @@ The parser is in :mod:`core.cli.parser`, the entry in :mod:`core.cli.command`, a
 of commands in its own module (:mod:`~core.cli.golden`, :mod:`~core.cli.evaluate`,
 :mod:`~core.cli.studies`, :mod:`~core.cli.targets`, :mod:`~core.cli.app`,
 :mod:`~core.cli.optimize`, :mod:`~core.cli.reports`). Importing the package imports no heavy
-library: each command imports what it needs when it runs.
+library and none of the workflows: each command imports what it needs when it runs (the
+workflows and what they import take seconds, ``ragtune --help`` a fraction of one), so those
+imports stay inside the command functions.
 
 Exit codes: 0 success; 1 the input has errors (a golden file that cannot be run, a missing
 report); 2 bad command-line usage (argparse's own); 3 ``optimize`` finished but every

@@ -5,12 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from core.cli.common import (EXIT_ALL_FAILED, _branch, _output, _print_json, _print_report, _print_warnings,
                              _write_page)
 from core.errors import ConfigError
 from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.evaluation.app_config import AppConfig
+    from core.golden.types import GoldenSet
+    from core.reports.files import Files
+    from core.settings import Settings
 
 
 def _app_overrides(items: Sequence[str] | None) -> dict[str, Any]:
@@ -48,7 +54,7 @@ def _app_setup(args: argparse.Namespace, url: str | None = None) -> tuple[Any, A
     return settings, config, out, files, where
 
 
-def _judge_for_app(settings: Any, args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
+def _judge_for_app(settings: Settings, args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
     """``(judge or None, the reply cache)``: the judge keeps its replies in the cache too."""
     from core.models import CachedChatModel, EmbeddingCache
 
@@ -57,7 +63,8 @@ def _judge_for_app(settings: Any, args: argparse.Namespace, out: Path) -> tuple[
     return (CachedChatModel(judge, cache) if judge is not None else None), cache
 
 
-def _ask_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, golden: Any) -> dict[str, Any]:
+def _ask_app(args: argparse.Namespace, settings: Settings, config: AppConfig, out: Path,
+             golden: GoldenSet) -> dict[str, Any]:
     """Run :func:`core.evaluation.app.evaluate_app` with the command's options, a progress bar
     on a terminal."""
     from tqdm.auto import tqdm
@@ -75,7 +82,7 @@ def _ask_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, go
                             judge_repeat=args.judge_repeat, on_turn=progress)
 
 
-def _store_app_run(report: dict[str, Any], golden: Any, files: Any, where: str) -> None:
+def _store_app_run(report: dict[str, Any], golden: GoldenSet, files: Files, where: str) -> None:
     from core.evaluation.app_report import save_app_run
     from core.reports import ReportStore, new_run_id
 
@@ -140,7 +147,7 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dry_run_app(args: argparse.Namespace, settings: Any, config: Any, out: Path, golden: Any) -> int:
+def _dry_run_app(args: argparse.Namespace, settings: Settings, config: AppConfig, out: Path, golden: GoldenSet) -> int:
     """Print what ``evaluate-app`` would send (:func:`core.evaluation.dry_run.plan_app`); 0."""
     from core.evaluation.dry_run import plan_app
 

@@ -8,10 +8,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from core.errors import ConfigError
 from core.text import plural
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenSet
+    from core.models.costs import CostPlan
+    from core.settings import Settings
 
 
 DEFAULT_OUT = "ragtune-out"
@@ -41,7 +46,7 @@ def _write_page(path: str, html: str) -> None:
     print(f"wrote page {path}", file=sys.stderr)
 
 
-def _print_plan(args: argparse.Namespace, plan: Any, settings: Any) -> int:
+def _print_plan(args: argparse.Namespace, plan: CostPlan, settings: Settings) -> int:
     """Print a ``--dry-run`` plan (as JSON with ``--json`` when the command has it); 0."""
     if getattr(args, "json", False):
         _print_json(plan.to_dict(settings.prices))
@@ -63,7 +68,7 @@ def _print_warnings(warnings: list[dict[str, Any]], path: str, most: int = 10) -
         print(f"  ... and {len(warnings) - most} more in the report", file=sys.stderr)
 
 
-def _output(address: str | None, settings: Any) -> tuple[Path, Any, str]:
+def _output(address: str | None, settings: Settings) -> tuple[Path, Any, str]:
     """``(working folder, report store Files, where as shown)`` for ``--out``: a folder is
     both; an ``s3://`` or Blob address holds the reports while caches and Milvus Lite stay in
     the local ``$RAGTUNE_OUT_DIR`` (or ``ragtune-out``)."""
@@ -99,7 +104,7 @@ def _chunk_overlap(args: argparse.Namespace) -> int:
     return default_overlap(_chunk_size(args)) if args.chunk_overlap is None else args.chunk_overlap
 
 
-def _check_expected_documents(golden: Any, docs: str) -> None:
+def _check_expected_documents(golden: GoldenSet, docs: str) -> None:
     """Stop before any work when none of the golden file's expected documents is in ``docs``.
 
     Raises:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from core.cli.common import (_branch, _check_expected_documents, _chunk_overlap, _chunk_size, _output, _print_json,
                              _print_plan, _print_warnings)
@@ -13,6 +13,11 @@ from core.cli.gate import _baseline, _gate_exit
 from core.cli.models import _settings, evaluation_models
 from core.cli.targets import _evaluate_targets
 from core.errors import ConfigError, GoldenError
+
+if TYPE_CHECKING:
+    from core.evaluation.retrieval import EvaluateOptions
+    from core.golden.types import GoldenSet
+    from core.settings import Settings
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -100,7 +105,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return _gate_exit(verdict)
 
 
-def _dry_run_evaluate(args: argparse.Namespace, settings: Any, options: Any, golden: Any, models: Sequence[Any]) -> int:
+def _dry_run_evaluate(args: argparse.Namespace, settings: Settings, options: EvaluateOptions, golden: GoldenSet,
+                      models: Sequence[Any]) -> int:
     """Print what ``evaluate`` would send to chat models and judges
     (:func:`core.evaluation.dry_run.plan_evaluate`); 0. Nothing is loaded, indexed or sent."""
     from core.evaluation.dry_run import plan_evaluate

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from core.evaluation.gate import GateVerdict
+    from core.reports.store import ReportStore
 
 
 def _threshold(text: str) -> Any:
@@ -20,7 +24,7 @@ def _threshold(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-under ")) from None
 
 
-def _gate_exit(verdict: Any) -> int:
+def _gate_exit(verdict: GateVerdict | None) -> int:
     """Print the gate's findings (a :class:`core.evaluation.gate.GateVerdict`, or None for no
     gate) and return the exit code: 0 without a gate."""
     if verdict is None:
@@ -32,7 +36,7 @@ def _gate_exit(verdict: Any) -> int:
     return verdict.exit_code
 
 
-def _baseline(args: argparse.Namespace, store: Any, golden_sha256: str, branch: str | None,
+def _baseline(args: argparse.Namespace, store: ReportStore, golden_sha256: str, branch: str | None,
               targets: tuple[str, ...] | None = None) -> tuple[Any, str | None]:
     """``(baseline or None, note)`` for ``--baseline`` (:mod:`core.evaluation.gate`'s rules),
     found before any work so a bad name stops the run at once; ``targets``: the sorted names

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -20,7 +23,7 @@ def _settings(args: argparse.Namespace) -> Any:
     return replace(settings, allow_model_download=True) if getattr(args, "allow_download", False) else settings
 
 
-def evaluation_models(settings: Any, names: Sequence[str] | None) -> list[Any]:
+def evaluation_models(settings: Settings, names: Sequence[str] | None) -> list[Any]:
     """The embedding models ``--embedding-model`` names (each a comma-separated list of ids
     of ``Settings.embedding_models``, or of ``hf:ORG/NAME[@REVISION]`` and ``onnx:PATH``
     names), or the configured one.

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import EXIT_ALL_FAILED, _check_expected_documents, _output, _print_json, _print_plan
 from core.cli.formats import format_experiment
 from core.cli.models import _settings
-from core.errors import ConfigError
+from core.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from core.reports.files import Files
 
 
-def _space_models(args: argparse.Namespace, files: Any) -> dict[str, list[str]]:
+def _space_models(args: argparse.Namespace, files: Files) -> dict[str, list[str]]:
     """The ``hf:`` and ``onnx:`` model names ``optimize``'s space holds (``--set``, ``--space``
     and, resuming, the stored experiment's space), by parameter (``embedding_model``,
     ``reranker``), to be built before the space is checked.
@@ -29,7 +32,6 @@ def _space_models(args: argparse.Namespace, files: Any) -> dict[str, list[str]]:
     endpoints = {*RERANK_PROVIDERS, "openai"}  # the prefixes of endpoint models' ids
     spaces = []
     if args.resume:
-        from core.errors import StoreError
         from core.experiment.engine import Experiment
 
         try:

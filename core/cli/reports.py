@@ -6,12 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import _output, _print_json, _print_report
 from core.cli.formats import format_experiment, format_report
-from core.errors import ConfigError
+from core.errors import ConfigError, StoreError
 from core.text import plural
+
+if TYPE_CHECKING:
+    from core.reports.files import Files
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -26,7 +29,6 @@ def cmd_report(args: argparse.Namespace) -> int:
             experiments), or an experiment that stopped before writing its report (a page
             of it is still written with ``--html``).
     """
-    from core.errors import StoreError
     from core.reports import ReportStore
     from core.reports.keys import EXPERIMENTS_PREFIX
     from core.settings import Settings
@@ -82,7 +84,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_chunking(args: argparse.Namespace, files: Any, where: str) -> bool:
+def _report_chunking(args: argparse.Namespace, files: Files, where: str) -> bool:
     """``ragtune report ID`` for a stored chunking comparison or sweep: its page with
     ``--html``, its JSON with ``--json``, else its text as ``compare-chunking`` / ``sweep``
     print it. False when ``args.run`` names neither.

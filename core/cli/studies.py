@@ -6,12 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from core.cli.common import (_check_expected_documents, _chunk_overlap, _chunk_size, _csv, _csv_ints, _print_json,
                              _print_plan)
 from core.cli.models import _settings
 from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 
 def _search_setups(names: list[str]) -> list[Any]:
@@ -122,7 +125,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                          lambda r: f"{format_sweep(r, markdown=args.markdown)}\n\nreport: {r['location']}")
 
 
-def _cutoff_reranker(settings: Any, measure: str) -> Any:
+def _cutoff_reranker(settings: Settings, measure: str) -> Any:
     """The configured reranker (``RAGTUNE_RERANK_*``), checked before any work, when ``measure``
     is ``relevance``; else None.
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import _branch, _chunk_overlap, _chunk_size, _print_json, _print_warnings
 from core.cli.formats import format_report
 from core.cli.gate import _baseline, _gate_exit
 from core.cli.models import evaluation_models
+
+if TYPE_CHECKING:
+    from core.reports.files import Files
+    from core.settings import Settings
 
 
 def target_specs(args: argparse.Namespace) -> list[Any]:
@@ -28,7 +32,7 @@ def target_specs(args: argparse.Namespace) -> list[Any]:
     return specs
 
 
-def _evaluate_targets(args: argparse.Namespace, settings: Any, out: Path, files: Any, where: str,
+def _evaluate_targets(args: argparse.Namespace, settings: Settings, out: Path, files: Files, where: str,
                       thresholds: list[Any]) -> int:
     """``ragtune evaluate --golden FILE --target ... [--targets FILE] [--docs DIR]``: every setup
     of every target in one report (``core.evaluation.targets``); the gate checks ``--setup``

@@ -21,6 +21,8 @@ SUBCOMMANDS = ("check", "evaluate", "evaluate-app", "compare-apps", "optimize", 
 #: Libraries that take seconds or hundreds of megabytes to import (DESIGN.md, rule 7).
 HEAVY = ("unitxt", "pygam", "pymilvus", "torch", "onnxruntime", "plotly", "qdrant_client", "azure.search",
          "azure.functions", "psycopg", "boto3", "pandas", "transformers", "sentence_transformers")
+#: The packages of the workflows (numpy, jsonschema and most of ``core``: seconds to import).
+WORKFLOWS = ("core.evaluation", "core.experiment", "core.golden", "core.metrics", "core.models", "core.vectorstores")
 
 
 def _subcommands() -> tuple[str, ...]:
@@ -68,6 +70,10 @@ def test_importing_the_command_loads_no_heavy_library():
     for stage, modules in loaded.items():
         heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
         assert heavy == [], f"after {stage}: {heavy}"
+    # nor the workflows, which each command imports when it runs (the parser reads a few defaults
+    # of golden authoring: that is after the import)
+    workflows = sorted(m for m in loaded["import"] if m.startswith(WORKFLOWS))
+    assert workflows == [], workflows
 
 
 def test_python_m_core_cli_runs_the_command():
