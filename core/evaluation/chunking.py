@@ -64,6 +64,8 @@ if TYPE_CHECKING:
     from core.golden.types import GoldenQuestion
     from core.models.chat import ChatModel
     from core.models.embeddings import EmbeddingModel
+    from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 logger = logging.getLogger(__name__)
 
@@ -310,7 +312,7 @@ def compare_chunking(
     *,
     out_dir: str | Path,
     embedding_model: EmbeddingModel | None = None,
-    vector_store_config: Any = None,
+    vector_store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig | None = None,
     options: CompareOptions | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the chunking comparison (module docstring); nothing is stored.

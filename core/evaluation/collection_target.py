@@ -33,6 +33,8 @@ from core.workspace import Workspace
 if TYPE_CHECKING:
     from core.models.embeddings import EmbeddingModel
     from core.vectorstores.base import VectorStore
+    from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 
 class _QueryModel:
@@ -89,7 +91,8 @@ class CollectionTarget:
         self._description = description
 
     @classmethod
-    def build(cls, docs: str | Path, *, model: EmbeddingModel, out_dir: str | Path, store_config: Any,
+    def build(cls, docs: str | Path, *, model: EmbeddingModel, out_dir: str | Path,
+              store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig,
               vectors: QueryVectors,
               chunking: tuple[str, int, int] = ("recursive", 256, 32), embed_title: bool = True,
               show_progress: bool = True, on_status: Callable[[str], None] | None = None,

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from core.models.embeddings import EmbeddingModel
     from core.models.rerank import Reranker
     from core.vectorstores.base import VectorStore
+    from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +197,7 @@ def answer_cutoff(
     measure: str = "similarity",
     reranker: Reranker | None = None,
     embedding_model: EmbeddingModel | None = None,
-    vector_store_config: Any = None,
+    vector_store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig | None = None,
 ) -> dict[str, Any]:
     """Find the answer cut-off of one setup (module docstring).
 

@@ -25,6 +25,8 @@ from core.vectorstores import MilvusLiteConfig, collection_name_for, get_vector_
 if TYPE_CHECKING:
     from core.models.embeddings import EmbeddingModel
     from core.vectorstores.base import VectorStore
+    from core.vectorstores.milvus import MilvusConfig
+    from core.vectorstores.pgvector import PGVectorConfig
     from core.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -79,7 +81,8 @@ def cached_model(model: EmbeddingModel, workspace: "Workspace",
     return CachedEmbeddingModel(model, cache if cache is not None else open_cache(workspace))
 
 
-def store_config(config: Any, workspace: "Workspace") -> Any:
+def store_config(config: MilvusLiteConfig | MilvusConfig | PGVectorConfig | None,
+                 workspace: "Workspace") -> MilvusLiteConfig | MilvusConfig | PGVectorConfig:
     """``config`` (a vector store configuration), or Milvus Lite in the workspace
     (``<root>/milvus.db``) when it is None."""
     return config if config is not None else MilvusLiteConfig(workspace.milvus_lite)
@@ -166,7 +169,8 @@ def build_index(store: VectorStore, chunks: Sequence[Any], model: EmbeddingModel
 
 
 @contextmanager
-def scratch_index(model: EmbeddingModel, config: Any, name: str, chunks: Sequence[Any], *, build_key: str = "",
+def scratch_index(model: EmbeddingModel, config: MilvusLiteConfig | MilvusConfig | PGVectorConfig, name: str,
+                  chunks: Sequence[Any], *, build_key: str = "",
                   failures: list[dict[str, Any]] | None = None) -> Iterator[tuple[Any, IndexBuild]]:
     """A scratch collection ``name`` holding ``chunks``, built afresh (:func:`build_index`),
     searched inside the ``with`` block and dropped after it (``compare-chunking``, ``sweep``).

@@ -55,9 +55,12 @@ from core.workspace import Workspace
 
 if TYPE_CHECKING:
     from core.golden.types import GoldenSet
+    from core.metrics.retrieval import Judgement
     from core.models.embeddings import EmbeddingModel
     from core.models.rerank import Reranker
     from core.vectorstores.base import VectorStore
+    from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 logger = logging.getLogger(__name__)
 
@@ -460,7 +463,7 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def _top(hits: Sequence[Any], judgement: Any) -> list[dict[str, Any]]:
+def _top(hits: Sequence[Any], judgement: Judgement | None) -> list[dict[str, Any]]:
     """The results kept per question and setup: ids and scores, not texts. ``page`` is the
     chunk's first page and ``pages`` every page it spans (a chunk crossing a page break hits
     an expected page it ends on)."""
@@ -758,7 +761,7 @@ def evaluate_retrieval(
     *,
     out_dir: str | Path,
     embedding_model: EmbeddingModel | None = None,
-    vector_store_config: Any = None,
+    vector_store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig | None = None,
     options: EvaluateOptions | None = None,
     on_status: Callable[[str], None] | None = None,
     golden: GoldenSet | None = None,
@@ -879,7 +882,7 @@ def _usable_reranker(reranker: Reranker | str | None, skipped_setups: list[dict[
     return reranker
 
 
-def _open_stores(run: _RetrievalRun, vector_store_config: Any) -> None:
+def _open_stores(run: _RetrievalRun, vector_store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig) -> None:
     """Open the cache and the vector store before the slow steps, so a locked, broken or
     unreachable store fails at once."""
     run.cache = open_cache(run.workspace)
@@ -1017,7 +1020,7 @@ def _search_and_score(run: _RetrievalRun) -> tuple[dict[str, Any], Any, Any]:
     return picks, _unjudged(run), _answers(run, picks)
 
 
-def _scored_setup(run: _RetrievalRun, setup: Any, stage: _FirstStage, memo: "_RerankMemo | None",
+def _scored_setup(run: _RetrievalRun, setup: EvalSetup, stage: _FirstStage, memo: "_RerankMemo | None",
                   query_ms: dict[str, list[float]]) -> dict[str, Any]:
     """One setup's report entry: its hits kept (reranked when it reranks), its metrics at every
     grain and slice, its counts found and its latencies; fills the run's per-question rows."""

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from core.models.embeddings import EmbeddingModel
     from core.optimization.space import SearchSpace
     from core.vectorstores.base import SearchSetup, VectorStore
+    from core.vectorstores.milvus import MilvusConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +220,8 @@ class EvaluationContext:
     _chunk_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def vector_store(self, model: EmbeddingModel, config: Any, collection: str, *, keyword_index: bool = True) -> Any:
+    def vector_store(self, model: EmbeddingModel, config: MilvusLiteConfig | MilvusConfig | PGVectorConfig,
+                     collection: str, *, keyword_index: bool = True) -> Any:
         """The store of ``collection`` (``core.vectorstores.get_vector_store``; a collection it
         creates gets a keyword index when ``keyword_index``); Milvus Lite stores share one
         client per database folder, since only one client may open it, so evaluations in
@@ -231,7 +234,7 @@ class EvaluationContext:
         return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index,
                                  legs=self.legs)
 
-    def _lite_client(self, config: Any, open_client: Any, *, early: bool = False) -> Any:
+    def _lite_client(self, config: MilvusLiteConfig, open_client: Any, *, early: bool = False) -> Any:
         """The shared client of Milvus Lite database ``config.uri``, opened by the first thread
         that asks (the others wait for it, without holding the context's lock meanwhile); a
         failed open is forgotten, so the next call tries again. A thread that waited for an
@@ -282,7 +285,7 @@ class EvaluationContext:
 
         threading.Thread(target=open_now, name="ragtune-open-store", daemon=True).start()
 
-    def new_store_opening(self, config: Any) -> bool:
+    def new_store_opening(self, config: MilvusLiteConfig | MilvusConfig | PGVectorConfig) -> bool:
         """True when ``config`` is a Milvus Lite database this context is still opening and
         that did not exist before this context opened it: no collection in it can be reused
         (those this context built since have their vectors in the embedding cache), so an
@@ -750,7 +753,8 @@ def _finish(result: dict[str, Any], started: float, context: EvaluationContext, 
     return result
 
 
-def _answers(store: VectorStore, model: EmbeddingModel, golden: GoldenSet, setup: SearchSetup, generator: Any,
+def _answers(store: VectorStore, model: EmbeddingModel, golden: GoldenSet, setup: SearchSetup,
+             generator: ChatModel | None,
              settings: PipelineSettings,
              context: EvaluationContext) -> dict[str, Any]:
     """Generate and score the answers with the configuration's generator and prompt templates."""

@@ -37,8 +37,11 @@ from core.workspace import Workspace
 
 if TYPE_CHECKING:
     from core.chunking.base import Chunker
+    from core.evaluation.chunking import Build
     from core.models.chat import ChatModel
     from core.models.embeddings import EmbeddingModel
+    from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ def run_sweep(
     embed_headings: Sequence[bool] = (False,),
     setups: Sequence[Any] | None = None,
     embedding_model: EmbeddingModel | None = None,
-    vector_store_config: Any = None,
+    vector_store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig | None = None,
     chat_model: ChatModel | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -156,7 +159,7 @@ class _Sweep:
     failures: list[dict[str, Any]] = field(default_factory=list)
     by_digest: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    def run_build(self, b: Any, documents: Sequence[Any]) -> None:
+    def run_build(self, b: Build, documents: Sequence[Any]) -> None:
         """Chunk, index and search one combination (one with the same chunks as an earlier one
         shares its rows)."""
         self.say(f"building {b.key}")
@@ -182,7 +185,7 @@ class _Sweep:
         self.by_digest[digest] = mine
         self.rows.extend(mine)
 
-    def _searched(self, b: Any, chunker: Chunker, chunks: list[Any], chunk_s: float,
+    def _searched(self, b: Build, chunker: Chunker, chunks: list[Any], chunk_s: float,
                   info: dict[str, Any]) -> list[dict[str, Any]]:
         """Index ``chunks`` in a scratch collection (:func:`core.evaluation.indexing.scratch_index`)
         and score every setup on it; the collection is dropped after."""

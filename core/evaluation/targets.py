@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from core.models.embeddings import EmbeddingModel
     from core.models.rerank import Reranker
     from core.settings import Settings
+    from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +149,8 @@ class _TextRerankMemo:
         return [replace(hits[i], score=pairs[i][0]) for i in order], sum(cost for _, cost in pairs)
 
 
-def _open(specs: Sequence[Any], settings: Settings, vectors: Any, status: Callable[[str], None]) -> list[_Opened]:
+def _open(specs: Sequence[Any], settings: Settings, vectors: QueryVectors,
+          status: Callable[[str], None]) -> list[_Opened]:
     """Open every target; unreachable or refusing ones are kept with their error.
 
     Raises:
@@ -308,7 +311,7 @@ def evaluate_targets(
     golden: GoldenSet | None = None,
     embedding_model: EmbeddingModel | None = None,
     reranker: Reranker | str = "default",
-    store_config: Any = None,
+    store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig | None = None,
     options: TargetsOptions | None = None,
     on_status: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -399,7 +402,7 @@ def evaluate_targets(
         golden=golden_block(golden_path, golden, **labelled_counts(golden), warnings=[p.to_dict() for p in warnings]))
 
 
-def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Sequence[Any], vectors: Any,
+def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Sequence[Any], vectors: QueryVectors,
          reranker: Reranker | None, options: TargetsOptions, expected: set[str], status: Callable[[str], None],
          timings: dict[str, float]) -> tuple[list[dict[str, Any]], dict[str, list[bool]], dict[str, dict[str, Any]],
                                              str, str]:
@@ -437,7 +440,8 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
     return entries, found, per_setup, rank_grain, reason
 
 
-def _build(docs: str, model: EmbeddingModel, vectors: Any, out_dir: Any, store_config: Any, options: TargetsOptions,
+def _build(docs: str, model: EmbeddingModel, vectors: QueryVectors, out_dir: Any,
+           store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig | None, options: TargetsOptions,
            status: Callable[[str], None]) -> Any:
     status(f"building ragtune's collection from {docs}")
     return CollectionTarget.build(docs, model=model, out_dir=out_dir,
@@ -446,7 +450,7 @@ def _build(docs: str, model: EmbeddingModel, vectors: Any, out_dir: Any, store_c
                                   show_progress=options.show_progress, on_status=status)
 
 
-def _corpus(built: Any, docs: str | None) -> dict[str, Any] | None:
+def _corpus(built: CollectionTarget | None, docs: str | None) -> dict[str, Any] | None:
     if built is None:
         return None
     return {"path": shown_address(docs), "n_documents": len(built.documents),
@@ -455,7 +459,7 @@ def _corpus(built: Any, docs: str | None) -> dict[str, Any] | None:
             "skipped": [{"document_id": s.document_id, "reason": s.reason} for s in built.skipped]}
 
 
-def _indexing(built: Any, model: Any) -> dict[str, Any] | None:
+def _indexing(built: CollectionTarget | None, model: EmbeddingModel) -> dict[str, Any] | None:
     if built is None:
         return None
     d = built.describe()

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from core.experiment.types import EvaluationRequest
     from core.models.chat import ChatModel
     from core.reports.files import Files
+    from core.vectorstores.milvus import MilvusConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 logger = logging.getLogger(__name__)
 #: Warnings about the golden file's labels shown before a run (the rest are counted).
@@ -196,7 +198,7 @@ def run_experiment(
     embedding_models: dict[str, Any],
     chat_models: dict[str, Any] | None = None,
     judge: ChatModel | None = None,
-    vector_store_config: Any = None,
+    vector_store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig | None = None,
     vector_store_configs: dict[str, Any] | None = None,
     options: ExperimentOptions | None = None,
     handlers: Sequence[Any] = (),
