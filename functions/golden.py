@@ -206,7 +206,7 @@ async def check_golden_blob(blob: func.InputStream, client: df.DurableOrchestrat
     log("%s checked: %d errors; stored as %s", name, result.get("n_errors", len(result["errors"])), key)
 
 
-def _check_spec(data: bytes, settings: Any) -> dict:
+def _check_spec(data: bytes, settings: Settings) -> dict:
     """``{"errors": [...], "request": request or None}`` for an ``experiment.json``."""
     from core.experiment.requests import check_request_space, parse_experiment_request
 
@@ -224,7 +224,8 @@ def _check_spec(data: bytes, settings: Any) -> dict:
     return {"errors": errors, "request": None if errors else request}
 
 
-async def _start_experiment(name: str, check: dict, settings: Any, client: Any) -> dict | None:
+async def _start_experiment(name: str, check: dict, settings: Settings,
+                            client: df.DurableOrchestrationClient) -> dict | None:
     """Start the experiment of the ``experiment.json`` beside golden blob ``name``, once."""
     from core.experiment.requests import golden_instance_id
 

@@ -31,6 +31,7 @@ import azure.functions as func
 from core.errors import ConfigError, NotStoredError, StoreError
 from core.redaction import without_locations
 from core.reports.keys import GOLDEN_PREFIX
+from core.reports.store import ReportStore
 from core.settings import Settings
 from functions.shared import answer, error, json_response, valid_id  # noqa: F401 - shared with the other modules
 from functions.shared import logged, shown
@@ -43,7 +44,7 @@ bp = func.Blueprint()
 MAX_LIMIT = 500
 
 
-def _load_run(store: Any, run_id: str) -> dict | None:
+def _load_run(store: ReportStore, run_id: str) -> dict | None:
     """The run's report, or None when no run has that id (``latest``: when none is stored)."""
     try:
         return store.load_run(run_id)
@@ -74,7 +75,7 @@ def list_runs(req: func.HttpRequest) -> func.HttpResponse:
 @bp.route(route="runs/latest", methods=["GET"])
 def latest_run(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/runs/latest``: the newest run's report; 404 when no run is stored."""
-    def read(store: Any) -> func.HttpResponse:
+    def read(store: ReportStore) -> func.HttpResponse:
         report = _load_run(store, "latest")
         return error("no run is stored yet", 404) if report is None else json_response(report)
 
@@ -88,7 +89,7 @@ def get_run(req: func.HttpRequest) -> func.HttpResponse:
     if not valid_id(run_id):
         return error("run id may only hold letters, digits, '_', '.' and '-'", 400)
 
-    def read(store: Any) -> func.HttpResponse:
+    def read(store: ReportStore) -> func.HttpResponse:
         report = _load_run(store, run_id)
         return error(f"no run {run_id!r}", 404) if report is None else json_response(report)
 
@@ -105,7 +106,7 @@ def get_run_golden(req: func.HttpRequest) -> func.HttpResponse:
     if not valid_id(run_id):
         return error("run id may only hold letters, digits, '_', '.' and '-'", 400)
 
-    def read(store: Any) -> func.HttpResponse:
+    def read(store: ReportStore) -> func.HttpResponse:
         report = _load_run(store, run_id)
         if report is None:
             return error(f"no run {run_id!r}", 404)
@@ -141,7 +142,7 @@ def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
         return error("golden file name must be a blob name: no '.' or '..' segments, no leading or trailing '/', "
                      "no control characters", 400)
 
-    def read(store: Any) -> func.HttpResponse:
+    def read(store: ReportStore) -> func.HttpResponse:
         key = check_key(name)
         if not store.files.exists(key):
             return error(f"no check of golden file {name!r} is stored", 404)
