@@ -54,6 +54,7 @@ def _add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``evaluate``: every search setup, its answers, its gate."""
     from core.chunking import MODEL_FREE_METHODS
+    from core.metrics.retrieval import TOP_K  # the depth --label-unjudged grades (LABEL_DEPTH) by default
 
     p = sub.add_parser("evaluate", help="evaluate every search setup on documents and a golden file")
     p.add_argument("--docs", help="folder of documents (.pdf .md .html .docx .txt .json): a path, "
@@ -86,8 +87,8 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                    help="with a judge: grade (0-3, the UMBRELA prompt) each setup's top results that are not from an "
                         "expected document or page, and report judged@k, the holes, and found@k and nDCG with those "
                         "labels beside the golden-only numbers")
-    p.add_argument("--label-depth", type=int, default=10, metavar="K",
-                   help="with --label-unjudged: results per setup and question graded (default 10)")
+    p.add_argument("--label-depth", type=int, default=TOP_K, metavar="K",
+                   help=f"with --label-unjudged: results per setup and question graded (default {TOP_K})")
     p.add_argument("--dry-run", action="store_true",
                    help="send nothing: print the chat and judge calls, tokens and cost this would take")
     p.add_argument("--embedding-model", action="append", metavar="ID[,ID]",

@@ -35,7 +35,7 @@ from core.evaluation.handing import ParentHandingStore
 from core.evaluation.indexing import build_index, cached_model, collection_for, open_cache, store_config
 from core.evaluation.slices import check_slice_key, setup_slices, slice_warnings
 from core.evaluation.undecided import tied_with_all, undecided
-from core.evaluation.unjudged import label_unjudged
+from core.evaluation.unjudged import LABEL_DEPTH, label_unjudged
 from core.golden import Problem, check_golden, read_golden
 from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
 from core.inputs import shown_address
@@ -221,7 +221,7 @@ class EvaluateOptions:
     by: tuple[str, ...] = ()
     judge_repeat: int = 1
     label_unjudged: bool = False
-    label_depth: int = 10
+    label_depth: int = LABEL_DEPTH
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
