@@ -11,7 +11,7 @@ the log through :func:`without_secrets`.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Any, Mapping
 
 #: What a location becomes in a shown text.
 LOCATION = "<location>"
@@ -83,4 +83,30 @@ def shown_reason(exc: BaseException, named: Mapping[str, str] | None = None, *,
     return text if len(text) <= limit else text[: max(0, limit - 3)].rstrip() + "..."
 
 
-__all__ = ["LOCATION", "MAX_REASON_CHARS", "shown_reason", "without_locations", "without_secrets"]
+def json_without_locations(value: Any, *, max_depth: int = 8) -> Any:
+    """``value`` (a JSON value: dicts, lists, strings, numbers) with every string through
+    :func:`without_locations`: what an HTTP answer may show of a stored status or output.
+
+    Args:
+        value: the JSON value.
+        max_depth: nesting below which values are returned as they are (a bound on the walk).
+
+    Returns:
+        A new value of the same shape; keys are kept as they are.
+    """
+    def walk(item: Any, depth: int) -> Any:
+        if isinstance(item, str):
+            return without_locations(item)
+        if depth > max_depth:
+            return item
+        if isinstance(item, dict):
+            return {k: walk(v, depth + 1) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v, depth + 1) for v in item]
+        return item
+
+    return walk(value, 0)
+
+
+__all__ = ["LOCATION", "MAX_REASON_CHARS", "json_without_locations", "shown_reason", "without_locations",
+           "without_secrets"]

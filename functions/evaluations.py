@@ -30,6 +30,7 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from core.errors import ConfigError
+from core.redaction import json_without_locations
 from core.reports import new_run_id
 from core.settings import Settings
 from functions.shared import json_response, read_status, runtime_status
@@ -101,14 +102,16 @@ def evaluate_target_request(ref: dict) -> dict:
 @bp.route(route="evaluations/{run_id}/status", methods=["GET"])
 @bp.durable_client_input(client_name="client")
 async def get_target_evaluation_status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-    """``GET /api/evaluations/{run_id}/status``: ``{id, runtime_status, custom_status, output}``;
-    400 for a bad id, 404 when no evaluation has it, 500 (one line) when the client fails."""
+    """``GET /api/evaluations/{run_id}/status``: ``{id, runtime_status, custom_status, output}``,
+    their strings without storage locations (``core.redaction.json_without_locations``); 400
+    for a bad id, 404 when no evaluation has it, 500 (one line) when the client fails."""
     run_id = req.route_params.get("run_id")
     status, refused = await read_status(client, run_id, "run id", "evaluation")
     if refused is not None:
         return refused
-    return json_response({"id": run_id, "runtime_status": runtime_status(status), "custom_status": status.custom_status,
-                          "output": getattr(status, "output", None)})
+    return json_response({"id": run_id, "runtime_status": runtime_status(status),
+                          "custom_status": json_without_locations(status.custom_status),
+                          "output": json_without_locations(getattr(status, "output", None))})
 
 
 __all__ = ["bp"]

@@ -55,7 +55,7 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from core.errors import ConfigError, RagtuneError, StoreError
-from core.redaction import without_locations
+from core.redaction import json_without_locations, without_locations
 from core.reports import new_run_id
 from core.settings import Settings
 from functions.shared import (answer, error, json_response, logged, read_status, runtime_status, shown, start_once,
@@ -514,21 +514,7 @@ async def get_experiment_status(req: func.HttpRequest, client: df.DurableOrchest
         return value.isoformat() if hasattr(value, "isoformat") else value
 
     return json_response({"instance_id": experiment_id, "runtime_status": runtime,
-                          "custom_status": _without_locations(status.custom_status),
+                          "custom_status": json_without_locations(status.custom_status),
                           "created_time": when(status.created_time),
                           "last_updated_time": when(status.last_updated_time),
-                          "output": _without_locations(status.output)})
-
-
-def _without_locations(value: Any, depth: int = 0) -> Any:
-    """``value`` (JSON) with every string through ``core.redaction.without_locations``: a
-    failed orchestration's output and status say what failed, not where."""
-    if isinstance(value, str):
-        return without_locations(value)
-    if depth > 8:
-        return value
-    if isinstance(value, dict):
-        return {k: _without_locations(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_locations(v, depth + 1) for v in value]
-    return value
+                          "output": json_without_locations(status.output)})

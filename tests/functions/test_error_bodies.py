@@ -29,6 +29,7 @@ ROUTES = [
     ("history_page", "GET", "/api/history/page?golden=abc", {}, b""),
     ("get_experiment", "GET", "/api/experiments/e1", {"experiment_id": "e1"}, b""),
     ("get_experiment_status", "GET", "/api/experiments/e1/status", {"experiment_id": "e1"}, b""),
+    ("get_target_evaluation_status", "GET", "/api/evaluations/e1/status", {"run_id": "e1"}, b""),
     ("resume_experiment", "POST", "/api/experiments/e1/resume", {"experiment_id": "e1"}, b""),
     ("start_experiment", "POST", "/api/experiments", {},
      json.dumps({"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs"}).encode()),
@@ -114,9 +115,11 @@ def test_no_error_body_names_a_blob_url_of_the_store(app_functions, wrong_key, b
         "the template could not be made: ")
     assert "Server failed to authenticate" in failed["golden_suggest_http"][1]
     assert {"get_experiment", "resume_experiment", "start_experiment", "run_page"} <= set(failed)
-    status = json.loads(next(text for name, _, _, text in answers if name == "get_experiment_status"))
-    assert status["output"] == ("Activity function 'ask_configurations' failed: StoreError: cannot read <location>: "
-                                "AuthorizationFailure: Server failed")
+    shown = ("Activity function 'ask_configurations' failed: StoreError: cannot read <location>: "
+             "AuthorizationFailure: Server failed")
+    for route in ("get_experiment_status", "get_target_evaluation_status"):
+        status = json.loads(next(text for name, _, _, text in answers if name == route))
+        assert status["output"] == shown and status["custom_status"]["error"] == shown, route
     # the log keeps the detail: which blob, and the service's reason
     assert any(blob_endpoint in r.getMessage() and "Server failed to authenticate" in r.getMessage()
                for r in caplog.records)

@@ -43,3 +43,21 @@ def test_a_shown_reason_is_one_short_line():
     assert shown_reason(exc) == "StoreError: cannot write <location>: 503 Server Busy"
     assert shown_reason(NotStoredError("x" * 500), limit=20) == "NotStoredError: x..."
     assert shown_reason(StoreError("")) == "StoreError"
+
+
+def test_json_values_have_their_strings_redacted_and_keep_their_shape():
+    from core.redaction import json_without_locations
+
+    value = {"phase": "failed", "n": 3, "ok": None,
+             "errors": ["cannot read /srv/x.json", {"where": "https://a.example/c?sig=abc"}],
+             "/keys/stay": 1.5}
+    assert json_without_locations(value) == {
+        "phase": "failed", "n": 3, "ok": None,
+        "errors": ["cannot read <location>", {"where": "<location>"}],
+        "/keys/stay": 1.5}
+    deep = "/a/b"
+    for _ in range(12):
+        deep = [deep]
+    # below the depth bound values are returned as they are: the walk is bounded
+    assert json_without_locations(deep, max_depth=3) == deep
+    assert json_without_locations([[["/a/b"]]], max_depth=3) == [[["<location>"]]]
