@@ -69,6 +69,7 @@ import numpy as np
 
 from core.documents import corpus_fingerprint
 from core.errors import ConfigError, GenerationError
+from core.evaluation.dry_run import _filler
 from core.golden.passages import (Unit, boilerplate_keys, corpus_units, second_passage_reason, section_passages,
                                   spread_across_sections)
 from core.golden.reader import read_golden
@@ -831,8 +832,6 @@ def plan_draft(*, writer: ChatModel, critic: ChatModel | None, n: int, tries: in
     (up to ``tries`` times) and the critic grades each try; passages passed over add more. The
     counts are from the fewest (every first try kept) to the most (every try used);
     ``n_cached`` replies the run's reply file already holds are not asked again."""
-    from core.evaluation.dry_run import _filler  # evaluation's import pulls the metrics and the stores
-
     plan = CostPlan()
     unit = Unit("document.pdf", 1, (_filler(PASSAGE_MAX_CHARS // 2),))  # target document.pdf#page=1
     critic = critic or writer

@@ -37,6 +37,8 @@ from core.chunking import get_chunker
 from core.chunking.base import Chunk
 from core.documents import corpus_fingerprint
 from core.errors import ConfigError, GoldenError
+from core.evaluation import indexing
+from core.evaluation.retrieval import EvaluateOptions
 from core.golden import bedrock
 from core.golden.passages import GRAINS
 from core.golden.reader import _check, check_golden, read_bytes
@@ -183,16 +185,13 @@ def build_index(documents: Sequence[LoadedDocument], embedding_model: EmbeddingM
     Raises:
         IndexingError / EmbeddingError / StoreError: indexing failed.
     """
-    from core.evaluation.indexing import build_index, collection_for  # the command's parser imports this module
-    from core.evaluation.retrieval import EvaluateOptions
-
     chunker = get_chunker("recursive", EvaluateOptions.chunk_size, EvaluateOptions.chunk_overlap)
     chunks = [c for d in documents for c in chunker.chunk([d])]
-    collection = collection_for(corpus_fingerprint(list(documents)), {"method": chunker.name, **chunker.params()},
-                                embedding_model.model_id)
+    collection = indexing.collection_for(corpus_fingerprint(list(documents)),
+                                         {"method": chunker.name, **chunker.params()}, embedding_model.model_id)
     store = get_vector_store(embedding_model, store_config, collection)
     try:
-        build_index(store, chunks, embedding_model)
+        indexing.build_index(store, chunks, embedding_model)
     except BaseException:
         store.close()
         raise
