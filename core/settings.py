@@ -66,11 +66,30 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
 from core.limits import ENDPOINT_DEADLINE_S, DocumentLimits
+from core.models import OpenAIEmbeddingModel
+from core.models.chat import OpenAIChatModel
+from core.models.local import (
+    DEFAULT_LOCAL_EMBEDDING, DEFAULT_LOCAL_RERANKER, installed_local_embedding_models, local_embedding_model,
+    local_reranker,
+)
+from core.models.rerank import RERANK_PROVIDERS, HttpReranker
+from core.reports import open_files, report_store
+from core.reports.blob import http_options
+from core.vectorstores import BACKENDS, MilvusConfig, MilvusLiteConfig
+from core.vectorstores.pgvector import PGVectorConfig
 from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.models.chat import ChatModel
+    from core.models.embeddings import EmbeddingModel
+    from core.models.rerank import Reranker
+    from core.reports.files import Files
+    from core.reports.store import ReportStore
+    from core.vectorstores.factory import StoreConfig
 
 
 #: Deliveries of an evaluation message before it goes to the poison queue (``host.json``
@@ -382,7 +401,7 @@ class Settings:
     milvus_db: str = ""
     milvus_lite_path: str | None = None
     vector_store: str = "milvus-lite"
-    pgvector: Any = None
+    pgvector: PGVectorConfig | None = None
     chat_provider: str | None = None
     chat_model_name: str | None = None
     chat_base_url: str | None = None
@@ -451,9 +470,6 @@ class Settings:
         key = env.get("RAGTUNE_EMBEDDING_API_KEY") or (
             env.get("AZURE_OPENAI_API_KEY") if provider == "azure" else env.get("OPENAI_API_KEY")
         )
-        from core.vectorstores.factory import BACKENDS
-        from core.vectorstores.pgvector import PGVectorConfig
-
         milvus_uri = env.get("RAGTUNE_MILVUS_URI") or None
         backend = (env.get("RAGTUNE_VECTOR_STORE") or ("milvus" if milvus_uri else "milvus-lite")).strip().lower()
         if backend not in BACKENDS:
@@ -478,8 +494,6 @@ class Settings:
         if not golden_max_raw.isdigit() or int(golden_max_raw) < 1:
             raise ConfigError(f"RAGTUNE_GOLDEN_MAX_BYTES must be a positive integer (bytes), got {golden_max_raw!r}")
         out_dir = (env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out"
-        from core.models.rerank import RERANK_PROVIDERS
-
         rerank_provider = (env.get("RAGTUNE_RERANK_PROVIDER") or "").strip().lower() or "local"
         if rerank_provider not in RERANK_PROVIDERS:
             raise ConfigError(f"RAGTUNE_RERANK_PROVIDER must be one of {', '.join(RERANK_PROVIDERS)}, got {rerank_provider!r}")
@@ -626,15 +640,13 @@ class Settings:
             return {"credential": self.storage_credential()}
         return {}
 
-    def files(self, address: str) -> Any:
+    def files(self, address: str) -> Files:
         """The ``Files`` store at ``address`` (see ``core.reports.open_files``), reached as
         :meth:`storage_access` says. Nothing is contacted.
 
         Raises:
             ConfigError: an address ``open_files`` does not accept.
         """
-        from core.reports import open_files
-
         return open_files(address, **self.storage_access(address))
 
     def queue_client(self, name: str) -> Any:
@@ -650,8 +662,6 @@ class Settings:
         """
         from azure.storage.queue import BinaryBase64DecodePolicy, BinaryBase64EncodePolicy, QueueClient
 
-        from core.reports.blob import http_options
-
         policies = {"message_encode_policy": BinaryBase64EncodePolicy(),
                     "message_decode_policy": BinaryBase64DecodePolicy()}
         if self.storage_connection:
@@ -663,26 +673,21 @@ class Settings:
         raise ConfigError("no storage for queues: set RAGTUNE_STORAGE_CONNECTION (a connection string) or "
                           "RAGTUNE_STORAGE_CONNECTION__queueServiceUri (identity-based)")
 
-    def report_store(self) -> Any:
+    def report_store(self) -> ReportStore:
         """Return the ``ReportStore`` at ``RAGTUNE_REPORTS`` (Blob addresses use
         ``RAGTUNE_STORAGE_CONNECTION``). Nothing is contacted here.
 
         Raises:
             ConfigError: an address :func:`core.reports.open_files` does not accept.
         """
-        from core.reports import report_store
-
         return report_store(self.files(self.reports or self.out_dir))
 
-    def embedding_model(self) -> Any:
+    def embedding_model(self) -> EmbeddingModel:
         """Return the configured ``EmbeddingModel`` (not yet loaded or called).
 
         Raises:
             ConfigError: ``azure`` without an endpoint.
         """
-        from core.models import OpenAIEmbeddingModel
-        from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model
-
         if self.embedding_provider == "local":
             return local_embedding_model(self.local_embedding_model or DEFAULT_LOCAL_EMBEDDING,
                                          allow_download=self.allow_model_download)
@@ -695,7 +700,7 @@ class Settings:
             deadline_s=self.endpoint_deadline_s,
         )
 
-    def embedding_models(self, names: Sequence[str] = ()) -> dict[str, Any]:
+    def embedding_models(self, names: Sequence[str] = ()) -> dict[str, EmbeddingModel]:
         """Every embedding model these settings can reach, by model id: the configured one
         first, then each installed local model, then each of ``names`` not among them (an
         ``hf:`` or ``onnx:`` name, keyed as written); none is loaded yet. A search space or
@@ -705,8 +710,6 @@ class Settings:
             ConfigError: as :meth:`embedding_model`, or a name of ``names`` that
                 :meth:`embedding_model_named` refuses.
         """
-        from core.models.local import installed_local_embedding_models, local_embedding_model
-
         configured = self.embedding_model()
         out = {configured.model_id: configured}
         for name in installed_local_embedding_models():
@@ -717,7 +720,7 @@ class Settings:
                 out[name] = self.embedding_model_named(name)
         return out
 
-    def embedding_model_named(self, name: str) -> Any:
+    def embedding_model_named(self, name: str) -> EmbeddingModel:
         """The embedding model ``name`` names (``local:NAME``, ``hf:ORG/NAME[@REVISION]`` or
         ``onnx:PATH``; see ``core.models.local``), downloading an ``hf:`` model only when
         ``RAGTUNE_ALLOW_MODEL_DOWNLOAD`` allows it (on first use).
@@ -726,19 +729,14 @@ class Settings:
             ConfigError: an unknown name or kind of name (the message lists the forms), or a
                 model that cannot be built (packages missing, an unusable folder).
         """
-        from core.models.local import local_embedding_model
-
         return local_embedding_model(name, allow_download=self.allow_model_download)
 
-    def reranker(self) -> Any:
+    def reranker(self) -> Reranker | None:
         """Return the configured ``Reranker``, or None for ``RAGTUNE_RERANK_PROVIDER=none``.
 
         Raises:
             ConfigError: an unknown local model, an endpoint without a base URL or model.
         """
-        from core.models.local import DEFAULT_LOCAL_RERANKER, local_reranker
-        from core.models.rerank import HttpReranker
-
         if self.rerank_provider == "none":
             return None
         if self.rerank_provider == "local":
@@ -750,7 +748,7 @@ class Settings:
         return HttpReranker(self.rerank_model, base_url=self.rerank_base_url, provider=self.rerank_provider,
                             api_key=self.rerank_api_key, deadline_s=self.endpoint_deadline_s)
 
-    def rerankers(self, names: Sequence[str] = ()) -> dict[str, Any]:
+    def rerankers(self, names: Sequence[str] = ()) -> dict[str, Reranker]:
         """The configured reranker (none for ``RAGTUNE_RERANK_PROVIDER=none``) and the
         cross-encoder each of ``names`` names (``local:NAME``, ``hf:ORG/NAME[@REVISION]``,
         ``onnx:PATH``; ``none`` is skipped), by model id (a name as written); none is loaded.
@@ -758,8 +756,6 @@ class Settings:
         Raises:
             ConfigError: as :meth:`reranker`, or an unknown name or kind of name.
         """
-        from core.models.local import local_reranker
-
         configured = self.reranker()
         out = {configured.model_id: configured} if configured is not None else {}
         for name in names:
@@ -767,7 +763,7 @@ class Settings:
                 out[name] = local_reranker(name, allow_download=self.allow_model_download)
         return out
 
-    def chat_model(self) -> Any:
+    def chat_model(self) -> ChatModel | None:
         """Return the configured ``OpenAIChatModel``, or None when ``RAGTUNE_CHAT_PROVIDER``
         is unset (answers then come from the extractive baseline).
 
@@ -780,7 +776,7 @@ class Settings:
             raise ConfigError(f"RAGTUNE_CHAT_PROVIDER={self.chat_provider} needs RAGTUNE_CHAT_MODEL")
         return self._chat(self.chat_model_name, self.chat_base_url, self.chat_api_key)
 
-    def judge_model(self, name: str | None = None) -> Any:
+    def judge_model(self, name: str | None = None) -> ChatModel | None:
         """Return the judge ``OpenAIChatModel`` for model ``name`` (default
         ``RAGTUNE_JUDGE_MODEL``), on ``RAGTUNE_JUDGE_BASE_URL`` or the chat endpoint; None when
         no judge is named.
@@ -793,7 +789,7 @@ class Settings:
             return None
         return self._chat(name, self.judge_base_url or self.chat_base_url, self.judge_api_key or self.chat_api_key)
 
-    def chat_model_named(self, name: str) -> Any:
+    def chat_model_named(self, name: str) -> ChatModel:
         """Return the ``OpenAIChatModel`` for model ``name`` on the chat endpoint
         (``RAGTUNE_CHAT_BASE_URL``, its key and provider).
 
@@ -802,9 +798,7 @@ class Settings:
         """
         return self._chat(name, self.chat_base_url, self.chat_api_key)
 
-    def _chat(self, model: str, base_url: str | None, api_key: str | None) -> Any:
-        from core.models.chat import OpenAIChatModel
-
+    def _chat(self, model: str, base_url: str | None, api_key: str | None) -> OpenAIChatModel:
         if self.chat_provider == "azure":
             if not base_url:
                 raise ConfigError("RAGTUNE_CHAT_PROVIDER=azure needs RAGTUNE_CHAT_BASE_URL or AZURE_OPENAI_ENDPOINT")
@@ -812,14 +806,14 @@ class Settings:
                                    deadline_s=self.endpoint_deadline_s)
         return OpenAIChatModel(model, base_url=base_url, api_key=api_key, deadline_s=self.endpoint_deadline_s)
 
-    def vector_store_configs(self, out_dir: str | Path) -> dict[str, Any]:
+    def vector_store_configs(self, out_dir: str | Path) -> dict[str, StoreConfig]:
         """Every backend that can be configured from the environment, by name: ``milvus-lite``
         and ``pgvector`` always (PostgreSQL from ``RAGTUNE_PG_*`` or its defaults), ``milvus``
         when ``RAGTUNE_MILVUS_URI`` is set. A search space may list several of them."""
         names = ["milvus-lite", "pgvector"] + (["milvus"] if self.milvus_uri else [])
         return {name: self.vector_store_config(out_dir, name) for name in names}
 
-    def vector_store_config(self, out_dir: str | Path, backend: str | None = None) -> Any:
+    def vector_store_config(self, out_dir: str | Path, backend: str | None = None) -> StoreConfig:
         """Return the configuration of ``backend`` (default ``RAGTUNE_VECTOR_STORE``):
         ``MilvusLiteConfig`` for ``RAGTUNE_MILVUS_LITE_PATH`` or ``<out_dir>/milvus.db``, ``MilvusConfig`` from
         ``RAGTUNE_MILVUS_*``, or ``PGVectorConfig`` from ``RAGTUNE_PG_*``.
@@ -827,8 +821,6 @@ class Settings:
         Raises:
             ConfigError: an unknown backend, or ``milvus`` without ``RAGTUNE_MILVUS_URI``.
         """
-        from core.vectorstores import BACKENDS, MilvusConfig, MilvusLiteConfig
-
         backend = backend or self.vector_store
         if backend not in BACKENDS:
             raise ConfigError(f"vector store must be one of {', '.join(BACKENDS)}, got {backend!r}")
