@@ -55,7 +55,7 @@ import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from core.addresses import REMOTE_SCHEMES, file_url_path, scheme_of
@@ -65,7 +65,7 @@ from core.workspace import Workspace
 
 if TYPE_CHECKING:
     from core.reports.blob import StorageCredential
-    from core.reports.files import Files
+    from core.reports.files import Files, StoreAccess
 
 logger = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ def _safe(text: str, address: str) -> str:
 
 def _access(
     address: str, connection_string: str | None, credential: StorageCredential | None, endpoint_url: str | None
-) -> dict[str, Any]:
+) -> StoreAccess:
     """Keyword arguments for :func:`core.reports.open_files`, filled from Settings when not given."""
     if _scheme(address) == "s3":
         return {"endpoint_url": endpoint_url}

@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     from core.models.chat import ChatModel
     from core.models.embeddings import EmbeddingModel
     from core.models.rerank import Reranker
-    from core.reports.files import Files
+    from core.reports.files import Files, StoreAccess
     from core.reports.store import ReportStore
     from core.vectorstores.factory import StoreConfig
 
@@ -623,7 +623,7 @@ class Settings:
             named[endpoint] = "the app's storage"
         return {location: name for location, name in named.items() if location}
 
-    def storage_access(self, address: str) -> dict[str, Any]:
+    def storage_access(self, address: str) -> StoreAccess:
         """Keyword arguments for ``core.reports.open_files`` to reach ``address`` with this
         storage connection: none when the URL carries a SAS query string (it is the
         credential), else ``connection_string`` when one is set, else, for an ``https://``

@@ -43,13 +43,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from core.errors import ConfigError, EmbeddingError, RerankError
 from core.models.describe import ModelDescription, files_sha256, hash_weight_files, weight_files
 from core.models.onnx_folder import query_prompt, read_pooling
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -396,7 +399,7 @@ class HubCrossEncoder(_HubModel):
         """
         return files_sha256(self.snapshot().files)
 
-    def _truncated(self, model: Any, pairs: list[tuple[str, str]]) -> int:
+    def _truncated(self, model: CrossEncoder, pairs: list[tuple[str, str]]) -> int:
         """How many pairs are longer than the window (the tokenizer cuts them)."""
         window, tokenizer = model.max_seq_length, getattr(model, "tokenizer", None)
         if not window or tokenizer is None:

@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from core.addresses import file_url_path, scheme_of
@@ -60,6 +60,15 @@ def read_if_present(files: Files, key: str) -> bytes | None:
     if read_or_none is not None:
         return read_or_none(key)
     return files.read_bytes(key) if files.exists(key) else None
+
+
+class StoreAccess(TypedDict, total=False):
+    """How :func:`open_files` reaches a remote store: the keyword arguments it takes for one
+    address (none for a local folder or a Blob URL with a SAS query string)."""
+
+    connection_string: str | None
+    credential: StorageCredential | None
+    endpoint_url: str | None
 
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")

@@ -23,7 +23,7 @@ References:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Hashable, Literal, Sequence
+from typing import TYPE_CHECKING, Hashable, Literal, Sequence
 
 from core.errors import ConfigError
 
