@@ -10,13 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import NotStoredError, StoreError
 from core.reports.files import is_safe_id
+from core.reports.keys import APP_RUNS_PREFIX
 
 if TYPE_CHECKING:
     from core.reports.files import Files
     from core.reports.store import ReportStore
-
-#: Where app runs are kept in a report store.
-APP_RUNS_PREFIX = "app/runs"
 
 
 def save_app_run(store: ReportStore, run_id: str, report: dict[str, Any]) -> str:
