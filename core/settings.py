@@ -70,26 +70,21 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
 from core.limits import ENDPOINT_DEADLINE_S, DocumentLimits
-from core.models import OpenAIEmbeddingModel
-from core.models.chat import OpenAIChatModel
-from core.models.local import (
-    DEFAULT_LOCAL_EMBEDDING, DEFAULT_LOCAL_RERANKER, installed_local_embedding_models, local_embedding_model,
-    local_reranker,
-)
-from core.models.rerank import RERANK_PROVIDERS, HttpReranker
 from core.reports import open_files, report_store
 from core.reports.blob import http_options
-from core.vectorstores import BACKENDS, MilvusConfig, MilvusLiteConfig
-from core.vectorstores.pgvector import PGVectorConfig
 from core.workspace import Workspace
 
+# The models and vector stores are imported where the settings build them: the Functions app
+# imports this module when it starts, and tests/functions/test_app.py keeps them out of that.
+
 if TYPE_CHECKING:
-    from core.models.chat import ChatModel
+    from core.models.chat import ChatModel, OpenAIChatModel
     from core.models.embeddings import EmbeddingModel
     from core.models.rerank import Reranker
     from core.reports.files import Files, StoreAccess
     from core.reports.store import ReportStore
     from core.vectorstores.factory import StoreConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 
 #: Deliveries of an evaluation message before it goes to the poison queue (``host.json``
@@ -470,6 +465,9 @@ class Settings:
         key = env.get("RAGTUNE_EMBEDDING_API_KEY") or (
             env.get("AZURE_OPENAI_API_KEY") if provider == "azure" else env.get("OPENAI_API_KEY")
         )
+        from core.vectorstores.factory import BACKENDS
+        from core.vectorstores.pgvector import PGVectorConfig
+
         milvus_uri = env.get("RAGTUNE_MILVUS_URI") or None
         backend = (env.get("RAGTUNE_VECTOR_STORE") or ("milvus" if milvus_uri else "milvus-lite")).strip().lower()
         if backend not in BACKENDS:
@@ -494,6 +492,8 @@ class Settings:
         if not golden_max_raw.isdigit() or int(golden_max_raw) < 1:
             raise ConfigError(f"RAGTUNE_GOLDEN_MAX_BYTES must be a positive integer (bytes), got {golden_max_raw!r}")
         out_dir = (env.get("RAGTUNE_OUT_DIR") or "").strip() or "ragtune-out"
+        from core.models.rerank import RERANK_PROVIDERS
+
         rerank_provider = (env.get("RAGTUNE_RERANK_PROVIDER") or "").strip().lower() or "local"
         if rerank_provider not in RERANK_PROVIDERS:
             raise ConfigError(f"RAGTUNE_RERANK_PROVIDER must be one of {', '.join(RERANK_PROVIDERS)}, got {rerank_provider!r}")
@@ -688,6 +688,9 @@ class Settings:
         Raises:
             ConfigError: ``azure`` without an endpoint.
         """
+        from core.models import OpenAIEmbeddingModel
+        from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model
+
         if self.embedding_provider == "local":
             return local_embedding_model(self.local_embedding_model or DEFAULT_LOCAL_EMBEDDING,
                                          allow_download=self.allow_model_download)
@@ -710,6 +713,8 @@ class Settings:
             ConfigError: as :meth:`embedding_model`, or a name of ``names`` that
                 :meth:`embedding_model_named` refuses.
         """
+        from core.models.local import installed_local_embedding_models, local_embedding_model
+
         configured = self.embedding_model()
         out = {configured.model_id: configured}
         for name in installed_local_embedding_models():
@@ -729,6 +734,8 @@ class Settings:
             ConfigError: an unknown name or kind of name (the message lists the forms), or a
                 model that cannot be built (packages missing, an unusable folder).
         """
+        from core.models.local import local_embedding_model
+
         return local_embedding_model(name, allow_download=self.allow_model_download)
 
     def reranker(self) -> Reranker | None:
@@ -737,6 +744,9 @@ class Settings:
         Raises:
             ConfigError: an unknown local model, an endpoint without a base URL or model.
         """
+        from core.models.local import DEFAULT_LOCAL_RERANKER, local_reranker
+        from core.models.rerank import HttpReranker
+
         if self.rerank_provider == "none":
             return None
         if self.rerank_provider == "local":
@@ -756,6 +766,8 @@ class Settings:
         Raises:
             ConfigError: as :meth:`reranker`, or an unknown name or kind of name.
         """
+        from core.models.local import local_reranker
+
         configured = self.reranker()
         out = {configured.model_id: configured} if configured is not None else {}
         for name in names:
@@ -799,6 +811,8 @@ class Settings:
         return self._chat(name, self.chat_base_url, self.chat_api_key)
 
     def _chat(self, model: str, base_url: str | None, api_key: str | None) -> OpenAIChatModel:
+        from core.models.chat import OpenAIChatModel
+
         if self.chat_provider == "azure":
             if not base_url:
                 raise ConfigError("RAGTUNE_CHAT_PROVIDER=azure needs RAGTUNE_CHAT_BASE_URL or AZURE_OPENAI_ENDPOINT")
@@ -821,6 +835,8 @@ class Settings:
         Raises:
             ConfigError: an unknown backend, or ``milvus`` without ``RAGTUNE_MILVUS_URI``.
         """
+        from core.vectorstores import BACKENDS, MilvusConfig, MilvusLiteConfig
+
         backend = backend or self.vector_store
         if backend not in BACKENDS:
             raise ConfigError(f"vector store must be one of {', '.join(BACKENDS)}, got {backend!r}")
