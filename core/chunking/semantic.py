@@ -16,13 +16,21 @@ References:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
-from core.chunking.spans import DocumentText, pack_spans, sentence_spans
+from core.chunking._common import iter_documents
+from core.chunking.spans import DocumentText, document_text, pack_spans, sentence_spans
 from core.chunking.techniques import SpanChunker
 from core.errors import ConfigError
+from core.models import LocalEmbeddingModel
+
+if TYPE_CHECKING:
+    from docling_core.types.doc import DoclingDocument
+
+    from core.documents.base import LoadedDocument
+    from core.models.embeddings import EmbeddingModel
 
 #: Percentile of a document's consecutive-sentence distances above which a chunk ends.
 DEFAULT_BREAKPOINT_PERCENTILE = 95.0
@@ -67,7 +75,7 @@ class SemanticChunker(SpanChunker):
 
     name = "semantic"
 
-    def __init__(self, chunk_size: int = 256, *, embedding_model: Any = None,
+    def __init__(self, chunk_size: int = 256, *, embedding_model: EmbeddingModel | None = None,
                  breakpoint_percentile: float = DEFAULT_BREAKPOINT_PERCENTILE, embed_headings: bool = False) -> None:
         super().__init__(chunk_size, embed_headings=embed_headings)
         if isinstance(breakpoint_percentile, bool) or not 0.0 <= float(breakpoint_percentile) <= 100.0:
@@ -76,11 +84,9 @@ class SemanticChunker(SpanChunker):
         self._model = embedding_model
 
     @property
-    def embedding_model(self) -> Any:
+    def embedding_model(self) -> EmbeddingModel:
         """The model embedding the sentences (the local default, loaded once, when none was given)."""
         if self._model is None:
-            from core.models import LocalEmbeddingModel
-
             self._model = LocalEmbeddingModel()
         return self._model
 
@@ -89,12 +95,9 @@ class SemanticChunker(SpanChunker):
         return {**super().params(), "breakpoint": "percentile", "breakpoint_percentile": self.breakpoint_percentile,
                 "sentence_model": str(getattr(self.embedding_model, "model_id", "local"))}
 
-    def prepare(self, documents: Any) -> None:
+    def prepare(self, documents: Iterable[LoadedDocument | DoclingDocument]) -> None:
         """Embed every sentence of ``documents`` in one call, so that chunking them one by one
         afterwards reads the sentences from the embedding cache (when the model has one)."""
-        from core.chunking._common import iter_documents
-        from core.chunking.spans import document_text
-
         texts = []
         for _, doc in iter_documents(documents):
             text = document_text(doc).text

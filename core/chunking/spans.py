@@ -13,10 +13,13 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from core.chunking._common import item_pages
 from core.chunking.base import Chunk, make_chunk_id
+
+if TYPE_CHECKING:
+    from docling_core.types.doc import DoclingDocument
 
 #: What joins consecutive items of a document in its text.
 ITEM_JOINER = "\n\n"
@@ -71,7 +74,7 @@ class DocumentText:
         return []
 
 
-def document_text(doc: Any) -> DocumentText:
+def document_text(doc: DoclingDocument) -> DocumentText:
     """Return a ``DoclingDocument``'s :class:`DocumentText`.
 
     Text items (titles, headings, paragraphs, list items, captions) are taken stripped, tables

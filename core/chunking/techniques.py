@@ -28,6 +28,7 @@ from core.chunking.spans import (
     spans_to_chunks,
     split_span,
     trim_span,
+    with_headings_prefix,
 )
 
 #: A parent-child chunker's parents are sections, cut at this many times the child size when longer.
@@ -190,8 +191,6 @@ class ParentChildChunker(SpanChunker):
 
     def spans(self, doc_text: DocumentText) -> tuple[list[tuple[int, int]], list[dict[str, Any]]]:
         """Child spans, each with its parent's id and text."""
-        from core.chunking.spans import with_headings_prefix
-
         text = doc_text.text
         spans: list[tuple[int, int]] = []
         extra: list[dict[str, Any]] = []

@@ -30,6 +30,7 @@ import zlib
 from typing import TYPE_CHECKING
 
 from core.errors import DocumentError
+from core.limits import ZIP_RATIO_GRACE_BYTES
 
 if TYPE_CHECKING:
     from core.limits import DocumentLimits
@@ -141,8 +142,6 @@ def check_zip(data: bytes, limits: DocumentLimits) -> None:
 
 def _check_ratios(infos: list[zipfile.ZipInfo], limits: DocumentLimits) -> None:
     """Refuse a part over the grace size that expands more than ``limits.max_inflate_ratio``."""
-    from core.limits import ZIP_RATIO_GRACE_BYTES
-
     for info in infos:
         if info.file_size <= ZIP_RATIO_GRACE_BYTES:
             continue

@@ -39,13 +39,19 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from core import inputs
 from core.documents.base import LoadedDocument, normalize_id
-from core.errors import DocumentError
+from core.documents.limits import DocumentTooLarge, check_chars, check_size, check_zip, is_zip
+from core.documents.pdf import read_pdf
+from core.errors import DocumentError, StoreError
 
 if TYPE_CHECKING:
+    from docling_core.types.doc import DoclingDocument
+
     from core.limits import DocumentLimits
+    from core.reports.blob import StorageCredential
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +197,7 @@ def list_document_ids(
     folder: str | os.PathLike[str],
     *,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
 ) -> list[str]:
     """Return the ids of the files :func:`load_documents` would try to load from ``folder``:
@@ -209,8 +215,6 @@ def list_document_ids(
         StoreError: listing a remote folder failed (for example a missing S3 bucket).
         ConfigError: an address that cannot be read.
     """
-    from core import inputs
-
     if inputs.is_remote(folder):
         keys = inputs.list_input_keys(
             folder, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url
@@ -229,7 +233,16 @@ def _listed(key: str) -> bool:
     return not any(_is_hidden(part) for part in key.split("/"))
 
 
-def _report_progress(progress: Any, n_done: int, n_total: int) -> None:
+class _ProgressBar(Protocol):
+    """A tqdm-like progress bar: its ``total`` (None until known) and ``update(n)``."""
+
+    total: int | None
+
+    def update(self, n: int = 1) -> object:
+        """Count ``n`` more done."""
+
+
+def _report_progress(progress: Callable[[int, int], None] | _ProgressBar | None, n_done: int, n_total: int) -> None:
     """Report one more file done to a ``progress(n_done, n_total)`` callable or a tqdm-like bar."""
     if progress is None:
         return
@@ -305,8 +318,6 @@ def _load_plain(document_id: str, suffix: str, data: bytes, sha256: str, limits:
     to ``limits.max_chars`` before it is split)."""
     from docling_core.types.doc import DocItemLabel
 
-    from core.documents.limits import check_chars
-
     text = _decode(data)
     check_chars(len(text), limits)
     paragraphs = _json_paragraphs(text, document_id) if suffix == ".json" else _text_paragraphs(text)
@@ -320,9 +331,6 @@ def _load_pdf(document_id: str, data: bytes, sha256: str, limits: DocumentLimits
     """Read a PDF into a ``DoclingDocument`` (pages added, paragraphs with provenance) and its
     page count; its pages and characters held to ``limits``."""
     from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, ProvenanceItem, Size
-
-    from core.documents.limits import DocumentTooLarge
-    from core.documents.pdf import read_pdf
 
     try:
         paragraphs, sizes = read_pdf(data, max_pages=limits.max_pages, max_chars=limits.max_chars)
@@ -392,7 +400,7 @@ def _load_docling(document_id: str, suffix: str, data: bytes, sha256: str, backe
     return doc
 
 
-def _text_chars(doc: Any) -> tuple[bool, int]:
+def _text_chars(doc: DoclingDocument) -> tuple[bool, int]:
     """``(whether the document holds any non-blank text, its characters)``: of its text items
     and table cells."""
     from docling_core.types.doc import TableItem, TextItem
@@ -416,8 +424,6 @@ def _load_file(doc_id: str, path: Path, limits: DocumentLimits, backends: dict[s
     Raises:
         _Skip: the file is not loaded, and why.
     """
-    from core.documents.limits import DocumentTooLarge, check_chars, check_size, check_zip, is_zip
-
     suffix = path.suffix.lower()
     if suffix not in _MIMETYPES:
         raise _Skip(
@@ -470,10 +476,10 @@ def load_documents(
     folder: str | os.PathLike[str],
     *,
     on_skip: Callable[[SkippedFile], None] | None = None,
-    progress: Any = None,
+    progress: Callable[[int, int], None] | _ProgressBar | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
     limits: DocumentLimits | None = None,
 ) -> LoadResult:
@@ -520,11 +526,8 @@ def load_documents(
             without a connection string), or a ``RAGTUNE_DOCUMENT_MAX_*`` variable that is not
             a positive number.
     """
-    from core import inputs
-    from core.errors import StoreError
-
     if limits is None:
-        from core.settings import document_limits
+        from core.settings import document_limits  # the settings import the models and stores they build
 
         limits = document_limits()
     shown = inputs.shown_address(folder)

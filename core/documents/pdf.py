@@ -34,7 +34,13 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+from core.documents.limits import check_chars, check_pages
+from core.limits import DocumentLimits
+
+if TYPE_CHECKING:
+    from pypdfium2 import PdfTextPage
 
 #: A line starts a new paragraph when its pitch exceeds this multiple of the typical pitch.
 PARAGRAPH_PITCH_RATIO = 1.3
@@ -76,7 +82,7 @@ class PdfParagraph:
     bbox: tuple[float, float, float, float]
 
 
-def _page_lines(textpage: Any) -> list[_Line | None]:
+def _page_lines(textpage: PdfTextPage) -> list[_Line | None]:
     """Return the page's lines in pdfium order; ``None`` stands for a blank line."""
     text = textpage.get_text_range()
     lines: list[_Line | None] = []
@@ -198,9 +204,6 @@ def read_pdf(
         core.documents.limits.DocumentTooLarge: more pages or characters than allowed.
     """
     import pypdfium2 as pdfium
-
-    from core.documents.limits import check_chars, check_pages
-    from core.limits import DocumentLimits
 
     limits = DocumentLimits(**{k: v for k, v in (("max_pages", max_pages), ("max_chars", max_chars)) if v})
     pdf = pdfium.PdfDocument(data)

@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from core.errors import StoreError
+from core.golden import reader
 from core.golden.problems import DEFAULT_LIMITS, CheckLimits
 from core.golden.types import GoldenCheck, Problem
+from core.reports.blob import BlobVersion
 from core.reports.keys import GOLDEN_CHECKS_PREFIX
+
+if TYPE_CHECKING:
+    from core.reports.files import Files
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +96,6 @@ def check_upload(
         The check as a dict: never raises for the file's content. An unexpected failure of the
         check itself is logged with its traceback and returned as a failed check naming it.
     """
-    from core.golden.reader import check_golden
-
     total = size if size is not None else len(data)
     if total > max_bytes or len(data) > max_bytes:
         shown = max(total, len(data))
@@ -99,7 +103,7 @@ def check_upload(
                                   "(RAGTUNE_GOLDEN_MAX_BYTES): split it, or check it with `ragtune check`")
     sha256 = hashlib.sha256(data).hexdigest()
     try:
-        result = check_golden(name, data=data, limits=limits).to_dict()
+        result = reader.check_golden(name, data=data, limits=limits).to_dict()
     except Exception as exc:  # the check must never leave an old result in place
         logger.exception("checking golden file %s failed", name)
         return failed_check(name, f"the file could not be checked ({type(exc).__name__}); nothing in it is "
@@ -113,7 +117,7 @@ STORE_CHECK_TRIES = 5
 
 
 def delivered_version(data: bytes, size: int | None, properties: Mapping[str, Any] | None, *,
-                      complete: bool) -> Any:
+                      complete: bool) -> BlobVersion:
     """The ``core.reports.blob.BlobVersion`` of the file a blob trigger delivered.
 
     Args:
@@ -126,8 +130,6 @@ def delivered_version(data: bytes, size: int | None, properties: Mapping[str, An
     Returns:
         Its ETag when the host gave one, its size, and the MD5 of ``data`` when complete.
     """
-    from core.reports.blob import BlobVersion
-
     etag = next((str(v) for k, v in (properties or {}).items() if str(k).lower() == "etag" and v), None)
     if complete:
         return BlobVersion(etag=etag, size=len(data), content_md5=hashlib.md5(data).digest())
@@ -138,7 +140,7 @@ def _bare_etag(etag: str) -> str:
     return etag.strip().removeprefix("W/").strip('"')
 
 
-def is_current(delivered: Any, sha256: str | None, current: Any, read_current: Callable[[], bytes | None]) -> bool:
+def is_current(delivered: BlobVersion, sha256: str | None, current: BlobVersion | None, read_current: Callable[[], bytes | None]) -> bool:
     """Whether a blob still holds the file a check was made of.
 
     In order: no blob (None) is not current; the same ETag is; another size is not; a check
@@ -167,7 +169,7 @@ def is_current(delivered: Any, sha256: str | None, current: Any, read_current: C
     return now is not None and hashlib.sha256(now).hexdigest() == sha256
 
 
-def store_check(files: Any, key: str, data: bytes, still_current: Callable[[], bool]) -> bool:
+def store_check(files: Files, key: str, data: bytes, still_current: Callable[[], bool]) -> bool:
     """Write the check ``data`` at ``key`` in the report store ``files`` only while
     ``still_current()`` says its file is still the blob's content.
 
@@ -184,8 +186,6 @@ def store_check(files: Any, key: str, data: bytes, still_current: Callable[[], b
         StoreError: the store failed, or other checks of the blob kept being stored
             :data:`STORE_CHECK_TRIES` times in a row.
     """
-    from core.errors import StoreError
-
     write_if = getattr(files, "write_bytes_if", None)
     version = getattr(files, "version", None)
     if write_if is None or version is None:

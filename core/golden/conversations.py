@@ -40,7 +40,7 @@ class Conversation:
     turns: tuple["GoldenQuestion", ...]
 
 
-def _bedrock_turn(question: Any) -> tuple[int, int] | None:
+def _bedrock_turn(question: GoldenQuestion) -> tuple[int, int] | None:
     """``(line, turn)`` from ``metadata.bedrock`` (as ``ragtune suggest`` writes it), or None."""
     meta = question.metadata.get("bedrock") if isinstance(question.metadata, dict) else None
     if not isinstance(meta, dict):

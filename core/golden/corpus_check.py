@@ -8,12 +8,26 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import os
+import tempfile
+from typing import TYPE_CHECKING, Iterable, Sequence
 
+from core.documents import load_documents
+from core.evaluation.gate import missing_documents_reason
+from core.evaluation.retrieval import corpus_warnings
+from core.golden.reader import _check
 from core.golden.stale import pieces_from_documents, stale_evidence_warnings
+from core.golden.types import Problem
+from core.inputs import shown_address
+
+if TYPE_CHECKING:
+    from core.documents.base import LoadedDocument
+    from core.documents.loader import SkippedFile
+    from core.golden.types import GoldenCheck, GoldenQuestion
 
 
-def corpus_problems(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = ()) -> list[Any]:
+def corpus_problems(questions: Sequence[GoldenQuestion], documents: Sequence[LoadedDocument],
+                    skipped: Sequence[SkippedFile] = ()) -> list[Problem]:
     """Every warning about labels the loaded documents do not support (``check --docs``).
 
     Args:
@@ -26,19 +40,18 @@ def corpus_problems(questions: Sequence[Any], documents: Sequence[Any], skipped:
         end, pages of documents without pages, documents that did not load), then stale
         evidence against the documents' pages.
     """
-    from core.evaluation.retrieval import corpus_warnings
-
     return corpus_warnings(questions, documents, skipped) + stale_evidence_warnings(
         questions, pieces_from_documents(documents))
 
 
-def needs_documents(questions: Iterable[Any]) -> bool:
+def needs_documents(questions: Iterable[GoldenQuestion]) -> bool:
     """True when any question has usable evidence or a page label (so loading the documents can
     find stale evidence or pages past the end)."""
     return any(q.usable_evidence or q.pages for q in questions)
 
 
-def add_corpus_problems(check: Any, golden_path: Any, docs: Any, *, cache_dir: Any = None,
+def add_corpus_problems(check: GoldenCheck, golden_path: str | os.PathLike[str], docs: str | os.PathLike[str], *,
+                        cache_dir: str | os.PathLike[str] | None = None,
                         document_ids: Sequence[str] | None = None) -> int:
     """Add the warnings of :func:`corpus_problems` to a ``GoldenCheck`` of a file that has no
     errors, loading the documents only when a question has evidence or page labels.
@@ -60,19 +73,10 @@ def add_corpus_problems(check: Any, golden_path: Any, docs: Any, *, cache_dir: A
     Raises:
         DocumentError: the folder cannot be read.
     """
-    import tempfile
-
-    from core.documents import load_documents
-    from core.golden.reader import _check
-
     if not check.ok:
         return 0
     _, found = _check(golden_path, None)
     if document_ids is not None:
-        from core.evaluation.gate import missing_documents_reason
-        from core.golden.types import Problem
-        from core.inputs import shown_address
-
         expected = {t.document_id for q in found.questions for t in q.expected}
         reason = missing_documents_reason(expected, document_ids, shown_address(docs))
         if reason:

@@ -63,12 +63,26 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from core.documents import corpus_fingerprint
 from core.errors import ConfigError, GenerationError
+from core.evaluation.dry_run import _filler
+from core.golden.passages import (Unit, boilerplate_keys, corpus_units, second_passage_reason, section_passages,
+                                  spread_across_sections)
+from core.golden.reader import read_golden
+from core.golden.types import MIN_EVIDENCE_WORDS
+from core.metrics.retrieval import has_common_run, normalize_text
+from core.models.chat import EmptyReplyError
+from core.models.costs import CostPlan, count_tokens, message_tokens
 from core.text import plural
+
+if TYPE_CHECKING:
+    from core.documents.base import LoadedDocument
+    from core.models.chat import ChatModel
+    from core.models.embeddings import EmbeddingModel
 
 logger = logging.getLogger(__name__)
 
@@ -340,14 +354,12 @@ class _Models:
     ``max_unusable`` replies in a row of one role (writer, critic) that are not in the reply
     format (a critic that answers well does not hide a writer that never does)."""
 
-    def __init__(self, writer: Any, critic: Any, cache: ReplyCache, summary: DraftSummary, max_unusable: int) -> None:
+    def __init__(self, writer: ChatModel, critic: ChatModel, cache: ReplyCache, summary: DraftSummary, max_unusable: int) -> None:
         self.writer, self.critic, self.cache, self.summary = writer, critic, cache, summary
         self.max_unusable = max_unusable
         self.unusable_in_a_row: Counter = Counter()
 
-    def ask(self, model: Any, role: str, messages: list[dict[str, str]]) -> str:
-        from core.models.chat import EmptyReplyError
-
+    def ask(self, model: ChatModel, role: str, messages: list[dict[str, str]]) -> str:
         key = request_key(model.model_id, messages)
         reply = self.cache.get(key)
         if reply is not None:
@@ -365,7 +377,7 @@ class _Models:
             self._stop(f"the {role} model {model.model_id} refused: {' '.join(reply.split())[:200]!r}")
         return reply
 
-    def judged(self, usable: bool, model: Any, role: str, task: str, reply: str) -> None:
+    def judged(self, usable: bool, model: ChatModel, role: str, task: str, reply: str) -> None:
         """Count a reply in the reply format or not; stop after ``max_unusable`` unusable in a row
         from ``role``.
 
@@ -394,12 +406,12 @@ _SYSTEM = ("You help build a test set for a document search system. Follow the t
            "JSON object only, no other text.")
 
 
-def _passage_block(label: str, unit: Any) -> str:
+def _passage_block(label: str, unit: Unit) -> str:
     text = unit.text[:PASSAGE_MAX_CHARS]
     return f"[{label}] from {unit.target}:\n{text}"
 
 
-def passage_messages(unit: Any) -> list[dict[str, str]]:
+def passage_messages(unit: Unit) -> list[dict[str, str]]:
     """The critic's request to score a passage."""
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": (
         "TASK: score the passage. Can a clear, self-contained question be asked of this passage and answered "
@@ -407,7 +419,7 @@ def passage_messages(unit: Any) -> list[dict[str, str]]:
         + _passage_block("P1", unit))}]
 
 
-def writer_messages(kind: str, units: Sequence[Any], examples: Sequence[str]) -> list[dict[str, str]]:
+def writer_messages(kind: str, units: Sequence[Unit], examples: Sequence[str]) -> list[dict[str, str]]:
     """The writer's first request for a question of ``kind`` on ``units`` (P1, then P2)."""
     parts = [f"TASK: write {_KIND_TEXT[kind]}.",
              "Write the question as a user would ask it, in your own words: do not copy sentences of the passages.",
@@ -419,7 +431,7 @@ def writer_messages(kind: str, units: Sequence[Any], examples: Sequence[str]) ->
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def grade_messages(question: str, reference: str, units: Sequence[Any]) -> list[dict[str, str]]:
+def grade_messages(question: str, reference: str, units: Sequence[Unit]) -> list[dict[str, str]]:
     """The critic's request to grade a question and its answer."""
     body = "\n\n".join([
         "TASK: grade the question and the answer. Is the question clear and self-contained? Is the answer "
@@ -440,16 +452,14 @@ class _Pairing:
         n_pages: document id -> its page count.
     """
 
-    def __init__(self, units: Sequence[Any], embedding_model: Any, n_pages: dict[str, int]) -> None:
-        from core.golden.passages import boilerplate_keys, second_passage_reason
-
+    def __init__(self, units: Sequence[Unit], embedding_model: EmbeddingModel, n_pages: dict[str, int]) -> None:
         shared = boilerplate_keys(units)
         self.units = list(units)
         self.fit = [u for u in units if second_passage_reason(u, n_pages.get(u.document_id, 0), shared) is None]
         self.embedding_model = embedding_model
         self._vectors: dict[int, np.ndarray] = {}
 
-    def second(self, unit: Any, kind: str) -> Any | None:
+    def second(self, unit: Unit, kind: str) -> Unit | None:
         """The second passage for a question of ``kind`` on ``unit``, or None when there is none."""
         if kind == "multi-hop":
             return self._nearest_in_document(unit)
@@ -462,14 +472,14 @@ class _Pairing:
         scores = np.array([float(self._vectors[id(u)] @ first) for u in others])
         return others[int(np.argmax(scores))]  # the first of equals, in corpus order
 
-    def _nearest_in_document(self, unit: Any) -> Any | None:
+    def _nearest_in_document(self, unit: Unit) -> Unit | None:
         position = next(i for i, u in enumerate(self.units) if u is unit)
         same = [(i, u) for i, u in enumerate(self.units) if u.document_id == unit.document_id and u is not unit]
         other_pages = [(i, u) for i, u in same if u.target != unit.target]
         nearest = min(other_pages or same, key=lambda iu: (abs(iu[0] - position), iu[0] < position), default=None)
         return None if nearest is None else nearest[1]
 
-    def _embed(self, units: Sequence[Any]) -> None:
+    def _embed(self, units: Sequence[Unit]) -> None:
         missing = [u for u in dict.fromkeys(units) if id(u) not in self._vectors]
         if not missing:
             return
@@ -486,12 +496,10 @@ def visiting_order(n_candidates: int, n: int) -> list[int]:
     return [i for offset in range(stride) for i in range(offset, n_candidates, stride)]
 
 
-def run_key(documents: Sequence[Any], options: DraftOptions, writer_id: str, critic_id: str) -> str:
+def run_key(documents: Sequence[LoadedDocument], options: DraftOptions, writer_id: str, critic_id: str) -> str:
     """16 hex digits naming a run by its corpus, options (but ``max_unusable``, which decides
     only when a run stops) and models (rows carry it, so a stopped run's file is recognised when
     the run resumes)."""
-    from core.documents import corpus_fingerprint
-
     kept = {k: v for k, v in asdict(options).items() if k != "max_unusable"}  # a stop rule, not what is written
     canonical = json.dumps({"corpus": corpus_fingerprint(list(documents)), "options": kept,
                             "writer": writer_id, "critic": critic_id}, sort_keys=True)
@@ -499,12 +507,12 @@ def run_key(documents: Sequence[Any], options: DraftOptions, writer_id: str, cri
 
 
 def draft_questions(
-    documents: Sequence[Any],
+    documents: Sequence[LoadedDocument],
     *,
-    writer: Any,
-    embedding_model: Any,
+    writer: ChatModel,
+    embedding_model: EmbeddingModel,
     cache: ReplyCache,
-    critic: Any = None,
+    critic: ChatModel | None = None,
     options: DraftOptions | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> DraftSummary:
@@ -530,8 +538,6 @@ def draft_questions(
         DraftInterrupted: the run was interrupted (SIGINT); the same holds.
         ConfigError: no passage to draft from.
     """
-    from core.golden.passages import section_passages, spread_across_sections
-
     options = options or DraftOptions()
     critic = critic or writer
     ordered = sorted(documents, key=lambda d: d.document_id)
@@ -557,12 +563,9 @@ def draft_questions(
 class _Run:
     """One drafting run's state: the models, the checks, the pairing and the rows so far."""
 
-    def __init__(self, ordered: Sequence[Any], units: Sequence[Any], *, writer: Any, critic: Any,
-                 embedding_model: Any, cache: ReplyCache, options: DraftOptions,
+    def __init__(self, ordered: Sequence[LoadedDocument], units: Sequence[Unit], *, writer: ChatModel,
+                 critic: ChatModel, embedding_model: EmbeddingModel, cache: ReplyCache, options: DraftOptions,
                  on_row: Callable[[dict[str, Any]], None] | None) -> None:
-        from core.golden.passages import corpus_units
-        from core.metrics.retrieval import normalize_text
-
         self.options, self.writer, self.critic, self.on_row = options, writer, critic, on_row
         self.summary = DraftSummary(n_wanted=options.n)
         self.summary.written.update({k: 0 for k in options.kinds})
@@ -577,7 +580,7 @@ class _Run:
     def pass_over(self, reason: str) -> None:
         self.summary.passed_over[reason] += 1
 
-    def visit(self, unit: Any) -> None:
+    def visit(self, unit: Unit) -> None:
         """Score one passage and, when it is strong enough, ask for a question on it (steps 2-5)."""
         options, summary = self.options, self.summary
         text = self.models.ask(self.critic, "critic", passage_messages(unit))
@@ -620,16 +623,13 @@ class _Reviewer:
     """The checks of a writer's reply (step 4 of the module's docstring)."""
 
     def __init__(self, options: DraftOptions, normalized: dict[str, str], accepted: list[np.ndarray],
-                 embedding_model: Any, models: _Models, critic: Any) -> None:
+                 embedding_model: EmbeddingModel, models: _Models, critic: ChatModel) -> None:
         self.options, self.normalized, self.accepted = options, normalized, accepted
         self.embedding_model, self.models, self.critic = embedding_model, models, critic
 
-    def review(self, text: str, kind: str, used: Sequence[Any]) -> tuple[str, dict[str, Any] | None, Any]:
+    def review(self, text: str, kind: str, used: Sequence[Unit]) -> tuple[str, dict[str, Any] | None, Any]:
         """``(reason, row, vector)``: why the reply is turned down ("" when accepted), the reply's
         object (None when it holds none) and the question's unit embedding (when accepted)."""
-        from core.golden.types import MIN_EVIDENCE_WORDS
-        from core.metrics.retrieval import has_common_run, normalize_text
-
         row = parse_json_reply(text)
         question = row.get("question") if row is not None else None
         usable = isinstance(question, str) and bool(question.strip())
@@ -680,11 +680,9 @@ class _Reviewer:
         return "", row, vector
 
 
-def _row(number: int, kind: str, reply: dict[str, Any], used: Sequence[Any], normalized: dict[str, str],
+def _row(number: int, kind: str, reply: dict[str, Any], used: Sequence[Unit], normalized: dict[str, str],
          key: str) -> dict[str, Any]:
     """The golden row of an accepted reply (step 5 of the module's docstring)."""
-    from core.metrics.retrieval import normalize_text
-
     evidence = list(reply.get("evidence") or []) if kind != "unanswerable" else []
     holding = [u for u in used if any(normalize_text(q) in normalized[u.target] for q in evidence)] or list(used[:1])
     where = "; ".join(_where(u) for u in holding)
@@ -704,7 +702,7 @@ def _row(number: int, kind: str, reply: dict[str, Any], used: Sequence[Any], nor
     return row
 
 
-def _where(unit: Any) -> str:
+def _where(unit: Unit) -> str:
     where = unit.document_id if unit.page is None else f"page {unit.page} of {unit.document_id}"
     if unit.printed_page is not None and unit.printed_page != str(unit.page):
         where += f" (printed {unit.printed_page})"
@@ -719,8 +717,6 @@ def read_examples(path: str | os.PathLike[str]) -> tuple[str, ...]:
     Raises:
         GoldenError: the file cannot be read or has errors.
     """
-    from core.golden.reader import read_golden
-
     return tuple(q.question for q in read_golden(path).questions)[:EXAMPLES_SHOWN]
 
 
@@ -738,12 +734,12 @@ def unanswerable_path(output: str | os.PathLike[str]) -> Path:
 
 
 def draft_to_file(
-    documents: Sequence[Any],
+    documents: Sequence[LoadedDocument],
     output: str | os.PathLike[str],
     *,
-    writer: Any,
-    embedding_model: Any,
-    critic: Any = None,
+    writer: ChatModel,
+    embedding_model: EmbeddingModel,
+    critic: ChatModel | None = None,
     options: DraftOptions | None = None,
     cache_path: str | os.PathLike[str] | None = None,
     unanswerable_output: str | os.PathLike[str] | None = None,
@@ -831,18 +827,13 @@ def _rows_of_run(path: Path, key: str) -> set[str]:
     return done
 
 
-def plan_draft(*, writer: Any, critic: Any, n: int, tries: int, n_cached: int) -> "CostPlan":
+def plan_draft(*, writer: ChatModel, critic: ChatModel | None, n: int, tries: int, n_cached: int) -> CostPlan:
     """The plan of ``ragtune draft``: per row the critic scores a passage, the writer writes
     (up to ``tries`` times) and the critic grades each try; passages passed over add more. The
     counts are from the fewest (every first try kept) to the most (every try used);
     ``n_cached`` replies the run's reply file already holds are not asked again."""
-    from types import SimpleNamespace
-
-    from core.evaluation.dry_run import _filler
-    from core.models.costs import CostPlan, count_tokens, message_tokens
-
     plan = CostPlan()
-    unit = SimpleNamespace(text=_filler(PASSAGE_MAX_CHARS // 2), target="document.pdf#page=1")
+    unit = Unit("document.pdf", 1, (_filler(PASSAGE_MAX_CHARS // 2),))  # target document.pdf#page=1
     critic = critic or writer
     reply = count_tokens('{"question": "a question of about twenty words", "reference": "an answer", '
                          '"evidence": ["a quote of some words"]}')

@@ -58,7 +58,15 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+from core.chunking.spans import document_text
+from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from docling_core.types.doc import DoclingDocument
+
+    from core.documents.base import LoadedDocument
 
 #: A page or document with fewer words than this is near empty (covers, dividers, blank pages).
 MIN_UNIT_WORDS = 25
@@ -212,8 +220,6 @@ def spread_indices(n_items: int, n: int, seed: int) -> list[int]:
         ConfigError: ``n`` is below 1.
     """
     if n < 1:
-        from core.errors import ConfigError
-
         raise ConfigError(f"the number of rows must be at least 1, got {n}")
     if n >= n_items:
         return list(range(n_items))
@@ -243,7 +249,7 @@ def printed_page_number(paragraphs: tuple[str, ...] | list[str]) -> str | None:
     return None
 
 
-def _items(doc: Any) -> list[tuple[str, int | None, bool]]:
+def _items(doc: DoclingDocument) -> list[tuple[str, int | None, bool]]:
     """``(text, page_no, is_heading)`` for every text item of a ``DoclingDocument``."""
     from docling_core.types.doc import DocItemLabel, TableItem, TextItem
 
@@ -262,7 +268,7 @@ def _items(doc: Any) -> list[tuple[str, int | None, bool]]:
     return out
 
 
-def document_units(document: Any) -> list[Unit]:
+def document_units(document: LoadedDocument) -> list[Unit]:
     """Split a loaded document into units: one per page of a PDF, else one.
 
     Args:
@@ -302,7 +308,7 @@ def document_units(document: Any) -> list[Unit]:
     return units
 
 
-def corpus_units(documents: Iterable[Any], *, by: str = "page") -> list[Unit]:
+def corpus_units(documents: Iterable[LoadedDocument], *, by: str = "page") -> list[Unit]:
     """Every unit of a corpus, at the grain ``by``.
 
     Args:
@@ -316,8 +322,6 @@ def corpus_units(documents: Iterable[Any], *, by: str = "page") -> list[Unit]:
     Raises:
         ConfigError: ``by`` is neither ``"page"`` nor ``"doc"``.
     """
-    from core.errors import ConfigError
-
     if by not in GRAINS:
         raise ConfigError(f"by must be one of {', '.join(GRAINS)}, got {by!r}")
     out: list[Unit] = []
@@ -351,7 +355,7 @@ class Passage:
     part: int
 
 
-def section_passages(document: Any) -> list[Passage]:
+def section_passages(document: LoadedDocument) -> list[Passage]:
     """Split a loaded document into section passages (see the module's rules on sections).
 
     Args:
@@ -360,8 +364,6 @@ def section_passages(document: Any) -> list[Passage]:
     Returns:
         The passages in reading order, near-empty ones included (``passage.unit.near_empty``).
     """
-    from core.chunking.spans import document_text
-
     text = document_text(document.document)
     paged = document.n_pages > 0
     labelled = any(text.is_heading)
@@ -429,8 +431,6 @@ def spread_across_sections(passages: list[Passage], n: int, seed: int) -> list[P
     Raises:
         ConfigError: ``n`` is below 1.
     """
-    from core.errors import ConfigError
-
     if n < 1:
         raise ConfigError(f"the number of passages must be at least 1, got {n}")
     layers: dict[int, list[int]] = {}

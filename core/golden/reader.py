@@ -42,15 +42,17 @@ from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 
-from core.errors import GoldenError
+from core import inputs
+from core.documents.base import normalize_id
+from core.errors import ConfigError, GoldenError, StoreError
 from core.golden import bedrock
 from core.golden.lines import FIELDS, json_type, nearest, parse_line_object
 from core.golden.problems import DEFAULT_LIMITS, CheckLimits, ProblemLog, format_ranges
-from core.text import plural
 from core.golden.types import (
     MIN_EVIDENCE_WORDS,
     GoldenCheck,
@@ -59,7 +61,11 @@ from core.golden.types import (
     Problem,
     Target,
 )
-from core.documents.base import normalize_id
+from core.text import plural
+
+if TYPE_CHECKING:
+    from core.rag.records import AnswerRecord
+    from core.reports.blob import StorageCredential
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +130,7 @@ def read_bytes(
     path: PathLikeStr,
     *,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
 ) -> bytes:
     """Return the bytes of a golden file, local or remote.
@@ -150,9 +156,6 @@ def read_bytes(
             holds one file-level :class:`Problem`; the message names the path, or the address
             without its query string, and never a credential.
     """
-    from core import inputs
-    from core.errors import ConfigError, StoreError
-
     shown = inputs.shown_address(path)
     try:
         local = inputs.local_path(path)
@@ -193,7 +196,7 @@ def check_golden(
     documents: Iterable[str] | None = None,
     *,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
     data: bytes | None = None,
     limits: CheckLimits = DEFAULT_LIMITS,
@@ -250,7 +253,7 @@ def read_golden(
     *,
     documents: Iterable[str] | None = None,
     connection_string: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
 ) -> GoldenSet:
     """Read a golden file, refusing it when :func:`check_golden` finds any error.
@@ -289,7 +292,7 @@ def read_golden(
     )
 
 
-def read_bedrock_answers(path: PathLikeStr) -> list[Any]:
+def read_bedrock_answers(path: PathLikeStr) -> list[AnswerRecord]:
     """Read the answers and passages of a bring-your-own-inference Bedrock file, for scoring
     without generating.
 
@@ -305,7 +308,7 @@ def read_bedrock_answers(path: PathLikeStr) -> list[Any]:
         GoldenError: the file has errors, or it carries no outputs (it is not a
             bring-your-own-inference file).
     """
-    from core.rag.records import AnswerRecord, Context
+    from core.rag.records import AnswerRecord, Context  # core.rag's package imports the vector stores
 
     check, found = _check(path, None)
     _raise_errors(check)
@@ -397,7 +400,7 @@ def _line_key(problem: Problem) -> tuple[bool, int]:
     return (problem.line is None, problem.line or 0)
 
 
-def _error_order(err: Any) -> tuple[int, list[int]]:
+def _error_order(err: ValidationError) -> tuple[int, list[int]]:
     path = list(err.absolute_path)
     first = FIELDS.index(path[0]) if path and path[0] in FIELDS else -1
     return (first, [p for p in path[1:] if isinstance(p, int)])
@@ -421,7 +424,7 @@ def _canonical(value: Any, text: bool = False) -> Any:
     return _CANONICAL.get(type(value), value)
 
 
-def _schema_errors(obj: dict[str, Any]) -> list[Any]:
+def _schema_errors(obj: dict[str, Any]) -> list[ValidationError]:
     """The schema's errors for a line, in field order, found on a canonical copy.
 
     The schema looks at a value's type, whether ``question`` holds non-whitespace text, the
@@ -435,7 +438,7 @@ def _schema_errors(obj: dict[str, Any]) -> list[Any]:
 
 
 @lru_cache(maxsize=1024)
-def _validate_shape(canonical: str) -> list[Any]:
+def _validate_shape(canonical: str) -> list[ValidationError]:
     return sorted(_validator().iter_errors(json.loads(canonical)), key=_error_order)
 
 
@@ -457,14 +460,15 @@ def _field_name(path: Iterable[Any]) -> str | None:
 
 
 def _check(path: PathLikeStr, documents: Iterable[str] | None, data: bytes | None = None,
-           limits: CheckLimits = DEFAULT_LIMITS, **access: Any) -> tuple[GoldenCheck, _Found]:
-    from core.inputs import shown_address
-
-    shown = shown_address(path)
+           limits: CheckLimits = DEFAULT_LIMITS, *, connection_string: str | None = None,
+           credential: StorageCredential | None = None,
+           endpoint_url: str | None = None) -> tuple[GoldenCheck, _Found]:
+    shown = inputs.shown_address(path)
     found = _Found()
     if data is None:
         try:
-            data = read_bytes(path, **access)
+            data = read_bytes(path, connection_string=connection_string, credential=credential,
+                              endpoint_url=endpoint_url)
         except GoldenError as exc:
             return GoldenCheck(path=shown, sha256=None, problems=list(exc.problems)), found
     found.raw = data
@@ -702,7 +706,7 @@ class _Row:
         grade that is not is an error naming the metric and its scale."""
         if not isinstance(grades, dict):
             return {}  # a wrong type is the schema's error
-        from core.metrics.scales import JUDGE_SCALES as JUDGE_METRICS
+        from core.metrics.scales import JUDGE_SCALES as JUDGE_METRICS  # core.metrics' package imports core.golden
 
         out = {}
         known = ", ".join(f"judge.{m}" for m in JUDGE_METRICS)
@@ -744,7 +748,7 @@ class _Row:
             out.append((role, content))
         return tuple(out)
 
-    def _schema_error(self, err: Any, obj: dict[str, Any], unknown: list[str]) -> None:
+    def _schema_error(self, err: ValidationError, obj: dict[str, Any], unknown: list[str]) -> None:
         path = list(err.absolute_path)
         field = _field_name(path)
         kind = err.validator
@@ -850,7 +854,7 @@ class _Row:
 class _UnanswerableRow(_Row):
     """A line of an unanswerable file: a golden line whose ``expected`` is absent or empty."""
 
-    def _schema_error(self, err: Any, obj: dict[str, Any], unknown: list[str]) -> None:
+    def _schema_error(self, err: ValidationError, obj: dict[str, Any], unknown: list[str]) -> None:
         if err.validator == "required" and "expected" not in obj:
             obj = {**obj, "expected": []}  # no expected is what an unanswerable row has
         elif err.validator == "minItems" and _field_name(list(err.absolute_path)) == "expected":

@@ -27,10 +27,20 @@ from __future__ import annotations
 
 import posixpath
 import tempfile
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
+from core.documents import load_documents
 from core.errors import ConfigError
+from core.evaluation.indexing import cached_model
+from core.experiment.requests import parse_experiment_request
+from core.golden.passages import GRAINS
+from core.golden.reader import read_bytes
+from core.golden.suggest import DEFAULT_TOP, build_index, suggest_labels
+from core.golden.template import DEFAULT_TEMPLATE_ROWS, rows_to_jsonl, template_rows
 from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 #: The request kinds and the suffix of the file each writes beside the golden file.
 OUTPUT_SUFFIXES = {"template": ".template.jsonl", "suggest": ".suggested.jsonl"}
@@ -116,11 +126,6 @@ def parse_golden_request(body: Any, kind: str, *, blob_endpoint: str | None, gol
         ``(request, errors)``: the request with defaults filled in and ``output`` (the address
         to write), or None and every problem found.
     """
-    from core.golden.passages import GRAINS
-    from core.golden.suggest import DEFAULT_TOP
-    from core.golden.template import DEFAULT_TEMPLATE_ROWS
-    from core.experiment.requests import parse_experiment_request
-
     if not isinstance(body, dict):
         return None, ["the body must be a JSON object"]
     fields = _FIELDS[kind]
@@ -164,7 +169,7 @@ def output_address(golden: str, kind: str) -> str:
     return f"{folder}/{stem}{OUTPUT_SUFFIXES[kind]}"
 
 
-def run_golden_request(request: dict[str, Any], kind: str, settings: Any) -> dict[str, Any]:
+def run_golden_request(request: dict[str, Any], kind: str, settings: Settings) -> dict[str, Any]:
     """Build the template or the suggestions of a request and write them beside the golden file.
 
     Args:
@@ -180,9 +185,6 @@ def run_golden_request(request: dict[str, Any], kind: str, settings: Any) -> dic
         GoldenError: the golden file cannot be read or has errors (suggest).
         DocumentError / StoreError / IndexingError: the documents cannot be read or indexed.
     """
-    from core.documents import load_documents
-    from core.golden.template import rows_to_jsonl
-
     output = request["output"]
     folder, name = output.rsplit("/", 1)
     files = settings.files(folder)
@@ -193,15 +195,9 @@ def run_golden_request(request: dict[str, Any], kind: str, settings: Any) -> dic
         loaded = load_documents(request["documents"], cache_dir=workspace.inputs,
                                 **settings.storage_access(request["documents"]))
         if kind == "template":
-            from core.golden.template import template_rows
-
             rows = template_rows(loaded.documents, by=request["by"], n=request["n"], seed=request["seed"])
             answer: dict[str, Any] = {"rows": len(rows), "templates": len(rows)}
         else:
-            from core.golden.reader import read_bytes
-            from core.evaluation.indexing import cached_model
-            from core.golden.suggest import build_index, suggest_labels
-
             data = read_bytes(request["golden"], **settings.storage_access(request["golden"]))
             model = cached_model(settings.embedding_model(), workspace)
             with build_index(loaded.documents, model, settings.vector_store_config(tmp)) as index:

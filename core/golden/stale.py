@@ -16,7 +16,16 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+from core.golden.passages import document_units
+from core.golden.types import MIN_EVIDENCE_WORDS, Problem
+from core.metrics.retrieval import evidence_matches
+
+if TYPE_CHECKING:
+    from core.chunking.base import Chunk
+    from core.documents.base import LoadedDocument
+    from core.golden.types import GoldenQuestion
 
 #: Characters of a quote shown in a stale-evidence warning.
 QUOTE_SHOWN_CHARS = 80
@@ -24,7 +33,7 @@ QUOTE_SHOWN_CHARS = 80
 Pieces = Mapping[str, Sequence[tuple[str, Sequence[int]]]]
 
 
-def pieces_from_chunks(chunks: Iterable[Any]) -> dict[str, list[tuple[str, list[int]]]]:
+def pieces_from_chunks(chunks: Iterable[Chunk]) -> dict[str, list[tuple[str, list[int]]]]:
     """Document id -> ``(text, pages)`` of each of its chunks, in order."""
     out: dict[str, list[tuple[str, list[int]]]] = defaultdict(list)
     for chunk in chunks:
@@ -32,9 +41,8 @@ def pieces_from_chunks(chunks: Iterable[Any]) -> dict[str, list[tuple[str, list[
     return dict(out)
 
 
-def pieces_from_documents(documents: Iterable[Any]) -> dict[str, list[tuple[str, list[int]]]]:
+def pieces_from_documents(documents: Iterable[LoadedDocument]) -> dict[str, list[tuple[str, list[int]]]]:
     """Document id -> ``(text, [page])`` of each page (``(text, [])`` for a document without pages)."""
-    from core.golden.passages import document_units
 
     out: dict[str, list[tuple[str, list[int]]]] = {}
     for document in documents:
@@ -49,7 +57,7 @@ def _shown(quote: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def stale_evidence_warnings(questions: Iterable[Any], pieces: Pieces) -> list[Any]:
+def stale_evidence_warnings(questions: Iterable[GoldenQuestion], pieces: Pieces) -> list[Problem]:
     """Warnings for evidence quotes no piece of their expected sources holds.
 
     Args:
@@ -61,9 +69,6 @@ def stale_evidence_warnings(questions: Iterable[Any], pieces: Pieces) -> list[An
         ``Problem`` warnings with the question's line and field ``evidence[i]``:
         ``stale evidence: quote "..." is not on report.pdf#page=4``.
     """
-    from core.golden.types import MIN_EVIDENCE_WORDS, Problem
-    from core.metrics.retrieval import evidence_matches
-
     out = []
     for q in questions:
         docs = [d for d in q.document_ids if d in pieces]

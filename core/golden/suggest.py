@@ -30,10 +30,30 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Sequence
 
+from core.chunking import get_chunker
+from core.chunking.base import Chunk
+from core.documents import corpus_fingerprint
 from core.errors import ConfigError, GoldenError
+from core.evaluation import indexing
+from core.evaluation.retrieval import EvaluateOptions
+from core.golden import bedrock
+from core.golden.passages import GRAINS
+from core.golden.reader import _check, check_golden, read_bytes
+from core.golden.types import MIN_EVIDENCE_WORDS, Problem
+from core.inputs import shown_address
+from core.metrics.retrieval import normalize_text
 from core.text import plural
+from core.vectorstores import get_vector_store
+from core.vectorstores.base import SearchSetup
+
+if TYPE_CHECKING:
+    from core.documents.base import LoadedDocument
+    from core.models.embeddings import EmbeddingModel
+    from core.vectorstores.base import VectorStore
+    from core.vectorstores.factory import StoreConfig
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +63,7 @@ DEFAULT_TOP = 1
 SEARCH_K = 10
 
 
-def _search_setup() -> Any:
-    from core.vectorstores.base import SearchSetup
-
+def _search_setup() -> SearchSetup:
     return SearchSetup("hybrid", "rrf")
 
 #: Check errors that only say a row has no label yet: the rows ``suggest`` fills in.
@@ -95,9 +113,7 @@ class ChunkIndex:
         paged: ids of the documents that have pages.
     """
 
-    def __init__(self, store: Any, chunks: Sequence[Any], paged: set[str]) -> None:
-        from core.metrics.retrieval import normalize_text
-
+    def __init__(self, store: VectorStore, chunks: Sequence[Chunk], paged: set[str]) -> None:
         self.store = store
         self.chunks = list(chunks)
         self.paged = paged
@@ -106,14 +122,15 @@ class ChunkIndex:
     def __enter__(self) -> "ChunkIndex":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close()
 
     def close(self) -> None:
         """Close the vector store."""
         self.store.close()
 
-    def target(self, chunk: Any, by: str) -> str:
+    def target(self, chunk: Chunk, by: str) -> str:
         """The id a chunk stands for at grain ``by``: ``doc#page=N`` or ``doc``."""
         if by == "page" and chunk.document_id in self.paged and chunk.pages:
             return f"{chunk.document_id}#page={chunk.pages[0]}"
@@ -135,7 +152,7 @@ class ChunkIndex:
             Up to ``top`` ids, best first.
         """
         hits = [h.chunk for h in self.store.search(query, k=max(SEARCH_K, SEARCH_K * top), **_search_setup().to_dict())]
-        holders: list[Any] = []
+        holders: list[Chunk] = []
         if verbatim:
             found = {c.chunk_id for c, t in zip(self.chunks, self.normalized) if verbatim in t}
             holders = [c for c in hits if c.chunk_id in found]
@@ -151,7 +168,8 @@ class ChunkIndex:
         return out
 
 
-def build_index(documents: Sequence[Any], embedding_model: Any, store_config: Any) -> ChunkIndex:
+def build_index(documents: Sequence[LoadedDocument], embedding_model: EmbeddingModel,
+                store_config: StoreConfig) -> ChunkIndex:
     """Chunk ``documents`` as ``evaluate`` does by default (recursive chunker, its default
     sizes) and index them in the collection ``evaluate`` would use, reusing it when it holds
     them already.
@@ -167,19 +185,13 @@ def build_index(documents: Sequence[Any], embedding_model: Any, store_config: An
     Raises:
         IndexingError / EmbeddingError / StoreError: indexing failed.
     """
-    from core.chunking import get_chunker
-    from core.documents import corpus_fingerprint
-    from core.evaluation.indexing import build_index, collection_for
-    from core.evaluation.retrieval import EvaluateOptions
-    from core.vectorstores import get_vector_store
-
     chunker = get_chunker("recursive", EvaluateOptions.chunk_size, EvaluateOptions.chunk_overlap)
     chunks = [c for d in documents for c in chunker.chunk([d])]
-    collection = collection_for(corpus_fingerprint(list(documents)), {"method": chunker.name, **chunker.params()},
-                                embedding_model.model_id)
+    collection = indexing.collection_for(corpus_fingerprint(list(documents)),
+                                         {"method": chunker.name, **chunker.params()}, embedding_model.model_id)
     store = get_vector_store(embedding_model, store_config, collection)
     try:
-        build_index(store, chunks, embedding_model)
+        indexing.build_index(store, chunks, embedding_model)
     except BaseException:
         store.close()
         raise
@@ -187,19 +199,14 @@ def build_index(documents: Sequence[Any], embedding_model: Any, store_config: An
 
 
 def _query(question: str, reference: str) -> str:
-    from core.golden.types import MIN_EVIDENCE_WORDS
-
     return reference if len(reference.split()) >= MIN_EVIDENCE_WORDS else f"{question} {reference}"
 
 
 def _verbatim(reference: str) -> str | None:
-    from core.golden.types import MIN_EVIDENCE_WORDS
-    from core.metrics.retrieval import normalize_text
-
     return normalize_text(reference) if len(reference.split()) >= MIN_EVIDENCE_WORDS else None
 
 
-def _raise_errors(path: str, problems: list[Any]) -> None:
+def _raise_errors(path: str, problems: list[Problem]) -> None:
     head = f"{path}: {plural(len(problems), 'error')} — fix them before suggesting labels"
     raise GoldenError("\n".join([head, *(p.format(path) for p in problems)]), problems)
 
@@ -207,8 +214,6 @@ def _raise_errors(path: str, problems: list[Any]) -> None:
 def _native_rows(path: str, data: bytes) -> list[tuple[int, dict[str, Any]]]:
     """``(line, row)`` for every row of a native golden file; raises on errors other than a
     missing or empty ``expected`` (and the file-level "nothing ready")."""
-    from core.golden.reader import check_golden
-
     check = check_golden(path, data=data)
     nothing_ready = [p for p in check.errors if p.line is None and p.message.startswith("nothing ready")]
     blocking = [p for p in check.errors if p not in nothing_ready and not (p.line is not None and p.field in
@@ -225,8 +230,6 @@ def _native_rows(path: str, data: bytes) -> list[tuple[int, dict[str, Any]]]:
 
 def _bedrock_rows(path: str, data: bytes) -> tuple[list[tuple[int, dict[str, Any]]], str]:
     """Rows in ragtune's schema for every turn of a Bedrock prompt dataset, and its format."""
-    from core.golden.reader import _check
-
     check, found = _check(path, None, data=data)
     if check.errors:
         _raise_errors(check.path, check.errors)
@@ -257,7 +260,7 @@ def _with_expected(row: dict[str, Any], targets: list[str], hint: str) -> dict[s
     return out
 
 
-def suggest_labels(golden_path: str, documents: Sequence[Any], *, index: ChunkIndex, top: int = DEFAULT_TOP,
+def suggest_labels(golden_path: str, documents: Sequence[LoadedDocument], *, index: ChunkIndex, top: int = DEFAULT_TOP,
                    by: str = "page", data: bytes | None = None) -> SuggestResult:
     """Propose ``expected`` ids for the questions of a golden file that have a reference answer.
 
@@ -277,11 +280,6 @@ def suggest_labels(golden_path: str, documents: Sequence[Any], *, index: ChunkIn
         GoldenError: the file cannot be read or has errors other than rows without ``expected``.
         ConfigError: ``top`` below 1, a bad ``by``, or no document.
     """
-    from core.golden import bedrock
-    from core.golden.passages import GRAINS
-    from core.golden.reader import read_bytes
-    from core.inputs import shown_address
-
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ConfigError(f"top must be an integer of at least 1, got {top!r}")
     if by not in GRAINS:

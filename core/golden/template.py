@@ -19,10 +19,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from core.errors import ConfigError
-from core.golden.passages import spread_indices
+from core.golden.passages import Unit, corpus_units, spread_indices
+
+if TYPE_CHECKING:
+    from core.documents.base import LoadedDocument
 
 #: Rows a template holds by default.
 DEFAULT_TEMPLATE_ROWS = 50
@@ -30,7 +33,7 @@ DEFAULT_TEMPLATE_ROWS = 50
 TEMPLATE_ID_PREFIX = "template-"
 
 
-def unit_hint(unit: Any) -> str:
+def unit_hint(unit: Unit) -> str:
     """The hint of a template row: where the unit is, the heading above it, and up to
     :data:`~core.golden.passages.HINT_CHARS` characters of its substantive text
     (:meth:`~core.golden.passages.Unit.excerpt`: running headers, footers and page numbers
@@ -51,7 +54,7 @@ def unit_hint(unit: Any) -> str:
     return hint + "; write a question this answers"
 
 
-def template_rows(documents: Iterable[Any], *, by: str = "page", n: int = DEFAULT_TEMPLATE_ROWS,
+def template_rows(documents: Iterable[LoadedDocument], *, by: str = "page", n: int = DEFAULT_TEMPLATE_ROWS,
                   seed: int = 0) -> list[dict[str, Any]]:
     """Template rows for a corpus.
 
@@ -69,8 +72,6 @@ def template_rows(documents: Iterable[Any], *, by: str = "page", n: int = DEFAUL
     Raises:
         ConfigError: a bad ``by`` or ``n``.
     """
-    from core.golden.passages import corpus_units
-
     ordered = sorted(documents, key=lambda d: d.document_id)
     units = [u for u in corpus_units(ordered, by=by) if not u.near_empty]
     picked = [units[i] for i in spread_indices(len(units), n, seed)]

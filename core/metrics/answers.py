@@ -59,11 +59,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from core.errors import ConfigError
+from core.metrics.agreement import agreement
 from core.metrics.answer_scores import AnswerItem, MetricScores, QuestionScore, Status
 from core.metrics.bootstrap import bootstrap_interval, describe
 from core.metrics.llm_judge import (
@@ -77,6 +78,10 @@ from core.metrics.llm_judge import (
 )
 from core.metrics.unitxt_metrics import UNITXT_METRICS, UnitxtEvaluator, unitxt_import_s, unitxt_version
 from core.rag.records import AnswerRecord
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenQuestion
+    from core.models.chat import ChatModel
 
 logger = logging.getLogger(__name__)
 
@@ -281,8 +286,6 @@ def judge_agreement(questions: Sequence[Any], name: str, per_question: Sequence[
         name: the metric's name.
         per_question: the judge's scores, one per question.
     """
-    from core.metrics.agreement import agreement
-
     metric = JUDGE_METRICS[name.split(".", 1)[1]]
     pairs, unlabeled = [], []
     for q, score in zip(questions, per_question):
@@ -351,9 +354,9 @@ def _items(questions: Sequence[Any], answers: Sequence[AnswerRecord]) -> list[An
 
 
 def answer_report(
-    questions: Sequence[Any],
+    questions: Sequence[GoldenQuestion],
     answers: Sequence[AnswerRecord],
-    judge: Any = None,
+    judge: ChatModel | None = None,
     metrics: Sequence[str] | None = None,
     *,
     overall: Sequence[str] | None = None,

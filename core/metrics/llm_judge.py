@@ -14,11 +14,9 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from core.metrics.scales import JUDGE_SCALES
 from core.errors import ConfigError
-from core.models.spend import carry_spend
 from core.metrics.answer_scores import (
     AnswerItem,
     MetricScores,
@@ -27,6 +25,13 @@ from core.metrics.answer_scores import (
     missing_answer,
     passages_of,
 )
+from core.metrics.scales import JUDGE_SCALES
+from core.models.breaker import CircuitBreaker
+from core.models.chat import EmptyReplyError
+from core.models.spend import carry_spend
+
+if TYPE_CHECKING:
+    from core.models.chat import ChatModel
 
 logger = logging.getLogger(__name__)
 
@@ -258,7 +263,7 @@ class JudgeEvaluator:
 
     def __init__(
         self,
-        judge: Any,
+        judge: ChatModel,
         *,
         max_workers: int = 4,
         temperature: float | None = 0.0,
@@ -300,8 +305,6 @@ class JudgeEvaluator:
             sample: which of the repeated calls this is (0 first); a judge that keeps its
                 replies (``CachedChatModel.sampled``) keeps each repeat apart.
         """
-        from core.models.chat import EmptyReplyError
-
         judge = self.judge
         if sample and callable(getattr(judge, "sampled", None)):
             judge = judge.sampled(sample)
@@ -347,8 +350,6 @@ class JudgeEvaluator:
                 else:
                     samples[(metric, i)] = [None] * n
                     jobs.extend((metric, i, r) for r in range(n))
-
-        from core.models.breaker import CircuitBreaker
 
         breaker = CircuitBreaker(self.max_consecutive_failures, f"judge {self.model_id}")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from core.errors import EvaluationError
+from core.exact import binomial_two_sided
 
 #: Significance level of the paired tests in reports and the CI gate.
 ALPHA = 0.05
@@ -37,8 +38,6 @@ def mcnemar_exact(b: int, c: int) -> float:
     """
     if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (b, c)):
         raise EvaluationError(f"mcnemar_exact needs two non-negative integers, got b={b!r}, c={c!r}")
-    from core.exact import binomial_two_sided
-
     return binomial_two_sided(b, c)
 
 

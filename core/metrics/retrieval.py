@@ -47,8 +47,8 @@ from core.chunking.base import Chunk
 from core.errors import ConfigError, EvaluationError
 from core.golden.types import MIN_EVIDENCE_WORDS, GoldenQuestion
 # The bootstrap's resamples, seed and level have one home.
-from core.metrics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from core.metrics.bootstrap import CONFIDENCE_LEVEL as CI_LEVEL
+from core.metrics.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE_LEVEL as CI_LEVEL
+from core.metrics.paired import paired_outcomes
 
 logger = logging.getLogger(__name__)
 
@@ -533,8 +533,6 @@ def mcnemar_exact(found_a: Sequence[bool], found_b: Sequence[bool]) -> dict[str,
     """
     if len(found_a) != len(found_b):
         raise EvaluationError(f"paired test on {len(found_a)} and {len(found_b)} questions: give the same questions")
-    from core.metrics.paired import paired_outcomes
-
     result = paired_outcomes(dict(enumerate(found_a)), dict(enumerate(found_b)))
     return {"only_a": len(result.only_first), "only_b": len(result.only_second), "p_value": result.p_value}
 

@@ -14,7 +14,10 @@ References:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
 
 __all__ = ["AZURE_OPENAI_SCOPE", "azure_openai_client", "openai_client", "token_provider"]
 
@@ -22,7 +25,7 @@ __all__ = ["AZURE_OPENAI_SCOPE", "azure_openai_client", "openai_client", "token_
 AZURE_OPENAI_SCOPE = "https://cognitiveservices.azure.com/.default"
 
 
-def token_provider(credential: Any = None, scope: str = AZURE_OPENAI_SCOPE) -> Callable[[], str]:
+def token_provider(credential: TokenCredential | None = None, scope: str = AZURE_OPENAI_SCOPE) -> Callable[[], str]:
     """Return a function giving a bearer token for ``scope``, refreshed as needed.
 
     Args:

@@ -18,13 +18,19 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from core.errors import StoreError
+from core.models.chat import check_messages
 from core.models.embeddings import EmbeddingModel, check_vectors, query_text, text_sha256, usable_rows
+from core.models.rerank import PairScore, score_pairs
 from core.models.spend import current_spend
+
+if TYPE_CHECKING:
+    from core.models.chat import ChatModel
+    from core.models.rerank import Reranker
 
 logger = logging.getLogger(__name__)
 
@@ -405,7 +411,7 @@ class CachedChatModel:
         cache: the :class:`EmbeddingCache` whose file also holds the replies.
     """
 
-    def __init__(self, model: Any, cache: EmbeddingCache) -> None:
+    def __init__(self, model: ChatModel, cache: EmbeddingCache) -> None:
         self.model = model
         self.model_id = model.model_id
         self.cache = cache
@@ -429,8 +435,6 @@ class CachedChatModel:
     def cached(self, messages: Sequence[Mapping[str, str]], *, max_completion_tokens: int | None = None,
                temperature: float | None = None) -> bool:
         """Whether the reply to this request is in the cache (nothing is sent)."""
-        from core.models.chat import check_messages
-
         parameters = self._parameters(max_completion_tokens, temperature)
         return self.cache.get_reply(reply_key(self.model_id, check_messages(messages), parameters)) is not None
 
@@ -456,8 +460,6 @@ class CachedChatModel:
             GenerationError: as the wrapped model's ``chat``.
         """
         parameters = self._parameters(max_completion_tokens, temperature)
-        from core.models.chat import check_messages
-
         key = reply_key(self.model_id, check_messages(messages), parameters)
         while True:
             row = self.cache.get_reply(key)
@@ -509,7 +511,7 @@ RERANK_CHUNK = 32
 _LOOKUP_ROWS = 500
 
 
-def rerank_model_key(reranker: Any) -> str:
+def rerank_model_key(reranker: Reranker) -> str:
     """What a reranker's cached scores are kept under: its ``model_id``, and, when it has one,
     the sha256 of its model file (``model_sha256``) and its window (``max_input_tokens``), so
     scores of another file or another truncation are never taken for its own."""
@@ -550,7 +552,7 @@ class CachedReranker:
         StoreError: the cache file cannot be written.
     """
 
-    def __init__(self, reranker: Any, cache: EmbeddingCache) -> None:
+    def __init__(self, reranker: Reranker, cache: EmbeddingCache) -> None:
         self.reranker = reranker
         self.model_id = reranker.model_id
         self.model_key = rerank_model_key(reranker)
@@ -613,8 +615,6 @@ class CachedReranker:
         """Score ``todo`` (key -> pair) with the model, a chunk at a time, storing each chunk."""
         import time
 
-        from core.models.rerank import score_pairs
-
         out: dict[tuple[str, str], tuple[float, float]] = {}
         items = list(todo.items())
         for i in range(0, len(items), RERANK_CHUNK):
@@ -656,8 +656,6 @@ class CachedReranker:
                 those threads).
             StoreError: the cache file cannot be written.
         """
-        from core.models.rerank import PairScore
-
         pairs = [(str(q), str(p)) for q, p in pairs]
         keys = [(text_sha256(q), text_sha256(p)) for q, p in pairs]
         found = self._lookup(keys)

@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from core.errors import ConfigError, GenerationError
 from core.limits import ENDPOINT_DEADLINE_S
+from core.models.endpoint import EndpointError, JSONEndpoint
 from core.models.spend import current_spend
 
 logger = logging.getLogger(__name__)
@@ -199,8 +200,6 @@ class OpenAIChatModel:
     def _endpoint(self) -> Any:
         with self._lock:
             if self._transport is None:
-                from core.models.endpoint import JSONEndpoint
-
                 self._transport = JSONEndpoint(base_url=self.base_url, api_key=self._api_key,
                                                azure_api_version=self.azure_api_version, timeout_s=self.timeout_s,
                                                ad_token_provider=self._ad_token_provider, deadline_s=self.deadline_s)
@@ -231,8 +230,6 @@ class OpenAIChatModel:
                 the model id and the finish reason).
         """
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-
-        from core.models.endpoint import EndpointError
 
         payload = check_messages(messages)
         tokens = max_completion_tokens if max_completion_tokens is not None else self.max_completion_tokens

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.errors import EmbeddingError
+
+if TYPE_CHECKING:
+    from core.models.embeddings import EmbeddingModel
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +44,7 @@ def _too_long(exc: BaseException) -> bool:
     return getattr(cause, "status_code", None) in (400, 413)
 
 
-def detect_context_length(model: Any, *, low: int = LOW_TOKENS, high: int = HIGH_TOKENS) -> int | None:
+def detect_context_length(model: EmbeddingModel, *, low: int = LOW_TOKENS, high: int = HIGH_TOKENS) -> int | None:
     """The largest probe length in tokens that ``model`` embeds, found by binary search.
 
     Args:

@@ -25,6 +25,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from core.models.onnx import BGE_SMALL_EN, package_model_dir
+
 __all__ = ["CallGroup", "CostPlan", "TOKENIZER_NAME", "count_tokens", "message_tokens", "price_for"]
 
 #: The tokenizer counting tokens, as plans name it.
@@ -42,8 +44,6 @@ def _load() -> Any:
     with _lock:
         if not _tokenizer:
             from tokenizers import Tokenizer
-
-            from core.models.onnx import BGE_SMALL_EN, package_model_dir
 
             tok = Tokenizer.from_file(str(package_model_dir(BGE_SMALL_EN.folder) / "tokenizer.json"))
             tok.no_truncation()

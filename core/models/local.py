@@ -21,6 +21,10 @@ import importlib.util
 from typing import Any, Callable
 
 from core.errors import ConfigError
+from core.models.embeddings import LocalEmbeddingModel
+from core.models.hub import HubCrossEncoder, HubEmbeddingModel
+from core.models.onnx import OnnxCrossEncoder, OnnxEmbeddingModel
+from core.models.onnx_folder import OnnxFolderCrossEncoder, OnnxFolderEmbeddingModel
 
 #: The default local embedding model (see the README's measurements).
 DEFAULT_LOCAL_EMBEDDING = "local:bge-small-en-v1.5"
@@ -29,20 +33,14 @@ DEFAULT_LOCAL_RERANKER = "local:ms-marco-MiniLM-L-12-v2"
 
 
 def _bge() -> Any:
-    from core.models.onnx import OnnxEmbeddingModel
-
     return OnnxEmbeddingModel()
 
 
 def _minilm() -> Any:
-    from core.models.embeddings import LocalEmbeddingModel
-
     return LocalEmbeddingModel()
 
 
 def _cross_encoder() -> Any:
-    from core.models.onnx import OnnxCrossEncoder
-
     return OnnxCrossEncoder()
 
 
@@ -101,11 +99,7 @@ def _named(name: str, form: str, allow_download: bool, embedding: bool) -> Any:
         raise ConfigError(f"{name} needs the packages {', '.join(missing)}, which are not installed{extra}")
     name = f"{form}:{name.strip().partition(':')[2]}"  # the prefix in lower case
     if form == "hf":
-        from core.models.hub import HubCrossEncoder, HubEmbeddingModel
-
         return (HubEmbeddingModel if embedding else HubCrossEncoder)(name, allow_download=allow_download)
-    from core.models.onnx_folder import OnnxFolderCrossEncoder, OnnxFolderEmbeddingModel
-
     return (OnnxFolderEmbeddingModel if embedding else OnnxFolderCrossEncoder)(name)
 
 

@@ -50,6 +50,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.errors import ConfigError, EmbeddingError, RerankError
+from core.models.embeddings import check_vectors, file_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +125,6 @@ def verify_model_files(files: OnnxModelFiles, path: Path) -> None:
     Raises:
         ConfigError: a file is missing, or ``model.onnx``'s sha256 differs (names the file).
     """
-    from core.models.embeddings import file_sha256
-
     onnx_file, tokenizer = path / "model.onnx", path / "tokenizer.json"
     for f in (onnx_file, tokenizer):
         if not f.is_file():
@@ -300,8 +299,6 @@ class OnnxEmbeddingModel:
                 out[batch] = cls / np.maximum(norms, 1e-12)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"{self.model_id} failed: {type(exc).__name__}: {exc}") from exc
-        from core.models.embeddings import check_vectors
-
         return check_vectors(out, len(texts), self.model_id)
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 
 from core.errors import ConfigError, RerankError
 from core.limits import ENDPOINT_DEADLINE_S
+from core.models.endpoint import EndpointError, JSONEndpoint, MalformedReplyError
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +124,6 @@ class HttpReranker:
     def _endpoint(self) -> Any:
         with self._lock:
             if self._transport is None:
-                from core.models.endpoint import JSONEndpoint
-
                 self._transport = JSONEndpoint(base_url=self.base_url, api_key=self._api_key, azure_api_version=None,
                                                timeout_s=self.timeout_s, deadline_s=self.deadline_s,
                                                anonymous_key=None)
@@ -166,8 +165,6 @@ class HttpReranker:
                 out-of-range index, or a non-numeric score.
         """
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-
-        from core.models.endpoint import EndpointError, MalformedReplyError
 
         passages = list(passages)
         if not passages:
@@ -214,7 +211,7 @@ class PairScore:
     cached: bool = False
 
 
-def score_pairs(reranker: Any, pairs: Sequence[tuple[str, str]]) -> list[float]:
+def score_pairs(reranker: Reranker, pairs: Sequence[tuple[str, str]]) -> list[float]:
     """Score ``(query, passage)`` pairs of any queries in one go.
 
     Uses the reranker's own ``score_pairs`` when it has one (the local cross-encoder scores

@@ -12,12 +12,15 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
 from core.errors import ConfigError, GenerationError
 from core.models.chat import check_messages
+
+if TYPE_CHECKING:
+    from core.models.embeddings import EmbeddingModel
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +165,7 @@ class ExtractiveGenerator:
 
     def __init__(
         self,
-        embedding_model: Any,
+        embedding_model: EmbeddingModel,
         max_sentences: int = 3,
         *,
         max_sentence_chars: int = MAX_SENTENCE_CHARS,

@@ -6,20 +6,25 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from core.errors import ConfigError
+from core.models.breaker import CircuitBreaker
 from core.models.spend import carry_spend
 from core.rag.records import AnswerRecord, contexts_from
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenQuestion
+    from core.rag.template import SimpleRAG
 
 logger = logging.getLogger(__name__)
 
 
-def _history(question: Any) -> list[dict[str, str]]:
+def _history(question: GoldenQuestion) -> list[dict[str, str]]:
     return [{"role": role, "content": content} for role, content in getattr(question, "history", ()) or ()]
 
 
-def answer_one(rag: Any, question: Any) -> AnswerRecord:
+def answer_one(rag: SimpleRAG, question: GoldenQuestion) -> AnswerRecord:
     """Answer one golden question; a failure is returned as a failed record, never raised.
 
     Args:
@@ -51,8 +56,8 @@ def answer_one(rag: Any, question: Any) -> AnswerRecord:
 
 
 def generate_answers(
-    rag: Any,
-    questions: Sequence[Any],
+    rag: SimpleRAG,
+    questions: Sequence[GoldenQuestion],
     *,
     max_workers: int = 10,
     on_answer: Callable[[int, int], None] | None = None,
@@ -82,8 +87,6 @@ def generate_answers(
         ConfigError: ``max_workers`` below 1, ``max_consecutive_failures`` below 1, or
             duplicate question ids.
     """
-    from core.models.breaker import CircuitBreaker
-
     breaker = CircuitBreaker(max_consecutive_failures, f"generator {getattr(rag, 'model_id', type(rag).__name__)}")
     if int(max_workers) < 1:
         raise ConfigError(f"max_workers must be at least 1, got {max_workers}")
@@ -97,7 +100,7 @@ def generate_answers(
     done = 0
     lock = threading.Lock()
 
-    def run(question: Any) -> AnswerRecord:
+    def run(question: GoldenQuestion) -> AnswerRecord:
         nonlocal done
         reason = breaker.blocked()
         if reason is not None:

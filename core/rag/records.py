@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from core.vectorstores.base import RetrievedChunk
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,7 @@ class Context:
     score: float | None = None
 
     @classmethod
-    def from_retrieved(cls, retrieved: Any) -> "Context":
+    def from_retrieved(cls, retrieved: RetrievedChunk) -> "Context":
         """Build one from a ``core.vectorstores.RetrievedChunk``."""
         return cls(text=retrieved.chunk.text, document_id=retrieved.chunk.document_id or None, score=float(retrieved.score))
 

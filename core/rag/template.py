@@ -29,7 +29,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.errors import ConfigError
 from core.models.chat import ChatModel, check_messages
-from core.vectorstores.base import RetrievedChunk, SearchSetup
+from core.vectorstores.base import RetrievedChunk, SearchSetup, VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class SimpleRAG:
 
     def __init__(
         self,
-        store: Any,
+        store: VectorStore | None,
         chat_model: ChatModel | PassageAnswerer,
         *,
         k: int = NUMBER_OF_CHUNKS,

@@ -6,15 +6,18 @@ evaluation."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import NotStoredError, StoreError
+from core.reports.files import is_safe_id
+from core.reports.keys import APP_RUNS_PREFIX
 
-#: Where app runs are kept in a report store.
-APP_RUNS_PREFIX = "app/runs"
+if TYPE_CHECKING:
+    from core.reports.files import Files
+    from core.reports.store import ReportStore
 
 
-def save_app_run(store: Any, run_id: str, report: dict[str, Any]) -> str:
+def save_app_run(store: ReportStore, run_id: str, report: dict[str, Any]) -> str:
     """Write ``report`` as ``app/runs/<run_id>/report.json`` (atomically) and keep its golden
     file once per sha256 (``ReportStore.save_golden``); returns the report's key."""
     key = f"{APP_RUNS_PREFIX}/{run_id}/report.json"
@@ -22,20 +25,18 @@ def save_app_run(store: Any, run_id: str, report: dict[str, Any]) -> str:
     return key
 
 
-def app_run_ids(files: Any) -> list[str]:
+def app_run_ids(files: Files) -> list[str]:
     """Every stored app run id, newest first."""
     ids = {k.split("/")[2] for k in files.list(APP_RUNS_PREFIX) if k.endswith("/report.json") and k.count("/") == 3}
     return sorted(ids, reverse=True)
 
 
-def is_app_run(files: Any, run_id: str) -> bool:
+def is_app_run(files: Files, run_id: str) -> bool:
     """Whether ``run_id`` names a stored app run."""
-    from core.reports.files import is_safe_id
-
     return is_safe_id(run_id) and files.exists(f"{APP_RUNS_PREFIX}/{run_id}/report.json")
 
 
-def load_app_run(store: Any, run_id: str = "latest") -> dict[str, Any]:
+def load_app_run(store: ReportStore, run_id: str = "latest") -> dict[str, Any]:
     """A stored app run (``latest``: the newest).
 
     Raises:

@@ -18,11 +18,21 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from core.errors import ConfigError, StoreError
 from core.reports.keys import clean_key as _clean_key, clean_prefix as _clean_prefix
+
+if TYPE_CHECKING:
+    from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential, TokenCredential
+    from azure.storage.blob import BlobServiceClient
+
+    #: What a Blob store takes as its ``credential``, as ``BlobServiceClient`` types it: a SAS
+    #: token or an account key (text), ``{"account_name", "account_key"}``, a named key, a SAS
+    #: credential, or a Microsoft Entra ID ``TokenCredential`` (``DefaultAzureCredential``).
+    StorageCredential: TypeAlias = (
+        "str | dict[str, str] | AzureNamedKeyCredential | AzureSasCredential | TokenCredential")
 
 logger = logging.getLogger(__name__)
 
@@ -133,8 +143,8 @@ class BlobFiles:
         *,
         connection_string: str | None = None,
         account_url: str | None = None,
-        credential: Any = None,
-        client: Any = None,
+        credential: StorageCredential | None = None,
+        client: BlobServiceClient | None = None,
         list_page_size: int = 5000,
     ) -> None:
         if not container or "/" in container:

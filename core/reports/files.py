@@ -15,12 +15,17 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from core.addresses import file_url_path, scheme_of
 from core.errors import ConfigError, StoreError
+from core.reports.blob import BlobFiles
 from core.reports.keys import clean_key as _clean_key
+from core.reports.s3 import S3Files
+
+if TYPE_CHECKING:
+    from core.reports.blob import StorageCredential
 
 
 @runtime_checkable
@@ -44,7 +49,7 @@ class Files(Protocol):
         ...
 
 
-def read_if_present(files: Any, key: str) -> bytes | None:
+def read_if_present(files: Files, key: str) -> bytes | None:
     """The bytes at ``key``, or None when nothing is there, in one request when ``files`` has
     ``read_or_none`` (every store here does), else ``exists`` then ``read_bytes``.
 
@@ -55,6 +60,15 @@ def read_if_present(files: Any, key: str) -> bytes | None:
     if read_or_none is not None:
         return read_or_none(key)
     return files.read_bytes(key) if files.exists(key) else None
+
+
+class StoreAccess(TypedDict, total=False):
+    """How :func:`open_files` reaches a remote store: the keyword arguments it takes for one
+    address (none for a local folder or a Blob URL with a SAS query string)."""
+
+    connection_string: str | None
+    credential: StorageCredential | None
+    endpoint_url: str | None
 
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
@@ -197,7 +211,7 @@ def open_files(
     connection_string: str | None = None,
     endpoint_url: str | None = None,
     region: str | None = None,
-    credential: Any = None,
+    credential: StorageCredential | None = None,
 ) -> Files:
     """Return the :class:`Files` store at ``address``.
 
@@ -247,17 +261,14 @@ def open_files(
             raise ConfigError(f"s3:// store address must not have a query or fragment: {_shown(text)!r}")
         if not parts.netloc:
             raise ConfigError(f"s3:// store address needs a bucket (s3://<bucket>/<prefix>), got {_shown(text)!r}")
-        from core.reports.s3 import S3Files
-
         return S3Files(parts.netloc, unquote(parts.path), endpoint_url=endpoint_url, region=region)
     if scheme in ("http", "https"):
         return _open_blob(text, parts, connection_string=connection_string, credential=credential)
     raise ConfigError(f"unknown store address scheme {scheme!r} in {_shown(text)!r}: {_HOW}")
 
 
-def _open_blob(text: str, parts: Any, *, connection_string: str | None, credential: Any) -> Files:
-    from core.reports.blob import BlobFiles
-
+def _open_blob(text: str, parts: SplitResult, *, connection_string: str | None,
+               credential: StorageCredential | None) -> Files:
     segments = [s for s in unquote(parts.path).split("/") if s]
     host = parts.hostname or ""
     fields = _connection_string_fields(connection_string) if connection_string else {}

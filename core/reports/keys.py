@@ -25,6 +25,8 @@ EXPERIMENTS_PREFIX = "experiments"
 CHUNKING_RUNS_PREFIX = "chunking/runs"
 #: Chunking sweeps (``<prefix>/<run id>/report.json``).
 SWEEP_RUNS_PREFIX = "sweep/runs"
+#: Deployed-app runs (``<prefix>/<run id>/report.json``: see ``core.reports.app_runs``).
+APP_RUNS_PREFIX = "app/runs"
 
 
 def clean_key(key: str) -> str:

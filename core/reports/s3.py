@@ -15,10 +15,13 @@ References:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, StoreError
 from core.reports.keys import clean_key as _clean_key, clean_prefix as _clean_prefix
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ class S3Files:
         bucket: str,
         prefix: str = "",
         *,
-        client: Any = None,
+        client: BaseClient | None = None,
         endpoint_url: str | None = None,
         region: str | None = None,
         list_page_size: int = 1000,

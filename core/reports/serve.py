@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from core.errors import ConfigError, NotStoredError, RagtuneError, StoreError
+from core.reports.app_runs import load_app_run
 from core.reports.files import is_safe_id
 from core.reports.pages import (
     PAGE_HEADERS,
@@ -37,7 +38,12 @@ from core.reports.pages import (
     index_page,
     run_page,
 )
+from core.reports.pages.app_page import render_app
+from core.reports.pages.render import page_asset
 from core.reports.pages.site import error_page
+
+if TYPE_CHECKING:
+    from core.reports.store import ReportStore
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +64,7 @@ def _error(status: int, message: str, links: Links) -> Any:
     return _page(error_page(status, message, links), status)
 
 
-def create_app(store: Any, where: str = "") -> Any:
+def create_app(store: ReportStore, where: str = "") -> Any:
     """The ASGI app serving ``store``'s pages.
 
     Args:
@@ -114,9 +120,6 @@ def create_app(store: Any, where: str = "") -> Any:
                                    need_id(request.path_params["report_id"], "report id"), links))
 
     def app_run(request: Request) -> Response:
-        from core.reports.app_runs import load_app_run
-        from core.reports.pages.app_page import render_app
-
         return _page(render_app(load_app_run(store, need_id(request.path_params["run_id"], "run id")), links))
 
     def history(request: Request) -> Response:
@@ -131,8 +134,6 @@ def create_app(store: Any, where: str = "") -> Any:
         return _page(compare_page(store, a, b, links))
 
     def asset(request: Request) -> Response:
-        from core.reports.pages.render import page_asset
-
         found = page_asset(request.path_params["name"])
         if found is None:
             return Response("no such asset", status_code=404, media_type="text/plain; charset=utf-8")
@@ -154,7 +155,7 @@ def create_app(store: Any, where: str = "") -> Any:
     return Starlette(routes=routes)
 
 
-def serve(store: Any, *, where: str = "", host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def serve(store: ReportStore, *, where: str = "", host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
     """Serve ``store``'s pages until interrupted (uvicorn, one process).
 
     Args:

@@ -15,11 +15,16 @@ import json
 import os
 import secrets
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import NotStoredError, StoreError
 from core.reports.files import Files, is_safe_id, open_files
 from core.reports.keys import GOLDEN_PREFIX, RUNS_PREFIX, SUMMARIES_PREFIX
+from core.reports.summary import SUMMARY_VERSION, run_summary
+from core.reports.tables import upgrade_metric_names
+
+if TYPE_CHECKING:
+    from core.reports.blob import StorageCredential
 
 #: Version of the retrieval report's JSON layout; the major part changes on incompatible changes.
 REPORT_SCHEMA_VERSION = "1.0"
@@ -45,8 +50,6 @@ class ReportStore:
         """Write ``report`` as ``retrieval/runs/<run_id>/report.json`` (atomically), then its
         summary (:func:`core.reports.summary.run_summary`) as
         ``retrieval/summaries/<run_id>.json``; returns the report's key."""
-        from core.reports.summary import run_summary
-
         key = f"{RUNS_PREFIX}/{run_id}/report.json"
         self.files.write_bytes(key, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8"))
         summary = run_summary({**report, "run_id": report.get("run_id") or run_id})
@@ -61,14 +64,10 @@ class ReportStore:
         Raises:
             StoreError: as :meth:`load_run` when the summary must be built.
         """
-        from core.reports.summary import SUMMARY_VERSION, run_summary
-
         key = f"{SUMMARIES_PREFIX}/{run_id}.json"
         try:
             summary = json.loads(self.files.read_bytes(key))
             if isinstance(summary, dict) and summary.get("summary_version") == SUMMARY_VERSION:
-                from core.reports.tables import upgrade_metric_names
-
                 return upgrade_metric_names(summary)
         except (StoreError, UnicodeDecodeError, json.JSONDecodeError):
             pass
@@ -140,8 +139,6 @@ class ReportStore:
                 f"{self._where(key)} has report schema version {version or 'none'}; "
                 f"this ragtune reads version {REPORT_SCHEMA_VERSION}"
             )
-        from core.reports.tables import upgrade_metric_names
-
         return upgrade_metric_names(report)
 
     def _where(self, key: str) -> str:
@@ -149,18 +146,26 @@ class ReportStore:
         return f"{root}/{key}" if root is not None else key
 
 
-def report_store(where: "str | os.PathLike[str] | Files", **kw: Any) -> ReportStore:
+def report_store(
+    where: str | os.PathLike[str] | Files,
+    *,
+    connection_string: str | None = None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    credential: StorageCredential | None = None,
+) -> ReportStore:
     """Return a :class:`ReportStore` over ``where``.
 
     Args:
         where: a :class:`~core.reports.files.Files` store, or an address for
             :func:`~core.reports.files.open_files`.
-        **kw: passed to :func:`~core.reports.files.open_files` (``connection_string``,
-            ``endpoint_url``, ``region``, ``credential``).
+        connection_string, endpoint_url, region, credential: passed to
+            :func:`~core.reports.files.open_files` for an address.
 
     Raises:
         ConfigError: as :func:`~core.reports.files.open_files`.
     """
     if not isinstance(where, (str, os.PathLike)) and isinstance(where, Files):
         return ReportStore(where)
-    return ReportStore(open_files(where, **kw))
+    return ReportStore(open_files(where, connection_string=connection_string, endpoint_url=endpoint_url,
+                                  region=region, credential=credential))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from core.errors import TargetError
 from core.targets.base import (
@@ -42,6 +42,12 @@ from core.targets.base import (
 )
 from core.targets.ids import index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
+from core.targets.spec import shown_url
+
+if TYPE_CHECKING:
+    from azure.core.credentials import AzureKeyCredential, TokenCredential
+
+_T = TypeVar("_T")
 
 logger = logging.getLogger(__name__)
 
@@ -132,13 +138,11 @@ class AzureSearchTarget:
 
     engine = "azure-ai-search"
 
-    def __init__(self, name: str, endpoint: str, index: str, credential: Any, *,
+    def __init__(self, name: str, endpoint: str, index: str, credential: AzureKeyCredential | TokenCredential, *,
                  fields: FieldMapping | None = None, vectors: QueryVectors | None = None,
                  client_kwargs: dict[str, Any] | None = None) -> None:
         from azure.search.documents import SearchClient
         from azure.search.documents.indexes import SearchIndexClient
-
-        from core.targets.spec import shown_url
 
         self.name = name
         self.index = index
@@ -163,7 +167,7 @@ class AzureSearchTarget:
 
     # ------------------------------------------------------------------------------ helpers
 
-    def _call(self, action: str, call: Any) -> Any:
+    def _call(self, action: str, call: Callable[[], _T]) -> _T:
         """Run ``call``, turning the SDK's errors into :class:`TargetError` naming the target."""
         from azure.core.exceptions import AzureError, HttpResponseError
 

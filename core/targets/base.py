@@ -13,11 +13,17 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from core.chunking.base import Chunk
 from core.errors import ConfigError
+from core.vectorstores.base import RetrievedChunk
+from core.vectorstores.fusion import fusion_window, rrf_fuse
+
+if TYPE_CHECKING:
+    from core.models.embeddings import EmbeddingModel
 
 #: Methods a setup's first stage can use.
 METHODS: tuple[str, ...] = ("keyword", "dense", "hybrid")
@@ -107,9 +113,6 @@ class Hit:
 
     def retrieved(self, rank: int) -> Any:
         """This hit as a :class:`core.vectorstores.base.RetrievedChunk` at 1-based ``rank``."""
-        from core.chunking.base import Chunk
-        from core.vectorstores.base import RetrievedChunk
-
         chunk = Chunk(text=self.text, chunk_id=self.chunk_id,
                       metadata={"document_id": self.document_id, "sequence_number": 0, "pages": list(self.pages)})
         return RetrievedChunk(chunk=chunk, score=float(self.score), rank=rank)
@@ -226,7 +229,7 @@ class QueryVectors:
         embed_ms: text -> milliseconds its embedding took.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: EmbeddingModel) -> None:
         self.model = model
         self.model_id = str(model.model_id)
         self._memo: dict[str, np.ndarray] = {}
@@ -322,7 +325,8 @@ def hits_in_order(rows: Sequence[Hit], top_k: int) -> list[Hit]:
     return [rows[i] for i in order[:top_k]]
 
 
-def fuse_rrf(dense: Any, keyword: Any, question: str, top_k: int, setup: TargetSetup) -> list[Hit]:
+def fuse_rrf(dense: Callable[[str, int], list[Hit]], keyword: Callable[[str, int, TargetSetup], list[Hit]],
+             question: str, top_k: int, setup: TargetSetup) -> list[Hit]:
     """Hybrid search as ragtune's stores do it: each leg fetches
     :func:`core.vectorstores.fusion.fusion_window` hits, :func:`core.vectorstores.fusion.rrf_fuse`
     fuses them (k from the setup's ``ranker_k``, default 60) and keeps ``top_k``.
@@ -334,8 +338,6 @@ def fuse_rrf(dense: Any, keyword: Any, question: str, top_k: int, setup: TargetS
         top_k: hits kept.
         setup: the hybrid setup.
     """
-    from core.vectorstores.fusion import fusion_window, rrf_fuse
-
     k = int(setup.option("ranker_k", 60))
     window = fusion_window(top_k, k)
     dense_hits = dense(question, window)

@@ -8,12 +8,23 @@ cannot be reached is an error: the check could not be made.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import os
+from typing import TYPE_CHECKING, Sequence
 
 from core.errors import ConfigError, RagtuneError
+from core.golden.reader import _check
+from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
+from core.golden.types import Problem
+from core.targets.open import open_target
+
+if TYPE_CHECKING:
+    from core.golden.types import GoldenCheck, GoldenQuestion
+    from core.settings import Settings
+    from core.targets.base import Target
+    from core.targets.spec import TargetSpec
 
 
-def target_problems(questions: Sequence[Any], target: Any) -> list[Any]:
+def target_problems(questions: Sequence[GoldenQuestion], target: Target) -> list[Problem]:
     """The warnings about ``questions`` against one open target.
 
     Args:
@@ -26,10 +37,7 @@ def target_problems(questions: Sequence[Any], target: Any) -> list[Any]:
         ``evidence[i]``), each prefixed with the target's name; when the target cannot select a
         document's chunks, one file-level warning saying why evidence was not checked.
     """
-    from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
-    from core.golden.types import Problem
-
-    expecting: dict[str, list[Any]] = {}
+    expecting: dict[str, list[GoldenQuestion]] = {}
     for q in questions:
         for document in dict.fromkeys(t.document_id for t in q.expected):
             expecting.setdefault(document, []).append(q)
@@ -52,7 +60,8 @@ def target_problems(questions: Sequence[Any], target: Any) -> list[Any]:
     return out
 
 
-def add_target_problems(check: Any, golden_path: Any, specs: Sequence[Any], settings: Any) -> int:
+def add_target_problems(check: GoldenCheck, golden_path: str | os.PathLike[str], specs: Sequence[TargetSpec],
+                        settings: Settings) -> int:
     """Add each target's warnings (:func:`target_problems`) to a ``GoldenCheck`` of a file
     without errors; a target that cannot be opened adds an error naming it and why.
 
@@ -68,14 +77,10 @@ def add_target_problems(check: Any, golden_path: Any, specs: Sequence[Any], sett
     Raises:
         ConfigError: a bad field mapping of a target.
     """
-    from core.golden.reader import _check
-    from core.golden.types import Problem
-    from core.targets.open import open_target
-
     if not check.ok:
         return 0
     _, found = _check(golden_path, None)
-    added: list[Any] = []
+    added: list[Problem] = []
     for spec in specs:
         try:
             target = open_target(spec, settings, None)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
-from core.errors import TargetError
+from core.errors import StoreError, TargetError
 from core.targets.base import (
     FINGERPRINT_MAX_CHUNKS,
     MAX_CHUNKS_PER_DOCUMENT,
@@ -34,6 +34,13 @@ from core.targets.base import (
 )
 from core.targets.ids import group_documents, index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
+from core.targets.spec import shown_url
+from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig, open_client
+
+if TYPE_CHECKING:
+    from pymilvus import MilvusClient
+
+_T = TypeVar("_T")
 
 #: Rows per batch when the collection is listed.
 ITERATOR_BATCH = 1000
@@ -65,7 +72,7 @@ class MilvusCollectionTarget:
     engine = "milvus"
 
     def __init__(self, name: str, location: str, collection: str, *, fields: FieldMapping | None = None,
-                 vectors: QueryVectors | None = None, token: str = "", client: Any = None) -> None:
+                 vectors: QueryVectors | None = None, token: str = "", client: MilvusClient | None = None) -> None:
         self.name = name
         self.location = location
         self.collection = collection
@@ -92,9 +99,6 @@ class MilvusCollectionTarget:
         self._documents: dict[str, set[str]] | None = None
 
     def _open(self, token: str) -> Any:
-        from core.errors import StoreError
-        from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig, open_client
-
         if self.lite and not Path(self.location).exists():
             raise TargetError(f"target {self.name}: no Milvus Lite database at {self.location}")
         config = MilvusLiteConfig(self.location) if self.lite else MilvusConfig(uri=self.location, token=token)
@@ -104,11 +108,9 @@ class MilvusCollectionTarget:
             raise TargetError(f"target {self.name}: {exc}") from None
 
     def _shown(self) -> str:
-        from core.targets.spec import shown_url
-
         return shown_url(self.location)
 
-    def _call(self, action: str, call: Any) -> Any:
+    def _call(self, action: str, call: Callable[[], _T]) -> _T:
         """Run ``call``, turning pymilvus errors into :class:`TargetError`."""
         try:
             return call()
@@ -184,7 +186,7 @@ class MilvusCollectionTarget:
         m = self.resolved.mapping
         return list(dict.fromkeys(n.split(".", 1)[0] for n in (m.key, m.text, m.document, m.page) if n))
 
-    def _hit(self, entity: dict[str, Any], key: Any, score: float) -> Hit:
+    def _hit(self, entity: dict[str, Any], key: int | str, score: float) -> Hit:
         m = self.resolved.mapping
         entity = self._hit_entity(entity)
         document, page = index_document_id(read_path(entity, m.document), strip_prefix=m.document_prefix)

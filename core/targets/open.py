@@ -3,14 +3,22 @@ hold what a targets file must not (keys, the default endpoint and database)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.errors import ConfigError
+from core.targets.azure_search import AzureSearchTarget
 from core.targets.base import QueryVectors, Target
+from core.targets.milvus_collection import MilvusCollectionTarget
+from core.targets.pgvector_table import PgvectorTableTarget
+from core.targets.qdrant import QdrantTarget
 from core.targets.spec import TargetSpec
+from core.vectorstores.pgvector import PGVectorConfig
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 
-def open_target(spec: TargetSpec, settings: Any, vectors: QueryVectors | None) -> Target:
+def open_target(spec: TargetSpec, settings: Settings, vectors: QueryVectors | None) -> Target:
     """Open the target ``spec`` names: connect, read its schema and check its field mapping.
 
     Args:
@@ -24,8 +32,6 @@ def open_target(spec: TargetSpec, settings: Any, vectors: QueryVectors | None) -
         TargetError: the engine cannot be reached, refuses, or lacks the index.
     """
     if spec.kind == "azure-search":
-        from core.targets.azure_search import AzureSearchTarget
-
         endpoint = spec.location or settings.search_endpoint
         if not endpoint:
             raise ConfigError(f"target {spec.name}: no Azure AI Search endpoint: give endpoint in the targets file, "
@@ -33,18 +39,11 @@ def open_target(spec: TargetSpec, settings: Any, vectors: QueryVectors | None) -
         return AzureSearchTarget(spec.name, endpoint, spec.index, settings.search_credential(spec.auth),
                                  fields=spec.fields, vectors=vectors)
     if spec.kind == "pgvector":
-        from core.targets.pgvector_table import PgvectorTableTarget
-        from core.vectorstores.pgvector import PGVectorConfig
-
         config = PGVectorConfig(dsn=spec.location) if spec.location else settings.pgvector
         return PgvectorTableTarget(spec.name, config, spec.index, fields=spec.fields, vectors=vectors)
     if spec.kind == "qdrant":
-        from core.targets.qdrant import QdrantTarget
-
         return QdrantTarget(spec.name, spec.location, spec.index, fields=spec.fields, vectors=vectors)
     if spec.kind == "milvus":
-        from core.targets.milvus_collection import MilvusCollectionTarget
-
         return MilvusCollectionTarget(spec.name, spec.location, spec.index, fields=spec.fields, vectors=vectors,
                                       token=settings.milvus_token or "")
     raise ConfigError(f"target {spec.name}: unknown kind {spec.kind!r}")

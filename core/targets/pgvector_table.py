@@ -15,7 +15,7 @@ statement can write.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from core.errors import TargetError
 from core.targets.base import (
@@ -34,6 +34,10 @@ from core.targets.base import (
 )
 from core.targets.ids import index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, resolve_mapping
+from core.vectorstores.pgvector import CONNECT_TIMEOUT_S, TEXT_SEARCH_CONFIG, PGVectorConfig, _redact
+
+if TYPE_CHECKING:
+    from psycopg.abc import Params, Query
 
 #: Rows read to learn the keys of JSON columns (for mapping roles to dotted paths).
 JSON_SAMPLE_ROWS = 20
@@ -70,7 +74,7 @@ class PgvectorTableTarget:
 
     engine = "pgvector"
 
-    def __init__(self, name: str, config: Any, table: str, *, fields: FieldMapping | None = None,
+    def __init__(self, name: str, config: PGVectorConfig, table: str, *, fields: FieldMapping | None = None,
                  vectors: QueryVectors | None = None) -> None:
         self.name = name
         self.config = config
@@ -93,8 +97,6 @@ class PgvectorTableTarget:
     def _connect(self) -> Any:
         import psycopg
 
-        from core.vectorstores.pgvector import CONNECT_TIMEOUT_S, _redact
-
         try:
             conn = psycopg.connect(self.config.conninfo(), autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
             conn.execute("SET default_transaction_read_only = on")
@@ -104,11 +106,9 @@ class PgvectorTableTarget:
                               f"{reason}") from None
         return conn
 
-    def _sql(self, action: str, query: Any, params: Any = None) -> list[tuple[Any, ...]]:
+    def _sql(self, action: str, query: Query, params: Params | None = None) -> list[tuple[Any, ...]]:
         """Run one read, turning database errors into :class:`TargetError`."""
         import psycopg
-
-        from core.vectorstores.pgvector import _redact
 
         try:
             return self._conn.execute(query, params).fetchall()
@@ -199,8 +199,6 @@ class PgvectorTableTarget:
 
     def _text_config(self, column: str) -> str:
         """The text search configuration of a generated ``tsvector`` column, else ragtune's."""
-        from core.vectorstores.pgvector import TEXT_SEARCH_CONFIG
-
         found = re.search(r"to_tsvector\('([A-Za-z_]+)'", self._generated.get(column, ""))
         return found.group(1) if found else TEXT_SEARCH_CONFIG
 
@@ -301,8 +299,6 @@ class PgvectorTableTarget:
         """
         import psycopg
         from psycopg import sql
-
-        from core.vectorstores.pgvector import _redact
 
         m = self.resolved.mapping
         query = sql.SQL("SELECT {k}, {d}, md5({x}) FROM {t} LIMIT %s").format(

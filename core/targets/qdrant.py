@@ -12,7 +12,7 @@ does not have, so no keyword or hybrid setup is offered and the description says
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from core.errors import TargetError
 from core.targets.base import (
@@ -31,6 +31,13 @@ from core.targets.base import (
 )
 from core.targets.ids import group_documents, index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
+from core.targets.spec import shown_url
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
+    from qdrant_client.models import CollectionInfo, Filter, Record, ScoredPoint
+
+_T = TypeVar("_T")
 
 #: The name of a collection's unnamed vector, and of the point id, in field mappings.
 UNNAMED_VECTOR = "(vector)"
@@ -80,7 +87,7 @@ class QdrantTarget:
     engine = "qdrant"
 
     def __init__(self, name: str, location: str, collection: str, *, fields: FieldMapping | None = None,
-                 vectors: QueryVectors | None = None, client: Any = None) -> None:
+                 vectors: QueryVectors | None = None, client: QdrantClient | None = None) -> None:
         self.name = name
         self.location = location
         self.collection = collection
@@ -123,11 +130,9 @@ class QdrantTarget:
                               f"{' '.join(str(exc).split())[:300]}") from None
 
     def _shown(self) -> str:
-        from core.targets.spec import shown_url
-
         return shown_url(self.location)
 
-    def _call(self, action: str, call: Any) -> Any:
+    def _call(self, action: str, call: Callable[[], _T]) -> _T:
         """Run ``call``, turning the client's errors into :class:`TargetError`."""
         try:
             return call()
@@ -138,7 +143,7 @@ class QdrantTarget:
                               f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
 
     @staticmethod
-    def _vector_fields(info: Any) -> dict[str, tuple[int, str]]:
+    def _vector_fields(info: CollectionInfo) -> dict[str, tuple[int, str]]:
         """Vector name -> ``(size, distance)``; the unnamed vector as :data:`UNNAMED_VECTOR`."""
         params = info.config.params.vectors
         if params is None:
@@ -168,7 +173,7 @@ class QdrantTarget:
                 out.append(UnavailableSetup("dense", why))
         return out
 
-    def _hit(self, point: Any, score: float) -> Hit:
+    def _hit(self, point: ScoredPoint | Record, score: float) -> Hit:
         m = self.resolved.mapping
         payload = point.payload or {}
         key = point.id if m.key in (None, POINT_ID) else read_path(payload, m.key)
@@ -191,7 +196,7 @@ class QdrantTarget:
             with_payload=True, with_vectors=False))
         return hits_in_order([self._hit(p, p.score) for p in result.points], top_k)
 
-    def _scroll(self, scroll_filter: Any = None, most: int | None = None) -> Iterable[Any]:
+    def _scroll(self, scroll_filter: Filter | None = None, most: int | None = None) -> Iterable[Record]:
         """Points (payload only), page by page, at most ``most`` (default one past
         :data:`FINGERPRINT_MAX_CHUNKS`)."""
         most = FINGERPRINT_MAX_CHUNKS + 1 if most is None else most

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from core.errors import ConfigError
 from core.targets.mapping import FieldMapping
+from core.vectorstores.pgvector import PGVectorConfig
 
 #: Kinds of targets searched in place.
 TARGET_KINDS: tuple[str, ...] = ("azure-search", "pgvector", "qdrant", "milvus")
@@ -84,8 +85,6 @@ class TargetSpec:
         if not self.location:
             return "(from the settings)"
         if self.kind == "pgvector":
-            from core.vectorstores.pgvector import PGVectorConfig
-
             return PGVectorConfig(dsn=self.location).describe()
         return shown_url(self.location)
 

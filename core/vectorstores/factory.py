@@ -5,10 +5,18 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from core.errors import ConfigError
-from core.vectorstores.base import validate_collection_name
+from core.vectorstores.base import VectorStore, validate_collection_name
+from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig, MilvusVectorStore
+from core.vectorstores.pgvector import PGVectorConfig, PGVectorStore
+
+if TYPE_CHECKING:
+    from core.models.embeddings import EmbeddingModel
+
+#: A vector store's configuration: one backend's (see :data:`BACKENDS`).
+StoreConfig: TypeAlias = MilvusLiteConfig | MilvusConfig | PGVectorConfig
 
 #: Names of the backends, as ``--vector-store`` and ``RAGTUNE_VECTOR_STORE`` spell them.
 BACKENDS = ("milvus-lite", "milvus", "pgvector")
@@ -22,14 +30,12 @@ def new_collection_name(now: datetime | None = None, prefix: str = "ragtune") ->
     return f"{prefix}_{now.strftime('%Y%m%d%H%M%S')}_{digest}"
 
 
-def backend_name(config: Any) -> str:
+def backend_name(config: StoreConfig) -> str:
     """Return ``milvus-lite``, ``milvus`` or ``pgvector`` for a store configuration.
 
     Raises:
         ConfigError: an object that is no known configuration.
     """
-    from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig
-
     if isinstance(config, MilvusLiteConfig):
         return "milvus-lite"
     if isinstance(config, MilvusConfig):
@@ -39,7 +45,7 @@ def backend_name(config: Any) -> str:
     raise ConfigError(f"unknown vector store configuration {type(config).__name__}; expected one of {', '.join(BACKENDS)}")
 
 
-def describe_store(config: Any) -> str:
+def describe_store(config: StoreConfig) -> str:
     """Where a store lives, for reports and messages, never with credentials: the Milvus Lite
     path, the Milvus URI (and database), or PostgreSQL's ``host:port/db as user`` and schema."""
     backend = backend_name(config)
@@ -50,8 +56,8 @@ def describe_store(config: Any) -> str:
     return f"{config.describe()} (schema {config.schema})"
 
 
-def get_vector_store(embedding_model: Any, config: Any, collection_name: str | None = None, *,
-                     keyword_index: bool = True) -> Any:
+def get_vector_store(embedding_model: EmbeddingModel, config: StoreConfig, collection_name: str | None = None, *,
+                     keyword_index: bool = True) -> VectorStore:
     """Return the vector store for ``config``: ``MilvusVectorStore`` for ``MilvusLiteConfig`` or
     ``MilvusConfig``, ``PGVectorStore`` for ``PGVectorConfig``.
 
@@ -68,9 +74,5 @@ def get_vector_store(embedding_model: Any, config: Any, collection_name: str | N
     name = validate_collection_name(collection_name or new_collection_name())
     backend = backend_name(config)
     if backend in ("milvus-lite", "milvus"):
-        from core.vectorstores.milvus import MilvusVectorStore
-
         return MilvusVectorStore(embedding_model, config, name, keyword_index=keyword_index)
-    from core.vectorstores.pgvector import PGVectorStore
-
     return PGVectorStore(embedding_model, config, name, keyword_index=keyword_index)

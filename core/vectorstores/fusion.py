@@ -23,9 +23,12 @@ References:
 from __future__ import annotations
 
 import math
-from typing import Any, Hashable, Literal, Sequence
+from typing import TYPE_CHECKING, Hashable, Literal, Sequence
 
 from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from core.vectorstores.base import SearchSetup
 
 Metric = Literal["COSINE", "IP", "BM25", "L2"]
 Ranking = Sequence[tuple[Hashable, float]]
@@ -244,7 +247,7 @@ def weighted_fuse(
     return _ordered(fused, d_ranks, s_ranks, limit)
 
 
-def hybrid_window(k: int, setup: Any) -> int:
+def hybrid_window(k: int, setup: SearchSetup) -> int:
     """:func:`fusion_window` for a hybrid search ``setup`` (a ``SearchSetup``): its
     ``ranker_k`` with RRF, :data:`DEFAULT_RRF_K` with weighted fusion.
 
@@ -254,7 +257,7 @@ def hybrid_window(k: int, setup: Any) -> int:
     return fusion_window(k, setup.ranker_k if setup.ranker_strategy == "rrf" else DEFAULT_RRF_K)
 
 
-def fuse(dense: Ranking, sparse: Ranking, setup: Any, limit: int) -> list[tuple[Hashable, float]]:
+def fuse(dense: Ranking, sparse: Ranking, setup: SearchSetup, limit: int) -> list[tuple[Hashable, float]]:
     """Fuse the two legs of a hybrid search as ``setup`` (a ``SearchSetup``) says:
     :func:`rrf_fuse` with its ``ranker_k``, or :func:`weighted_fuse` with its ``ranker_alpha``.
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from core.vectorstores.base import RetrievedChunk
+
+if TYPE_CHECKING:
+    from core.vectorstores.base import VectorStore
+    from core.vectorstores.rerank import RerankingStore
 
 
 def _key(query: str, k: int, setup: dict[str, Any]) -> str:
@@ -32,7 +36,7 @@ class SearchMemo:
         store: the ``VectorStore`` (or a wrapper such as ``RerankingStore``) searched.
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: VectorStore | RerankingStore) -> None:
         self._store = store
         self._results: dict[str, list[RetrievedChunk]] = {}
         self._lock = threading.Lock()

@@ -22,17 +22,23 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from core.chunking.base import Chunk
 from core.errors import ConfigError, IndexingError, StoreError
-from core.models.embeddings import EmbeddingModel
+from core.models.embeddings import EmbeddingModel, query_text
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
+from core.vectorstores.fusion import fuse, hybrid_window
 
 from core.vectorstores.legs import Binding, LegMemo, leg_answers
 from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pymilvus import MilvusClient
+
+    from core.vectorstores.legs import Generation
 
 #: gRPC channel options: no keepalive pings on an idle channel (servers with default limits,
 #: milvus-lite among them, answer those with GOAWAY "too_many_pings").
@@ -146,7 +152,7 @@ class MilvusVectorStore:
         config: MilvusLiteConfig | MilvusConfig,
         collection_name: str,
         *,
-        client: Any = None,
+        client: MilvusClient | None = None,
         keyword_index: bool = True,
         legs: LegMemo | None = None,
     ) -> None:
@@ -444,8 +450,6 @@ class MilvusVectorStore:
         elif setup.search_mode == "keyword":
             ranked = self._leg("sparse", queries, k, generation)
         else:
-            from core.vectorstores.fusion import fuse, hybrid_window
-
             # Hybrid: both legs searched here (ids and scores only) and fused with
             # core.vectorstores.fusion (Milvus's RRFRanker and WeightedRanker formulas, as for
             # pgvector). Milvus Lite 2.5.1's own hybrid_search scores the keyword leg with other
@@ -460,7 +464,7 @@ class MilvusVectorStore:
         return [self._to_chunks([{"id": item_id, "distance": score, "entity": entities[item_id]}
                                  for item_id, score in pairs], negate=False) for pairs in ranked]
 
-    def _leg(self, leg: str, queries: list[str], depth: int, generation: Any,
+    def _leg(self, leg: str, queries: list[str], depth: int, generation: Generation | None,
              fetch: int | None = None) -> list[list[tuple[Any, float]]]:
         """The ``depth`` best ``(id, score)`` pairs of one leg (``"dense"``: cosine on the
         query vectors; ``"sparse"``: BM25 on the query texts, scores turned back to >= 0) for
@@ -490,7 +494,7 @@ class MilvusVectorStore:
             return self._fetch_leg(leg, queries, todo, known, depth, generation, fetch)
 
     def _fetch_leg(self, leg: str, queries: list[str], todo: list[str], known: dict[str, Any], depth: int,
-                   generation: Any, fetch: int | None) -> list[list[tuple[Any, float]]]:
+                   generation: Generation | None, fetch: int | None) -> list[list[tuple[Any, float]]]:
         """:meth:`_leg`'s search of the queries ``todo`` the memo missed, into ``known``
         (query -> pairs); returns one list per query of ``queries``."""
         # a miss is fetched at the run's widest leg (LegMemo.fetch_depth), so that the other
@@ -525,7 +529,8 @@ class MilvusVectorStore:
             todo, fetch = again, depth
         return [list(known[q] or []) for q in queries]
 
-    def _entities(self, ids: set[Any], fields: list[str], generation: Any = None) -> dict[Any, dict[str, Any]]:
+    def _entities(self, ids: set[Any], fields: list[str],
+                  generation: Generation | None = None) -> dict[Any, dict[str, Any]]:
         """``fields`` of the chunks ``ids``, by id: from the memo (``legs``) where it holds them,
         the others read in requests of :data:`SEARCH_BATCH` ids (and kept in the memo, unless
         the collection was written to since ``generation``).
@@ -546,7 +551,7 @@ class MilvusVectorStore:
                 unseen = [item_id for item_id in unseen if item_id not in out]
             return self._read_entities(unseen, fields, generation, out)
 
-    def _read_entities(self, unseen: list[Any], fields: list[str], generation: Any,
+    def _read_entities(self, unseen: list[Any], fields: list[str], generation: Generation | None,
                        out: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
         """:meth:`_entities`'s read of the chunks ``unseen`` the memo lacks, added to ``out``."""
         read: dict[Any, dict[str, Any]] = {}
@@ -567,15 +572,13 @@ class MilvusVectorStore:
         """The queries' vectors as lists: one query through ``embed_query``; several in one
         ``embed_documents`` batch of the texts ``embed_query`` embeds (``query_text``: the
         model's query instruction, then the query)."""
-        from core.models.embeddings import query_text
-
         if len(queries) == 1:
             return [self.embedding_model.embed_query(queries[0]).tolist()]
         texts = [query_text(self.embedding_model, q) for q in queries]
         return [row.tolist() for row in self.embedding_model.embed_documents(texts)]
 
     @staticmethod
-    def _to_chunks(hits: Any, *, negate: bool) -> list[RetrievedChunk]:
+    def _to_chunks(hits: Sequence[Mapping[str, Any]], *, negate: bool) -> list[RetrievedChunk]:
         out = []
         for rank, hit in enumerate(hits, start=1):
             entity = hit["entity"]
@@ -594,7 +597,7 @@ class MilvusVectorStore:
         return out
 
 
-def _negated(bm25_hits: Any) -> bool:
+def _negated(bm25_hits: Sequence[Mapping[str, Any]]) -> bool:
     """Whether a BM25 search's hits carry negated scores. BM25 scores are >= 0 by definition;
     Milvus Lite 3 (embedded or as a server) returns them negated, Milvus Lite 2 and a Milvus
     server do not. A negative score can only mean negation."""

@@ -51,7 +51,7 @@ import threading
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -60,6 +60,9 @@ from core.errors import ConfigError, IndexingError, StoreError
 from core.models.embeddings import EmbeddingModel
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
 from core.vectorstores.fusion import fuse, hybrid_window
+
+if TYPE_CHECKING:
+    import psycopg
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +225,7 @@ def _redact(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-def open_connection(config: PGVectorConfig) -> Any:
+def open_connection(config: PGVectorConfig) -> psycopg.Connection:
     """Open an autocommit ``psycopg.Connection`` with pgvector's types registered.
 
     Creates the ``vector`` extension in the database when it is missing (needs the right to).
@@ -290,7 +293,7 @@ class PGVectorStore:
         config: PGVectorConfig,
         collection_name: str,
         *,
-        connection: Any = None,
+        connection: psycopg.Connection | None = None,
         exact_search: bool = False,
         keyword_index: bool = True,
     ) -> None:
@@ -680,7 +683,7 @@ class PGVectorStore:
         return out
 
 
-def _sortable(score: Any) -> float:
+def _sortable(score: float) -> float:
     """A score for sorting: NaN (zero vectors) sorts last."""
     value = float(score)
     return -np.inf if np.isnan(value) else value

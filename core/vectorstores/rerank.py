@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
+from core.models.rerank import rerank_order
 from core.vectorstores.base import RetrievedChunk
+
+if TYPE_CHECKING:
+    from core.models.rerank import Reranker
+    from core.vectorstores.base import VectorStore
 
 #: Results the first stage fetches before a reranker keeps the top k (at least 20).
 RERANK_DEPTH = 20
 
 
-def rerank_hits(reranker: Any, query: str, hits: list[RetrievedChunk], k: int) -> list[RetrievedChunk]:
+def rerank_hits(reranker: Reranker, query: str, hits: list[RetrievedChunk], k: int) -> list[RetrievedChunk]:
     """Reorder ``hits`` by ``reranker``'s scores and keep the best ``k``.
 
     Args:
@@ -27,8 +32,6 @@ def rerank_hits(reranker: Any, query: str, hits: list[RetrievedChunk], k: int) -
     Raises:
         RerankError: the reranker failed.
     """
-    from core.models.rerank import rerank_order
-
     scores = reranker.rerank(query, [h.chunk.text for h in hits])
     order = rerank_order(scores)[:k]
     return [RetrievedChunk(chunk=hits[i].chunk, score=float(scores[i]), rank=r) for r, i in enumerate(order, start=1)]
@@ -58,7 +61,7 @@ class RerankingStore:
         ConfigError: ``depth`` or ``keep`` below 1.
     """
 
-    def __init__(self, store: Any, reranker: Any, depth: int = RERANK_DEPTH, *,
+    def __init__(self, store: VectorStore, reranker: Reranker, depth: int = RERANK_DEPTH, *,
                  ranked: Mapping[str, Sequence[RetrievedChunk]] | None = None,
                  ranked_setup: Mapping[str, Any] | None = None, keep: int = 10) -> None:
         if depth < 1 or keep < 1:

@@ -8,19 +8,22 @@ but what the plots draw.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import core.reports.pages.plots as plots
 from core.reports.pages.render import plotly_src, render
 
+if TYPE_CHECKING:
+    from core.reports.pages.site import Links
+
 __all__ = ["render_app", "render_app_compare"]
 
 
-def _links(links: Any) -> dict[str, str] | None:
+def _links(links: Links | None) -> dict[str, str] | None:
     return {"index": links.index} if links is not None and getattr(links, "index", "") else None
 
 
-def render_app(report: dict[str, Any], links: Any = None) -> str:
+def render_app(report: dict[str, Any], links: Links | None = None) -> str:
     """The page of an app run: requests and failures, latency, refusals, the citations'
     measures per grain with a found@k curve, the answer metrics (with the judge's lost calls,
     repeats and agreement), per turn, and every question."""
@@ -37,7 +40,7 @@ def render_app(report: dict[str, Any], links: Any = None) -> str:
                   latency=report.get("latency_ms") or {}, refusals=report.get("refusals") or {})
 
 
-def render_app_compare(comparison: dict[str, Any], links: Any = None) -> str:
+def render_app_compare(comparison: dict[str, Any], links: Links | None = None) -> str:
     """The page comparing two app runs (:func:`core.evaluation.app_report.compare_apps`)."""
     names = [m["name"] for m in comparison.get("metrics") or []]
     figure = plots.compare_bars(names, [m["first_mean"] for m in comparison["metrics"]],

@@ -15,9 +15,12 @@ import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from core.reports.pages.site import Links
 
 #: What a page may load: what it holds inline (scripts, styles, data: images) and scripts of
 #: its own origin (the shared plotly.js a served page references, checked by its integrity
@@ -169,7 +172,7 @@ def render(template: str, *, plots: bool = True, plotly_src: str = "", **context
                                              plotly_integrity=integrity, **context)
 
 
-def plotly_src(links: Any) -> str:
+def plotly_src(links: Links | None) -> str:
     """Where a page finds the shared plotly.js: the ``asset`` link of ``links`` (a
     ``core.reports.pages.site.Links``), or ``""`` when there is none (a standalone page
     inlines it)."""

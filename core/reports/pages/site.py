@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from core.errors import NotStoredError, StoreError
 from core.metrics.paired import ALPHA, paired_outcomes
+from core.reports.app_runs import app_run_ids
 from core.reports.files import is_safe_id
 from core.reports.keys import CHUNKING_RUNS_PREFIX, EXPERIMENTS_PREFIX, SWEEP_RUNS_PREFIX
 import core.reports.pages.plots as plots
+from core.reports.pages.app_page import render_app
 from core.reports.pages.render import plotly_src, render
-from core.reports.pages.views import experiment_view, run_view
+from core.reports.pages.views import chunking_view, experiment_view, run_view
 from core.reports.tables import metric_label, report_kind
+
+if TYPE_CHECKING:
+    from core.reports.files import Files
+    from core.reports.store import ReportStore
 
 #: Most runs the index lists and the history page draws (newest first); the rest are counted.
 MOST_RUNS = 5000
@@ -134,8 +140,6 @@ def render_chunking(report: dict[str, Any], kind: str = "chunking run", links: L
     found-like score, ``tied_with_best`` when given).
     """
     if report.get("kind") == COMPARISON_KIND:
-        from core.reports.pages.views import chunking_view
-
         return render("comparison.html.j2", plotly_src=plotly_src(links), links=_links(links), **chunking_view(report))
     rows = []
     listing = next((v for v in report.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)), [])
@@ -187,28 +191,26 @@ def render_report(report: dict[str, Any], links: Links | None = None) -> str:
     if kind == "chunking":
         return render_chunking(report, links=links)
     if kind == "app":
-        from core.reports.pages.app_page import render_app
-
         return render_app(report, links)
     return render_run(report, links)
 
 
 # Pages read from a store ------------------------------------------------------------------
 
-def run_page(store: Any, run_id: str, links: Links | None = None) -> str:
+def run_page(store: ReportStore, run_id: str, links: Links | None = None) -> str:
     """The page of a stored evaluate run (``latest``: the newest). Raises StoreError as
     ``ReportStore.load_run``."""
     return render_run(store.load_run(run_id), links)
 
 
-def _read_json(files: Any, key: str) -> Any:
+def _read_json(files: Files, key: str) -> Any:
     try:
         return json.loads(files.read_bytes(key))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StoreError(f"{key} is not valid JSON: {exc}") from exc
 
 
-def load_experiment(files: Any, experiment_id: str) -> tuple[dict[str, Any], bool]:
+def load_experiment(files: Files, experiment_id: str) -> tuple[dict[str, Any], bool]:
     """``(report, running)``: the experiment's final report, or the report so far while it
     runs.
 
@@ -220,7 +222,7 @@ def load_experiment(files: Any, experiment_id: str) -> tuple[dict[str, Any], boo
     prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
     if files.exists(f"{prefix}/report.json"):
         return _read_json(files, f"{prefix}/report.json"), False
-    from core.experiment import Experiment
+    from core.experiment import Experiment  # the engine builds a running experiment's report so far
 
     experiment = Experiment(files, experiment_id)
     if not experiment.exists():
@@ -233,7 +235,7 @@ def load_experiment(files: Any, experiment_id: str) -> tuple[dict[str, Any], boo
     return report, True
 
 
-def experiment_page(files: Any, experiment_id: str, links: Links | None = None) -> str:
+def experiment_page(files: Files, experiment_id: str, links: Links | None = None) -> str:
     """The page of a stored experiment, finished or running. Raises StoreError when unknown."""
     report, running = load_experiment(files, experiment_id)
     return render_experiment(report, running, links)
@@ -245,7 +247,7 @@ def chunking_prefixes() -> dict[str, str]:
     return {"runs": CHUNKING_RUNS_PREFIX, "sweeps": SWEEP_RUNS_PREFIX}
 
 
-def chunking_page(files: Any, kind: str, report_id: str, links: Links | None = None) -> str:
+def chunking_page(files: Files, kind: str, report_id: str, links: Links | None = None) -> str:
     """The page of a stored chunking run (``kind`` ``runs``) or sweep (``sweeps``).
 
     Raises:
@@ -266,7 +268,7 @@ def chunking_page(files: Any, kind: str, report_id: str, links: Links | None = N
     return render_chunking(report, "sweep" if kind == "sweeps" else "chunking run", links)
 
 
-def _summaries(store: Any, most: int = MOST_RUNS) -> tuple[list[dict[str, Any]], int]:
+def _summaries(store: ReportStore, most: int = MOST_RUNS) -> tuple[list[dict[str, Any]], int]:
     ids = store.run_ids()
     out = []
     for run_id in ids[:most]:
@@ -277,7 +279,7 @@ def _summaries(store: Any, most: int = MOST_RUNS) -> tuple[list[dict[str, Any]],
     return out, len(ids)
 
 
-def history_entries(store: Any, golden: str) -> list[dict[str, Any]]:
+def history_entries(store: ReportStore, golden: str) -> list[dict[str, Any]]:
     """Summaries of every run on one golden file (by its sha256, or by its path), oldest first."""
     summaries, _ = _summaries(store)
     chosen = [s for s in summaries if golden and golden in ((s.get("golden") or {}).get("sha256"),
@@ -356,7 +358,7 @@ def render_history(entries: list[dict[str, Any]], golden: str, links: Links | No
                   rows=list(reversed(rows)), n_runs=len(entries))
 
 
-def history_page(store: Any, golden: str, links: Links | None = None) -> str:
+def history_page(store: ReportStore, golden: str, links: Links | None = None) -> str:
     """The history page of one golden file (sha256 or path) in a store; an empty history
     says so."""
     return render_history(history_entries(store, golden), golden, links)
@@ -406,12 +408,12 @@ def render_compare(first: dict[str, Any], second: dict[str, Any], links: Links |
     return render("compare.html.j2", plotly_src=plotly_src(links), links=_links(links), **compare_view(first, second))
 
 
-def compare_page(store: Any, first: str, second: str, links: Links | None = None) -> str:
+def compare_page(store: ReportStore, first: str, second: str, links: Links | None = None) -> str:
     """The compare page of two stored runs. Raises StoreError as ``ReportStore.load_run``."""
     return render_compare(store.load_run(first), store.load_run(second), links)
 
 
-def experiment_ids(files: Any) -> list[tuple[str, bool]]:
+def experiment_ids(files: Files) -> list[tuple[str, bool]]:
     """``(experiment id, finished)`` for every stored experiment, newest first."""
     ids: dict[str, bool] = {}
     for key in files.list(EXPERIMENTS_PREFIX):
@@ -421,7 +423,7 @@ def experiment_ids(files: Any) -> list[tuple[str, bool]]:
     return sorted(ids.items(), reverse=True)
 
 
-def chunking_ids(files: Any) -> list[tuple[str, str]]:
+def chunking_ids(files: Files) -> list[tuple[str, str]]:
     """``(kind, id)`` of every stored chunking run (``runs``) and sweep (``sweeps``), newest first."""
     out = []
     for kind, prefix in chunking_prefixes().items():
@@ -432,7 +434,7 @@ def chunking_ids(files: Any) -> list[tuple[str, str]]:
     return sorted(out, key=lambda x: x[1], reverse=True)
 
 
-def index_page(store: Any, links: Links | None = None, where: str = "") -> str:
+def index_page(store: ReportStore, links: Links | None = None, where: str = "") -> str:
     """The index of a report store: evaluate runs newest first (with their golden file's
     history), experiments, chunking runs and sweeps, and a form to compare two runs."""
     links = links or Links()
@@ -455,8 +457,6 @@ def index_page(store: Any, links: Links | None = None, where: str = "") -> str:
     experiments = [{"id": e, "finished": done, "url": links.url("experiment", id=e)}
                    for e, done in experiment_ids(store.files)]
     chunking = [{"kind": k, "id": i, "url": links.url("chunking", kind=k, id=i)} for k, i in chunking_ids(store.files)]
-    from core.reports.app_runs import app_run_ids
-
     apps = [{"id": i, "url": links.url("app", id=i)} for i in app_run_ids(store.files)[:MOST_RUNS]]
     return render("index.html.j2", plots=False, links=_links(links), where=where, runs=runs, n_runs=n_runs, goldens=goldens,
                   experiments=experiments, chunking=chunking, compare=links.compare, apps=apps)

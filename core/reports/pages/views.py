@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import core.reports.pages.plots as plots
+from core.reports.pages.effects import gam_effects
 from core.reports.pages.targets import targets_view
 from core.reports.tables import (PICKS, WAIT_PARTS, interval, metric_label, metric_names, picks_of,  # noqa: F401
                                  top_text, wait_of)
@@ -271,8 +272,6 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
                                                 [(r.get("cost") or {}).get("texts_embedded") for r in by_trial],
                                                 [(r.get("cost") or {}).get("tokens") for r in by_trial],
                                                 [_trial_label(r) for r in by_trial])))
-    from core.reports.pages.effects import gam_effects
-
     effects = []
     fitted = gam_effects(ok, varying, _value_order) if ok else None
     for name in (varying if fitted else []):
