@@ -197,6 +197,7 @@ def run_page(req: func.HttpRequest) -> func.HttpResponse:
 @bp.route(route="experiments/{experiment_id}/page", methods=["GET"])
 def experiment_page(req: func.HttpRequest) -> func.HttpResponse:
     """``GET /api/experiments/{experiment_id}/page``: the experiment's page, finished or running."""
+    from core.experiment.engine import report_so_far
     from core.reports.pages import experiment_page as build
     from core.reports.pages.site import function_links
 
@@ -204,7 +205,7 @@ def experiment_page(req: func.HttpRequest) -> func.HttpResponse:
     if not valid_id(experiment_id):
         return error("experiment id may only hold letters, digits, '_', '.' and '-'", 400)
     links = function_links(req.params.get("code"))
-    return page_response(lambda: build(Settings.from_env().report_store().files, experiment_id, links))
+    return page_response(lambda: build(Settings.from_env().report_store().files, experiment_id, links, report_so_far))
 
 
 @bp.route(route="history/page", methods=["GET"])

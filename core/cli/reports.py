@@ -60,9 +60,10 @@ def cmd_report(args: argparse.Namespace) -> int:
                          reverse=True)  # experiment ids sort by time
     if args.run in experiments:
         if args.html:
+            from core.experiment.engine import report_so_far
             from core.reports.pages.site import load_experiment
 
-            report, running = load_experiment(files, args.run)
+            report, running = load_experiment(files, args.run, report_so_far)
             _write_exports(args, dict(report, status="running" if running else report.get("status")))
             return 0
         raise StoreError(f"experiment {args.run} has no report yet (it stopped before its end): continue it with "

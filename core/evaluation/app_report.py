@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from core.errors import ConfigError
-from core.evaluation.gate import found_by_question, parse_thresholds, run_gate
+from core.evaluation.gate import parse_thresholds, run_gate
 from core.metrics.answers import ALL_METRICS
 from core.metrics.bootstrap import bootstrap_interval
 from core.metrics.llm_judge import LOST_KINDS
 from core.metrics.paired import ALPHA, paired_outcomes
-from core.metrics.retrieval import found_name
+from core.metrics.retrieval import TOP_K, found_name
+from core.reports.tables import found_by_question
 from core.text import plural
 
 __all__ = [
@@ -314,7 +315,8 @@ def compare_apps(first: dict[str, Any], second: dict[str, Any], *, alpha: float 
     a, b = answered(first), answered(second)
     cites = None
     if all(any(s.get("name") == "citations" for s in r.get("setups") or []) for r in (first, second)):
-        cites = outcome(paired_outcomes(found_by_question(first, "citations"), found_by_question(second, "citations")))
+        cites = outcome(paired_outcomes(found_by_question(first, "citations", TOP_K),
+                                       found_by_question(second, "citations", TOP_K)))
     metrics = []
     s1, s2 = _scores(first), _scores(second)
     for name in [n for n in s1 if n in s2]:

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 from core.errors import ConfigError
 from core.inputs import is_remote, read_input_bytes, shown_address
 from core.metrics.paired import ALPHA, paired_outcomes
-from core.metrics.retrieval import DEFAULT_KS
+from core.metrics.retrieval import DEFAULT_KS, TOP_K
 from core.reports.store import REPORT_SCHEMA_VERSION
-from core.reports.tables import PICKS, metric_key, metric_label, upgrade_metric_names
+from core.reports.tables import PICKS, found_by_question, metric_key, metric_label, upgrade_metric_names
 from core.text import plural
 
 if TYPE_CHECKING:
@@ -174,16 +174,6 @@ def check_thresholds(report: dict[str, Any], setup: str, thresholds: Iterable[Th
             for r in threshold_results(report, setup, thresholds) if not r.passed]
 
 
-def found_by_question(report: dict[str, Any], setup: str) -> dict[str, bool]:
-    """Question id -> whether ``setup`` found a right chunk in the top k (at the run's rank grain)."""
-    out = {}
-    for q in report.get("questions") or []:
-        ranks = q.get("first_relevant_rank") or {}
-        if setup in ranks:
-            out[str(q.get("id"))] = ranks[setup] is not None
-    return out
-
-
 @dataclass(frozen=True)
 class BaselineFinding:
     """The gated setup against the baseline run.
@@ -252,7 +242,7 @@ def compare_with_baseline(report: dict[str, Any], baseline: dict[str, Any], setu
     if setup not in _setup_names(report):
         raise ConfigError(f"this run has no setup {setup!r}, the setup the gate compares with {base_id}: evaluate it "
                           "(check --only and --skip), or name another with --setup")
-    result = paired_outcomes(found_by_question(baseline, setup), found_by_question(report, setup))
+    result = paired_outcomes(found_by_question(baseline, setup, TOP_K), found_by_question(report, setup, TOP_K))
     lost, gained = len(result.only_first), len(result.only_second)
     worse = lost > gained and result.p_value < alpha
     if lost > gained:

@@ -19,7 +19,7 @@ steps, prepared and evaluated the same way. Importing this package does no I/O a
 heavy library.
 """
 
-from core.experiment.engine import EXPERIMENTS_PREFIX, Experiment, ExperimentFailed, TransientEvaluationError
+from core.experiment.engine import EXPERIMENTS_PREFIX, Experiment, ExperimentFailed, TransientEvaluationError, report_so_far
 from core.experiment.spec import ExperimentSpec, default_objective
 from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
                                    Prepared, cut_text)
@@ -27,4 +27,4 @@ from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, Evaluat
 __all__ = ["EXPERIMENTS_PREFIX", "EvaluationOutcome", "EvaluationRequest", "Experiment", "ExperimentFailed",
            "ExperimentSpec",
            "ExperimentSummary", "MAX_MESSAGE_BYTES", "Prepared", "TransientEvaluationError", "cut_text",
-           "default_objective"]
+           "default_objective", "report_so_far"]

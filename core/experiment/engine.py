@@ -801,4 +801,22 @@ class TransientEvaluationError(EvaluationError):
     ``core.errors.is_transient``); raised so the queue delivers the message again."""
 
 
-__all__ = ["EXPERIMENTS_PREFIX", "Experiment", "ExperimentFailed", "TransientEvaluationError"]
+def report_so_far(files: Files, experiment_id: str) -> dict[str, Any] | None:
+    """A running experiment's report so far, from its stored spec, study and results, with
+    ``status: "running"`` and the progress' ``timings_s``; None when no experiment has that id.
+
+    Raises:
+        StoreError: the stored state cannot be read.
+    """
+    experiment = Experiment(files, experiment_id)
+    if not experiment.exists():
+        return None
+    report = experiment.build_report()
+    progress = experiment.progress()
+    if isinstance(progress, dict) and progress.get("timings_s"):
+        report["timings_s"] = progress["timings_s"]
+    report["status"] = "running"
+    return report
+
+
+__all__ = ["EXPERIMENTS_PREFIX", "Experiment", "ExperimentFailed", "TransientEvaluationError", "report_so_far"]

@@ -26,6 +26,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from core.errors import ConfigError, NotStoredError, RagtuneError, StoreError
+from core.experiment.engine import report_so_far
 from core.reports.app_runs import load_app_run
 from core.reports.files import is_safe_id
 from core.reports.pages import (
@@ -113,7 +114,8 @@ def create_app(store: ReportStore, where: str = "") -> Any:
         return Response(json.dumps(report, ensure_ascii=False, allow_nan=False), media_type="application/json")
 
     def experiment(request: Request) -> Response:
-        return _page(experiment_page(store.files, need_id(request.path_params["experiment_id"], "experiment id"), links))
+        return _page(experiment_page(store.files, need_id(request.path_params["experiment_id"], "experiment id"), links,
+                                     report_so_far))
 
     def chunking(request: Request) -> Response:
         return _page(chunking_page(store.files, request.path_params["kind"],

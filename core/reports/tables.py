@@ -282,3 +282,22 @@ def wait_of(timings: Any) -> dict[str, Any]:
         block = timings.get(key)
         parts[key] = {"label": label, "median": _number(block.get("median")) if isinstance(block, dict) else None}
     return {"median": _number(total.get("median")), "p95": _number(total.get("p95")), "parts": parts, "split": True}
+
+
+def found_by_question(report: dict[str, Any], setup: str, k: int) -> dict[str, bool]:
+    """Question id -> whether ``setup`` found a right item within the first ``k`` (its
+    ``first_relevant_rank`` at the run's rank grain is at most ``k``), for the questions the
+    report ranks with ``setup``: what found@k counts, per question, for paired tests between runs.
+
+    Args:
+        report: an ``evaluate`` or ``evaluate-app`` report (its ``questions``).
+        setup: a setup's name.
+        k: the cut-off (``core.metrics.retrieval.TOP_K`` for found@10).
+    """
+    out = {}
+    for q in report.get("questions") or []:
+        ranks = q.get("first_relevant_rank") or {}
+        if setup in ranks:
+            rank = ranks[setup]
+            out[str(q.get("id"))] = isinstance(rank, int) and 1 <= rank <= k
+    return out

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from core.experiment.engine import report_so_far
 from core.reports import LocalFiles, ReportStore
 from core.reports.pages import PAGE_CSP, experiment_page, history_page, run_page
 from core.reports.serve import SHUTDOWN_GRACE_S
@@ -138,7 +139,7 @@ def test_experiment_pages_render_finished_and_running(site, browser, tmp_path):
                       tmp_path / "exp.png")
     _assert_page_ok(done, min_plots=3)
     assert done["page"].locator("#leaderboard tbody tr").count() == 3
-    running = check_page(browser, _file_page(tmp_path, "running", experiment_page(files, site["running"])),
+    running = check_page(browser, _file_page(tmp_path, "running", experiment_page(files, site["running"], None, report_so_far)),
                          tmp_path / "running.png")
     _assert_page_ok(running, min_plots=3)
     assert "has not finished" in running["page"].inner_text("body")

@@ -125,8 +125,9 @@ def test_the_cycle_finder_finds_a_circle():
 #:   ``check --docs``) sits above evaluation; the Functions' golden requests use the experiment
 #:   requests' address rules;
 #: - ``core.targets`` (what is searched) sits between the vector stores and evaluation;
-#: - the pages sit above the experiment (a running experiment's page is the engine's report so
-#:   far), but import no evaluation (:data:`NEVER_IMPORTS`).
+#: - the pages render reports and import neither evaluation nor the experiment
+#:   (:data:`NEVER_IMPORTS`); the servers of pages (``core.reports.serve``, like the Functions)
+#:   hand them a running experiment's report so far from the engine, so they sit above it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("core", "core.errors", "core.text", "core.addresses", "core.heap", "core.limits", "core.workspace",
               "core.exact")),
@@ -149,7 +150,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                           "core.golden.corpus_check")),
     ("experiment", ("core.experiment",)),
     ("golden requests", ("core.golden.requests",)),
-    ("pages", ("core.reports.pages", "core.reports.serve")),
+    ("pages", ("core.reports.pages",)),
+    ("page server", ("core.reports.serve",)),
     ("cli", ("core.cli",)),
 )
 
@@ -161,7 +163,7 @@ NEVER_IMPORTS: dict[str, tuple[str, ...]] = {
     "optimization": ("core.reports", "core.models", "core.vectorstores"),
     "golden reading": ("core.vectorstores", "core.models", "core.evaluation", "core.rag.template",
                        "core.rag.generate", "core.rag.extractive", "core.targets"),
-    "pages": ("core.evaluation",),
+    "pages": ("core.evaluation", "core.experiment"),
 }
 
 

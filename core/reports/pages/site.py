@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote
 
 from core.errors import NotStoredError, StoreError
 from core.metrics.paired import ALPHA, paired_outcomes
+from core.metrics.retrieval import TOP_K
 from core.reports.app_runs import app_run_ids
 from core.reports.files import is_safe_id
 from core.reports.keys import CHUNKING_RUNS_PREFIX, EXPERIMENTS_PREFIX, SWEEP_RUNS_PREFIX
@@ -21,7 +22,7 @@ import core.reports.pages.plots as plots
 from core.reports.pages.app_page import render_app
 from core.reports.pages.render import plotly_src, render
 from core.reports.pages.views import chunking_view, experiment_view, run_view
-from core.reports.tables import metric_label, report_kind
+from core.reports.tables import found_by_question, metric_label, report_kind
 
 if TYPE_CHECKING:
     from core.reports.files import Files
@@ -210,34 +211,37 @@ def _read_json(files: Files, key: str) -> Any:
         raise StoreError(f"{key} is not valid JSON: {exc}") from exc
 
 
-def load_experiment(files: Files, experiment_id: str) -> tuple[dict[str, Any], bool]:
-    """``(report, running)``: the experiment's final report, or the report so far while it
-    runs.
+#: Builds a running experiment's report so far from its stored state, or None when no
+#: experiment has that id (``core.experiment.engine.report_so_far``, given by the servers).
+ReportSoFar = Callable[["Files", str], "dict[str, Any] | None"]
+
+
+def load_experiment(files: Files, experiment_id: str, so_far: ReportSoFar | None = None) -> tuple[dict[str, Any], bool]:
+    """``(report, running)``: the experiment's final report, or while it runs the report so far
+    that ``so_far`` builds (the pages render reports; the experiment's engine builds them, so
+    the caller hands it in).
 
     Raises:
-        StoreError: no experiment has that id.
+        StoreError: no experiment has that id, or it has no final report and no ``so_far``
+            was given.
     """
     if not is_safe_id(experiment_id):
         raise NotStoredError(f"no experiment {experiment_id!r}")
     prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
     if files.exists(f"{prefix}/report.json"):
         return _read_json(files, f"{prefix}/report.json"), False
-    from core.experiment import Experiment  # the engine builds a running experiment's report so far
-
-    experiment = Experiment(files, experiment_id)
-    if not experiment.exists():
-        raise NotStoredError(f"no experiment {experiment_id!r}")
-    report = experiment.build_report()  # the report so far, from the stored spec, study and results
-    progress = experiment.progress()
-    if isinstance(progress, dict) and progress.get("timings_s"):
-        report["timings_s"] = progress["timings_s"]
-    report["status"] = "running"
+    report = so_far(files, experiment_id) if so_far is not None else None
+    if report is None:
+        raise NotStoredError(f"no experiment {experiment_id!r}" if so_far is not None
+                             else f"experiment {experiment_id!r} has no report yet")
     return report, True
 
 
-def experiment_page(files: Files, experiment_id: str, links: Links | None = None) -> str:
-    """The page of a stored experiment, finished or running. Raises StoreError when unknown."""
-    report, running = load_experiment(files, experiment_id)
+def experiment_page(files: Files, experiment_id: str, links: Links | None = None,
+                    so_far: ReportSoFar | None = None) -> str:
+    """The page of a stored experiment: finished, or running when ``so_far`` is given (see
+    :func:`load_experiment`). Raises StoreError when unknown."""
+    report, running = load_experiment(files, experiment_id, so_far)
     return render_experiment(report, running, links)
 
 
@@ -367,14 +371,6 @@ def history_page(store: ReportStore, golden: str, links: Links | None = None) ->
 def compare_view(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     """Per setup both runs have: the questions only one run found (in the top k at each run's
     rank grain), with the exact McNemar test."""
-    def found(report: dict[str, Any], name: str) -> dict[str, bool]:
-        out = {}
-        for q in report.get("questions") or []:
-            ranks = q.get("first_relevant_rank") or {}
-            if name in ranks:
-                out[str(q.get("id"))] = ranks[name] is not None
-        return out
-
     texts = {str(q.get("id")): q.get("question") for r in (first, second) for q in r.get("questions") or []}
     names_a = [s.get("name") for s in first.get("setups") or []]
     names_b = {s.get("name") for s in second.get("setups") or []}
@@ -382,7 +378,7 @@ def compare_view(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any
     for name in names_a:
         if name not in names_b:
             continue
-        result = paired_outcomes(found(first, name), found(second, name))
+        result = paired_outcomes(found_by_question(first, name, TOP_K), found_by_question(second, name, TOP_K))
         setups.append({"name": name, "n": result.n, "p_value": result.p_value, "significant": result.significant,
                        "only_first": [(q, texts.get(q)) for q in result.only_first],
                        "only_second": [(q, texts.get(q)) for q in result.only_second]})

@@ -214,6 +214,24 @@ def test_experiment_page_from_a_store(tmp_path):
         experiment_page(files, "../e1")
 
 
+def test_a_running_experiment_page_is_the_report_so_far_the_server_hands_in(tmp_path):
+    files = LocalFiles(tmp_path)
+    files.write_bytes("experiments/e1/study.json", b"{}")
+    built = []
+
+    def so_far(f, experiment_id):
+        built.append(experiment_id)
+        return {**experiment_report(experiment_id), "status": "running"} if experiment_id == "e1" else None
+
+    # without a builder the pages cannot make the report of a running experiment: they say so
+    with pytest.raises(NotStoredError, match="has no report yet"):
+        experiment_page(files, "e1")
+    assert "has not finished" in experiment_page(files, "e1", None, so_far)
+    with pytest.raises(NotStoredError, match="no experiment 'e2'"):
+        experiment_page(files, "e2", None, so_far)
+    assert built == ["e1", "e2"]
+
+
 def test_chunking_comparison_page_shows_the_best_the_ties_and_the_mcnemar_counts():
     """From tests/support/reports.comparison_report (worked by hand there): the best build,
     the ties, per technique the questions only the best / only it found and the exact p, and
