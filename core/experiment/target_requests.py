@@ -24,6 +24,7 @@ from core.evaluation.targets import TargetsOptions, evaluate_targets
 from core.experiment.requests import MAX_ADDRESS_CHARS, _remote_problem
 from core.golden import read_golden
 from core.metrics.retrieval import GRAINS
+from core.reports.keys import EVALUATIONS_PREFIX
 from core.reports.store import ReportStore
 from core.targets.spec import configured_targets
 
@@ -35,8 +36,6 @@ logger = logging.getLogger(__name__)
 
 #: Fields a request may hold.
 REQUEST_FIELDS = ("golden", "targets", "only", "skip", "rank_by")
-#: Report store prefix of the requests and failures.
-EVALUATIONS_PREFIX = "evaluations"
 #: Most ``only`` / ``skip`` patterns, and their longest, in characters.
 MAX_PATTERNS = 20
 MAX_PATTERN_CHARS = 200

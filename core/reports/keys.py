@@ -27,6 +27,9 @@ CHUNKING_RUNS_PREFIX = "chunking/runs"
 SWEEP_RUNS_PREFIX = "sweep/runs"
 #: Deployed-app runs (``<prefix>/<run id>/report.json``: see ``core.reports.app_runs``).
 APP_RUNS_PREFIX = "app/runs"
+#: Evaluations the Functions run on a request (``<prefix>/<run id>/request.json`` and, when it
+#: failed, ``failed.json``: see ``core.experiment.target_requests``).
+EVALUATIONS_PREFIX = "evaluations"
 
 
 def clean_key(key: str) -> str:
