@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, Protocol
@@ -122,6 +123,15 @@ def _shown_name(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
+def _kind(path: Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder (``"a FIFO ..."``), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISDIR(mode) else inputs.file_kind(mode)
+
+
 def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
     """Walk ``root``; return candidate files ``(document id, path)`` and the entries skipped.
 
@@ -181,6 +191,10 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
             if not path.is_file():
                 if path.is_symlink() and not path.exists():
                     skipped.append(SkippedFile(shown, "broken symbolic link (its target does not exist)"))
+                else:
+                    kind = _kind(path)
+                    if kind is not None:
+                        skipped.append(SkippedFile(shown, f"not a regular file ({kind}): not read"))
                 continue
             doc_id = normalize_id(prefix + name)
             if doc_id in seen_ids:
@@ -432,10 +446,15 @@ def _load_file(doc_id: str, path: Path, limits: DocumentLimits, backends: dict[s
         )
     try:
         check_size(path.stat().st_size, limits)
-        with path.open("rb") as fh:
-            data = fh.read(limits.max_bytes + 1)  # a file that grew since: still at most one byte over
+        try:
+            data = inputs.read_local_file(path, limits.max_bytes)  # regular files only, in blocks
+        except inputs.InputTooLargeError:  # it grew since its size was read: read one byte past the limit
+            check_size(limits.max_bytes + 1, limits)
+            raise
     except DocumentTooLarge as exc:
         raise _Skip(str(exc)) from None
+    except inputs.NotAFileError as exc:
+        raise _Skip(f"not a regular file ({exc.kind}): not read") from None
     except OSError as exc:
         raise _Skip(f"cannot be read ({exc.strerror or exc})") from None
     if not data:

@@ -61,6 +61,7 @@ from core.golden.types import (
     Problem,
     Target,
 )
+from core.limits import GOLDEN_FILE_MAX_BYTES
 from core.text import plural
 
 if TYPE_CHECKING:
@@ -152,7 +153,10 @@ def read_bytes(
 
     Raises:
         GoldenError: the address cannot be read (unknown scheme, no key), or the file is
-            missing, is a directory (or a remote folder) or cannot be read. ``.problems``
+            missing, is a directory (or a remote folder), is not a regular file (a device
+            such as ``/dev/zero``, a FIFO, a socket, ``/dev/stdin``: refused before a byte is
+            read), holds more than :data:`core.limits.GOLDEN_FILE_MAX_BYTES` bytes (read no
+            further) or cannot be read. ``.problems``
             holds one file-level :class:`Problem`; the message names the path, or the address
             without its query string, and never a credential.
     """
@@ -164,8 +168,11 @@ def read_bytes(
     if local is None:
         try:
             return inputs.read_input_bytes(
-                path, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url
+                path, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url,
+                max_bytes=GOLDEN_FILE_MAX_BYTES,
             )
+        except inputs.InputTooLargeError:
+            raise _file_error(shown, _too_large()) from None
         except inputs.InputNotFoundError as exc:
             if exc.is_folder:
                 raise _file_error(shown, _NOT_A_FILE) from None
@@ -174,7 +181,14 @@ def read_bytes(
             raise _file_error(shown, f"cannot read the file: {exc}") from None
     p = local
     try:
-        return p.read_bytes()
+        return inputs.read_local_file(p, GOLDEN_FILE_MAX_BYTES)
+    except inputs.NotAFileError as exc:
+        message = _NOT_A_FILE if exc.kind == "a directory" else (
+            f"is {exc.kind}, not a golden file: ragtune reads a golden file only from a regular file "
+            "(save it to a file and give its path)")
+        raise _file_error(shown, message) from None
+    except inputs.InputTooLargeError:
+        raise _file_error(shown, _too_large()) from None
     except FileNotFoundError:
         raise _file_error(shown, "file not found") from None
     except IsADirectoryError:
@@ -184,6 +198,11 @@ def read_bytes(
     except OSError as exc:
         message = _NOT_A_FILE if p.is_dir() else f"cannot read the file: {exc.strerror or exc}"
         raise _file_error(shown, message) from None
+
+
+def _too_large() -> str:
+    return (f"file larger than {GOLDEN_FILE_MAX_BYTES:,} bytes, the most a golden file may hold "
+            "(not read further): split it into several files")
 
 
 def _file_error(path: str, message: str) -> GoldenError:

@@ -84,3 +84,13 @@ def test_symlinked_folders_are_followed_once(tmp_path):
         "dead.txt": "broken symbolic link (its target does not exist)",
     }
     assert list_document_ids(docs) == ["ext/b.txt", "real/a.txt"]
+
+
+def test_a_fifo_in_the_folder_is_listed_as_skipped_and_never_opened(tmp_path):
+    docs = tmp_path / "docs"
+    _txt(docs / "a.txt")
+    os.mkfifo(docs / "pipe.txt")  # opening it for reading would wait for a writer forever
+    result = load_documents(docs)
+    assert [d.document_id for d in result.documents] == ["a.txt"]
+    assert _reasons(result) == {"pipe.txt": "not a regular file (a FIFO (named pipe) or pipe): not read"}
+    assert list_document_ids(docs) == ["a.txt"]
