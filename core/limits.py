@@ -56,8 +56,9 @@ every report):
   is 10,000 characters.
 - ``hint`` (a template row's note): :data:`GOLDEN_MAX_HINT_CHARS` is 10,000 characters.
 - an Amazon Bedrock prompt dataset's turn is held to the same limits: its prompt to the
-  question's, its reference response to the reference's, its output and each retrieved
-  passage to the reference's.
+  question's; its reference response, its output's text and each retrieved passage's text to
+  the reference's; a passage's name and the output's model and knowledge base identifiers to
+  an expected source's (an ARN is at most 2,048 characters).
 
 The endpoint deadline: a chat completion of a thousand tokens at ten tokens a second takes
 100 s, a batch of a thousand texts embedded by a model on a CPU about as long; a request that

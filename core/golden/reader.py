@@ -22,6 +22,10 @@ Rules beyond the schema, checked by :func:`check_golden`:
   same conversation as the Bedrock file itself.
 - Evidence quotes under :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words are kept but not
   used for evidence matching.
+- Free text has a length limit per field, in characters (:mod:`core.limits`, with the reasons):
+  ``id`` 200, ``question`` 4,000, each ``expected`` source 4,096, ``reference`` 20,000, each
+  ``evidence`` quote 10,000, ``hint`` 10,000, each ``metadata.bedrock.history`` turn 20,000. A
+  longer value is an error on its line naming its field (the row is not scored).
 
 Amazon Bedrock RAG-evaluation prompt datasets (lines with ``conversationTurns``, and their
 bring-your-own-inference variant) are recognised automatically and read by
@@ -51,7 +55,7 @@ from core import inputs
 from core.documents.base import normalize_id
 from core.errors import ConfigError, GoldenError, StoreError
 from core.golden import bedrock
-from core.golden.lines import FIELDS, json_type, nearest, parse_line_object
+from core.golden.lines import FIELDS, json_type, nearest, parse_line_object, too_long
 from core.golden.problems import DEFAULT_LIMITS, CheckLimits, ProblemLog, format_ranges
 from core.golden.types import (
     MIN_EVIDENCE_WORDS,
@@ -234,7 +238,8 @@ def check_golden(
     and first lines, suggesting ``metadata``), a missing or
     empty ``question`` or ``expected`` (except in template rows), a field of the wrong type, a page
     that is not a positive integer (``x.pdf#page=0``), a duplicate ``id`` or question (naming both
-    lines), a field given twice on one line, no row ready to score; and, as one file-level problem,
+    lines), a field given twice on one line, free text longer than its field's limit (see the
+    module docstring), no row ready to score; and, as one file-level problem,
     a file that is missing, a directory, not UTF-8, empty or only blank lines.
 
     Warnings: template rows, draft rows, expected documents missing from ``documents`` (with the
@@ -691,6 +696,7 @@ class _Row:
 
         for err in _schema_errors(obj):
             self._schema_error(err, obj, unknown)
+        self._lengths(obj)
 
         targets = self._targets(obj.get("expected"), corpus)
         evidence = self._evidence(obj.get("evidence"))
@@ -719,6 +725,22 @@ class _Row:
             metadata=metadata if isinstance(metadata, dict) else {},
             grades=grades,
         )
+
+    def _lengths(self, obj: dict[str, Any]) -> None:
+        """An error for each free-text value longer than its field's limit (``core.limits``);
+        values of the wrong type are the schema's errors."""
+        def check(value: Any, kind: str, field: str) -> None:
+            if isinstance(value, int) and not isinstance(value, bool) and kind == "id":
+                value = str(value)
+            if isinstance(value, str) and (message := too_long(value, kind)):
+                self.error(message, field)
+
+        for name, kind in (("id", "id"), ("question", "question"), ("reference", "reference"), ("hint", "hint")):
+            check(obj.get(name), kind, name)
+        for name, kind in (("expected", "source"), ("evidence", "evidence")):
+            items = obj.get(name)
+            for i, item in enumerate(items if isinstance(items, list) else ()):
+                check(item, kind, f"{name}[{i}]")
 
     def _grades(self, grades: Any) -> dict[str, float]:
         """People's grades (``{"judge.<metric>": value}``), each on its judge metric's scale; a
@@ -763,6 +785,9 @@ class _Row:
             if role not in ("user", "assistant") or not isinstance(content, str):
                 self.error('must be {"role": "user" or "assistant", "content": text}, as ragtune suggest writes it',
                            f"{where}[{i}]")
+                return ()
+            if message := too_long(content, "reference"):
+                self.error(message, f"{where}[{i}].content")
                 return ()
             out.append((role, content))
         return tuple(out)
