@@ -104,6 +104,18 @@ class LoadResult:
     skipped: list[SkippedFile] = field(default_factory=list)
 
 
+class NoDocumentLoaded(DocumentError):
+    """No file of a corpus folder loaded, though the folder holds files.
+
+    Attributes:
+        skipped: every file skipped and why (sorted by ``document_id``).
+    """
+
+    def __init__(self, message: str, skipped: list[SkippedFile]) -> None:
+        super().__init__(message)
+        self.skipped = skipped
+
+
 class _Skip(Exception):
     """Internal: this file is skipped for the given reason."""
 
@@ -501,6 +513,7 @@ def load_documents(
     credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
     limits: DocumentLimits | None = None,
+    only: Callable[[str], bool] | None = None,
 ) -> LoadResult:
     """Load every supported file under ``folder`` (recursively) as a ``DoclingDocument``.
 
@@ -532,14 +545,17 @@ def load_documents(
             :func:`core.inputs.read_input_bytes`; defaults from ``core.settings.Settings``).
         limits: the limits each document is held to; None: from the environment
             (:func:`core.settings.document_limits`, ``RAGTUNE_DOCUMENT_MAX_*``).
+        only: ``only(document_id)`` -> False leaves a file out: not read (a remote one not
+            downloaded), neither loaded nor listed as skipped. None: every file.
 
     Returns:
         :class:`LoadResult` with the documents sorted by ``document_id`` and the skipped files.
 
     Raises:
+        NoDocumentLoaded: no file could be loaded (``.skipped`` says why for each).
         DocumentError: ``folder`` does not exist or is not a folder (a remote prefix with
             no keys below it); a remote folder cannot be listed or downloaded (the message
-            names the address without its query string); no file could be loaded; or
+            names the address without its query string); or
             .md/.html/.docx files are present but docling-slim is not installed.
         ConfigError: an address that cannot be read (unknown scheme, a path-style Blob URL
             without a connection string), or a ``RAGTUNE_DOCUMENT_MAX_*`` variable that is not
@@ -556,6 +572,7 @@ def load_documents(
             root = inputs.fetch_folder(
                 folder, cache_dir=cache_dir, connection_string=connection_string, credential=credential,
                 endpoint_url=endpoint_url, max_file_bytes=limits.max_bytes,
+                keep=None if only is None else (lambda key: only(normalize_id(key))),
                 on_skip=lambda key, reason: too_large.append(SkippedFile(normalize_id(key), reason)),
             )
         except inputs.InputNotFoundError:
@@ -571,6 +588,9 @@ def load_documents(
         raise DocumentError(f"corpus path is not a folder: {shown}")
 
     candidates, hidden = _scan(root)
+    if only is not None:
+        candidates = [(doc_id, path) for doc_id, path in candidates if only(doc_id)]
+        hidden = [item for item in hidden if only(item.document_id)]
     result = LoadResult()
 
     def skip(item: SkippedFile) -> None:
@@ -596,9 +616,10 @@ def load_documents(
     if not result.documents:
         detail = "; ".join(f"{s.document_id}: {s.reason}" for s in result.skipped[:10])
         more = f" (and {len(result.skipped) - 10} more)" if len(result.skipped) > 10 else ""
-        raise DocumentError(
+        raise NoDocumentLoaded(
             f"no loadable document in {shown}"
-            + (f" — skipped {detail}{more}" if detail else " (the folder has no files)")
+            + (f" — skipped {detail}{more}" if detail else " (the folder has no files)"),
+            result.skipped,
         )
     logger.info("loaded %d documents from %s (%d skipped)", len(result.documents), shown, len(result.skipped))
     return result
