@@ -144,17 +144,35 @@ def _kind(path: Path) -> str | None:
     return None if stat.S_ISDIR(mode) else inputs.file_kind(mode)
 
 
+class _Inside:
+    """Whether a symbolic link's target stays inside the documents folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = os.path.realpath(root)
+
+    def outside(self, link: str | os.PathLike[str]) -> str | None:
+        """The reason a link is not followed (its target, all links resolved, is outside the
+        folder), or None when it stays inside."""
+        target = os.path.realpath(link)
+        if target == self.root or target.startswith(self.root.rstrip(os.sep) + os.sep):
+            return None
+        shown = os.fsencode(target).decode("utf-8", "backslashreplace")
+        return f"symbolic link out of the documents folder (to {shown}): not read"
+
+
 def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
     """Walk ``root``; return candidate files ``(document id, path)`` and the entries skipped.
 
     Symbolic links to folders are followed once: a folder reached a second time (a loop, or two
-    links to one folder) is skipped and listed. Real folders are searched before links in each
-    folder. Names that are not UTF-8, broken links and names that become another one's when
+    links to one folder) is skipped and listed. A symbolic link (to a file or a folder) whose
+    target, every link resolved, is outside ``root`` is skipped and listed, never read. Real
+    folders are searched before links in each folder. Names that are not UTF-8, broken links and names that become another one's when
     NFC-normalised are skipped and listed; hidden ones too.
     """
     files: list[tuple[str, Path]] = []
     skipped: list[SkippedFile] = []
     seen_ids: dict[str, str] = {}  # NFC id -> the name it was found under
+    inside = _Inside(root)
     try:
         st = root.stat()
         searched = {(st.st_dev, st.st_ino): "."}
@@ -177,6 +195,9 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
                 st = os.stat(full)
             except OSError:
                 skipped.append(SkippedFile(shown, "broken symbolic link (its target does not exist)"))
+                continue
+            if os.path.islink(full) and (outside := inside.outside(full)):
+                skipped.append(SkippedFile(shown, outside))
                 continue
             key = (st.st_dev, st.st_ino)
             if key in searched:
@@ -207,6 +228,9 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
                     kind = _kind(path)
                     if kind is not None:
                         skipped.append(SkippedFile(shown, f"not a regular file ({kind}): not read"))
+                continue
+            if path.is_symlink() and (outside := inside.outside(path)):
+                skipped.append(SkippedFile(shown, outside))
                 continue
             doc_id = normalize_id(prefix + name)
             if doc_id in seen_ids:
@@ -523,7 +547,8 @@ def load_documents(
     normalises to an id already found is skipped. Files and folders whose names are not UTF-8
     are skipped, listed under their name with ``\\xNN`` escapes. Symbolic links to folders are
     followed once: a folder reached again (a loop, or a second link to it) is skipped and
-    listed, as are broken links. A file that cannot be read (permission,
+    listed, as are broken links and links (to a file or a folder) whose target is outside
+    ``folder`` (``passwd.txt -> /etc/passwd`` is never read); links inside it are followed. A file that cannot be read (permission,
     corrupt, encrypted, undecodable), holds no text (empty, or a PDF without a text layer) or
     is over one of ``limits`` (the reason names the limit and its variable) is skipped too;
     each skip is logged, passed to ``on_skip`` and listed in :attr:`LoadResult.skipped`, and
