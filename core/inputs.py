@@ -362,12 +362,9 @@ def read_input_bytes(
     folder, key, _ = _split_file(text)
     shown = shown_address(text)
     files = _open(folder, connection_string, credential, endpoint_url, shown=shown)
+    read_at_most = getattr(files, "read_at_most", None) if max_bytes is not None else None
     try:
-        read_at_most = getattr(files, "read_at_most", None)
-        if max_bytes is None or read_at_most is None:
-            data = files.read_bytes(key)
-        else:
-            data = read_at_most(key, max_bytes)
+        data = files.read_bytes(key) if read_at_most is None else read_at_most(key, max_bytes)
     except StoreError as exc:
         message = _safe(str(exc), text)
         try:
@@ -382,12 +379,24 @@ def read_input_bytes(
             is_folder = False
         if is_folder:
             raise InputNotFoundError(f"{shown} is a folder, not a file", address=shown, is_folder=True) from None
+        if read_at_most is not None:  # a ranged read says less of why: ask as a whole read does (nothing is there)
+            message = _missing_message(files, key, text) or message
         told = message if message.startswith(shown) else f"{shown} does not exist ({message})"
         reason = message.split("does not exist: ", 1)[1] if "does not exist: " in message else None
         raise InputNotFoundError(told, address=shown, reason=reason) from None
     if max_bytes is not None and len(data) > max_bytes:
         raise InputTooLargeError(shown, max_bytes)
     return data
+
+
+def _missing_message(files: Files, key: str, address: str) -> str | None:
+    """The store's own words for a missing file (``... does not exist: there is no bucket 'b'``),
+    from a whole read of a key found missing; None when that read finds the file after all."""
+    try:
+        files.read_bytes(key)
+    except StoreError as exc:
+        return _safe(str(exc), address)
+    return None
 
 
 def list_input_keys(
