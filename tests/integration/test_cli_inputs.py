@@ -5,7 +5,6 @@ folder. Exit codes and printed lines are written out by hand from the files each
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from core.golden import check_golden, read_golden
 from core.errors import GoldenError
+from core.golden import check_golden, read_golden
 from core.inputs import InputTooLargeError, NotAFileError, read_input_bytes, read_local_file
 from core.limits import READ_BLOCK_BYTES
 
@@ -109,7 +109,7 @@ def test_check_golden_refuses_a_fifo_without_waiting_for_a_writer(fifo):
 
 
 def test_a_golden_file_over_the_cap_is_one_file_error(tmp_path, monkeypatch):
-    import core.golden.reader as reader
+    from core.golden import reader
 
     path = tmp_path / "golden.jsonl"
     path.write_bytes(ROW * 10)  # 10 x 78 bytes = 780 bytes
