@@ -52,6 +52,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -60,6 +61,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from core.addresses import REMOTE_SCHEMES, file_url_path, scheme_of
 from core.errors import ConfigError, StoreError
+from core.limits import READ_BLOCK_BYTES
 from core.reports.files import _shown, open_files, write_atomic
 from core.workspace import Workspace
 
@@ -71,12 +73,16 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "InputNotFoundError",
+    "InputTooLargeError",
+    "NotAFileError",
     "fetch_file",
     "fetch_folder",
+    "file_kind",
     "is_remote",
     "list_input_keys",
     "local_path",
     "read_input_bytes",
+    "read_local_file",
     "shown_address",
 ]
 
@@ -105,6 +111,108 @@ class InputNotFoundError(StoreError):
         self.address = address
         self.is_folder = is_folder
         self.reason = reason
+
+
+class NotAFileError(ConfigError):
+    """A local path names something that is not a regular file: a character or block device
+    (``/dev/zero``), a FIFO, a socket (``/dev/stdin`` is one of these), or a folder.
+
+    Attributes:
+        path: the path, as given.
+        kind: what it is, in words (``"a character device"``).
+    """
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(f"{path} is {kind}, not a regular file: ragtune reads regular files only "
+                         "(save the input to a file and give its path)")
+        self.path = path
+        self.kind = kind
+
+
+class InputTooLargeError(ConfigError):
+    """A file holds more bytes than its reader's limit (only the limit and one byte are read).
+
+    Attributes:
+        path: the path or address, as shown.
+        max_bytes: the limit, in bytes.
+    """
+
+    def __init__(self, path: str, max_bytes: int, what: str = "file") -> None:
+        super().__init__(f"{path}: {what} larger than {max_bytes:,} bytes (the limit); not read further")
+        self.path = path
+        self.max_bytes = max_bytes
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe) or pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(mode: int) -> str | None:
+    """What a ``st_mode`` names, in words (``"a character device"``), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((word for test, word in _KINDS if test(mode)), "not a file")
+
+
+def read_local_file(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes:
+    """Return the bytes of the regular file at ``path``, at most ``max_bytes`` of them.
+
+    The file is opened without blocking (a FIFO would otherwise wait for a writer) and the open
+    file itself is looked at, so what is read is what was checked: anything but a regular file
+    (a device such as ``/dev/zero``, a FIFO, a socket, ``/dev/stdin``, a folder) is refused
+    before a byte is read. The bytes are read in blocks of :data:`core.limits.READ_BLOCK_BYTES`
+    and the reading stops one byte past ``max_bytes``, whatever size the file claims (a file in
+    ``/proc`` claims 0 bytes, a file may grow while it is read).
+
+    Args:
+        path: a local path (symbolic links are followed).
+        max_bytes: most bytes read; None: no limit (still in blocks, still regular files only).
+
+    Returns:
+        The file's bytes.
+
+    Raises:
+        NotAFileError: ``path`` is not a regular file (``.kind`` says what it is).
+        InputTooLargeError: the file holds more than ``max_bytes`` bytes.
+        OSError: the file cannot be opened or read (``FileNotFoundError``, ``PermissionError``).
+    """
+    shown = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # a socket cannot be opened at all (ENXIO): say what it is
+        try:
+            kind = file_kind(os.stat(path).st_mode)
+        except OSError:
+            kind = None
+        if kind is not None:
+            raise NotAFileError(shown, kind) from None
+        raise
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+    except OSError:
+        os.close(fd)
+        raise
+    if kind is not None:
+        os.close(fd)
+        raise NotAFileError(shown, kind)
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        blocks: list[bytes] = []
+        n_read = 0
+        while max_bytes is None or n_read <= max_bytes:
+            want = READ_BLOCK_BYTES if max_bytes is None else min(READ_BLOCK_BYTES, max_bytes + 1 - n_read)
+            block = fh.read(want)
+            if not block:
+                break
+            blocks.append(block)
+            n_read += len(block)
+    if max_bytes is not None and n_read > max_bytes:
+        raise InputTooLargeError(shown, max_bytes)
+    return b"".join(blocks)
 
 
 def _scheme(address: str) -> str | None:
@@ -215,8 +323,12 @@ def read_input_bytes(
     connection_string: str | None = None,
     credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
+    max_bytes: int | None = None,
 ) -> bytes:
     """Return the bytes of the file at ``address`` (local or remote), unchanged.
+
+    A local file is read with :func:`read_local_file`: only a regular file is read (a device,
+    FIFO or socket is refused before a byte is read), in blocks.
 
     Args:
         address: a file's path or address (see the module docstring).
@@ -227,11 +339,15 @@ def read_input_bytes(
             set, else ``DefaultAzureCredential``).
         endpoint_url: an S3-compatible server for ``s3://`` addresses (default: boto3's
             own, which honours ``AWS_ENDPOINT_URL``).
+        max_bytes: most bytes read (a remote file is read with one ranged request, where the
+            store offers one, of at most one byte more); None: no limit.
 
     Returns:
         The file's bytes.
 
     Raises:
+        NotAFileError: a local path that is not a regular file.
+        InputTooLargeError: the file holds more than ``max_bytes`` bytes.
         InputNotFoundError: a remote address where no file exists (``.is_folder`` when keys
             exist below it).
         StoreError: the service refused or failed the request.
@@ -241,13 +357,14 @@ def read_input_bytes(
     """
     local = local_path(address)
     if local is not None:
-        return local.read_bytes()
+        return read_local_file(local, max_bytes)
     text = str(address)
     folder, key, _ = _split_file(text)
     shown = shown_address(text)
     files = _open(folder, connection_string, credential, endpoint_url, shown=shown)
+    read_at_most = getattr(files, "read_at_most", None) if max_bytes is not None else None
     try:
-        return files.read_bytes(key)
+        data = files.read_bytes(key) if read_at_most is None else read_at_most(key, max_bytes)
     except StoreError as exc:
         message = _safe(str(exc), text)
         try:
@@ -262,9 +379,24 @@ def read_input_bytes(
             is_folder = False
         if is_folder:
             raise InputNotFoundError(f"{shown} is a folder, not a file", address=shown, is_folder=True) from None
+        if read_at_most is not None:  # a ranged read says less of why: ask as a whole read does (nothing is there)
+            message = _missing_message(files, key, text) or message
         told = message if message.startswith(shown) else f"{shown} does not exist ({message})"
         reason = message.split("does not exist: ", 1)[1] if "does not exist: " in message else None
         raise InputNotFoundError(told, address=shown, reason=reason) from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise InputTooLargeError(shown, max_bytes)
+    return data
+
+
+def _missing_message(files: Files, key: str, address: str) -> str | None:
+    """The store's own words for a missing file (``... does not exist: there is no bucket 'b'``),
+    from a whole read of a key found missing; None when that read finds the file after all."""
+    try:
+        files.read_bytes(key)
+    except StoreError as exc:
+        return _safe(str(exc), address)
+    return None
 
 
 def list_input_keys(

@@ -1,5 +1,6 @@
-"""The bounds on what ragtune reads and waits for: the limits of one document and the total
-deadline of one request to a model endpoint.
+"""The bounds on what ragtune reads and waits for: the limits of one document, of a golden file
+and of the free text of one golden line, and the total deadline of one request to a model
+endpoint.
 
 This module holds the defaults (one home for each) and the typed :class:`DocumentLimits`;
 :mod:`core.settings` reads the environment variables that change them
@@ -29,6 +30,36 @@ the machine's memory or hours of time.
 - characters after extraction: a dense page holds about 3,000 characters, so 5,000 such pages
   hold 15 million; :data:`DOCUMENT_MAX_CHARS` is 20 million.
 
+A golden file read by path (``ragtune check``, ``evaluate``, ...): a golden file of 10,000
+questions, each with a reference answer and a few evidence quotes, is about 30 MB; a file over
+:data:`GOLDEN_FILE_MAX_BYTES` (256 MiB) is refused as a file-level error before more of it is
+read. Files are read in blocks of :data:`READ_BLOCK_BYTES`, so a file that grows while it is
+read stops at the cap too; anything that is not a regular file (a device such as
+``/dev/zero``, a FIFO, a socket, ``/dev/stdin``) is refused before it is read (see
+:func:`core.inputs.read_local_file`).
+
+The free text of one golden line, each a few times what a real golden file holds, so that a
+line over one is a mistake (a file pasted into a field, a generator gone wrong) and not a long
+question; a line over one is a line error naming its line and field, before anything is
+embedded or searched (a 48 MB question would otherwise be embedded, searched and written into
+every report):
+
+- ``question``: a long question with its context pasted in is a few hundred words;
+  :data:`GOLDEN_MAX_QUESTION_CHARS` is 4,000 characters (about 700 words).
+- ``id``: ids are names such as ``q17`` or ``hr-leave-003``; :data:`GOLDEN_MAX_ID_CHARS` is
+  200 characters.
+- one expected source (a document id, a relative path with ``#page=N``): paths are at most
+  4,096 bytes on Linux; :data:`GOLDEN_MAX_SOURCE_CHARS` is 4,096 characters.
+- ``reference`` (the reference answer): a long answer is a few paragraphs;
+  :data:`GOLDEN_MAX_REFERENCE_CHARS` is 20,000 characters (about 3,000 words).
+- one ``evidence`` quote: a quote is a sentence or a paragraph; :data:`GOLDEN_MAX_EVIDENCE_CHARS`
+  is 10,000 characters.
+- ``hint`` (a template row's note): :data:`GOLDEN_MAX_HINT_CHARS` is 10,000 characters.
+- an Amazon Bedrock prompt dataset's turn is held to the same limits: its prompt to the
+  question's; its reference response, its output's text and each retrieved passage's text to
+  the reference's; a passage's name and the output's model and knowledge base identifiers to
+  an expected source's (an ARN is at most 2,048 characters).
+
 The endpoint deadline: a chat completion of a thousand tokens at ten tokens a second takes
 100 s, a batch of a thousand texts embedded by a model on a CPU about as long; a request that
 takes longer than :data:`ENDPOINT_DEADLINE_S` (300 s) in total, however its bytes trickle in,
@@ -55,6 +86,23 @@ DOCUMENT_MAX_ZIP_ENTRIES = 10_000
 DOCUMENT_MAX_PAGES = 5_000
 #: Default most characters of a document's extracted text (``RAGTUNE_DOCUMENT_MAX_CHARS``).
 DOCUMENT_MAX_CHARS = 20_000_000
+#: Largest golden file read by path or address, in bytes.
+GOLDEN_FILE_MAX_BYTES = 256 * 1024 * 1024
+#: Bytes read from a local file at a time.
+READ_BLOCK_BYTES = 1024 * 1024
+#: Longest ``question`` of a golden line (a Bedrock prompt too), in characters.
+GOLDEN_MAX_QUESTION_CHARS = 4_000
+#: Longest ``id`` of a golden line, in characters.
+GOLDEN_MAX_ID_CHARS = 200
+#: Longest expected source of a golden line (one ``expected`` item), in characters.
+GOLDEN_MAX_SOURCE_CHARS = 4_096
+#: Longest ``reference`` answer of a golden line (a Bedrock reference response, an output or a
+#: retrieved passage too), in characters.
+GOLDEN_MAX_REFERENCE_CHARS = 20_000
+#: Longest ``evidence`` quote of a golden line, in characters.
+GOLDEN_MAX_EVIDENCE_CHARS = 10_000
+#: Longest ``hint`` of a golden template row, in characters.
+GOLDEN_MAX_HINT_CHARS = 10_000
 #: Default total time of one request to a model endpoint (embeddings, chat, rerank), in
 #: seconds, from sending it to the last byte of the reply (``RAGTUNE_ENDPOINT_DEADLINE_S``).
 ENDPOINT_DEADLINE_S = 300.0
@@ -91,5 +139,7 @@ class DocumentLimits:
 __all__ = [
     "DOCUMENT_MAX_BYTES", "DOCUMENT_MAX_CHARS", "DOCUMENT_MAX_INFLATE_RATIO", "DOCUMENT_MAX_PAGES",
     "DOCUMENT_MAX_UNPACKED_BYTES", "DOCUMENT_MAX_ZIP_ENTRIES", "DocumentLimits", "ENDPOINT_DEADLINE_S",
+    "GOLDEN_FILE_MAX_BYTES", "GOLDEN_MAX_EVIDENCE_CHARS", "GOLDEN_MAX_HINT_CHARS", "GOLDEN_MAX_ID_CHARS",
+    "GOLDEN_MAX_QUESTION_CHARS", "GOLDEN_MAX_REFERENCE_CHARS", "GOLDEN_MAX_SOURCE_CHARS", "READ_BLOCK_BYTES",
     "ZIP_RATIO_GRACE_BYTES",
 ]

@@ -9,6 +9,7 @@ from core.documents.base import LoadedDocument, normalize_id
 from core.documents.loader import (
     SUPPORTED_EXTENSIONS,
     LoadResult,
+    NoDocumentLoaded,
     SkippedFile,
     corpus_fingerprint,
     list_document_ids,
@@ -19,6 +20,7 @@ __all__ = [
     "SUPPORTED_EXTENSIONS",
     "LoadResult",
     "LoadedDocument",
+    "NoDocumentLoaded",
     "SkippedFile",
     "corpus_fingerprint",
     "list_document_ids",

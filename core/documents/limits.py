@@ -30,7 +30,7 @@ import zlib
 from typing import TYPE_CHECKING
 
 from core.errors import DocumentError
-from core.limits import ZIP_RATIO_GRACE_BYTES
+from core.limits import READ_BLOCK_BYTES, ZIP_RATIO_GRACE_BYTES
 
 if TYPE_CHECKING:
     from core.limits import DocumentLimits
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 #: File extensions of the ZIP-based formats (checked with :func:`check_zip` whatever their
 #: content says; any other file starting with a ZIP signature is checked too).
 ZIP_EXTENSIONS: tuple[str, ...] = (".docx", ".xlsx", ".pptx", ".epub", ".odt")
-#: Bytes read from a part at a time while counting it.
-READ_BLOCK_BYTES = 1024 * 1024
 
 _EOCD = b"PK\x05\x06"
 _ZIP64_LOCATOR = b"PK\x06\x07"

@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, Protocol
@@ -103,6 +104,18 @@ class LoadResult:
     skipped: list[SkippedFile] = field(default_factory=list)
 
 
+class NoDocumentLoaded(DocumentError):
+    """No file of a corpus folder loaded, though the folder holds files.
+
+    Attributes:
+        skipped: every file skipped and why (sorted by ``document_id``).
+    """
+
+    def __init__(self, message: str, skipped: list[SkippedFile]) -> None:
+        super().__init__(message)
+        self.skipped = skipped
+
+
 class _Skip(Exception):
     """Internal: this file is skipped for the given reason."""
 
@@ -122,17 +135,44 @@ def _shown_name(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
+def _kind(path: Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder (``"a FIFO ..."``), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISDIR(mode) else inputs.file_kind(mode)
+
+
+class _Inside:
+    """Whether a symbolic link's target stays inside the documents folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = os.path.realpath(root)
+
+    def outside(self, link: str | os.PathLike[str]) -> str | None:
+        """The reason a link is not followed (its target, all links resolved, is outside the
+        folder), or None when it stays inside."""
+        target = os.path.realpath(link)
+        if target == self.root or target.startswith(self.root.rstrip(os.sep) + os.sep):
+            return None
+        shown = os.fsencode(target).decode("utf-8", "backslashreplace")
+        return f"symbolic link out of the documents folder (to {shown}): not read"
+
+
 def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
     """Walk ``root``; return candidate files ``(document id, path)`` and the entries skipped.
 
     Symbolic links to folders are followed once: a folder reached a second time (a loop, or two
-    links to one folder) is skipped and listed. Real folders are searched before links in each
-    folder. Names that are not UTF-8, broken links and names that become another one's when
+    links to one folder) is skipped and listed. A symbolic link (to a file or a folder) whose
+    target, every link resolved, is outside ``root`` is skipped and listed, never read. Real
+    folders are searched before links in each folder. Names that are not UTF-8, broken links and names that become another one's when
     NFC-normalised are skipped and listed; hidden ones too.
     """
     files: list[tuple[str, Path]] = []
     skipped: list[SkippedFile] = []
     seen_ids: dict[str, str] = {}  # NFC id -> the name it was found under
+    inside = _Inside(root)
     try:
         st = root.stat()
         searched = {(st.st_dev, st.st_ino): "."}
@@ -155,6 +195,9 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
                 st = os.stat(full)
             except OSError:
                 skipped.append(SkippedFile(shown, "broken symbolic link (its target does not exist)"))
+                continue
+            if os.path.islink(full) and (outside := inside.outside(full)):
+                skipped.append(SkippedFile(shown, outside))
                 continue
             key = (st.st_dev, st.st_ino)
             if key in searched:
@@ -181,6 +224,13 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
             if not path.is_file():
                 if path.is_symlink() and not path.exists():
                     skipped.append(SkippedFile(shown, "broken symbolic link (its target does not exist)"))
+                else:
+                    kind = _kind(path)
+                    if kind is not None:
+                        skipped.append(SkippedFile(shown, f"not a regular file ({kind}): not read"))
+                continue
+            if path.is_symlink() and (outside := inside.outside(path)):
+                skipped.append(SkippedFile(shown, outside))
                 continue
             doc_id = normalize_id(prefix + name)
             if doc_id in seen_ids:
@@ -432,10 +482,15 @@ def _load_file(doc_id: str, path: Path, limits: DocumentLimits, backends: dict[s
         )
     try:
         check_size(path.stat().st_size, limits)
-        with path.open("rb") as fh:
-            data = fh.read(limits.max_bytes + 1)  # a file that grew since: still at most one byte over
+        try:
+            data = inputs.read_local_file(path, limits.max_bytes)  # regular files only, in blocks
+        except inputs.InputTooLargeError:  # it grew since its size was read: read one byte past the limit
+            check_size(limits.max_bytes + 1, limits)
+            raise
     except DocumentTooLarge as exc:
         raise _Skip(str(exc)) from None
+    except inputs.NotAFileError as exc:
+        raise _Skip(f"not a regular file ({exc.kind}): not read") from None
     except OSError as exc:
         raise _Skip(f"cannot be read ({exc.strerror or exc})") from None
     if not data:
@@ -482,6 +537,7 @@ def load_documents(
     credential: StorageCredential | None = None,
     endpoint_url: str | None = None,
     limits: DocumentLimits | None = None,
+    only: Callable[[str], bool] | None = None,
 ) -> LoadResult:
     """Load every supported file under ``folder`` (recursively) as a ``DoclingDocument``.
 
@@ -491,7 +547,8 @@ def load_documents(
     normalises to an id already found is skipped. Files and folders whose names are not UTF-8
     are skipped, listed under their name with ``\\xNN`` escapes. Symbolic links to folders are
     followed once: a folder reached again (a loop, or a second link to it) is skipped and
-    listed, as are broken links. A file that cannot be read (permission,
+    listed, as are broken links and links (to a file or a folder) whose target is outside
+    ``folder`` (``passwd.txt -> /etc/passwd`` is never read); links inside it are followed. A file that cannot be read (permission,
     corrupt, encrypted, undecodable), holds no text (empty, or a PDF without a text layer) or
     is over one of ``limits`` (the reason names the limit and its variable) is skipped too;
     each skip is logged, passed to ``on_skip`` and listed in :attr:`LoadResult.skipped`, and
@@ -513,14 +570,17 @@ def load_documents(
             :func:`core.inputs.read_input_bytes`; defaults from ``core.settings.Settings``).
         limits: the limits each document is held to; None: from the environment
             (:func:`core.settings.document_limits`, ``RAGTUNE_DOCUMENT_MAX_*``).
+        only: ``only(document_id)`` -> False leaves a file out: not read (a remote one not
+            downloaded), neither loaded nor listed as skipped. None: every file.
 
     Returns:
         :class:`LoadResult` with the documents sorted by ``document_id`` and the skipped files.
 
     Raises:
+        NoDocumentLoaded: no file could be loaded (``.skipped`` says why for each).
         DocumentError: ``folder`` does not exist or is not a folder (a remote prefix with
             no keys below it); a remote folder cannot be listed or downloaded (the message
-            names the address without its query string); no file could be loaded; or
+            names the address without its query string); or
             .md/.html/.docx files are present but docling-slim is not installed.
         ConfigError: an address that cannot be read (unknown scheme, a path-style Blob URL
             without a connection string), or a ``RAGTUNE_DOCUMENT_MAX_*`` variable that is not
@@ -537,6 +597,7 @@ def load_documents(
             root = inputs.fetch_folder(
                 folder, cache_dir=cache_dir, connection_string=connection_string, credential=credential,
                 endpoint_url=endpoint_url, max_file_bytes=limits.max_bytes,
+                keep=None if only is None else (lambda key: only(normalize_id(key))),
                 on_skip=lambda key, reason: too_large.append(SkippedFile(normalize_id(key), reason)),
             )
         except inputs.InputNotFoundError:
@@ -552,6 +613,9 @@ def load_documents(
         raise DocumentError(f"corpus path is not a folder: {shown}")
 
     candidates, hidden = _scan(root)
+    if only is not None:
+        candidates = [(doc_id, path) for doc_id, path in candidates if only(doc_id)]
+        hidden = [item for item in hidden if only(item.document_id)]
     result = LoadResult()
 
     def skip(item: SkippedFile) -> None:
@@ -577,9 +641,10 @@ def load_documents(
     if not result.documents:
         detail = "; ".join(f"{s.document_id}: {s.reason}" for s in result.skipped[:10])
         more = f" (and {len(result.skipped) - 10} more)" if len(result.skipped) > 10 else ""
-        raise DocumentError(
+        raise NoDocumentLoaded(
             f"no loadable document in {shown}"
-            + (f" — skipped {detail}{more}" if detail else " (the folder has no files)")
+            + (f" — skipped {detail}{more}" if detail else " (the folder has no files)"),
+            result.skipped,
         )
     logger.info("loaded %d documents from %s (%d skipped)", len(result.documents), shown, len(result.skipped))
     return result

@@ -32,6 +32,10 @@ Reading rules:
   optional, ``name`` (when given) is read as the passage's document id.
   :func:`core.golden.reader.read_bedrock_answers` returns the answers for scoring without
   generating.
+- Text is held to the native format's length limits (:mod:`core.limits`): a prompt to a
+  question's (4,000 characters), a reference response, an output's text and a retrieved
+  passage's text to a reference's (20,000), a passage's name and an output's identifiers to a
+  document id's (4,096); a longer one is an error naming its line and field.
 - Problems are reported like the native format's, with their line and a field path such as
   ``conversationTurns[1].prompt.content[0].text``, and bounded the same way.
 
@@ -48,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.text import plural
-from core.golden.lines import FIELDS, json_type, nearest, parse_line_object
+from core.golden.lines import FIELDS, json_type, nearest, parse_line_object, too_long
 from core.golden.problems import ProblemLog
 from core.golden.types import GoldenCheck, GoldenQuestion, Problem
 
@@ -138,8 +142,16 @@ class _Record:
             tail = f"; did you mean '{near}'?" if near else f"; known keys: {', '.join(known)}"
             self.error(f"unknown key{tail}", f"{where}.{key}" if where else key)
 
-    def text_blocks(self, value: Any, field: str) -> str | None:
-        """Join the ``text`` of a ``[{"text": ...}, ...]`` list, or report why not."""
+    def too_long(self, text: str, kind: str, field: str) -> bool:
+        """Report ``text`` when it is longer than its kind's limit (:func:`core.golden.lines.too_long`)."""
+        message = too_long(text, kind)
+        if message:
+            self.error(message, field)
+        return message is not None
+
+    def text_blocks(self, value: Any, field: str, kind: str = "reference") -> str | None:
+        """Join the ``text`` of a ``[{"text": ...}, ...]`` list, or report why not (the joined
+        text held to ``kind``'s length limit)."""
         if not isinstance(value, list):
             self.error(f"must be an array of {{\"text\": ...}} blocks, got {json_type(value)}", field)
             return None
@@ -169,6 +181,8 @@ class _Record:
         joined = "\n".join(texts)
         if not joined.strip():
             self.error("is empty: write the text", f"{field}[0].text" if len(value) == 1 else field)
+            return None
+        if self.too_long(joined, kind, f"{field}[0].text" if len(value) == 1 else field):
             return None
         return joined
 
@@ -233,7 +247,7 @@ class _Record:
             if "content" not in turn["prompt"]:
                 self.error("missing 'content'", f"{where}.prompt")
             else:
-                prompt = self.text_blocks(turn["prompt"]["content"], f"{where}.prompt.content")
+                prompt = self.text_blocks(turn["prompt"]["content"], f"{where}.prompt.content", "question")
 
         reference = self._reference(turn.get("referenceResponses"), "referenceResponses" in turn, where)
         output = self._output(turn, where)
@@ -296,12 +310,16 @@ class _Record:
             self.error(f"must be a string, got {json_type(text)}", f"{field}.text")
         elif not text.strip():
             self.error("is empty: the answer must hold text", f"{field}.text")
+        elif self.too_long(text, "reference", f"{field}.text"):
+            text = None
         passages = self._passages(out.get("retrievedPassages"), "retrievedPassages" in out, f"{field}.retrievedPassages")
         ids = {}
         for key, name in (("modelIdentifier", "model_identifier"), ("knowledgeBaseIdentifier", "knowledge_base_identifier")):
             value = out.get(key)
             if value is not None and not isinstance(value, str):
                 self.error(f"must be a string, got {json_type(value)}", f"{field}.{key}")
+            elif isinstance(value, str) and self.too_long(value, "source", f"{field}.{key}"):
+                value = None
             ids[name] = value if isinstance(value, str) else None
         if not isinstance(text, str) or not text.strip() or passages is None:
             return None
@@ -337,9 +355,12 @@ class _Record:
                 ok = False
             else:
                 self.unknown_keys(content, ("text",), f"{where}.content")
+                ok = not self.too_long(text, "reference", f"{where}.content.text") and ok
             name = item.get("name")
             if name is not None and not isinstance(name, str):
                 self.error(f"must be a string, got {json_type(name)}", f"{where}.name")
+                ok = False
+            elif isinstance(name, str) and self.too_long(name, "source", f"{where}.name"):
                 ok = False
             if ok and isinstance(text, str):
                 out.append((text, name or None))

@@ -1,6 +1,7 @@
 """Reading one line of a JSON Lines golden file, shared by the native and the Bedrock readers.
 
-Hostile but parseable lines are reported, never raised: invalid JSON (with its column), JSON
+Hostile but parseable lines are reported, never raised: free text longer than its field's
+limit (:func:`too_long`; the limits and why are in :mod:`core.limits`), invalid JSON (with its column), JSON
 nested deeper than Python's recursion limit, integers longer than Python converts
 (``sys.get_int_max_str_digits()``, 4,300 digits by default), the non-JSON constants ``NaN`` and
 ``Infinity``, lone surrogate escapes (``"\\ud800"``, which no UTF-8 text can hold), a value that
@@ -21,10 +22,41 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, Callable
 
-__all__ = ["FIELDS", "json_type", "nearest", "parse_line_object"]
+from core import limits
+
+__all__ = ["FIELDS", "TEXT_LIMITS", "json_type", "nearest", "parse_line_object", "too_long"]
 
 #: The fields a golden line may hold, in schema order.
 FIELDS: tuple[str, ...] = ("id", "question", "expected", "reference", "evidence", "hint", "draft", "grades", "metadata")
+
+#: The longest text of each kind a golden line carries: kind -> (most characters, what it is,
+#: the constant's name in :mod:`core.limits`).
+TEXT_LIMITS: dict[str, tuple[int, str, str]] = {
+    "id": (limits.GOLDEN_MAX_ID_CHARS, "an id", "GOLDEN_MAX_ID_CHARS"),
+    "question": (limits.GOLDEN_MAX_QUESTION_CHARS, "a question", "GOLDEN_MAX_QUESTION_CHARS"),
+    "source": (limits.GOLDEN_MAX_SOURCE_CHARS, "a document id or name", "GOLDEN_MAX_SOURCE_CHARS"),
+    "reference": (limits.GOLDEN_MAX_REFERENCE_CHARS, "an answer or passage", "GOLDEN_MAX_REFERENCE_CHARS"),
+    "evidence": (limits.GOLDEN_MAX_EVIDENCE_CHARS, "an evidence quote", "GOLDEN_MAX_EVIDENCE_CHARS"),
+    "hint": (limits.GOLDEN_MAX_HINT_CHARS, "a hint", "GOLDEN_MAX_HINT_CHARS"),
+}
+
+
+def too_long(text: str, kind: str) -> str | None:
+    """The error message of a text longer than its kind's limit (:data:`TEXT_LIMITS`), or None.
+
+    Args:
+        text: the field's text.
+        kind: a key of :data:`TEXT_LIMITS` (``"question"``, ``"evidence"``, ...).
+
+    Returns:
+        ``"is 48,000,000 characters long, more than the 4,000 a question may hold
+        (GOLDEN_MAX_QUESTION_CHARS): shorten it"``, or None when the text is within the limit.
+    """
+    most, what, name = TEXT_LIMITS[kind]
+    if len(text) <= most:
+        return None
+    return f"is {len(text):,} characters long, more than the {most:,} {what} may hold ({name}): shorten it"
+
 
 _JSON_TYPES = {
     type(None): "null",

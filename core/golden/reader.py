@@ -22,6 +22,10 @@ Rules beyond the schema, checked by :func:`check_golden`:
   same conversation as the Bedrock file itself.
 - Evidence quotes under :data:`~core.golden.types.MIN_EVIDENCE_WORDS` words are kept but not
   used for evidence matching.
+- Free text has a length limit per field, in characters (:mod:`core.limits`, with the reasons):
+  ``id`` 200, ``question`` 4,000, each ``expected`` source 4,096, ``reference`` 20,000, each
+  ``evidence`` quote 10,000, ``hint`` 10,000, each ``metadata.bedrock.history`` turn 20,000. A
+  longer value is an error on its line naming its field (the row is not scored).
 
 Amazon Bedrock RAG-evaluation prompt datasets (lines with ``conversationTurns``, and their
 bring-your-own-inference variant) are recognised automatically and read by
@@ -51,7 +55,7 @@ from core import inputs
 from core.documents.base import normalize_id
 from core.errors import ConfigError, GoldenError, StoreError
 from core.golden import bedrock
-from core.golden.lines import FIELDS, json_type, nearest, parse_line_object
+from core.golden.lines import FIELDS, json_type, nearest, parse_line_object, too_long
 from core.golden.problems import DEFAULT_LIMITS, CheckLimits, ProblemLog, format_ranges
 from core.golden.types import (
     MIN_EVIDENCE_WORDS,
@@ -61,6 +65,7 @@ from core.golden.types import (
     Problem,
     Target,
 )
+from core.limits import GOLDEN_FILE_MAX_BYTES
 from core.text import plural
 
 if TYPE_CHECKING:
@@ -152,7 +157,10 @@ def read_bytes(
 
     Raises:
         GoldenError: the address cannot be read (unknown scheme, no key), or the file is
-            missing, is a directory (or a remote folder) or cannot be read. ``.problems``
+            missing, is a directory (or a remote folder), is not a regular file (a device
+            such as ``/dev/zero``, a FIFO, a socket, ``/dev/stdin``: refused before a byte is
+            read), holds more than :data:`core.limits.GOLDEN_FILE_MAX_BYTES` bytes (read no
+            further) or cannot be read. ``.problems``
             holds one file-level :class:`Problem`; the message names the path, or the address
             without its query string, and never a credential.
     """
@@ -164,8 +172,11 @@ def read_bytes(
     if local is None:
         try:
             return inputs.read_input_bytes(
-                path, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url
+                path, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url,
+                max_bytes=GOLDEN_FILE_MAX_BYTES,
             )
+        except inputs.InputTooLargeError:
+            raise _file_error(shown, _too_large()) from None
         except inputs.InputNotFoundError as exc:
             if exc.is_folder:
                 raise _file_error(shown, _NOT_A_FILE) from None
@@ -174,7 +185,14 @@ def read_bytes(
             raise _file_error(shown, f"cannot read the file: {exc}") from None
     p = local
     try:
-        return p.read_bytes()
+        return inputs.read_local_file(p, GOLDEN_FILE_MAX_BYTES)
+    except inputs.NotAFileError as exc:
+        message = _NOT_A_FILE if exc.kind == "a directory" else (
+            f"is {exc.kind}, not a golden file: ragtune reads a golden file only from a regular file "
+            "(save it to a file and give its path)")
+        raise _file_error(shown, message) from None
+    except inputs.InputTooLargeError:
+        raise _file_error(shown, _too_large()) from None
     except FileNotFoundError:
         raise _file_error(shown, "file not found") from None
     except IsADirectoryError:
@@ -184,6 +202,11 @@ def read_bytes(
     except OSError as exc:
         message = _NOT_A_FILE if p.is_dir() else f"cannot read the file: {exc.strerror or exc}"
         raise _file_error(shown, message) from None
+
+
+def _too_large() -> str:
+    return (f"file larger than {GOLDEN_FILE_MAX_BYTES:,} bytes, the most a golden file may hold "
+            "(not read further): split it into several files")
 
 
 def _file_error(path: str, message: str) -> GoldenError:
@@ -215,7 +238,8 @@ def check_golden(
     and first lines, suggesting ``metadata``), a missing or
     empty ``question`` or ``expected`` (except in template rows), a field of the wrong type, a page
     that is not a positive integer (``x.pdf#page=0``), a duplicate ``id`` or question (naming both
-    lines), a field given twice on one line, no row ready to score; and, as one file-level problem,
+    lines), a field given twice on one line, free text longer than its field's limit (see the
+    module docstring), no row ready to score; and, as one file-level problem,
     a file that is missing, a directory, not UTF-8, empty or only blank lines.
 
     Warnings: template rows, draft rows, expected documents missing from ``documents`` (with the
@@ -672,6 +696,7 @@ class _Row:
 
         for err in _schema_errors(obj):
             self._schema_error(err, obj, unknown)
+        self._lengths(obj)
 
         targets = self._targets(obj.get("expected"), corpus)
         evidence = self._evidence(obj.get("evidence"))
@@ -700,6 +725,22 @@ class _Row:
             metadata=metadata if isinstance(metadata, dict) else {},
             grades=grades,
         )
+
+    def _lengths(self, obj: dict[str, Any]) -> None:
+        """An error for each free-text value longer than its field's limit (``core.limits``);
+        values of the wrong type are the schema's errors."""
+        def check(value: Any, kind: str, field: str) -> None:
+            if isinstance(value, int) and not isinstance(value, bool) and kind == "id":
+                value = str(value)
+            if isinstance(value, str) and (message := too_long(value, kind)):
+                self.error(message, field)
+
+        for name, kind in (("id", "id"), ("question", "question"), ("reference", "reference"), ("hint", "hint")):
+            check(obj.get(name), kind, name)
+        for name, kind in (("expected", "source"), ("evidence", "evidence")):
+            items = obj.get(name)
+            for i, item in enumerate(items if isinstance(items, list) else ()):
+                check(item, kind, f"{name}[{i}]")
 
     def _grades(self, grades: Any) -> dict[str, float]:
         """People's grades (``{"judge.<metric>": value}``), each on its judge metric's scale; a
@@ -744,6 +785,9 @@ class _Row:
             if role not in ("user", "assistant") or not isinstance(content, str):
                 self.error('must be {"role": "user" or "assistant", "content": text}, as ragtune suggest writes it',
                            f"{where}[{i}]")
+                return ()
+            if message := too_long(content, "reference"):
+                self.error(message, f"{where}[{i}].content")
                 return ()
             out.append((role, content))
         return tuple(out)

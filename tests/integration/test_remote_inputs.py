@@ -364,6 +364,22 @@ def test_a_file_larger_than_listed_is_read_only_past_the_limit(remote, tmp_path)
     assert skipped == ["grown.txt"] and [p.name for p in folder.iterdir()] == ["empty.txt"]
 
 
+def test_a_remote_golden_file_over_the_cap_is_read_only_past_it(remote, monkeypatch):
+    import core.golden.reader as reader
+    from core.inputs import InputTooLargeError
+
+    row = b'{"id": "q1", "question": "Who pays?", "expected": ["a.txt"]}\n'  # 61 bytes
+    remote.put("golden/big.jsonl", row * 3)  # 183 bytes
+    address = remote.address("golden/big.jsonl")
+    assert read_input_bytes(address, max_bytes=183, **remote.access) == row * 3
+    with pytest.raises(InputTooLargeError):
+        read_input_bytes(address, max_bytes=182, **remote.access)
+    monkeypatch.setattr(reader, "GOLDEN_FILE_MAX_BYTES", 182)
+    [problem] = check_golden(address, **remote.access).problems
+    assert problem.message == ("file larger than 182 bytes, the most a golden file may hold (not read further): "
+                               "split it into several files")
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 

@@ -76,11 +76,55 @@ def test_symlinked_folders_are_followed_once(tmp_path):
     (docs / "gone").symlink_to(tmp_path / "nowhere", target_is_directory=True)
     (docs / "dead.txt").symlink_to(tmp_path / "nowhere.txt")
     result = load_documents(docs)
-    assert [d.document_id for d in result.documents] == ["ext/b.txt", "real/a.txt"]
+    assert [d.document_id for d in result.documents] == ["real/a.txt"]
     assert _reasons(result) == {
+        "ext/": f"symbolic link out of the documents folder (to {os.path.realpath(outside)}): not read",
         "alias/": "symbolic link to a folder already searched, 'real/': not searched again",
         "real/loop/": "symbolic link to a folder already searched, the documents folder itself: not searched again",
         "gone": "broken symbolic link (its target does not exist)",  # os.walk cannot tell it was a folder
         "dead.txt": "broken symbolic link (its target does not exist)",
     }
-    assert list_document_ids(docs) == ["ext/b.txt", "real/a.txt"]
+    assert list_document_ids(docs) == ["real/a.txt"]
+
+
+def test_a_fifo_in_the_folder_is_listed_as_skipped_and_never_opened(tmp_path):
+    docs = tmp_path / "docs"
+    _txt(docs / "a.txt")
+    os.mkfifo(docs / "pipe.txt")  # opening it for reading would wait for a writer forever
+    result = load_documents(docs)
+    assert [d.document_id for d in result.documents] == ["a.txt"]
+    assert _reasons(result) == {"pipe.txt": "not a regular file (a FIFO (named pipe) or pipe): not read"}
+    assert list_document_ids(docs) == ["a.txt"]
+
+
+def test_links_out_of_the_folder_are_skipped_and_links_inside_load(tmp_path):
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    _txt(docs / "real" / "a.txt")
+    _txt(outside / "secret.txt", "The root password is swordfish.")
+    (docs / "passwd.txt").symlink_to("/etc/passwd")
+    (docs / "secret.txt").symlink_to(outside / "secret.txt")
+    (docs / "real" / "up.txt").symlink_to(Path("..") / ".." / "outside" / "secret.txt")  # relative, still out
+    (docs / "hop.txt").symlink_to(docs / "secret.txt")  # a link inside to a link that leads out
+    (docs / "same.txt").symlink_to(docs / "real" / "a.txt")  # inside: loads
+    (docs / "rel").symlink_to("real", target_is_directory=True)  # a relative link to a folder inside
+    result = load_documents(docs)
+    assert [d.document_id for d in result.documents] == ["real/a.txt", "same.txt"]
+    secret = os.path.realpath(outside / "secret.txt")
+    assert _reasons(result) == {
+        "passwd.txt": "symbolic link out of the documents folder (to /etc/passwd): not read",
+        "secret.txt": f"symbolic link out of the documents folder (to {secret}): not read",
+        "real/up.txt": f"symbolic link out of the documents folder (to {secret}): not read",
+        "hop.txt": f"symbolic link out of the documents folder (to {secret}): not read",
+        "rel/": "symbolic link to a folder already searched, 'real/': not searched again",
+    }
+    assert "swordfish" not in repr(result.documents) and "root:" not in repr(result.documents)
+    assert list_document_ids(docs) == ["real/a.txt", "same.txt"]
+
+
+def test_a_documents_folder_given_through_a_link_still_loads(tmp_path):
+    real = tmp_path / "real-docs"
+    _txt(real / "a.txt")
+    (real / "b.txt").symlink_to(real / "a.txt")
+    (tmp_path / "docs").symlink_to(real, target_is_directory=True)
+    result = load_documents(tmp_path / "docs")
+    assert [d.document_id for d in result.documents] == ["a.txt", "b.txt"] and result.skipped == []

@@ -242,8 +242,12 @@ def test_a_bedrock_line_with_a_lone_surrogate_is_an_error_on_its_line(tmp_path):
 def test_a_page_number_of_5000_digits_is_too_large_not_python_advice(tmp_path):
     text = json.dumps(OK_ROW) + "\n" + json.dumps({"id": "p", "question": "Q?", "expected": ["a.pdf#page=" + "9" * 5000]}) + "\n"
     check = check_golden(write_text(tmp_path, text))
-    assert check.errors == [Problem("error", "page number too large in 'a.pdf': 5,000 digits (pages count from 1)",
-                                    2, "expected[0]")]
+    # the source is also longer than GOLDEN_MAX_SOURCE_CHARS: 11 characters of "a.pdf#page=" + 5,000 digits
+    assert check.errors == [
+        Problem("error", "is 5,011 characters long, more than the 4,096 a document id or name may hold "
+                         "(GOLDEN_MAX_SOURCE_CHARS): shorten it", 2, "expected[0]"),
+        Problem("error", "page number too large in 'a.pdf': 5,000 digits (pages count from 1)", 2, "expected[0]"),
+    ]
     # nine digits are read; leading zeros do not count
     assert Target.parse("a.pdf#page=999999999").page == 999_999_999
     assert Target.parse("a.pdf#page=" + "0" * 20 + "7").page == 7
