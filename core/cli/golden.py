@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import _print_json, _print_plan
+from core.cli.common import STDOUT, _print_json, _print_plan
 from core.cli.models import _settings
 from core.cli.targets import target_specs
 from core.errors import ConfigError
@@ -67,37 +68,60 @@ def _load_corpus(docs: str, out: Path) -> Any:
     return loaded
 
 
+def _check_new_output(path: str) -> None:
+    """Stop before any work when ``-o FILE`` names something that is there already (a file is
+    never overwritten; a FIFO or device is never replaced); ``-`` (stdout) passes.
+
+    Raises:
+        ConfigError: ``path`` exists (or is a link), naming it.
+    """
+    if path != STDOUT and os.path.lexists(path):
+        raise ConfigError(f"{path} exists already: it is never overwritten; choose another name")
+
+
+def _write_new_output(path: str, data: bytes) -> None:
+    """Write ``data`` to the new file ``path`` (:func:`core.golden.template.write_new_file`),
+    or to standard output when ``path`` is ``-``."""
+    from core.golden.template import write_new_file
+
+    if path == STDOUT:
+        text = data.decode("utf-8")
+        sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")  # JSON Lines
+        sys.stdout.flush()
+    else:
+        write_new_file(path, data)
+
+
 def cmd_template(args: argparse.Namespace) -> int:
     """``ragtune template --docs DIR -o FILE``: write template rows to fill in (never over a file)."""
-    from core.golden.template import rows_to_jsonl, template_rows, write_new_file
+    from core.golden.template import rows_to_jsonl, template_rows
     from core.settings import Settings
 
-    if Path(args.output).exists():
-        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    _check_new_output(args.output)
     loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir))
     rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
-    write_new_file(args.output, rows_to_jsonl(rows))
+    _write_new_output(args.output, rows_to_jsonl(rows))
     print(f"wrote {plural(len(rows), 'template row')} to {args.output} (one {args.by} each): write a question in "
-          f"each, keep or fix its expected id, then run 'ragtune check {args.output}'")
+          f"each, keep or fix its expected id, then run 'ragtune check {args.output}'",
+          file=sys.stderr if args.output == STDOUT else sys.stdout)
     return 0
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
     """``ragtune suggest --docs DIR --golden FILE -o FILE``: propose draft labels from reference answers."""
     from core.golden.suggest import build_index, suggest_labels
-    from core.golden.template import rows_to_jsonl, write_new_file
+    from core.golden.template import rows_to_jsonl
     from core.models import CachedEmbeddingModel, EmbeddingCache
 
-    if Path(args.output).exists():
-        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    _check_new_output(args.output)
     settings = _settings(args)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(Workspace.at(out).embedding_cache))
     with build_index(loaded.documents, model, settings.vector_store_config(out, args.vector_store)) as index:
         result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by)
-    write_new_file(args.output, rows_to_jsonl(result.rows))
-    print(f"wrote {args.output}: {result.summary()}")
+    _write_new_output(args.output, rows_to_jsonl(result.rows))
+    print(f"wrote {args.output}: {result.summary()}", file=sys.stderr if args.output == STDOUT else sys.stdout)
     return 0
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import _output, _print_json, _print_report
+from core.cli.common import _output, _print_json, _print_report, _write_output, _write_page
 from core.cli.formats import format_experiment, format_report
 from core.errors import ConfigError, StoreError
 from core.text import plural
@@ -127,22 +126,18 @@ def _report_chunking(args: argparse.Namespace, files: Files, where: str) -> bool
 def _write_exports(args: argparse.Namespace, report: dict[str, Any]) -> bool:
     """Write what ``--html``, ``--csv`` and ``--mlflow`` ask for (saying each on stderr);
     False when none was asked for."""
-    from core.reports.files import write_atomic
-
     if args.per_question and not args.csv:
         raise ConfigError("--per-question shapes the --csv export; give --csv FILE too")
     wrote = False
     if args.html:
         from core.reports.pages import render_report
 
-        write_atomic(Path(args.html), render_report(report).encode("utf-8"))
-        print(f"wrote page {args.html}", file=sys.stderr)
+        _write_page(args.html, render_report(report))
         wrote = True
     if args.csv:
         from core.reports.exports import to_csv
 
-        write_atomic(Path(args.csv), to_csv(report, per_question=args.per_question).encode("utf-8"))
-        print(f"wrote {args.csv}", file=sys.stderr)
+        _write_output(args.csv, to_csv(report, per_question=args.per_question).encode("utf-8"))
         wrote = True
     if args.mlflow is not None:
         from core.reports.mlflow_export import DEFAULT_TRACKING_URI, log_report
