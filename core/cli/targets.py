@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import _branch, _chunk_overlap, _chunk_size, _print_json, _print_warnings
+from core.cli.common import EXIT_ALL_FAILED, _branch, _chunk_overlap, _chunk_size, _print_json, _print_warnings
 from core.cli.formats import format_report
 from core.cli.gate import _baseline, _gate_exit
 from core.cli.models import evaluation_models
@@ -73,5 +73,10 @@ def _evaluate_targets(args: argparse.Namespace, settings: Settings, out: Path, f
     else:
         print(format_report(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
-    return _gate_exit(verdict)
+    code = _gate_exit(verdict)
+    if not any(s.get("status") != "failed" for s in report["setups"]):  # a CI gate must not pass on nothing
+        print(f"ragtune evaluate: no target could be evaluated (every target or setup failed; the reasons are in "
+              f"the report); exit {EXIT_ALL_FAILED}", file=sys.stderr)
+        return EXIT_ALL_FAILED
+    return code
 
