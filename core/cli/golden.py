@@ -98,6 +98,8 @@ def cmd_template(args: argparse.Namespace) -> int:
     from core.settings import Settings
 
     _check_new_output(args.output)
+    if args.n < 1:  # before the documents are loaded
+        raise ConfigError(f"--n must be at least 1, got {args.n}")
     loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir))
     rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
     _write_new_output(args.output, rows_to_jsonl(rows))
@@ -107,6 +109,24 @@ def cmd_template(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_suggest_golden(path: str) -> bytes:
+    """The bytes of ``suggest``'s golden file, read and checked as ``suggest_labels`` checks
+    them (rows without ``expected`` are what it fills in) before any slow work.
+
+    Raises:
+        GoldenError: the file cannot be read, or has errors other than rows without ``expected``.
+    """
+    from core.golden import bedrock
+    from core.golden.reader import read_bytes
+    from core.golden.suggest import _bedrock_rows, _native_rows
+    from core.inputs import shown_address
+
+    data = read_bytes(path)
+    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
+    (_bedrock_rows if bedrock.looks_like_bedrock(text) else _native_rows)(shown_address(path), data)
+    return data
+
+
 def cmd_suggest(args: argparse.Namespace) -> int:
     """``ragtune suggest --docs DIR --golden FILE -o FILE``: propose draft labels from reference answers."""
     from core.golden.suggest import build_index, suggest_labels
@@ -114,12 +134,15 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     from core.models import CachedEmbeddingModel, EmbeddingCache
 
     _check_new_output(args.output)
+    if args.top < 1:
+        raise ConfigError(f"--top must be at least 1, got {args.top}")
+    data = _read_suggest_golden(args.golden)  # a missing or broken file stops here, before the corpus is indexed
     settings = _settings(args)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(Workspace.at(out).embedding_cache))
     with build_index(loaded.documents, model, settings.vector_store_config(out, args.vector_store)) as index:
-        result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by)
+        result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by, data=data)
     _write_new_output(args.output, rows_to_jsonl(result.rows))
     print(f"wrote {args.output}: {result.summary()}", file=sys.stderr if args.output == STDOUT else sys.stdout)
     return 0

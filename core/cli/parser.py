@@ -102,7 +102,7 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--fail-under", action="append", metavar="METRIC=V", type=_threshold,
                    help="exit 4 when the chosen setup's METRIC (found@k, recall@k, precision@k, ndcg@k, mrr; at the "
                         "rank grain) is under V, e.g. --fail-under found@5=0.8 (repeatable)")
-    p.add_argument("--setup", default="finds_the_most",
+    p.add_argument("--setup",
                    help="the setup the gate checks: a pick (finds_the_most, best_for_balance, best_for_time) or a "
                         "setup name (default finds_the_most; with a baseline, a pick is the setup the baseline "
                         "gated)")
