@@ -332,9 +332,21 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                  f"or {DEFAULT_OUT})")
     p.add_argument("--host", default=serve_defaults.DEFAULT_HOST,
                    help=f"address to listen on (default {serve_defaults.DEFAULT_HOST}: this machine only)")
-    p.add_argument("--port", type=int, default=serve_defaults.DEFAULT_PORT,
-                   help=f"TCP port (default {serve_defaults.DEFAULT_PORT})")
+    p.add_argument("--port", type=_port, default=serve_defaults.DEFAULT_PORT,
+                   help=f"TCP port, 0-65535 (default {serve_defaults.DEFAULT_PORT}; 0: a free one)")
     p.set_defaults(func=cmd_serve)
+
+
+def _port(text: str) -> int:
+    """argparse ``type`` of ``serve --port``: a whole number 0-65535, else
+    ``argparse.ArgumentTypeError`` (a usage error: exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number 0-65535, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0-65535, got {port}")
+    return port
 
 
 def _add_allow_download(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
