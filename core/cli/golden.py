@@ -159,6 +159,9 @@ def cmd_draft(args: argparse.Namespace) -> int:
                                    unanswerable_path)
     from core.models import CachedEmbeddingModel, EmbeddingCache
 
+    if args.output == STDOUT:
+        raise ConfigError("draft writes each row to its file as it comes, and a stopped run resumes from that file: "
+                          "give -o FILE, not -")
     settings = _settings(args)
     writer = settings.chat_model_named(args.writer) if args.writer else settings.chat_model()
     if writer is None:

@@ -5,7 +5,6 @@ S3 server: reaching them would fail with the bucket's error instead of the one e
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest

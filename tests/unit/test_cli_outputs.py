@@ -89,3 +89,10 @@ def test_template_to_dash_prints_the_rows(tmp_path, capsys):
     rows = [json.loads(line) for line in captured.out.splitlines()]
     assert len(rows) == 1 and rows[0]["expected"] == ["a.md"]
     assert "wrote 1 template row to -" in captured.err and not (tmp_path / "-").exists()
+
+
+def test_draft_to_dash_is_refused_before_anything(tmp_path, capsys):
+    """draft resumes from its output file, so standard output cannot hold it; no file '-' appears."""
+    (tmp_path / "docs").mkdir()
+    assert main(["draft", "--docs", str(tmp_path / "docs"), "-o", "-", "--writer", "w"]) == 1
+    assert "give -o FILE, not -" in capsys.readouterr().err and not os.path.lexists("-")

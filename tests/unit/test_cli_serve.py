@@ -22,7 +22,7 @@ def _ragtune(*args):
 @pytest.mark.parametrize("port", ["99999", "-1", "http"])
 def test_a_port_out_of_range_is_a_usage_error_without_a_traceback(tmp_path, port):
     proc = _ragtune("--out", str(tmp_path), "--port", port)
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2  # argparse: bad usage (README's exit codes)
     assert "argument --port: must be" in err and "Traceback" not in err
 
@@ -33,14 +33,14 @@ def test_a_port_taken_is_one_line_and_exit_1(tmp_path):
         taken.listen(1)
         port = taken.getsockname()[1]
         proc = _ragtune("--out", str(tmp_path), "--port", str(port))
-        out, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1
     assert err.splitlines() == [f"ragtune serve: cannot listen on 127.0.0.1:{port}: Address already in use"]
 
 
 def test_a_store_folder_that_does_not_exist_is_refused(tmp_path):
     proc = _ragtune("--out", str(tmp_path / "nonexistent-store"), "--port", "0")
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1
     assert err.startswith(f"ragtune serve: report store {tmp_path / 'nonexistent-store'} does not exist")
 
