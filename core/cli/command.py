@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 from pathlib import Path
@@ -18,6 +19,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from core.inputs import is_remote
 
+    empty = _empty_path(args)
+    if empty:
+        print(f"ragtune {args.command}: {empty} is empty: give a path", file=sys.stderr)
+        return 1
     docs = getattr(args, "docs", None)
     if isinstance(docs, str) and docs and not is_remote(docs) and not Path(docs).is_dir():
         # every command that reads a documents folder: say so before any work, not that no
@@ -43,6 +48,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+#: The options that name a file, folder or address: an empty one is an error, never the
+#: current folder or a default (``check ''`` would read the folder ``.``).
+PATH_OPTIONS = ("golden", "docs", "out", "targets", "space", "output", "html", "csv", "unanswerable",
+                "examples", "cache", "unanswerable_output", "config", "baseline")
+
+
+def _empty_path(args: argparse.Namespace) -> str | None:
+    """The first option of :data:`PATH_OPTIONS` given as an empty (or blank) string, as the
+    user wrote it (``--golden``; ``GOLDEN`` for ``check``'s argument), else None."""
+    for name in PATH_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and not value.strip():
+            positional = args.command == "check" and name == "golden"
+            return "GOLDEN" if positional else "--" + name.replace("_", "-")
+    return None
 
 
 #: How many collections of the collector's middle generation come before one of the oldest

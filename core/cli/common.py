@@ -38,12 +38,32 @@ def _print_report(args: argparse.Namespace, report: dict[str, Any], text_of: Cal
         print(text_of(report))
 
 
-def _write_page(path: str, html: str) -> None:
-    """Write a page atomically (never half-written) and say where on stderr."""
+#: The output file name that means standard output (for text: a page, CSV, JSON Lines).
+STDOUT = "-"
+
+
+def _write_output(path: str, data: bytes, what: str = "") -> None:
+    """Write ``data`` to the file ``path`` atomically (never half-written; only a regular file
+    is replaced, see :func:`core.reports.files.write_atomic`) and say so on stderr as
+    ``wrote {what}{path}``; ``-`` writes it to standard output instead.
+
+    Raises:
+        ConfigError: something other than a regular file is at ``path``.
+        OSError: the file cannot be written.
+    """
     from core.reports.files import write_atomic
 
-    write_atomic(Path(path), html.encode("utf-8"))
-    print(f"wrote page {path}", file=sys.stderr)
+    if path == STDOUT:
+        sys.stdout.write(data.decode("utf-8"))  # text: a page, CSV, JSON Lines
+        sys.stdout.flush()
+        return
+    write_atomic(Path(path), data)
+    print(f"wrote {what}{path}", file=sys.stderr)
+
+
+def _write_page(path: str, html: str) -> None:
+    """Write a page atomically (never half-written) and say where on stderr; ``-``: stdout."""
+    _write_output(path, html.encode("utf-8"), "page ")
 
 
 def _print_plan(args: argparse.Namespace, plan: CostPlan, settings: Settings) -> int:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from core.cli.common import (_branch, _check_expected_documents, _chunk_overlap, _chunk_size, _output, _print_json,
                              _print_plan, _print_warnings)
 from core.cli.formats import format_report
-from core.cli.gate import _baseline, _gate_exit
+from core.cli.gate import _baseline, _gate_exit, _gate_setup
 from core.cli.models import _settings, evaluation_models
 from core.cli.targets import _evaluate_targets
 from core.errors import ConfigError, GoldenError
@@ -61,6 +61,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.label_unjudged and options.judge is None:
         raise ConfigError("--label-unjudged grades results with the judge: give --judge MODEL or set RAGTUNE_JUDGE_MODEL")
     models = evaluation_models(settings, args.embedding_model)
+    gate_setup = _gate_setup(args, setups=_setup_names(settings, options, models))
     try:
         golden = read_golden(args.golden)  # read once: the report and the stored copy share these bytes
         _check_expected_documents(golden, args.docs)
@@ -87,7 +88,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if thresholds or args.baseline:  # judged before the report is saved, so the report keeps the verdict
         from core.evaluation.gate import judge_gate
 
-        verdict = judge_gate(report, setup=args.setup, thresholds=thresholds, baseline=baseline, branch=branch,
+        verdict = judge_gate(report, setup=gate_setup, thresholds=thresholds, baseline=baseline, branch=branch,
                              note=note)
         report["gate"] = verdict.to_dict()
     report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
@@ -103,6 +104,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(format_slices(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
     return _gate_exit(verdict)
+
+
+def _setup_names(settings: Settings, options: EvaluateOptions, models: Sequence[Any]) -> list[str]:
+    """The names of the setups a run over documents evaluates (``--only``/``--skip`` applied),
+    known before it starts (:func:`core.evaluation.retrieval.build_setups`).
+
+    Raises:
+        ConfigError: ``--only``/``--skip`` match no setup or leave none.
+    """
+    from core.evaluation.retrieval import build_setups, select_setups
+
+    reranker = "reranker" if settings.rerank_provider != "none" else None  # only the "+rerank" suffix is named
+    setups = build_setups(options.setups, [m.model_id for m in models], reranker)
+    return [s.key for s in select_setups(setups, options.only, options.skip)]
 
 
 def _dry_run_evaluate(args: argparse.Namespace, settings: Settings, options: EvaluateOptions, golden: GoldenSet,

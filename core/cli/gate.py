@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from core.errors import ConfigError
 
@@ -34,6 +34,34 @@ def _gate_exit(verdict: GateVerdict | None) -> int:
     print(f"gate: {'passed' if verdict.passed else 'failed'} (exit {verdict.exit_code}); the verdict is in the "
           "report's 'gate'", file=sys.stderr)
     return verdict.exit_code
+
+
+def _gate_setup(args: argparse.Namespace, *, setups: Sequence[str] = (), targets: Sequence[str] = ()) -> str:
+    """The ``--setup`` the gate checks (default the pick ``finds_the_most``), checked before
+    any work against what the run will have: a pick, or one of ``setups`` (a run over
+    documents: every setup it evaluates), or for a run over targets (``targets``: their names)
+    ``TARGET/PICK`` or ``TARGET/SETUP`` of one of them. Given without a gate, it is said to be
+    ignored.
+
+    Raises:
+        ConfigError: a name the run cannot have (the message lists what it may be).
+    """
+    from core.evaluation.gate import DEFAULT_SETUP
+    from core.reports.tables import PICKS
+
+    key = DEFAULT_SETUP if args.setup is None else args.setup
+    if key not in PICKS:
+        if targets:
+            if not any(key.startswith(f"{t}/") for t in targets):
+                raise ConfigError(f"--setup {key!r} is neither a pick ({', '.join(PICKS)}) nor TARGET/PICK or "
+                                  f"TARGET/SETUP of a target of this run ({', '.join(targets)})")
+        elif key not in setups:
+            raise ConfigError(f"--setup {key!r} is neither a pick ({', '.join(PICKS)}) nor a setup this run "
+                              f"evaluates ({', '.join(setups)})")
+    if args.setup is not None and not (args.fail_under or args.baseline):
+        print(f"ragtune {args.command}: --setup chooses the setup the gate checks; without --fail-under or --baseline "
+              "it is ignored", file=sys.stderr)
+    return key
 
 
 def _baseline(args: argparse.Namespace, store: ReportStore, golden_sha256: str, branch: str | None,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import _print_json, _print_plan
+from core.cli.common import STDOUT, _print_json, _print_plan
 from core.cli.models import _settings
 from core.cli.targets import target_specs
 from core.errors import ConfigError
@@ -67,37 +68,83 @@ def _load_corpus(docs: str, out: Path) -> Any:
     return loaded
 
 
+def _check_new_output(path: str) -> None:
+    """Stop before any work when ``-o FILE`` names something that is there already (a file is
+    never overwritten; a FIFO or device is never replaced); ``-`` (stdout) passes.
+
+    Raises:
+        ConfigError: ``path`` exists (or is a link), naming it.
+    """
+    if path != STDOUT and os.path.lexists(path):
+        raise ConfigError(f"{path} exists already: it is never overwritten; choose another name")
+
+
+def _write_new_output(path: str, data: bytes) -> None:
+    """Write ``data`` to the new file ``path`` (:func:`core.golden.template.write_new_file`),
+    or to standard output when ``path`` is ``-``."""
+    from core.golden.template import write_new_file
+
+    if path == STDOUT:
+        text = data.decode("utf-8")
+        sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")  # JSON Lines
+        sys.stdout.flush()
+    else:
+        write_new_file(path, data)
+
+
 def cmd_template(args: argparse.Namespace) -> int:
     """``ragtune template --docs DIR -o FILE``: write template rows to fill in (never over a file)."""
-    from core.golden.template import rows_to_jsonl, template_rows, write_new_file
+    from core.golden.template import rows_to_jsonl, template_rows
     from core.settings import Settings
 
-    if Path(args.output).exists():
-        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    _check_new_output(args.output)
+    if args.n < 1:  # before the documents are loaded
+        raise ConfigError(f"--n must be at least 1, got {args.n}")
     loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir))
     rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
-    write_new_file(args.output, rows_to_jsonl(rows))
+    _write_new_output(args.output, rows_to_jsonl(rows))
     print(f"wrote {plural(len(rows), 'template row')} to {args.output} (one {args.by} each): write a question in "
-          f"each, keep or fix its expected id, then run 'ragtune check {args.output}'")
+          f"each, keep or fix its expected id, then run 'ragtune check {args.output}'",
+          file=sys.stderr if args.output == STDOUT else sys.stdout)
     return 0
+
+
+def _read_suggest_golden(path: str) -> bytes:
+    """The bytes of ``suggest``'s golden file, read and checked as ``suggest_labels`` checks
+    them (rows without ``expected`` are what it fills in) before any slow work.
+
+    Raises:
+        GoldenError: the file cannot be read, or has errors other than rows without ``expected``.
+    """
+    from core.golden import bedrock
+    from core.golden.reader import read_bytes
+    from core.golden.suggest import _bedrock_rows, _native_rows
+    from core.inputs import shown_address
+
+    data = read_bytes(path)
+    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
+    (_bedrock_rows if bedrock.looks_like_bedrock(text) else _native_rows)(shown_address(path), data)
+    return data
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
     """``ragtune suggest --docs DIR --golden FILE -o FILE``: propose draft labels from reference answers."""
     from core.golden.suggest import build_index, suggest_labels
-    from core.golden.template import rows_to_jsonl, write_new_file
+    from core.golden.template import rows_to_jsonl
     from core.models import CachedEmbeddingModel, EmbeddingCache
 
-    if Path(args.output).exists():
-        raise ConfigError(f"{args.output} exists already: it is never overwritten; choose another name")
+    _check_new_output(args.output)
+    if args.top < 1:
+        raise ConfigError(f"--top must be at least 1, got {args.top}")
+    data = _read_suggest_golden(args.golden)  # a missing or broken file stops here, before the corpus is indexed
     settings = _settings(args)
     out = Path(args.out or settings.out_dir)
     loaded = _load_corpus(args.docs, out)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(Workspace.at(out).embedding_cache))
     with build_index(loaded.documents, model, settings.vector_store_config(out, args.vector_store)) as index:
-        result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by)
-    write_new_file(args.output, rows_to_jsonl(result.rows))
-    print(f"wrote {args.output}: {result.summary()}")
+        result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by, data=data)
+    _write_new_output(args.output, rows_to_jsonl(result.rows))
+    print(f"wrote {args.output}: {result.summary()}", file=sys.stderr if args.output == STDOUT else sys.stdout)
     return 0
 
 
@@ -112,6 +159,9 @@ def cmd_draft(args: argparse.Namespace) -> int:
                                    unanswerable_path)
     from core.models import CachedEmbeddingModel, EmbeddingCache
 
+    if args.output == STDOUT:
+        raise ConfigError("draft writes each row to its file as it comes, and a stopped run resumes from that file: "
+                          "give -o FILE, not -")
     settings = _settings(args)
     writer = settings.chat_model_named(args.writer) if args.writer else settings.chat_model()
     if writer is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, Sequence
 
+from core.cli.common import _csv
 from core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,9 +39,7 @@ def evaluation_models(settings: Settings, names: Sequence[str] | None) -> list[A
 
     available = settings.embedding_models()
     out = []
-    for name in (n.strip() for arg in names for n in arg.split(",")):
-        if not name:
-            continue
+    for name in (n for arg in names for n in _csv(arg, "--embedding-model")):  # '' is an error, not the default
         match = available.get(name) or available.get(f"local:{name}")
         if match is None:
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.cli.common import EXIT_ALL_FAILED, _check_expected_documents, _output, _print_json, _print_plan
@@ -12,6 +13,8 @@ from core.cli.models import _settings
 from core.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
+    from core.experiment.runner import ExperimentOptions
+    from core.golden.types import GoldenSet
     from core.reports.files import Files
 
 
@@ -51,6 +54,47 @@ def _space_models(args: argparse.Namespace, files: Files) -> dict[str, list[str]
     return out
 
 
+@dataclass(frozen=True)
+class _Unloaded:
+    """An embedding model as the space sees it in a dry run: its id, and no context length
+    (reading one loads a local model or asks an endpoint), so chunk sizes are not bounded by
+    it until the run."""
+
+    model_id: str
+    max_input_tokens: int | None
+
+
+def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden: GoldenSet, *, files: Files,
+                   where: str, embeddings: dict[str, Any], chat: Any, judge: Any, rerankers: dict[str, Any],
+                   vector_store: str, default_embedding: str) -> None:
+    """What a run checks before any work, for ``--dry-run``: the objective
+    (``core.evaluation.single.check_objective``), the experiment to resume
+    (``core.experiment.engine.Experiment``) and the space with ``--space`` and ``--set``
+    (``core.experiment.prepare.plan_experiment``), through the same functions
+    :func:`core.experiment.runner.run_experiment` calls. Nothing is loaded or sent, so a chunk
+    size over an embedding model's context length is only found by the run.
+
+    Raises:
+        ConfigError: an unknown objective, a bad experiment id or none stored under it, a bad
+            space file or override, or a space with no valid configuration.
+    """
+    from core.evaluation.single import check_objective
+    from core.experiment.engine import Experiment
+    from core.experiment.prepare import plan_experiment
+
+    if options.objective:
+        check_objective(options.objective, has_judge=judge is not None)
+    if args.resume and not Experiment(files, args.resume).exists():
+        raise ConfigError(f"no experiment {args.resume!r} to resume in {where}")
+    models = {name: _Unloaded(name, None) for name in embeddings}
+    chat_models = {chat.model_id: chat} if chat is not None else {}
+    plan_experiment(golden, objective=options.objective, has_judge=judge is not None, embedding_models=models,
+                    chat_models=chat_models, vector_stores=[vector_store], space_file=options.space_file,
+                    overrides=options.overrides, overrides_source=options.overrides_source,
+                    default_embedding_models=[default_embedding],
+                    rerankers=list(rerankers))
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     """``ragtune optimize``: search the space of RAG configurations and write the experiment report."""
     from core.experiment.events import LoggingHandler, ProgressBarHandler
@@ -58,7 +102,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from core.optimization.overrides import parse_overrides
 
     settings = _settings(args)
-    out, files, _ = _output(args.out, settings)
+    out, files, where = _output(args.out, settings)
     embedding = settings.embedding_model()
     named = _space_models(args, files)
     embeddings = settings.embedding_models(named["embedding_model"])  # a space may name any of them; the default holds the configured one
@@ -68,6 +112,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    if args.min_questions is not None and args.min_questions < 1:
+        raise ConfigError(f"--min-questions must be at least 1, got {args.min_questions}")
     endpoints = settings.embedding_provider != "local" or chat is not None
     options = ExperimentOptions(
         optimizer=args.optimizer, max_evals=12 if args.max_evals is None else args.max_evals, objective=args.metric,
@@ -80,9 +126,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.dry_run:
         from core.evaluation.dry_run import plan_optimize
         from core.golden import read_golden
+        from core.vectorstores import backend_name
 
-        plan = plan_optimize(read_golden(args.golden), chat_model=chat, judge=settings.judge_model(args.judge),
-                             max_evals=options.max_evals or 0)
+        golden = read_golden(args.golden)
+        judge = settings.judge_model(args.judge)
+        _check_dry_run(args, options, golden, files=files, where=where, embeddings=embeddings, chat=chat, judge=judge,
+                       rerankers=rerankers, vector_store=backend_name(settings.vector_store_config(out, args.vector_store)),
+                       default_embedding=embedding.model_id)
+        plan = plan_optimize(golden, chat_model=chat, judge=judge, max_evals=options.max_evals or 0)
         return _print_plan(args, plan, settings)
     if not args.resume:  # a resumed experiment checks its data against the stored spec
         from core.golden import read_golden

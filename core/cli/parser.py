@@ -102,7 +102,7 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--fail-under", action="append", metavar="METRIC=V", type=_threshold,
                    help="exit 4 when the chosen setup's METRIC (found@k, recall@k, precision@k, ndcg@k, mrr; at the "
                         "rank grain) is under V, e.g. --fail-under found@5=0.8 (repeatable)")
-    p.add_argument("--setup", default="finds_the_most",
+    p.add_argument("--setup",
                    help="the setup the gate checks: a pick (finds_the_most, best_for_balance, best_for_time) or a "
                         "setup name (default finds_the_most; with a baseline, a pick is the setup the baseline "
                         "gated)")
@@ -332,9 +332,21 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                  f"or {DEFAULT_OUT})")
     p.add_argument("--host", default=serve_defaults.DEFAULT_HOST,
                    help=f"address to listen on (default {serve_defaults.DEFAULT_HOST}: this machine only)")
-    p.add_argument("--port", type=int, default=serve_defaults.DEFAULT_PORT,
-                   help=f"TCP port (default {serve_defaults.DEFAULT_PORT})")
+    p.add_argument("--port", type=_port, default=serve_defaults.DEFAULT_PORT,
+                   help=f"TCP port, 0-65535 (default {serve_defaults.DEFAULT_PORT}; 0: a free one)")
     p.set_defaults(func=cmd_serve)
+
+
+def _port(text: str) -> int:
+    """argparse ``type`` of ``serve --port``: a whole number 0-65535, else
+    ``argparse.ArgumentTypeError`` (a usage error: exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number 0-65535, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0-65535, got {port}")
+    return port
 
 
 def _add_allow_download(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

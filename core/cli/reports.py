@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import _output, _print_json, _print_report
+from core.cli.common import _output, _print_json, _print_report, _write_output, _write_page
 from core.cli.formats import format_experiment, format_report
 from core.errors import ConfigError, StoreError
 from core.text import plural
@@ -128,22 +128,18 @@ def _report_chunking(args: argparse.Namespace, files: Files, where: str) -> bool
 def _write_exports(args: argparse.Namespace, report: dict[str, Any]) -> bool:
     """Write what ``--html``, ``--csv`` and ``--mlflow`` ask for (saying each on stderr);
     False when none was asked for."""
-    from core.reports.files import write_atomic
-
     if args.per_question and not args.csv:
         raise ConfigError("--per-question shapes the --csv export; give --csv FILE too")
     wrote = False
     if args.html:
         from core.reports.pages import render_report
 
-        write_atomic(Path(args.html), render_report(report).encode("utf-8"))
-        print(f"wrote page {args.html}", file=sys.stderr)
+        _write_page(args.html, render_report(report))
         wrote = True
     if args.csv:
         from core.reports.exports import to_csv
 
-        write_atomic(Path(args.csv), to_csv(report, per_question=args.per_question).encode("utf-8"))
-        print(f"wrote {args.csv}", file=sys.stderr)
+        _write_output(args.csv, to_csv(report, per_question=args.per_question).encode("utf-8"))
         wrote = True
     if args.mlflow is not None:
         from core.reports.mlflow_export import DEFAULT_TRACKING_URI, log_report
@@ -157,13 +153,27 @@ def _write_exports(args: argparse.Namespace, report: dict[str, Any]) -> bool:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """``ragtune serve [--out DIR|ADDRESS] [--host H] [--port N]``: serve the pages of every
-    report in a store until interrupted."""
+    report in a store until interrupted; says where once it listens.
+
+    Raises:
+        ConfigError: a local ``--out`` that is not a folder, or an address that cannot be
+            listened on (taken, not this machine's): one line, exit 1, nothing served.
+    """
+    from core.inputs import is_remote
     from core.reports import ReportStore
     from core.reports.serve import serve
     from core.settings import Settings
 
-    _, files, where = _output(args.out, Settings.from_env())
-    print(f"serving the reports in {where} on http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
-    serve(ReportStore(files), where=where, host=args.host, port=args.port)
-    return 0
+    settings = Settings.from_env()
+    local = args.out or settings.out_dir
+    if not is_remote(local) and not Path(local).is_dir():
+        what = "is not a folder" if Path(local).exists() else "does not exist"
+        raise ConfigError(f"report store {local} {what}: give --out the folder evaluate and optimize wrote "
+                          "(or an s3:// or Blob address)")
+    _, files, where = _output(args.out, settings)
 
+    def listening(url: str) -> None:
+        print(f"serving the reports in {where} on {url} (Ctrl-C stops)", file=sys.stderr)
+
+    serve(ReportStore(files), where=where, host=args.host, port=args.port, on_listening=listening)
+    return 0

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import _branch, _chunk_overlap, _chunk_size, _print_json, _print_warnings
+from core.cli.common import EXIT_ALL_FAILED, _branch, _chunk_overlap, _chunk_size, _print_json, _print_warnings
 from core.cli.formats import format_report
-from core.cli.gate import _baseline, _gate_exit
+from core.cli.gate import _baseline, _gate_exit, _gate_setup
 from core.cli.models import evaluation_models
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ def _evaluate_targets(args: argparse.Namespace, settings: Settings, out: Path, f
     store = ReportStore(files)
     branch = _branch(args)
     names = tuple(sorted([s.name for s in specs] + ([BUILT_TARGET] if args.docs else [])))
+    gate_setup = _gate_setup(args, targets=names)
     baseline, note = _baseline(args, store, golden.sha256, branch, targets=names)
     options = TargetsOptions(rank_grain=args.rank_by, only=args.only or (), skip=args.skip or (),
                              show_progress=not args.json,
@@ -63,7 +64,7 @@ def _evaluate_targets(args: argparse.Namespace, settings: Settings, out: Path, f
     if thresholds or args.baseline:  # judged before the report is saved, so the report keeps the verdict
         from core.evaluation.gate import judge_gate
 
-        verdict = judge_gate(report, setup=resolve_gate_setup(report, args.setup), thresholds=thresholds,
+        verdict = judge_gate(report, setup=resolve_gate_setup(report, gate_setup), thresholds=thresholds,
                              baseline=baseline, branch=branch, note=note)
         report["gate"] = verdict.to_dict()
     report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
@@ -73,5 +74,10 @@ def _evaluate_targets(args: argparse.Namespace, settings: Settings, out: Path, f
     else:
         print(format_report(report))
         _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
-    return _gate_exit(verdict)
+    code = _gate_exit(verdict)
+    if not any(s.get("status") != "failed" for s in report["setups"]):  # a CI gate must not pass on nothing
+        print(f"ragtune evaluate: no target could be evaluated (every target or setup failed; the reasons are in "
+              f"the report); exit {EXIT_ALL_FAILED}", file=sys.stderr)
+        return EXIT_ALL_FAILED
+    return code
 

@@ -162,7 +162,7 @@ def _open(specs: Sequence[Any], settings: Settings, vectors: QueryVectors,
         try:
             out.append(_Opened(spec.name, spec.kind, target=open_target(spec, settings, vectors)))
         except (StoreError, OSError) as exc:  # TargetError is a StoreError
-            logger.warning("target %s failed: %s", spec.name, exc)
+            logger.info("target %s failed: %s", spec.name, exc)  # the report says why, once
             out.append(_Opened(spec.name, spec.kind, error=str(exc)[:2000]))
         except ConfigError:
             for opened in out:
@@ -429,7 +429,7 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
             try:
                 hits_by_q, search_ms, rerank_ms = _search_setup(run, targets[run.target], questions, memo, bar)
             except RagtuneError as exc:
-                logger.warning("setup %s failed: %s", run.key, exc)
+                logger.info("setup %s failed: %s", run.key, exc)  # the report says why, once
                 entries.append({"name": run.key, "key": run.key, "target": run.target, "setup": run.to_dict(),
                                 "status": "failed", "error": str(exc)[:2000]})
                 continue

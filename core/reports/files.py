@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
@@ -85,20 +86,60 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder, fsync and a
     rename, so a reader sees the old file or the whole new one, never half of it.
 
+    Only a regular file is ever replaced. A symbolic link to a file is followed: the file it
+    points to is written (atomically, beside it) and the link stays. Anything else already at
+    ``path`` (a folder, a FIFO, a device such as ``/dev/full``, a socket) is refused and left
+    untouched. A new file gets the permissions ``open()`` would give it (``0o666`` less the
+    umask, not ``mkstemp``'s ``0o600``); a file replaced keeps its permission bits.
+
+    Args:
+        path: the file to write; its folder is created when missing.
+        data: the bytes.
+
     Raises:
+        ConfigError: something other than a regular file is at ``path`` (the message names it).
         OSError: the folder cannot be made or the file written.
     """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            shown = f"{path} (-> {target})" if target != path else str(path)
+            raise ConfigError(f"{shown} is {what}: it is never replaced; give the name of a file to write")
+        mode = stat.S_IMODE(st.st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            if hasattr(os, "fchmod"):  # POSIX
+                os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask: from ``/proc/self/status`` where Linux gives it (no change to the
+    process), else by setting it and setting it back (POSIX has no other way)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class LocalFiles:

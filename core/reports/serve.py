@@ -44,6 +44,8 @@ from core.reports.pages.render import page_asset
 from core.reports.pages.site import error_page
 
 if TYPE_CHECKING:
+    import socket
+
     from core.reports.store import ReportStore
 
 logger = logging.getLogger(__name__)
@@ -157,19 +159,66 @@ def create_app(store: ReportStore, where: str = "") -> Any:
     return Starlette(routes=routes)
 
 
-def serve(store: ReportStore, *, where: str = "", host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``(host, port)`` and listening (``SO_REUSEADDR`` set, as uvicorn
+    sets it), for :func:`serve`.
+
+    Args:
+        host: a name or address (IPv4 or IPv6).
+        port: 0-65535 (0: a free port the system chooses).
+
+    Raises:
+        ConfigError: the port is out of range, the host unknown, or the address cannot be bound
+            (taken, not this machine's, not allowed); the message names ``host:port``.
+    """
+    import socket
+
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"port must be 0-65535, got {port!r}")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)  # uvicorn's default backlog
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def serve(store: ReportStore, *, where: str = "", host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+          on_listening: Callable[[str], None] | None = None) -> None:
     """Serve ``store``'s pages until interrupted (uvicorn, one process).
 
     Args:
         store: a :class:`~core.reports.store.ReportStore`.
         where: the store's address, shown on the index.
         host: the address to listen on (default this machine only).
-        port: the TCP port.
+        port: the TCP port (0: a free one).
+        on_listening: called with the server's URL (``http://host:port/``, the port bound)
+            once the socket listens, before the first request is served.
 
     On SIGINT or SIGTERM, requests in flight get :data:`SHUTDOWN_GRACE_S` seconds to finish;
     then the connections still open (a browser's keep-alive ones) are closed and it exits.
+
+    Raises:
+        ConfigError: the address cannot be listened on (:func:`listen`); nothing is served.
     """
     import uvicorn
 
-    uvicorn.run(create_app(store, where), host=host, port=port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+    sock = listen(host, port)
+    try:
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        config = uvicorn.Config(create_app(store, where), host=host, port=bound, log_level="warning",
+                                access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+        if on_listening is not None:
+            on_listening(f"http://{shown}:{bound}/")
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

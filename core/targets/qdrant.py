@@ -119,7 +119,9 @@ class QdrantTarget:
 
         try:
             if self.location.lower().startswith(("http://", "https://")):
-                return QdrantClient(url=self.location, timeout=TIMEOUT_S)
+                # no version probe: against a server that is down it only adds a UserWarning to the
+                # error the first request reports anyway
+                return QdrantClient(url=self.location, timeout=TIMEOUT_S, check_compatibility=False)
             if self.location != ":memory:" and not Path(self.location).is_dir():
                 raise TargetError(f"target {self.name}: {self.location} is not a Qdrant folder")
             return QdrantClient(location=":memory:") if self.location == ":memory:" else QdrantClient(path=self.location)

@@ -58,3 +58,24 @@ def test_draft_dry_run_counts_the_replies_already_kept(corpus, tmp_path, capsys)
     writer = next(line for line in text.splitlines() if "writer" in line)
     assert writer.split()[2] == "6"  # 2 rows x 3 tries at most
     assert "already holds 2 replies" in text and not output.exists()
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--metric", "nope"], "ragtune optimize: unknown objective metric 'nope' (known: mrr, "),
+    (["--resume", "../../etc"], "ragtune optimize: experiment id may only hold letters, digits, '_', '.' and '-', "
+                                "got '../../etc'"),
+    (["--resume", "20260101T000000Z-abcdef"], "ragtune optimize: no experiment '20260101T000000Z-abcdef' to resume"),
+    (["--set", "chunk_size=0"], "ragtune optimize: --set: chunk_size: 0 must be at least 1"),
+    (["--min-questions", "0"], "ragtune optimize: --min-questions must be at least 1, got 0"),
+])
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_optimize_checks_the_same_with_and_without_dry_run(corpus, tmp_path, capsys, flags, message, dry_run):
+    """The same exit 1 and message either way, before any work: nothing is stored, and the
+    chat endpoint (where nothing listens) is never asked."""
+    docs, golden = corpus
+    code = main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"), *flags]
+                + (["--dry-run"] if dry_run else []))
+    captured = capsys.readouterr()
+    assert code == 1 and captured.err.startswith(message), captured.err
+    assert "calls" not in captured.out  # no cost table
+    assert not (tmp_path / "o" / "experiments").exists()

@@ -229,10 +229,18 @@ def _with_interval(best: Any, board: list[dict[str, Any]]) -> Any:
     return {**best, "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high")}
 
 
+def evaluation_number(row: dict[str, Any]) -> int | None:
+    """The evaluation's number as people count it and the CLI prints it (``evaluation 1/12``):
+    the leaderboard row's ``trial`` (counted from 0, as the study stores it) plus one; None
+    when the row has no trial."""
+    trial = row.get("trial")
+    return trial + 1 if isinstance(trial, int) and not isinstance(trial, bool) else None
+
+
 def _trial_label(row: dict[str, Any]) -> str:
     p = row.get("parameters") or {}
     bits = [str(p.get(k)) for k in ("chunking_method", "chunk_size", "number_of_chunks", "search_mode") if p.get(k) is not None]
-    return f"#{row.get('trial')} " + " ".join(bits)
+    return f"#{evaluation_number(row)} " + " ".join(bits)
 
 
 def parallel_rounds(rows: list[dict[str, Any]]) -> bool:
@@ -253,7 +261,7 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
                          "search_mode", "ranker_strategy", "ranker_alpha", "foundation_model", "vector_store")
              if p in parameters]
     ok = [r for r in by_trial if r.get("score") is not None]
-    trials = [{"x": r.get("trial") or 0, "score": r.get("score"), "label": _trial_label(r),
+    trials = [{"x": evaluation_number(r) or 0, "score": r.get("score"), "label": _trial_label(r),
                "low": _num(r.get("ci_low")), "high": _num(r.get("ci_high")),
                "parameters": r.get("parameters") or {}} for r in by_trial]
     figures = []
@@ -267,7 +275,7 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
         if varying:
             figures.append(("colour", plots.scores_by_parameter([t for t in trials if t["score"] is not None],
                                                                varying, objective)))
-        figures.append(("cost", plots.cost_bars([f"#{r.get('trial')}" for r in by_trial],
+        figures.append(("cost", plots.cost_bars([f"#{evaluation_number(r)}" for r in by_trial],
                                                 [r.get("duration_s") for r in by_trial],
                                                 [(r.get("cost") or {}).get("texts_embedded") for r in by_trial],
                                                 [(r.get("cost") or {}).get("tokens") for r in by_trial],

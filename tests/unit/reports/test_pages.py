@@ -126,8 +126,9 @@ def test_experiment_page_plots_and_escaping():
     assert "running" in html and "boom &lt;b&gt;" in html
     figs = figures(html)
     best = figs["fig-best"]["data"]
-    # trials in order: #0 0.5, #1 0.7 (#2 failed and is left out); best so far 0.5 then 0.7
-    assert best[0]["x"] == [0, 1] and best[0]["y"] == [0.5, 0.7] and best[1]["y"] == [0.5, 0.7]
+    # evaluations in order, counted from 1 as the CLI prints them: #1 0.5, #2 0.7 (#3 failed and
+    # is left out); best so far 0.5 then 0.7
+    assert best[0]["x"] == [1, 2] and best[0]["y"] == [0.5, 0.7] and best[1]["y"] == [0.5, 0.7]
     # each score's interval (score -/+ 0.1 in the report) as its error bar; the best's shown with it
     assert [round(v, 9) for v in best[0]["error_y"]["array"] + best[0]["error_y"]["arrayminus"]] == [0.1] * 4
     assert "<b>0.700</b> <span class=\"ci\">95% CI [0.600, 0.800]</span> (k1)" in html
@@ -160,6 +161,12 @@ def test_experiment_page_by_rounds_and_costs():
                     "tokens": [100, 101, 102, None]}
     table = html[html.index('id="leaderboard"'):html.index("</table>")]
     assert table.count("—") == 1 and ">102<" in table  # trial 3's tokens are unknown
+    # the "#" column and the cost bars count evaluations from 1, as the CLI's "evaluation 1/4"
+    import re
+
+    numbers = re.findall(r'<tr>\s*<td class="n">[^<]*</td><td class="n">([^<]*)</td>', table)
+    assert numbers == ["1", "2", "3", "4"]
+    assert figs["fig-cost"]["data"][0]["x"] == ["#1", "#2", "#3", "#4"]
 
 
 def test_experiment_page_without_rounds_or_costs():
