@@ -762,11 +762,14 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     grain's means and 95 % intervals computed again from them
     (``core.metrics.retrieval.aggregate``); other grains are not kept. ``timings`` and
     ``cost`` are the new evaluation's own, with ``n_questions_evaluated`` the questions it
-    scored.
+    scored. The per-question waits (``per_question["wait_ms"]``) of both are merged the same
+    way and ``timings_ms`` computed again from them (``core.evaluation.waits``); when either
+    result lacks them, neither is kept.
 
     Raises:
         EvaluationError: a question of ``questions`` has no score in either result.
     """
+    from core.evaluation.waits import merge_waits, wait_timings
     from core.metrics.retrieval import aggregate
 
     blocks = [earlier.get("per_question") or {}, new.get("per_question") or {}]
@@ -789,6 +792,11 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     merged["metrics"] = dict(summary.means)
     merged["retrieval"] = {grain: summary.to_dict()} if grain else {}
     merged["n_questions_evaluated"] = len((blocks[1].get("ids") or []))
+    waits = merge_waits(blocks, questions)
+    merged.pop("timings_ms", None)
+    if waits is not None:
+        merged["per_question"]["wait_ms"] = waits
+        merged["timings_ms"] = wait_timings(waits)
     if objective not in merged["metrics"]:
         merged["status"], merged["error"] = "failed", f"objective metric {objective!r} was not computed"
     return merged

@@ -112,7 +112,7 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         format, n_questions}, corpus{path}, space{n_valid, parameters}, optimizer{name, seed,
         max_evals, n_random_nodes, evals_per_trial}, objective, leaderboard, best{key, score,
         configuration} or None, counts{evaluations, failed, stored, pending}, results{key:
-        {status, error, metrics, timings, collection, store_binding, stored, round, cost}}, study,
+        {status, error, metrics, timings, timings_ms, collection, store_binding, stored, round, cost}}, study,
         models{model id: description}, stop{reason, text}, fidelity{sizes, alpha,
         rule} or None, front}`` (``models``: every embedding model and reranker the
         results name, from their stored descriptions; see ``core.models.describe``; ``stop``:
@@ -145,8 +145,8 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         "best": None if best is None else {"key": best.configuration.key, "score": best.score,
                                            "configuration": dict(best.configuration)},
         "counts": counts(study, results),
-        "results": {key: {k: r.get(k) for k in ("status", "error", "metrics", "timings", "collection",
-                                               "store_binding", "stored", "round", "cost")}
+        "results": {key: {k: r.get(k) for k in ("status", "error", "metrics", "timings", "timings_ms",
+                                               "collection", "store_binding", "stored", "round", "cost")}
                     for key, r in results.items()},
         "study": study.to_dict(),
         # beside the configurations' model ids: each model's source, revision and weight files' sha256
