@@ -312,7 +312,8 @@ class Experiment:
                 from core.optimization.halving import Halving
 
                 experiment._write("fidelity.json", {"question_ids": list(question_ids),
-                                                    "state": Halving(spec.rungs(question_ids)).to_dict()})
+                                                    "state": Halving(spec.rungs(question_ids),
+                                                                     promotion=spec.promotion).to_dict()})
             experiment._write("spec.json", spec.to_dict())
             experiment.save_study(study)
         return experiment
