@@ -50,8 +50,14 @@ def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]], halving: A
     endpoint did not say; ``{}`` when not recorded); ``n_questions``: questions the score is
     over (``n_questions`` of the whole golden file without rungs); ``fully_evaluated``; and
     ``fidelity``: the last multi-fidelity decision (``{verdict, rung, n_questions, best_key,
-    p_value, reason}``, ``core.optimization.fidelity.Decision``), or None.
+    p_value, reason}``, ``core.optimization.fidelity.Decision``, with ``waiting``: promoted but
+    held back, below the best configuration scored on every question on the questions both saw,
+    ``Halving.ready``), or None.
     """
+    waiting: set[str] = set()
+    if halving is not None:
+        promoted = halving.promotions()
+        waiting = set(promoted) - set(halving.ready(promoted))
     rows = []
     for trial in study.trials:
         if trial.status == "pending":
@@ -71,7 +77,8 @@ def leaderboard(study: Any, results: Mapping[str, Mapping[str, Any]], halving: A
         })
         decision = None if halving is None else halving.decisions.get(trial.configuration.key)
         row = rows[-1]
-        row["fidelity"] = None if decision is None else decision.to_dict()
+        row["fidelity"] = None if decision is None else {**decision.to_dict(),
+                                                         "waiting": trial.configuration.key in waiting}
         row["n_questions"] = res.get("n_questions") or (decision.n_questions if decision is not None else n_questions)
         row["fully_evaluated"] = trial.status == "complete" and (decision is None or decision.verdict == "complete")
     done = sorted((r for r in rows if r["score"] is not None),

@@ -39,6 +39,12 @@ def test_a_promotion_below_the_incumbent_waits_while_new_ones_are_screened(tiny)
     # below the incumbent's 0.5 on those questions, so it waits and a new configuration is screened
     assert _tell(halving, study, weak, 0.0).verdict == "promote"
     assert halving.promotions() == [weak.configuration.key] and halving.ready([weak.configuration.key]) == []
+    from core.experiment.report import leaderboard
+
+    rows = {r["key"]: r for r in leaderboard(study, {}, halving, len(IDS))}
+    assert rows[weak.configuration.key]["fidelity"]["waiting"] is True
+    assert rows[first.configuration.key]["fidelity"]["waiting"] is False
+    assert not rows[weak.configuration.key]["fully_evaluated"]
     strong = halving.ask(study, 1)[0]
     assert strong.rung == 0 and strong.configuration.key != weak.configuration.key
     _tell(halving, study, strong, 0.5)  # equal to the incumbent on the rung's questions: handed out
