@@ -121,7 +121,7 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         configuration} or None, counts{evaluations, failed, stored, pending}, results{key:
         {status, error, metrics, timings, timings_ms, collection, store_binding, stored, round, cost}}, study,
         models{model id: description}, stop{reason, text}, fidelity{sizes, alpha,
-        rule} or None, front}`` (``models``: every embedding model and reranker the
+        promotion, rule} or None, front}`` (``models``: every embedding model and reranker the
         results name, from their stored descriptions; see ``core.models.describe``; ``stop``:
         why the search ended, reason None while it goes on; ``front``: see
         ``core.experiment.front.front``).
@@ -160,9 +160,12 @@ def build_report(spec: Any, study: Any, results: Mapping[str, Mapping[str, Any]]
         "models": {m: d for r in results.values() for m, d in (r.get("models") or {}).items()},
         "stop": {"reason": stop_reason, "text": STOP_REASONS.get(stop_reason or "")},
         "fidelity": None if halving is None else {
-            **halving.rungs.to_dict(),
+            **halving.rungs.to_dict(), "promotion": halving.promotion,
             "rule": "successive halving over a seeded question order; a configuration stops only when the exact "
-                    "two-sided sign test on the questions both saw says it is worse than the rung's best"},
+                    "two-sided sign test on the questions both saw says it is worse than the rung's best"
+                    + ("; a promoted one gets the next rung only while it is at least as good as the best "
+                       "configuration scored on every question, on the questions both saw, else it waits"
+                       if halving.promotion == "incumbent" else "")},
         "front": front(board, results, spec.n_questions or None, prices),
     }
     for name, value in (extra or {}).items():
