@@ -1,15 +1,23 @@
-"""Optimizer benchmark: what random search, the GAM and multi-fidelity spend to find the best.
+"""Optimizer benchmark: what each search strategy spends to find a configuration near the best.
 
-Default: three data sets (``bench/grid.py``: northwind-benefits, squad-mini's first 100
-questions, musique-mini), each with every configuration of a 144-configuration space
-(rerankers, retrieval depth, top_k, chunking, both local embedding models) evaluated once and
-its per-question ``mrr`` stored; then random search, the GAM, and both with multi-fidelity
-(``core.optimization.halving``) are replayed for ``--seeds`` seeds (default 20) and the median
-evaluations and question-evaluations (the real cost: each evaluation counts the questions it
-scored) to come within one point of the best are printed, with each strategy's
-question-evaluations over random search's and whether it stays at most 0.6 on every data set.
-A multi-fidelity search reaches the target when a configuration within one point of the best
-has been scored on every question.
+Default: three data sets (``bench/grid.py``: northwind-benefits, the first 50 questions of
+squad-mini and of musique-mini), each with every configuration of a 144-configuration space
+(rerankers, retrieval depth, top_k, chunk size, dense or hybrid search, both local embedding
+models) evaluated once, retrieval only, and its per-question ``mrr`` stored. Each strategy of
+:func:`strategies` (random search, the GAM, both with rungs of questions, the product's default
+configuration first, screening on the first rung with promotions held to the best configuration
+scored on every question, and ``screen``, what ``ragtune optimize`` runs by default) is then
+replayed from those tables for ``--seeds`` seeds (default 20; ``bench/replay.py``
+``replay_questions``: scores looked up, nothing evaluated). Printed per data set: the default
+configuration and its score; per strategy the median over seeds of the evaluations (a promotion
+counts as one) and of the question-evaluations (the real cost: each evaluation counts the
+questions it scored, a promotion only its rung's new ones) until a configuration within one
+point (0.01) of the best is scored on every question (a seed that never gets there counts as
+infinite), the share of seeds that got there, and the replay's seconds; then each strategy's
+median question-evaluations over random search's, and whether it is at most 0.6 on every data
+set (the goal). The rungs: ``--min-questions`` (default 16) and ``--eta`` (default 3), so 49 or 50
+questions give rungs of 16 and all. ``--strategies a,b`` replays only those (random always:
+the ratios' base).
 
 ``--one-data-set``: the earlier single-data-set replay, described below.
 
@@ -364,24 +372,57 @@ MULTI_SEEDS = 20
 QUESTION_GOAL = 0.6
 
 
-def strategies(rungs: dict[str, Any]) -> dict[str, Any]:
-    """The replayed strategies: ``(sampler factory, rungs or None)`` by name."""
-    return {"random": (RandomSampler, None), "gam": (GAMSampler, None),
-            "mf-random": (RandomSampler, rungs), "mf-gam": (GAMSampler, rungs)}
+def strategies(rungs: dict[str, Any], start: Any) -> dict[str, dict[str, Any]]:
+    """The replayed strategies by name: ``{sampler, rungs, promotion, start}`` (the sampler's
+    class; the rungs' settings or None for every question at once; ``Halving``'s promotion
+    rule; the configuration evaluated first, ``start``, or None).
+
+    - ``random``, ``gam``: the sampler alone, every configuration on every question;
+    - ``mf-random``, ``mf-gam``: with rungs, a configuration promoted unless the sign test says
+      it is worse, promotions first (``--multi-fidelity``);
+    - ``default+random``: the default configuration first, then random search;
+    - ``screen-random``, ``screen-gam``: rungs, a promotion handed out only while it is at least
+      as good as the best configuration scored on every question, on the questions both saw
+      (promotion ``incumbent``), new configurations screened on the first rung meanwhile;
+    - ``default+screen-random``, ``default+screen-gam``: the same, the default configuration
+      first;
+    - ``screen``: what ``ragtune optimize`` runs by default (``core.experiment.spec.SCREEN``).
+    """
+    from core.experiment.spec import SCREEN
+
+    samplers = {"random": RandomSampler, "gam": GAMSampler}
+    out: dict[str, dict[str, Any]] = {}
+    for name in ("random", "gam"):
+        out[name] = {"sampler": samplers[name], "rungs": None, "promotion": "tied", "start": None}
+    for name in ("random", "gam"):
+        out[f"mf-{name}"] = {"sampler": samplers[name], "rungs": rungs, "promotion": "tied", "start": None}
+    out["default+random"] = {"sampler": RandomSampler, "rungs": None, "promotion": "tied", "start": start}
+    for name in ("random", "gam"):
+        out[f"screen-{name}"] = {"sampler": samplers[name], "rungs": rungs, "promotion": "incumbent", "start": None}
+        out[f"default+screen-{name}"] = {"sampler": samplers[name], "rungs": rungs, "promotion": "incumbent",
+                                         "start": start}
+    out["screen"] = {"sampler": samplers[str(SCREEN["sampler"])], "rungs": rungs if SCREEN["multi_fidelity"] else None,
+                     "promotion": str(SCREEN["promotion"]), "start": start if SCREEN["start_from_default"] else None}
+    return out
 
 
-def replay_data_set(table: dict[str, Any], seeds: list[int], rungs: dict[str, Any]) -> dict[str, Any]:
-    """Replay every strategy over one data set's per-question table (``bench/grid.py``) and
-    return ``{name: {median_evaluations, median_questions, reached, replay_s}}``."""
-    from bench.grid import wide_space
+def replay_data_set(table: dict[str, Any], seeds: list[int], rungs: dict[str, Any],
+                    only: list[str] | None = None) -> dict[str, Any]:
+    """Replay every strategy (or those named in ``only``) over one data set's per-question
+    table (``bench/grid.py``) and return ``{name: {median_evaluations, median_questions,
+    reached, replay_s}}``."""
+    from bench.grid import default_configuration_of, wide_space
     from bench.replay import replay_questions
 
     space = wide_space()
     ids = table["question_ids"]
     out: dict[str, Any] = {}
-    for name, (factory, mf) in strategies(rungs).items():
+    for name, how in strategies(rungs, default_configuration_of(space)).items():
+        if only and name not in only:
+            continue
         t0 = time.perf_counter()
-        runs = replay_questions(table["scores"], ids, space, factory, seeds, tolerance=TOLERANCE, rungs=mf)
+        runs = replay_questions(table["scores"], ids, space, how["sampler"], seeds, tolerance=TOLERANCE,
+                                rungs=how["rungs"], promotion=how["promotion"], start=how["start"])
         evals = [math.inf if r.evaluations_to_target is None else r.evaluations_to_target for r in runs]
         questions = [math.inf if r.questions_to_target is None else r.questions_to_target for r in runs]
         med_e, med_q = statistics.median(evals), statistics.median(questions)
@@ -405,9 +446,18 @@ def main() -> int:
     parser.add_argument("--min-questions", type=int, default=DEFAULT_MIN_QUESTIONS)
     parser.add_argument("--eta", type=int, default=DEFAULT_ETA)
     parser.add_argument("--out", default=str(GRID_OUT), help=f"grid folder (default: {GRID_OUT})")
+    parser.add_argument("--strategies", default=None,
+                        help="comma-separated strategies to replay (default: all; random is always replayed)")
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
+    known = list(strategies({}, None))
+    only = None
+    if args.strategies:
+        only = ["random"] + [n for n in args.strategies.split(",") if n != "random"]
+        unknown = [n for n in only if n not in known]
+        if unknown:
+            parser.error(f"unknown strategies {', '.join(unknown)} (known: {', '.join(known)})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     seeds = list(range(args.seeds))
@@ -426,10 +476,15 @@ def main() -> int:
         print(f"\n{data_set}: {len(table['scores'])} configurations, {n_q} questions, {args.metric} best "
               f"{best:.4f}, median {statistics.median(ok):.4f}; {near} within {TOLERANCE:g} of the best; "
               f"rungs {rung_sizes(n_q, args.min_questions, args.eta)}; grid {table.get('grid_s')} s")
-        rows = replay_data_set(table, seeds, rungs)
-        print(f"{'strategy':<10} {'median evals':>13} {'median question-evals':>22} {'reached':>8} {'replay s':>9}")
+        from bench.grid import default_configuration_of, wide_space
+
+        start = default_configuration_of(wide_space())
+        shown = ", ".join(f"{k}={v}" for k, v in start.items() if v is not None and not k.endswith("_text"))
+        print(f"the default configuration ({shown}) scores {fmt(full.get(start.key), '.4f')}")
+        rows = replay_data_set(table, seeds, rungs, only)
+        print(f"{'strategy':<22} {'median evals':>13} {'median question-evals':>22} {'reached':>8} {'replay s':>9}")
         for name, row in rows.items():
-            print(f"{name:<10} {fmt(row['median_evaluations'], 'g'):>13} {fmt(row['median_questions'], 'g'):>22} "
+            print(f"{name:<22} {fmt(row['median_evaluations'], 'g'):>13} {fmt(row['median_questions'], 'g'):>22} "
                   f"{row['reached']:>8.0%} {row['replay_s']:>9.1f}")
         base = rows["random"]["median_questions"]
         ratios[data_set] = {name: (None if row["median_questions"] is None or not base
@@ -438,10 +493,10 @@ def main() -> int:
         summary["data_sets"][data_set] = {"n_questions": n_q, "best": best, "within_tolerance": near, "strategies": rows,
                                           "ratios": ratios[data_set]}
     print()
-    for name in strategies(rungs):
+    for name in [n for n in known if only is None or n in only]:
         worst = [r[name] for r in ratios.values()]
         met = all(v is not None and v <= QUESTION_GOAL for v in worst)
-        print(f"{name:<10} question-evaluations / random's on every data set <= {QUESTION_GOAL}: "
+        print(f"{name:<22} question-evaluations / random's on every data set <= {QUESTION_GOAL}: "
               f"{'yes' if met else 'no'} ({', '.join(fmt(v, '.2f') for v in worst)})")
     summary_file = out / f"replay-summary-{args.data_sets.replace(',', '+')}.json"
     summary_file.write_text(json.dumps(summary, indent=1, allow_nan=False), encoding="utf-8")

@@ -398,6 +398,8 @@ def replay_questions(
     *,
     tolerance: float = 0.01,
     rungs: Mapping[str, Any] | None = None,
+    promotion: str = "tied",
+    start: Mapping[str, Any] | None = None,
 ) -> list[CostReplay]:
     """Replay a search over per-question scores until it reaches the target (maximised).
 
@@ -414,6 +416,8 @@ def replay_questions(
         rungs: None for full fidelity (every evaluation scores every question); else the
             settings of :class:`~core.optimization.fidelity.Rungs` (``min_questions``,
             ``eta``, ``alpha``) for multi-fidelity with :class:`~core.optimization.halving.Halving`.
+        promotion: the multi-fidelity loop's promotion rule (``Halving``'s ``promotion``).
+        start: a configuration evaluated first (``Study.enqueue``), or None.
 
     Returns:
         One :class:`CostReplay` per seed.
@@ -427,12 +431,15 @@ def replay_questions(
     out = []
     for seed in seeds:
         study = Study(space, sampler_factory(), objective_metric="score", seed=seed)
-        halving = Halving(Rungs(question_ids, seed, **dict(rungs))) if rungs is not None else None
+        if start is not None:
+            study.enqueue(start)
+        halving = (Halving(Rungs(question_ids, seed, **dict(rungs)), promotion=promotion)
+                   if rungs is not None else None)
         evals = questions = 0
         reached: tuple[int, int] | None = None
         while reached is None:
             if halving is None:
-                configs = study.ask(1)
+                configs = [t.configuration for t in study.pending_trials][:1] or study.ask(1)
                 if not configs:
                     break
                 config = configs[0]

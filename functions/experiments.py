@@ -34,12 +34,12 @@ Request body of ``POST /api/experiments``::
     {"golden": "https://<account>.blob.core.windows.net/golden/g.jsonl",  # or s3://...
      "documents": "https://<account>.blob.core.windows.net/documents/hr",
      "space": {"chunk_size": [256, 512]},  # optional: parameter -> values overrides
-     "optimizer": "gam",                   # optional: "gam" (default) or "random"
+     "optimizer": "screen",                # optional: "screen" (default), "gam" or "random"
      "max_evals": 12,                      # optional: 1..1000 (default 12)
      "seed": 0,                            # optional: >= 0 (default 0)
      "objective": "mrr",                   # optional: the metric to maximise
      "vector_store": "pgvector",           # optional: a backend (default RAGTUNE_VECTOR_STORE)
-     "multi_fidelity": true}               # optional: rungs of questions (default false; retrieval objectives)
+     "multi_fidelity": true}               # optional: rungs for "gam" or "random" (default false; "screen" has them)
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import argparse
 from core import __version__
 from core.cli.app import cmd_compare_apps, cmd_evaluate_app
 from core.cli.common import DEFAULT_OUT
+from core.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 from core.cli.evaluate import cmd_evaluate
 from core.cli.gate import _threshold
 from core.cli.golden import cmd_check, cmd_draft, cmd_suggest, cmd_template
@@ -182,7 +183,10 @@ def _add_optimize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                    help="override one parameter's values, e.g. --set chunk_size=128,256 (repeatable)")
     p.add_argument("--max-evals", type=int, default=None,
                    help="most configurations to evaluate (default 12; with --resume: the experiment's new budget)")
-    p.add_argument("--optimizer", choices=["gam", "random"], default="gam")
+    p.add_argument("--optimizer", choices=list(OPTIMIZERS), default=DEFAULT_OPTIMIZER,
+                   help="screen (default: random configurations scored on a subset of the questions first, the "
+                        "rest only for those at least as good as the best so far; see bench/optimizer.py in the "
+                        "README), gam or random (every configuration on every question unless --multi-fidelity)")
     p.add_argument("--metric", help="objective (default: overall_score with a chat or judge model, else "
                                     "unitxt.answer_correctness; mrr without reference answers)")
     p.add_argument("--seed", type=int, default=0)
@@ -195,8 +199,8 @@ def _add_optimize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--no-cache", action="store_true",
                    help="ask the chat and judge models afresh instead of reusing cached replies")
     p.add_argument("--multi-fidelity", action=argparse.BooleanOptionalAction, default=False,
-                   help="score configurations on a seeded subset of the questions first and promote the better ones "
-                        "(retrieval objectives; off by default: see bench/optimizer.py in the README)")
+                   help="with --optimizer gam or random: score configurations on a seeded subset of the questions "
+                        "first and promote those not significantly worse (retrieval objectives; screen always does)")
     p.add_argument("--min-questions", type=int, metavar="N", help="questions of the first rung (default 16)")
     p.add_argument("--dry-run", action="store_true",
                    help="send nothing: print the chat and judge calls (at most), tokens and cost this would take")

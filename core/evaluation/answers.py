@@ -58,7 +58,9 @@ def evaluate_answers(
     Returns:
         ``{generator{model_id, kind, k, setup, search}, rag{...}, metrics[...], overall_score,
         overall_metrics, n_questions, n_answered, n_failed, evaluators, timings, questions[...]}``
-        (see ``core.metrics.answers.AnswerReport.to_dict``); ``kind`` is ``llm``,
+        (see ``core.metrics.answers.AnswerReport.to_dict``; ``timings`` holds ``generate_s``, the
+        whole step's seconds, and, unless the answers were read from a file, ``answer_ms``,
+        question id -> milliseconds spent answering it); ``kind`` is ``llm``,
         ``extractive`` (no language model: sentences copied from the retrieved chunks) or
         ``external`` (answers read from the file).
 
@@ -90,6 +92,8 @@ def evaluate_answers(
     report["generator"] = generator
     report["rag"] = rag_params
     report.setdefault("timings", {})["generate_s"] = round(generate_s, 3)
+    if generator["kind"] != "external":  # each question's answering time, for the wait per question
+        report["timings"]["answer_ms"] = {a.question_id: round(a.duration_s * 1000.0, 3) for a in answers}
     usage = getattr(chat_model, "usage", None)
     if usage:
         report["generator"]["usage"] = dict(usage)

@@ -30,11 +30,13 @@ from core.evaluation.keyword_index import indexing_key, keyword_indexed_space, s
 from core.evaluation.pipeline import EXTRACTIVE, NOT_APPLICABLE, PipelineSettings, applies
 from core.evaluation.result import EvaluationResult
 from core.evaluation.retrieval import choose_rank_grain
+from core.evaluation.waits import question_waits, time_first_stage, time_query_embeddings, wait_timings
 from core.inputs import shown_address
 from core.metrics.answers import ALL_METRICS
 from core.metrics.retrieval import DEFAULT_KS as KS, GRAINS, evaluate_rankings  # the one home of the rank cut-offs
 from core.metrics.retrieval import metric_names
 from core.models import CachedChatModel
+from core.models.cache import CachedReranker
 from core.models.describe import describe_models
 from core.models.embeddings import query_text
 from core.models.spend import current_spend, spending
@@ -171,7 +173,8 @@ class EvaluationContext:
             ``out_dir/milvus.db``).
         judge: a ``ChatModel`` judging answers, or None.
         rerankers: reranker id -> ``Reranker``, for configurations whose ``reranker``
-            parameter names one.
+            parameter names one. Each is used through :meth:`cached_reranker`: its scores are
+            kept in the working folder's cache, as ``evaluate`` keeps them.
         answer_metrics: answer metric names (None: the unitxt metrics, plus the judge's when
             a judge is given).
         max_workers: questions answered at once.
@@ -183,6 +186,10 @@ class EvaluationContext:
             model, messages and parameters, so a rerun makes no calls; False asks afresh.
         with_answers: generate and score answers; False evaluates retrieval only (cheaper,
             for benchmarks and retrieval objectives).
+        measure_waits: measure the time a user waits per question (``core.evaluation.waits``:
+            each question embedded, searched and reranked alone, timed), into the result's
+            ``timings_ms`` and ``per_question["wait_ms"]``; False leaves them out (each
+            question is then searched only once, batched).
         legs: the run's ``core.vectorstores.legs.LegMemo``, handed to the Milvus Lite stores
             :meth:`vector_store` makes, so evaluations sharing a collection search each leg
             (dense, BM25) of a question and read each chunk once; None searches afresh every
@@ -205,6 +212,7 @@ class EvaluationContext:
     max_workers: int = 10
     keyword_indexes: frozenset[str] | None = None
     with_answers: bool = True
+    measure_waits: bool = True
     collections_built: int = 0
     n_embedded: int = 0
     cache_replies: bool = True
@@ -212,6 +220,8 @@ class EvaluationContext:
     _cache: Any = None
     _cached_models: dict[str, Any] = field(default_factory=dict)
     _cached_chats: dict[str, Any] = field(default_factory=dict)
+    _cached_rerankers: dict[str, Any] = field(default_factory=dict)
+    _query_ms: dict[tuple[str, str], float] = field(default_factory=dict)
     _collection_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _lite_clients: dict[str, Any] = field(default_factory=dict)
     _early_embeddings: dict[tuple[str, str], threading.Thread] = field(default_factory=dict)
@@ -221,18 +231,19 @@ class EvaluationContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def vector_store(self, model: EmbeddingModel, config: MilvusLiteConfig | MilvusConfig | PGVectorConfig,
-                     collection: str, *, keyword_index: bool = True) -> Any:
+                     collection: str, *, keyword_index: bool = True, memo: bool = True) -> Any:
         """The store of ``collection`` (``core.vectorstores.get_vector_store``; a collection it
         creates gets a keyword index when ``keyword_index``); Milvus Lite stores share one
         client per database folder, since only one client may open it, so evaluations in
         threads of one process use the same database, and the run's leg memo (``legs``),
-        since only this process writes to that database."""
+        since only this process writes to that database, unless ``memo`` is False (every
+        search then asks the database, as a user's search does)."""
         if not isinstance(config, MilvusLiteConfig):
             return get_vector_store(model, config, collection, keyword_index=keyword_index)
 
         client = self._lite_client(config, open_client)
         return MilvusVectorStore(model, config, collection, client=client, keyword_index=keyword_index,
-                                 legs=self.legs)
+                                 legs=self.legs if memo else None)
 
     def _lite_client(self, config: MilvusLiteConfig, open_client: Any, *, early: bool = False) -> Any:
         """The shared client of Milvus Lite database ``config.uri``, opened by the first thread
@@ -399,6 +410,44 @@ class EvaluationContext:
                 self._cached_chats[model.model_id] = CachedChatModel(model, self._embedding_cache())
             return self._cached_chats[model.model_id]
 
+    def cached_reranker(self, name: str) -> Any:
+        """Reranker ``name`` with its scores kept in the working folder's cache
+        (``core.models.cache.CachedReranker`` over ``cache/embeddings.sqlite``, the file
+        ``evaluate`` keeps its scores in): one per reranker and context, so configurations
+        that differ only after the first stage, and a rerun, score each (query, passage) pair
+        once. A reranker given already cached is used as it is.
+
+        Raises:
+            ConfigError: no such reranker is configured.
+        """
+        with self._lock:
+            if name not in self._cached_rerankers:
+                if name not in self.rerankers:
+                    known = ", ".join(sorted(self.rerankers)) or "none"
+                    raise ConfigError(f"reranker {name!r} is not configured (configured: {known})")
+                raw = self.rerankers[name]
+                self._cached_rerankers[name] = (raw if isinstance(raw, CachedReranker)
+                                                else CachedReranker(raw, self._embedding_cache()))
+            return self._cached_rerankers[name]
+
+    def query_embedding_ms(self, model: Any, questions: Sequence[str]) -> list[float]:
+        """The milliseconds ``model`` takes to embed each question alone
+        (``core.evaluation.waits.time_query_embeddings``), measured once per model and question
+        in this context and remembered (the time does not depend on the configuration).
+
+        Raises:
+            whatever the model raises.
+        """
+        with self._lock:
+            todo = list(dict.fromkeys(q for q in questions if (model.model_id, q) not in self._query_ms))
+        if todo:
+            measured = dict(zip(todo, time_query_embeddings(model, todo)))
+            with self._lock:
+                for q, ms in measured.items():
+                    self._query_ms.setdefault((model.model_id, q), ms)
+        with self._lock:
+            return [self._query_ms[(model.model_id, q)] for q in questions]
+
     def reply_stats(self) -> dict[str, int]:
         """``{"chat_calls", "replies_from_cache"}`` over the cached chat and judge models."""
         with self._lock:
@@ -462,7 +511,8 @@ def _models(settings: PipelineSettings, context: EvaluationContext, model: Embed
 
 def _with_reranker(store: VectorStore, settings: PipelineSettings, context: EvaluationContext) -> Any:
     """``store``, or ``store`` followed by the configuration's reranker (``reranker`` not
-    ``none``; the first stage fetches ``retrieval_depth`` results).
+    ``none``; the first stage fetches ``retrieval_depth`` results), its scores read from and
+    kept in the context's cache (:meth:`EvaluationContext.cached_reranker`).
 
     Raises:
         ConfigError: a reranker that is not configured.
@@ -470,10 +520,7 @@ def _with_reranker(store: VectorStore, settings: PipelineSettings, context: Eval
     name = settings.reranker
     if name is None:
         return store
-    if name not in context.rerankers:
-        known = ", ".join(sorted(context.rerankers)) or "none"
-        raise ConfigError(f"reranker {name!r} is not configured (configured: {known})")
-    return RerankingStore(store, context.rerankers[name], settings.retrieval_depth)
+    return RerankingStore(store, context.cached_reranker(name), settings.retrieval_depth)
 
 
 def leg_depth(configuration: Mapping[str, Any]) -> int:
@@ -585,8 +632,12 @@ def run_single_evaluation(
         collection_reused, n_embedded, timings{chunk_s, index_s, retrieve_s, answers_s, total_s},
         cost{seconds, texts_embedded, texts_from_cache, chat_requests, replies_from_cache,
         prompt_tokens, completion_tokens, tokens}, models{model id: description},
-        per_question{ids, scores{metric: [score or None]}}}`` (``per_question``: the rank
-        grain's scores per question, what paired tests between configurations read)
+        per_question{ids, scores{metric: [score or None]}, wait_ms{part: [ms] or None}},
+        timings_ms{n, median, p95, mean, query_embedding, search, rerank, generation, total}}``
+        (``per_question``: the rank grain's scores per question, what paired tests between
+        configurations read, and the time a user waits per question, by part; ``timings_ms``
+        their statistics, the shape of ``evaluate``'s setups; both measured as
+        ``core.evaluation.waits`` says, and absent when ``context.measure_waits`` is False)
         (``models``: the embedding model's and the reranker's source, revision and weight
         files' sha256, see ``core.models.describe``; ``cost``: what this evaluation alone
         spent, see ``core.models.spend.Spend.to_dict``; tokens None when an endpoint did not
@@ -626,6 +677,7 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
             answers = _answers(searched, model, golden, setup, generator, settings, context)
             result["timings"]["answers_s"] = round(time.perf_counter() - t0, 3)
             result["answers"] = answers
+            _add_generation_waits(result, answers)
             for m in answers["metrics"]:
                 if m["scores"]["mean"] is not None:
                     result["metrics"][m["name"]] = m["scores"]["mean"]
@@ -725,7 +777,45 @@ def _retrieved(store: VectorStore, settings: PipelineSettings, corpus: Corpus, g
     result["retrieval"] = {g: r.aggregate.to_dict() for g, r in grains.items()}
     result["metrics"].update(grains[rank_grain].aggregate.means)
     result["per_question"] = _per_question(grains[rank_grain])
+    if context.measure_waits:
+        _measure_waits(store, settings, golden, model, context, result)
     return searched, setup
+
+
+def _measure_waits(store: Any, settings: PipelineSettings, golden: Any, model: Any, context: EvaluationContext,
+                   result: dict[str, Any]) -> None:
+    """Time each question's query embedding, first-stage search and rerank alone
+    (``core.evaluation.waits``) into ``per_question["wait_ms"]`` and ``timings_ms``; the
+    search asks the database, not the run's leg memo."""
+    texts = [q.question for q in golden.questions]
+    timing = store
+    if getattr(store, "legs", None) is not None:  # a twin of the store that searches the database
+        timing = context.vector_store(model, context.store_config(settings.vector_store), result["collection"],
+                                      keyword_index=context.needs_keyword_index(result["configuration"]), memo=False)
+    try:
+        reranker = context.cached_reranker(settings.reranker) if settings.reranker else None
+        search_ms, rerank_ms = time_first_stage(timing, texts, settings.first_stage_depth,
+                                                settings.search_setup().to_dict(), reranker)
+    finally:
+        if timing is not store:
+            timing.close()
+    waits = question_waits({"query_embedding": context.query_embedding_ms(model, texts), "search": search_ms,
+                            "rerank": rerank_ms})
+    result["per_question"]["wait_ms"] = waits
+    result["timings_ms"] = wait_timings(waits)
+
+
+def _add_generation_waits(result: dict[str, Any], answers: Mapping[str, Any]) -> None:
+    """Add each question's answering time (the answer report's ``timings.answer_ms``) to the
+    result's per-question waits and their statistics; nothing when either is missing."""
+    per = result.get("per_question") or {}
+    waits, by_id = per.get("wait_ms"), (answers.get("timings") or {}).get("answer_ms")
+    if not isinstance(waits, dict) or not isinstance(by_id, Mapping) or any(q not in by_id for q in per["ids"]):
+        return
+    parts = {k: v for k, v in waits.items() if k != "total"}
+    parts["generation"] = [float(by_id[q]) for q in per["ids"]]
+    per["wait_ms"] = question_waits(parts)
+    result["timings_ms"] = wait_timings(per["wait_ms"])
 
 
 def _per_question(grain: Any) -> dict[str, Any]:

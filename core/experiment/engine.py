@@ -40,6 +40,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from core.errors import ConfigError, EvaluationError, RagtuneError, StoreError, is_transient
+from core.evaluation.waits import merge_waits, wait_timings
 from core.experiment.report import build_report
 from core.experiment.spec import ExperimentSpec
 from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
@@ -315,7 +316,8 @@ class Experiment:
         if not experiment.exists():
             if spec.multi_fidelity and question_ids:
                 experiment._write("fidelity.json", {"question_ids": list(question_ids),
-                                                    "state": Halving(spec.rungs(question_ids)).to_dict()})
+                                                    "state": Halving(spec.rungs(question_ids),
+                                                                     promotion=spec.promotion).to_dict()})
             experiment._write("spec.json", spec.to_dict())
             experiment.save_study(study)
         return experiment
@@ -757,7 +759,9 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     grain's means and 95 % intervals computed again from them
     (``core.metrics.retrieval.aggregate``); other grains are not kept. ``timings`` and
     ``cost`` are the new evaluation's own, with ``n_questions_evaluated`` the questions it
-    scored.
+    scored. The per-question waits (``per_question["wait_ms"]``) of both are merged the same
+    way and ``timings_ms`` computed again from them (``core.evaluation.waits``); when either
+    result lacks them, neither is kept.
 
     Raises:
         EvaluationError: a question of ``questions`` has no score in either result.
@@ -782,6 +786,11 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     merged["metrics"] = dict(summary.means)
     merged["retrieval"] = {grain: summary.to_dict()} if grain else {}
     merged["n_questions_evaluated"] = len((blocks[1].get("ids") or []))
+    waits = merge_waits(blocks, questions)
+    merged.pop("timings_ms", None)
+    if waits is not None:
+        merged["per_question"]["wait_ms"] = waits
+        merged["timings_ms"] = wait_timings(waits)
     if objective not in merged["metrics"]:
         merged["status"], merged["error"] = "failed", f"objective metric {objective!r} was not computed"
     return merged

@@ -5,10 +5,12 @@ per configuration, its quality (the objective with its 95 % interval), the time 
 per question, tokens and cost per question where a price is configured, and the one-off cost
 of building its index; then the non-dominated set and two picks on it.
 
-- **Wait per question** (ms): the median of ``timings_ms.total`` when the result holds
-  per-question timings (``core.reports.tables.wait_of``, the definition ``evaluate`` uses:
-  query embedding + search + rerank, plus generation when answers are made); otherwise the
-  evaluation's batched retrieval and answer time over the questions it scored,
+- **Wait per question** (ms): the median over questions of ``timings_ms.total``
+  (``core.reports.tables.wait_of``, the definition ``evaluate`` uses: query embedding +
+  search + rerank, plus generation when answers are made), which every evaluation measures
+  per question (``core.evaluation.waits``; a promotion's result holds the waits of every
+  question of its rung, merged). Only a result stored before waits were measured falls back
+  to its batched retrieval and answer time over the questions it scored,
   ``1000 * (retrieve_s + answers_s) / n`` (a mean, marked ``"batched mean"``; ``n`` is
   ``n_questions_evaluated`` for a promotion, which scores only its rung's new questions).
 - **Tokens and cost per question**: the evaluation's ``cost.tokens`` over its questions; cost

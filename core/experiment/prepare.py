@@ -38,6 +38,7 @@ from core.inputs import shown_address
 from core.metrics.retrieval import metric_names
 from core.models import OpenAIEmbeddingModel
 from core.models.context_length import detect_context_length
+from core.optimization.defaults import default_configuration
 from core.optimization.parameters import NO_RERANKER, PARAMETER_NAMES, unconfigured_values
 from core.optimization.space import SearchSpace, default_space
 from core.optimization.study import Study
@@ -219,23 +220,28 @@ class NewStudy:
 
 
 def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
-                notes: Sequence[str] = ()) -> NewStudy:
+                notes: Sequence[str] = (), default_embedding_model: str | None = None) -> NewStudy:
     """Complete ``spec`` with what it records of ``golden`` (sha256, format, question count) and
-    start a new study of ``space`` (the plan's, possibly narrowed by pre-selection).
+    start a new study of ``space`` (the plan's, possibly narrowed by pre-selection); with
+    ``spec.start_from_default``, the space's default configuration is its first trial.
 
     Args:
         spec: the experiment's spec; its ``objective`` is the study's.
         golden: the golden file read for the experiment.
         space: the space searched.
         notes: the plan's notes, kept after the budget note.
+        default_embedding_model: the configured embedding model, which the default
+            configuration takes when the space holds it.
     """
-    spec = replace(spec, golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
+    spec = replace(spec.screening(), golden_sha256=golden.sha256, golden_format=getattr(golden, "format", "ragtune"),
                    n_questions=len(golden.questions))
 
     if spec.multi_fidelity and spec.objective not in metric_names():
         spec = replace(spec, multi_fidelity=False)  # answer metrics have no per-question block: one rung
         notes = [f"multi-fidelity needs a retrieval objective; {spec.objective} is scored on every question"] + list(notes)
     study = Study(space, spec.sampler(), spec.objective, spec.seed, max_evals=spec.max_evals)
+    if spec.start_from_default:
+        study.enqueue(default_configuration(space, default_embedding_model))
     note = budget_note(space.n_valid, spec.max_evals)
     return NewStudy(spec, study, tuple(([note] if note else []) + list(notes)), tuple(q.id for q in golden.questions))
 
@@ -282,7 +288,7 @@ def prepare_request(files: Files, experiment_id: str, request: Mapping[str, Any]
                                      seed=request["seed"], overrides=overrides,
                                      vector_store=request.get("vector_store"),
                                      multi_fidelity=bool(request.get("multi_fidelity", False))),
-                      golden, plan.space, plan.notes)
+                      golden, plan.space, plan.notes, default_embedding_model=next(iter(embedding), None))
     notes = [cut_text(n) for n in new.notes]
     Experiment.create(files, new.spec, new.study, list(new.question_ids)).write_notes(notes)
     return Prepared(plan.objective, plan.space.n_valid, new.study.max_evals, tuple(notes))

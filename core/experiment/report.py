@@ -60,8 +60,14 @@ def leaderboard(study: Study, results: Mapping[str, Mapping[str, Any]], halving:
     endpoint did not say; ``{}`` when not recorded); ``n_questions``: questions the score is
     over (``n_questions`` of the whole golden file without rungs); ``fully_evaluated``; and
     ``fidelity``: the last multi-fidelity decision (``{verdict, rung, n_questions, best_key,
-    p_value, reason}``, ``core.optimization.fidelity.Decision``), or None.
+    p_value, reason}``, ``core.optimization.fidelity.Decision``, with ``waiting``: promoted but
+    held back, below the best configuration scored on every question on the questions both saw,
+    ``Halving.ready``), or None.
     """
+    waiting: set[str] = set()
+    if halving is not None:
+        promoted = halving.promotions()
+        waiting = set(promoted) - set(halving.ready(promoted))
     rows = []
     for trial in study.trials:
         if trial.status == "pending":
@@ -81,7 +87,8 @@ def leaderboard(study: Study, results: Mapping[str, Mapping[str, Any]], halving:
         })
         decision = None if halving is None else halving.decisions.get(trial.configuration.key)
         row = rows[-1]
-        row["fidelity"] = None if decision is None else decision.to_dict()
+        row["fidelity"] = None if decision is None else {**decision.to_dict(),
+                                                         "waiting": trial.configuration.key in waiting}
         row["n_questions"] = res.get("n_questions") or (decision.n_questions if decision is not None else n_questions)
         row["fully_evaluated"] = trial.status == "complete" and (decision is None or decision.verdict == "complete")
     done = sorted((r for r in rows if r["score"] is not None),
@@ -123,9 +130,9 @@ def build_report(spec: ExperimentSpec, study: Study, results: Mapping[str, Mappi
         format, n_questions}, corpus{path}, space{n_valid, parameters}, optimizer{name, seed,
         max_evals, n_random_nodes, evals_per_trial}, objective, leaderboard, best{key, score,
         configuration} or None, counts{evaluations, failed, stored, pending}, results{key:
-        {status, error, metrics, timings, collection, store_binding, stored, round, cost}}, study,
+        {status, error, metrics, timings, timings_ms, collection, store_binding, stored, round, cost}}, study,
         models{model id: description}, stop{reason, text}, fidelity{sizes, alpha,
-        rule} or None, front}`` (``models``: every embedding model and reranker the
+        promotion, rule} or None, front}`` (``models``: every embedding model and reranker the
         results name, from their stored descriptions; see ``core.models.describe``; ``stop``:
         why the search ended, reason None while it goes on; ``front``: see
         ``core.experiment.front.front``).
@@ -145,17 +152,20 @@ def build_report(spec: ExperimentSpec, study: Study, results: Mapping[str, Mappi
         "best": None if best is None else {"key": best.configuration.key, "score": best.score,
                                            "configuration": dict(best.configuration)},
         "counts": counts(study, results),
-        "results": {key: {k: r.get(k) for k in ("status", "error", "metrics", "timings", "collection",
-                                               "store_binding", "stored", "round", "cost")}
+        "results": {key: {k: r.get(k) for k in ("status", "error", "metrics", "timings", "timings_ms",
+                                               "collection", "store_binding", "stored", "round", "cost")}
                     for key, r in results.items()},
         "study": study.to_dict(),
         # beside the configurations' model ids: each model's source, revision and weight files' sha256
         "models": {m: d for r in results.values() for m, d in (r.get("models") or {}).items()},
         "stop": {"reason": stop_reason, "text": STOP_REASONS.get(stop_reason or "")},
         "fidelity": None if halving is None else {
-            **halving.rungs.to_dict(),
+            **halving.rungs.to_dict(), "promotion": halving.promotion,
             "rule": "successive halving over a seeded question order; a configuration stops only when the exact "
-                    "two-sided sign test on the questions both saw says it is worse than the rung's best"},
+                    "two-sided sign test on the questions both saw says it is worse than the rung's best"
+                    + ("; a promoted one gets the next rung only while it is at least as good as the best "
+                       "configuration scored on every question, on the questions both saw, else it waits"
+                       if halving.promotion == "incumbent" else "")},
         "front": front(board, results, spec.n_questions or None, prices),
     }, schema_version=EXPERIMENT_SCHEMA_VERSION,
         head={"experiment_id": spec.experiment_id,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from core.addresses import REMOTE_SCHEMES, scheme_of
 from core.errors import ConfigError
 from core.evaluation.single import EXTRACTIVE, check_objective
+from core.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 from core.optimization.parameters import PARAMETER_KINDS, PARAMETER_NAMES, unconfigured_values
 from core.optimization.space import default_space
 from core.vectorstores import BACKENDS
@@ -45,7 +46,8 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_
 
     Fields: ``golden`` and ``documents`` (addresses: local path, ``s3://``, Blob URL; both
     required, ``golden`` optional when ``golden_required`` is False), ``space`` (parameter ->
-    non-empty list of values), ``optimizer`` (``gam`` | ``random``, default ``gam``),
+    non-empty list of values), ``optimizer`` (``screen`` | ``gam`` | ``random``, default
+    ``screen``: ``core.experiment.spec.SCREEN``),
     ``max_evals`` (1..1000, default 12), ``seed`` (0..2**32-1, default 0), ``objective`` (a
     metric name, default: chosen from the golden file), ``vector_store`` (a backend name: the
     space's ``vector_store`` parameter, default the app's ``RAGTUNE_VECTOR_STORE``). The whole
@@ -105,9 +107,9 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_
             errors.append(f"space: {name!r} must be a non-empty list of values")
         elif PARAMETER_KINDS[name] == "integer":
             space[name] = [_integer(v) for v in values]
-    optimizer = body.get("optimizer", "gam")
-    if optimizer not in ("gam", "random"):
-        errors.append(f"'optimizer' must be 'gam' or 'random', got {_shown_value(optimizer)}")
+    optimizer = body.get("optimizer", DEFAULT_OPTIMIZER)
+    if optimizer not in OPTIMIZERS:
+        errors.append(f"'optimizer' must be one of {', '.join(OPTIMIZERS)}, got {_shown_value(optimizer)}")
     max_evals = _integer(body.get("max_evals", 12))
     if isinstance(max_evals, bool) or not isinstance(max_evals, int) or not 1 <= max_evals <= MAX_EVALS_LIMIT:
         errors.append(f"'max_evals' must be an integer from 1 to {MAX_EVALS_LIMIT}, got {_shown_value(max_evals)}")

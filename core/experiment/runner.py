@@ -28,7 +28,7 @@ from core.experiment.engine import Experiment, TransientEvaluationError
 from core.experiment.events import pattern_payload
 from core.experiment.prepare import LoadedEvaluator, embed_questions_early, plan_experiment, start_study
 from core.experiment.preselection import preselect_models
-from core.experiment.spec import ExperimentSpec
+from core.experiment.spec import DEFAULT_OPTIMIZER, ExperimentSpec
 from core.golden import read_golden
 from core.inputs import shown_address
 from core.reports import LocalFiles, new_run_id
@@ -88,7 +88,8 @@ class ExperimentOptions:
     """Settings of one experiment.
 
     Attributes:
-        optimizer: ``"gam"`` (random phase, then a GAM surrogate) or ``"random"``.
+        optimizer: ``"screen"`` (the default, ``core.experiment.spec.SCREEN``), ``"gam"`` (random
+            phase, then a GAM surrogate) or ``"random"``.
         max_evals: the most configurations to evaluate (None: the whole valid space).
         objective: the metric maximised (None: see ``core.experiment.spec.default_objective``).
         seed: the study's seed; the same seed on the same data gives the same sequence.
@@ -113,10 +114,14 @@ class ExperimentOptions:
         multi_fidelity: score configurations on a seeded subset of the questions first and
             promote the better ones (``core.optimization.fidelity``; retrieval objectives).
         min_questions: questions of the first rung (None: the default).
+        promotion: when a promoted configuration gets its next rung
+            (``core.optimization.halving.PROMOTIONS``).
+        start_from_default: evaluate the space's default configuration first
+            (``core.optimization.defaults.default_configuration``).
         prices: model id -> price (``Settings.prices``), for the front's cost per question.
     """
 
-    optimizer: str = "gam"
+    optimizer: str = DEFAULT_OPTIMIZER
     max_evals: int | None = 12
     objective: str | None = None
     seed: int = 0
@@ -135,6 +140,8 @@ class ExperimentOptions:
     cache_replies: bool = True
     multi_fidelity: bool = False
     min_questions: int | None = None
+    promotion: str = "tied"
+    start_from_default: bool = False
     prices: dict[str, Any] = field(default_factory=dict)
 
 
@@ -166,6 +173,7 @@ class _LocalRun:
     iteration: int = 0
     question_ids: list[str] = field(default_factory=list)
     pending: int = 0
+    default_embedding: str | None = None
     t_start: float = field(default_factory=time.perf_counter)
 
     def status(self, level: str, message: str, step: str | None = None) -> None:
@@ -253,7 +261,8 @@ def run_experiment(
     workers = 1 if options.workers is None else int(options.workers)
     if workers < 1:
         raise ConfigError(f"workers must be at least 1, got {options.workers}")
-    run = _LocalRun(options=options, handlers=handlers, workers=workers)
+    run = _LocalRun(options=options, handlers=handlers, workers=workers,
+                    default_embedding=next(iter(default_embedding_models or embedding_models), None))
     started = datetime.now(timezone.utc)
 
     if options.objective:
@@ -375,8 +384,9 @@ def _start(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path) -> Non
                                      seed=options.seed, n_random_nodes=options.n_random_nodes,
                                      evals_per_trial=options.evals_per_trial,
                                      overrides=dict(options.overrides), corpus_fingerprint=run.corpus.fingerprint,
-                                     multi_fidelity=options.multi_fidelity, min_questions=options.min_questions),
-                      run.golden, run.space, run.notes)
+                                     multi_fidelity=options.multi_fidelity, min_questions=options.min_questions,
+                                     promotion=options.promotion, start_from_default=options.start_from_default),
+                      run.golden, run.space, run.notes, default_embedding_model=run.default_embedding)
     run.spec, run.study, run.notes = new.spec, new.study, list(new.notes)
     run.question_ids = list(new.question_ids)
 

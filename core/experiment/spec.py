@@ -11,7 +11,9 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
+from core.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS, SCREEN
 from core.optimization.fidelity import DEFAULT_ETA, DEFAULT_MIN_QUESTIONS, Rungs
+from core.optimization.halving import PROMOTIONS
 from core.optimization.samplers import GAMSampler, RandomSampler
 
 if TYPE_CHECKING:
@@ -19,8 +21,6 @@ if TYPE_CHECKING:
 
 #: Version of ``spec.json``'s layout.
 SPEC_VERSION = 1
-#: The optimizers an experiment can use.
-OPTIMIZERS = ("gam", "random")
 #: The default objective when the golden file has reference answers, else the retrieval one.
 DEFAULT_ANSWER_OBJECTIVE = "unitxt.answer_correctness"
 DEFAULT_RETRIEVAL_OBJECTIVE = "mrr"
@@ -57,7 +57,8 @@ class ExperimentSpec:
             string in reports).
         documents: the documents' address.
         objective: the metric maximised.
-        optimizer: ``"gam"`` or ``"random"``.
+        optimizer: one of :data:`OPTIMIZERS` (``screen`` sets ``multi_fidelity``, ``promotion``
+            and ``start_from_default`` as :data:`SCREEN` says, :meth:`screening`).
         max_evals: the most configurations evaluated (None: the whole valid space).
         seed: the study's seed.
         n_random_nodes: configurations of the GAM's random phase.
@@ -75,13 +76,18 @@ class ExperimentSpec:
             retrieval objective (answer metrics carry no per-question block), else ignored.
         min_questions: questions of the first rung (None: ``fidelity.DEFAULT_MIN_QUESTIONS``).
         eta: growth of the question count from rung to rung (None: ``fidelity.DEFAULT_ETA``).
+        promotion: when a promoted configuration gets its next rung's questions
+            (``core.optimization.halving.PROMOTIONS``: ``tied``, at once; ``incumbent``, while it
+            is at least as good as the next rung's best on the questions both saw).
+        start_from_default: the product's default configuration
+            (``core.optimization.defaults.default_configuration``) is evaluated first.
     """
 
     experiment_id: str
     golden: str
     documents: str
     objective: str
-    optimizer: str = "gam"
+    optimizer: str = DEFAULT_OPTIMIZER
     max_evals: int | None = 12
     seed: int = 0
     n_random_nodes: int = 4
@@ -95,10 +101,14 @@ class ExperimentSpec:
     multi_fidelity: bool = False
     min_questions: int | None = None
     eta: int | None = None
+    promotion: str = "tied"
+    start_from_default: bool = False
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"optimizer must be 'gam' or 'random', got {self.optimizer!r}")
+            raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        if self.promotion not in PROMOTIONS:
+            raise ConfigError(f"promotion must be one of {', '.join(PROMOTIONS)}, got {self.promotion!r}")
         object.__setattr__(self, "overrides", {str(k): tuple(v) for k, v in dict(self.overrides).items()})
         for name in ("min_questions", "eta"):
             value = getattr(self, name)
@@ -111,9 +121,21 @@ class ExperimentSpec:
         return Rungs(list(question_ids), self.seed, min_questions=self.min_questions or DEFAULT_MIN_QUESTIONS,
                      eta=self.eta or DEFAULT_ETA)
 
+    def screening(self) -> "ExperimentSpec":
+        """This spec with ``screen``'s settings (:data:`SCREEN`) applied; any other optimizer's
+        spec unchanged."""
+        if self.optimizer != "screen":
+            return self
+        from dataclasses import replace
+
+        return replace(self, multi_fidelity=bool(SCREEN["multi_fidelity"]), promotion=str(SCREEN["promotion"]),
+                       start_from_default=bool(SCREEN["start_from_default"]))
+
     def sampler(self) -> Any:
-        """The study's sampler (``GAMSampler`` or ``RandomSampler``) for these settings."""
-        if self.optimizer == "gam":
+        """The study's sampler (``GAMSampler`` or ``RandomSampler``) for these settings
+        (``screen``'s is :data:`SCREEN`'s ``sampler``)."""
+        name = SCREEN["sampler"] if self.optimizer == "screen" else self.optimizer
+        if name == "gam":
             return GAMSampler(n_random_nodes=self.n_random_nodes, evals_per_trial=self.evals_per_trial)
         return RandomSampler()
 
@@ -141,5 +163,5 @@ class ExperimentSpec:
             raise ConfigError(f"the stored experiment spec is incomplete: {exc}") from None
 
 
-__all__ = ["DEFAULT_ANSWER_OBJECTIVE", "DEFAULT_RETRIEVAL_OBJECTIVE", "ExperimentSpec", "OPTIMIZERS",
-           "OVERALL_SCORE", "SPEC_VERSION", "default_objective"]
+__all__ = ["DEFAULT_ANSWER_OBJECTIVE", "DEFAULT_OPTIMIZER", "DEFAULT_RETRIEVAL_OBJECTIVE", "ExperimentSpec",
+           "OPTIMIZERS", "OVERALL_SCORE", "SCREEN", "SPEC_VERSION", "default_objective"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from core.optimization.parameters import NO_RERANKER
-from core.rag.template import DEFAULT_CONTEXT_TEMPLATE, DEFAULT_SYSTEM_MESSAGE, DEFAULT_USER_MESSAGE
 
 #: ai4rag's default chunk sizes and overlaps (tokens).
 AI4RAG_CHUNK_SIZES: tuple[int, ...] = (512, 1024, 2048)
@@ -53,6 +52,8 @@ def default_values(
     Returns:
         Parameter name -> its tuple of values, for every parameter of the space.
     """
+    from core.rag.template import DEFAULT_CONTEXT_TEMPLATE, DEFAULT_SYSTEM_MESSAGE, DEFAULT_USER_MESSAGE
+
     lengths = embedding_models
     known = [n for n in lengths.values() if n is not None]
     short = bool(known) and min(known) < AI4RAG_CHUNK_SIZES[0]
@@ -79,6 +80,74 @@ def default_values(
     return values
 
 
+def product_defaults(embedding_model: str | None = None) -> dict[str, Any]:
+    """The value of each parameter a pipeline takes when the user sets nothing: what
+    ``ragtune evaluate`` builds and searches by default (recursive chunking of
+    ``core.chunking``'s default size and overlap, ``core.rag.template.NUMBER_OF_CHUNKS``
+    chunks, dense search, no reranker, the first stage's default depth) and the configured
+    embedding model (``embedding_model``; None: none preferred).
+
+    Parameters not named (fusion, foundation model, prompts, vector store) take the space's
+    first value in :func:`default_configuration`.
+    """
+    # the optimizer stays pure: the defaults' homes are read when a default configuration is made
+    from core.chunking._common import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+    from core.rag.template import NUMBER_OF_CHUNKS
+
+    out: dict[str, Any] = {
+        "chunking_method": DEFAULT_CHUNKING_METHODS[0], "chunk_size": DEFAULT_CHUNK_SIZE,
+        "chunk_overlap": DEFAULT_CHUNK_OVERLAP, "number_of_chunks": NUMBER_OF_CHUNKS,
+        "search_mode": DEFAULT_SEARCH_MODES[0], "ranker_strategy": DEFAULT_RANKER_STRATEGIES[0],
+        "ranker_k": DEFAULT_RANKER_K[0], "reranker": NO_RERANKER, "retrieval_depth": DEFAULT_RETRIEVAL_DEPTH[0],
+    }
+    if embedding_model is not None:
+        out["embedding_model"] = embedding_model
+    return out
+
+
+def default_configuration(space: Any, embedding_model: str | None = None) -> Any:
+    """The space's configuration nearest the product's defaults (:func:`product_defaults`):
+    where SMAC starts (it evaluates the default configuration first), and a user's baseline.
+
+    Each parameter takes its default when the space holds it; a numeric default the space
+    lacks takes the space's nearest value (the smaller on a tie); any other parameter the
+    space's first value. When that combination breaks a rule, the valid configuration that
+    agrees with it on the most parameters is taken (the first in the space's order on a tie).
+
+    Args:
+        space: the ``core.optimization.space.SearchSpace``.
+        embedding_model: the configured embedding model's id (preferred when the space holds it).
+
+    Returns:
+        A valid ``Configuration`` of ``space``.
+
+    References:
+        Hutter, F., Hoos, H. H. and Leyton-Brown, K. (2011). Sequential Model-Based Optimization
+        for General Algorithm Configuration (SMAC). LION 5 (the default configuration is the
+        incumbent before the search starts).
+    """
+    wanted = product_defaults(embedding_model)
+    values: dict[str, Any] = {}
+    for p in space.parameters:
+        choices = list(p.values)
+        default = wanted.get(p.name)
+        if default in choices:
+            values[p.name] = default
+        elif isinstance(default, (int, float)) and not isinstance(default, bool) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in choices):
+            values[p.name] = min(choices, key=lambda v: (abs(v - default), v))
+        else:
+            values[p.name] = choices[0]
+    target = space.configuration(values, check=False)  # parameters that do not apply: the placeholder
+    if space.contains(target):
+        return space.valid_configurations()[space.index_of(target)]
+
+    def agreement(config: Any) -> int:
+        return sum(1 for name, value in target.items() if config.get(name) == value)
+
+    return max(space.valid_configurations(), key=agreement)  # the first of the most agreeing
+
+
 __all__ = [
     "AI4RAG_CHUNK_OVERLAPS",
     "AI4RAG_CHUNK_SIZES",
@@ -92,5 +161,7 @@ __all__ = [
     "DEFAULT_SEARCH_MODES",
     "SHORT_CONTEXT_CHUNK_OVERLAPS",
     "SHORT_CONTEXT_CHUNK_SIZES",
+    "default_configuration",
     "default_values",
+    "product_defaults",
 ]

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 #: Configurations evaluated before separation may end a search (more when the sampler's random
 #: phase, ``n_random_nodes``, is longer): separation after one or two says little of the space.
 SEPARATION_MIN_EVALS = 4
+#: When a promoted configuration is handed out at its next rung (see :class:`Halving`).
+PROMOTIONS = ("tied", "incumbent")
 #: The stop reasons, in words for the report.
 STOP_REASONS: dict[str, str] = {
     "separated": "the best configuration is separated from the rest by the exact paired test",
@@ -64,11 +66,24 @@ class Halving:
             state; None: none yet).
         decisions: key -> the last :class:`Decision` (stored state).
         pending: key -> rung of the work items handed out and not yet told (stored state).
+        promotion: when a promoted configuration is handed out at its next rung (one of
+            :data:`PROMOTIONS`): ``"tied"``, at once (every promotion before any new
+            configuration); ``"incumbent"``, only while on its rung's questions its mean is at
+            least that of the next rung's best (:meth:`Rungs.rung_best`) on the same questions,
+            else it waits (pending, not stopped) while new configurations are screened at
+            rung 0, and is handed out when it qualifies again or nothing else is left to ask.
+
+    Raises:
+        ConfigError: an unknown ``promotion``.
     """
 
     def __init__(self, rungs: Rungs, scores: Mapping[str, Mapping[str, float | None]] | None = None,
-                 decisions: Mapping[str, Decision] | None = None, pending: Mapping[str, int] | None = None) -> None:
+                 decisions: Mapping[str, Decision] | None = None, pending: Mapping[str, int] | None = None,
+                 *, promotion: str = "tied") -> None:
+        if promotion not in PROMOTIONS:
+            raise ConfigError(f"promotion must be one of {', '.join(PROMOTIONS)}, got {promotion!r}")
         self.rungs = rungs
+        self.promotion = promotion
         self.scores: dict[str, dict[str, float | None]] = {k: dict(v) for k, v in (scores or {}).items()}
         self.decisions: dict[str, Decision] = dict(decisions or {})
         self.pending: dict[str, int] = dict(pending or {})
@@ -85,6 +100,25 @@ class Halving:
 
         return sorted(waiting, key=lambda k: -mean(k))
 
+    def ready(self, keys: Sequence[str]) -> list[str]:
+        """The promotions among ``keys`` to hand out now (all of them with ``"tied"``; with
+        ``"incumbent"``, those at least as good as the next rung's best on their rung's
+        questions, or any when no configuration has reached the next rung), in ``keys``' order."""
+        if self.promotion == "tied":
+            return list(keys)
+        out = []
+        for key in keys:
+            rung = self.decisions[key].rung
+            best = self.rungs.rung_best(rung + 1, {k: v for k, v in self.scores.items() if k != key})
+            if best is None:
+                out.append(key)
+                continue
+            ids = self.rungs.questions(rung)
+            mine, theirs = (_mean_on(self.scores[k], ids) for k in (key, best[0]))
+            if mine is not None and (theirs is None or mine >= theirs):
+                out.append(key)
+        return out
+
     def ask(self, study: "Study", n: int | None = None) -> list[WorkItem]:
         """Up to ``n`` work items of one rung (None: the sampler's natural batch), each recorded
         as pending: items handed out and never told (a resumed run) alone; else the promotions
@@ -97,16 +131,23 @@ class Halving:
         if items:
             return items
         waiting = self.promotions()
-        if waiting:  # a round holds one rung: the lowest rung promotions wait for, best first
-            rung = min(self.decisions[k].rung for k in waiting) + 1
-            return [self._item(self._trial(study, k).configuration, rung)
-                    for k in waiting if self.decisions[k].rung + 1 == rung][:want]
+        ready = self.ready(waiting)
+        if ready:  # a round holds one rung: the lowest rung promotions wait for, best first
+            return self._promote(study, ready, want)
         for trial in study.pending_trials:
             if len(items) < want and trial.configuration.key not in self.pending:
                 items.append(self._item(trial.configuration, 0))
         if len(items) < want:
             items += [self._item(c, 0) for c in study.ask(want - len(items))]
+        if not items and waiting:  # nothing new to screen: the waiting promotions, best first
+            return self._promote(study, waiting, want)
         return items
+
+    def _promote(self, study: "Study", keys: Sequence[str], want: int) -> list[WorkItem]:
+        """Work items for the promotions of ``keys`` (best first) to the lowest next rung among them."""
+        rung = min(self.decisions[k].rung for k in keys) + 1
+        return [self._item(self._trial(study, k).configuration, rung)
+                for k in keys if self.decisions[k].rung + 1 == rung][:want]
 
     def _item(self, configuration: "Configuration", rung: int) -> WorkItem:
         self.pending[configuration.key] = rung
@@ -195,8 +236,9 @@ class Halving:
 
     # State -------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """The loop's state (JSON-clean): rungs' settings, scores, decisions, pending items."""
-        return {"rungs": self.rungs.to_dict(), "scores": self.scores,
+        """The loop's state (JSON-clean): rungs' settings, promotion rule, scores, decisions,
+        pending items."""
+        return {"rungs": self.rungs.to_dict(), "promotion": self.promotion, "scores": self.scores,
                 "decisions": {k: d.to_dict() for k, d in self.decisions.items()}, "pending": dict(self.pending)}
 
     @classmethod
@@ -212,9 +254,15 @@ class Halving:
         try:
             decisions = {k: Decision(**d) for k, d in (data.get("decisions") or {}).items()}
             return cls(rungs, data.get("scores") or {}, decisions,
-                       {k: int(v) for k, v in (data.get("pending") or {}).items()})
+                       {k: int(v) for k, v in (data.get("pending") or {}).items()},
+                       promotion=str(data.get("promotion") or "tied"))
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"the stored multi-fidelity state is malformed ({exc})") from None
+
+
+def _mean_on(scores: Mapping[str, float | None], ids: Sequence[str]) -> float | None:
+    kept = [v for v in (scores.get(q) for q in ids) if v is not None]
+    return sum(kept) / len(kept) if kept else None
 
 
 def per_question_scores(result: Mapping[str, Any], metric: str) -> dict[str, float | None] | None:
@@ -230,4 +278,4 @@ def per_question_scores(result: Mapping[str, Any], metric: str) -> dict[str, flo
     return {str(q): (None if v is None else float(v)) for q, v in zip(ids, values)}
 
 
-__all__ = ["Halving", "SEPARATION_MIN_EVALS", "STOP_REASONS", "WorkItem", "per_question_scores"]
+__all__ = ["Halving", "PROMOTIONS", "SEPARATION_MIN_EVALS", "STOP_REASONS", "WorkItem", "per_question_scores"]

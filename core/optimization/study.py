@@ -228,6 +228,27 @@ class Study:
         logger.debug("asked %d configurations (%d trials)", len(out), len(self._trials))
         return out
 
+    def enqueue(self, configuration: Mapping[str, Any]) -> Configuration:
+        """Record ``configuration`` as a pending trial of a new round, to be evaluated before
+        anything the sampler proposes (whoever runs the study evaluates pending trials first):
+        how a search starts from a known configuration, such as the product's default (SMAC
+        evaluates the default configuration first; Optuna's ``enqueue_trial``). It counts
+        against the budget like any configuration asked.
+
+        Returns:
+            The configuration, as the space normalises it.
+
+        Raises:
+            ConfigError: not a valid configuration of the space, already tried, or no budget left.
+        """
+        config = self.space.configuration(configuration)
+        if config.key in self._by_key:
+            raise ConfigError(f"configuration {config.key} is already a trial of the study")
+        if self.n_remaining < 1:
+            raise ConfigError("the study's budget leaves no room for another configuration")
+        self._append(Trial(number=len(self._trials), configuration=config, status=PENDING, round=self.n_rounds + 1))
+        return config
+
     def tell(
         self,
         configuration: Mapping[str, Any] | Trial,

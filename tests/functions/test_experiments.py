@@ -168,7 +168,7 @@ def test_starter_starts_the_orchestrator_and_answers_with_the_apps_own_urls(app_
     assert payload == {"experiment_id": instance_id, "prepare": True}
     stored = json.loads((tmp_path / "experiments" / instance_id / "request.json").read_text())
     assert stored == {"golden": "s3://bucket/g.jsonl", "documents": "s3://bucket/docs",
-                      "space": {"chunk_size": [128, 256]}, "optimizer": "gam", "max_evals": 12, "seed": 3,
+                      "space": {"chunk_size": [128, 256]}, "optimizer": "screen", "max_evals": 12, "seed": 3,
                       "objective": None, "vector_store": None, "multi_fidelity": False}
 
 
@@ -179,7 +179,7 @@ def test_starter_starts_the_orchestrator_and_answers_with_the_apps_own_urls(app_
     (b"[1]", "must be a JSON object"),
     (b"{}", "'golden' is required"),
     (b'{"golden": "/etc/passwd", "documents": "s3://b/d"}', "local paths are not accepted here"),
-    (b'{"golden": "g", "documents": "d", "optimizer": "tpe"}', "'optimizer' must be 'gam' or 'random'"),
+    (b'{"golden": "g", "documents": "d", "optimizer": "tpe"}', "'optimizer' must be one of screen, gam, random"),
     (b'{"golden": "g", "documents": "d", "max_evals": 0}', "'max_evals' must be an integer"),
     (b'{"golden": "g", "documents": "d", "seed": -1}', "'seed' must be an integer from 0"),
     (b'{"golden": "g", "documents": "d", "space": {"chunk_sise": [1]}}', "unknown parameter 'chunk_sise'"),

@@ -395,6 +395,10 @@ def test_experiment_page_with_rungs_front_and_stop_reason_renders(browser, tmp_p
          "parameters": {"chunk_size": 512}, "duration_s": 1.0, "n_questions": 16, "fully_evaluated": False,
          "fidelity": {"verdict": "stop", "rung": 0, "n_questions": 16, "best_key": "k0", "p_value": 0.002,
                       "reason": "worse than k0 on 10 of 16 questions and better on 0 (exact sign test p = 0.002 < 0.05)"}},
+        {"rank": 4, "trial": 3, "key": "k3", "status": "complete", "score": 0.7, "ci_low": None, "ci_high": None,
+         "parameters": {"chunk_size": 64}, "duration_s": 1.0, "n_questions": 16, "fully_evaluated": False,
+         "fidelity": {"verdict": "promote", "rung": 0, "n_questions": 16, "best_key": "k0", "p_value": 0.5,
+                      "reason": "not told apart from k0 on 16 questions", "waiting": True}},
     ]
     results = {"k0": {"timings": {"retrieve_s": 2.4, "index_s": 3.0}, "collection": "c0", "n_embedded": 40},
                "k1": {"timings": {"retrieve_s": 0.48, "index_s": 2.0}, "collection": "c1", "n_embedded": 30}}
@@ -406,5 +410,6 @@ def test_experiment_page_with_rungs_front_and_stop_reason_renders(browser, tmp_p
     assert 'id="front"' in html and 'id="stop-reason"' in html and "partial" in html
     assert "successive halving &lt;b&gt;" in html  # escaped
     assert "best_for_balance" in html and "exact sign test p = 0.002" in html
+    assert "promote (waiting): not told apart from k0" in html  # held back by screen's rule
     result = check_page(browser, _file_page(tmp_path, "mf", html), tmp_path / "mf.png")
     _assert_page_ok(result, min_plots=2)

@@ -12,6 +12,14 @@ def test_workers_and_no_cache_are_parsed():
     assert (args.workers, args.no_cache) == (None, False)
 
 
+def test_the_default_optimizer_is_screen_and_the_samplers_stay():
+    args = build_parser().parse_args(["optimize", "--docs", "d", "--golden", "g"])
+    assert (args.optimizer, args.multi_fidelity) == ("screen", False)
+    args = build_parser().parse_args(["optimize", "--docs", "d", "--golden", "g", "--optimizer", "gam",
+                                      "--multi-fidelity"])
+    assert (args.optimizer, args.multi_fidelity) == ("gam", True)
+
+
 def test_workers_below_one_is_a_clear_error(capsys, tmp_path):
     code = main(["optimize", "--docs", str(tmp_path), "--golden", str(tmp_path / "g.jsonl"), "--workers", "0",
                  "--out", str(tmp_path / "out")])

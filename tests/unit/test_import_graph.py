@@ -130,7 +130,7 @@ def test_the_cycle_finder_finds_a_circle():
 #:   hand them a running experiment's report so far from the engine, so they sit above it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("core", "core.errors", "core.text", "core.addresses", "core.heap", "core.limits", "core.workspace",
-              "core.exact")),
+              "core.exact", "core.optimizers")),
     ("report stores", ("core.reports",)),
     ("models", ("core.models",)),
     ("chunking", ("core.chunking",)),

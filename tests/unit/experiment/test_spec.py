@@ -10,6 +10,7 @@ import pytest
 from core.errors import ConfigError
 from core.evaluation.single import check_objective
 from core.experiment import ExperimentSpec, default_objective
+from core.experiment.spec import SCREEN
 
 
 def golden(*references):
@@ -31,8 +32,43 @@ def test_the_spec_is_frozen_and_round_trips_through_json():
     assert back == spec and back.overrides == {"chunk_size": (128, 256), "system_message_text": ("Réponds.",)}
     with pytest.raises(AttributeError):
         spec.objective = "ndcg@10"  # type: ignore[misc]
-    with pytest.raises(ConfigError, match="optimizer must be 'gam' or 'random'"):
+    with pytest.raises(ConfigError, match="optimizer must be one of screen, gam, random"):
         ExperimentSpec(experiment_id="e", golden="g", documents="d", objective="mrr", optimizer="tpe")
     with pytest.raises(ConfigError, match="not an experiment spec of version 1"):
         ExperimentSpec.from_dict({"version": 7})
-    assert spec.sampler().name == "gam"
+    # the default optimizer is screen: its sampler and rungs as SCREEN says, set when the study starts
+    assert spec.optimizer == "screen" and spec.sampler().name == SCREEN["sampler"]
+    screened = spec.screening()
+    assert (screened.multi_fidelity, screened.promotion, screened.start_from_default) == (
+        SCREEN["multi_fidelity"], SCREEN["promotion"], SCREEN["start_from_default"])
+    gam = ExperimentSpec(experiment_id="e", golden="g", documents="d", objective="mrr", optimizer="gam")
+    assert gam.sampler().name == "gam" and gam.screening() == gam and not gam.multi_fidelity
+    with pytest.raises(ConfigError, match="promotion must be one of tied, incumbent"):
+        ExperimentSpec(experiment_id="e", golden="g", documents="d", objective="mrr", promotion="eager")
+
+
+def test_a_new_study_starts_as_its_optimizer_says():
+    """screen: rungs with the incumbent rule (a retrieval objective) or every question (an answer
+    objective); start_from_default puts the space's default configuration first (the one
+    ``default_configuration`` picks, checked in tests/unit/optimization/test_screening.py)."""
+    from pathlib import Path
+
+    from core.experiment.prepare import start_study
+    from core.golden import read_golden
+    from core.optimization import default_space
+    from core.optimization.defaults import default_configuration
+
+    golden = read_golden(Path(__file__).resolve().parents[3] / "examples" / "data" / "squad-mini" / "golden.jsonl")
+    space = default_space({"m-a": 256, "m-b": 512}, ["extractive"])
+    base = dict(experiment_id="e", golden="g", documents="d", objective="mrr")
+    screen = start_study(ExperimentSpec(**base), golden, space)
+    assert screen.spec.optimizer == "screen" and screen.spec.multi_fidelity == SCREEN["multi_fidelity"]
+    assert screen.spec.promotion == SCREEN["promotion"] and screen.study.sampler.name == SCREEN["sampler"]
+    assert len(screen.question_ids) == len(golden.questions)
+    answers = start_study(ExperimentSpec(**{**base, "objective": "unitxt.answer_correctness"}), golden, space)
+    assert not answers.spec.multi_fidelity and "multi-fidelity needs a retrieval objective" in answers.notes[0]
+    first = start_study(ExperimentSpec(**base, optimizer="random", start_from_default=True), golden, space,
+                        default_embedding_model="m-b")
+    (trial,) = first.study.pending_trials
+    assert trial.configuration == default_configuration(space, "m-b") and trial.configuration["embedding_model"] == "m-b"
+    assert start_study(ExperimentSpec(**base, optimizer="gam"), golden, space).study.pending_trials == []

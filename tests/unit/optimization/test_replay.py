@@ -166,3 +166,39 @@ def test_replay_questions_costs_by_hand(seed):
     (mf,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01,
                              rungs={"min_questions": 6, "eta": 3})
     assert (mf.evaluations_to_target, mf.questions_to_target) == (evaluations, cost)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_replay_questions_with_screening_by_hand(seed):
+    """18 questions, rungs (6, 18); B scores 1.0 on every question, A 0.9, the other six (W)
+    0.9 but 0.0 on the first question of rung 0, so each W is below A on rung 0 by one question
+    (the sign test's p = 1: promoted, a tie). Worked by hand along the random order: the first
+    configuration gets all 18 questions (no best yet); a W gets them while the best complete one
+    is a W (equal on rung 0), and waits at 6 once A is complete; A and B get all 18. With
+    promotions at once (``tied``) every configuration costs 18."""
+    from bench.replay import replay_questions
+    from core.optimization.fidelity import Rungs
+
+    space = tiny_space()
+    keys = [c.key for c in space.valid_configurations()]
+    a, b = keys[2], keys[5]
+    ids = [f"q{i}" for i in range(18)]
+    low = Rungs(ids, seed, min_questions=6, eta=3).questions(0)[0]
+    table = {k: [1.0 if k == b else 0.9 if k == a or q != low else 0.0 for q in ids] for k in keys}
+    order = _random_order(space, seed)
+    before_b = order[: order.index(b) + 1]
+    cost = evaluations = 0
+    best = None  # the kind of the best configuration scored on every question
+    for key in before_b:
+        kind = "B" if key == b else "A" if key == a else "W"
+        if best == "A" and kind == "W":
+            cost, evaluations = cost + 6, evaluations + 1
+        else:
+            cost, evaluations = cost + 18, evaluations + 2
+            best = "A" if kind == "A" or best == "A" else best or kind
+    rungs = {"min_questions": 6, "eta": 3}
+    (screen,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01, rungs=rungs,
+                                 promotion="incumbent")
+    assert (screen.evaluations_to_target, screen.questions_to_target) == (evaluations, cost)
+    (tied,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01, rungs=rungs)
+    assert (tied.evaluations_to_target, tied.questions_to_target) == (2 * len(before_b), 18 * len(before_b))
