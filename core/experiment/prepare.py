@@ -238,7 +238,10 @@ def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
 
     if spec.multi_fidelity and spec.objective not in metric_names():
         spec = replace(spec, multi_fidelity=False)  # answer metrics have no per-question block: one rung
-        notes = [f"multi-fidelity needs a retrieval objective; {spec.objective} is scored on every question"] + list(notes)
+        first = (f"screen scores every configuration on every question with {spec.objective} (rungs of questions "
+                 f"need a retrieval objective's per-question scores)" if spec.optimizer == "screen" else
+                 f"multi-fidelity needs a retrieval objective; {spec.objective} is scored on every question")
+        notes = [first] + list(notes)
     study = Study(space, spec.sampler(), spec.objective, spec.seed, max_evals=spec.max_evals)
     if spec.start_from_default:
         study.enqueue(default_configuration(space, default_embedding_model))

@@ -66,7 +66,12 @@ def test_a_new_study_starts_as_its_optimizer_says():
     assert screen.spec.promotion == SCREEN["promotion"] and screen.study.sampler.name == SCREEN["sampler"]
     assert len(screen.question_ids) == len(golden.questions)
     answers = start_study(ExperimentSpec(**{**base, "objective": "unitxt.answer_correctness"}), golden, space)
-    assert not answers.spec.multi_fidelity and "multi-fidelity needs a retrieval objective" in answers.notes[0]
+    assert not answers.spec.multi_fidelity and answers.notes[0] == (
+        "screen scores every configuration on every question with unitxt.answer_correctness (rungs of questions "
+        "need a retrieval objective's per-question scores)")
+    asked = start_study(ExperimentSpec(**{**base, "objective": "unitxt.answer_correctness", "optimizer": "random",
+                                          "multi_fidelity": True}), golden, space)
+    assert not asked.spec.multi_fidelity and "multi-fidelity needs a retrieval objective" in asked.notes[0]
     first = start_study(ExperimentSpec(**base, optimizer="random", start_from_default=True), golden, space,
                         default_embedding_model="m-b")
     (trial,) = first.study.pending_trials
