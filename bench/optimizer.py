@@ -386,9 +386,9 @@ def strategies(rungs: dict[str, Any], start: Any) -> dict[str, dict[str, Any]]:
       (promotion ``incumbent``), new configurations screened on the first rung meanwhile;
     - ``default+screen-random``, ``default+screen-gam``: the same, the default configuration
       first;
-    - ``screen``: what ``ragtune optimize`` runs by default (``core.experiment.spec.SCREEN``).
+    - ``screen``: what ``ragtune optimize`` runs by default (``core.optimizers.SCREEN``).
     """
-    from core.experiment.spec import SCREEN
+    from core.optimizers import SCREEN
 
     samplers = {"random": RandomSampler, "gam": GAMSampler}
     out: dict[str, dict[str, Any]] = {}

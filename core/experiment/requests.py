@@ -47,7 +47,7 @@ def parse_experiment_request(body: Any, *, golden_required: bool = True, remote_
     Fields: ``golden`` and ``documents`` (addresses: local path, ``s3://``, Blob URL; both
     required, ``golden`` optional when ``golden_required`` is False), ``space`` (parameter ->
     non-empty list of values), ``optimizer`` (``screen`` | ``gam`` | ``random``, default
-    ``screen``: ``core.experiment.spec.SCREEN``),
+    ``screen``: ``core.optimizers.SCREEN``),
     ``max_evals`` (1..1000, default 12), ``seed`` (0..2**32-1, default 0), ``objective`` (a
     metric name, default: chosen from the golden file), ``vector_store`` (a backend name: the
     space's ``vector_store`` parameter, default the app's ``RAGTUNE_VECTOR_STORE``). The whole

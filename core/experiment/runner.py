@@ -88,7 +88,7 @@ class ExperimentOptions:
     """Settings of one experiment.
 
     Attributes:
-        optimizer: ``"screen"`` (the default, ``core.experiment.spec.SCREEN``), ``"gam"`` (random
+        optimizer: ``"screen"`` (the default, ``core.optimizers.SCREEN``), ``"gam"`` (random
             phase, then a GAM surrogate) or ``"random"``.
         max_evals: the most configurations to evaluate (None: the whole valid space).
         objective: the metric maximised (None: see ``core.experiment.spec.default_objective``).
