@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import time
 
 import pytest
 from scipy.stats import binomtest
@@ -105,8 +106,14 @@ def test_a_regression_pushed_twice_fails_twice_and_the_page_shows_why(squad_dir,
     gated = first["gate"]["setup"]
     assert gated == first["picks"]["finds_the_most"]
 
+    # run ids sort by the second they were made: the good run is one second newer than the first,
+    # and the pushes below start after that second, so "newest" never falls to a random tie
+    from datetime import datetime, timedelta, timezone
+
+    made = datetime.strptime(first["run_id"].split("-")[0], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
     good = copy.deepcopy(first)
-    good["run_id"] = new_run_id()
+    good["run_id"] = new_run_id(made + timedelta(seconds=1))
+    time.sleep(max(0.0, (made + timedelta(seconds=2) - datetime.now(timezone.utc)).total_seconds()))
     for q in good["questions"]:
         q["first_relevant_rank"] = {name: 1 for name in q["first_relevant_rank"]}
     store.save_run(good["run_id"], good)
