@@ -186,7 +186,8 @@ def test_the_gate_on_a_chosen_targets_setup(tmp_path, golden, targets_file, caps
     err = capsys.readouterr().err
     assert "gate: failed: team/" in err and "under 1" in err
     assert main(base + ["--setup", "nope/finds_the_most", "--fail-under", "mrr=0.1"]) == 1
-    assert "no target 'nope' in this run" in capsys.readouterr().err
+    assert ("--setup 'nope/finds_the_most' is neither a pick (finds_the_most, best_for_balance, best_for_time) nor "
+            "TARGET/PICK or TARGET/SETUP of a target of this run") in capsys.readouterr().err
 
 
 def test_ragtunes_reranker_over_a_targets_first_stages(tmp_path, corpus, golden, targets_file, monkeypatch, capsys):

@@ -179,7 +179,7 @@ def test_run_experiment_whose_documents_fail_to_load_closes_the_database_it_open
                                                                                      monkeypatch):
     """run_experiment opens the store early, then Corpus.load raises: the client opened early is
     closed (not left for the process's lifetime) and no opener thread keeps running."""
-    import core.vectorstores.milvus as milvus
+    import core.evaluation.single as single
     from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
     from core.experiment.runner import ExperimentOptions, run_experiment
 
@@ -189,7 +189,7 @@ def test_run_experiment_whose_documents_fail_to_load_closes_the_database_it_open
         opened.append(open_client(config))
         return opened[-1]
 
-    monkeypatch.setattr(milvus, "open_client", recording_open)
+    monkeypatch.setattr(single, "open_client", recording_open)  # the name the context opens with
     empty = tmp_path / "no-docs"
     empty.mkdir()
     with pytest.raises(Exception, match="no-docs"):  # no documents: the corpus cannot load
@@ -288,7 +288,7 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
     database is open, each once, in batches of ``EARLY_EMBED_BATCH`` (each cached once
     embedded); its metrics and counts are those of an evaluation on a context that opened its
     database first."""
-    import core.evaluation.indexing as indexing
+    import core.evaluation.single as single
     from core.evaluation.single import Corpus, run_single_evaluation
     from core.golden import read_golden
     from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
@@ -300,7 +300,7 @@ def test_an_evaluation_on_a_new_database_embeds_its_chunks_while_it_opens(tmp_pa
     golden = read_golden(first_questions(squad_dir / "golden.jsonl", 10, tmp_path))
     corpus = Corpus.load(squad_dir / "docs")
     model = LocalEmbeddingModel()
-    monkeypatch.setattr(indexing, "EARLY_EMBED_BATCH", 16)
+    monkeypatch.setattr(single, "EARLY_EMBED_BATCH", 16)  # the name the early embedding reads
     results = {}
     for name, early in (("first-open", False), ("early", True)):
         out = tmp_path / name
