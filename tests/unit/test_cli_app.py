@@ -117,7 +117,8 @@ def test_evaluate_app_reports_gates_compares_and_dry_runs(tmp_path, files, monke
     assert len(passed) == 1 and len(failed) == 2
     assert all(verdicts[r]["baseline"] == passed[0].name and verdicts[r]["exit_code"] == 4 for r in failed)
     shutil.rmtree(failed[1])  # the two failed runs are alike: keep one for the comparison below
-    first, second = sorted(p.name for p in (out / "app" / "runs").iterdir())
+    # the passing run first: run ids made in the same second do not sort by time
+    first, second = passed[0].name, next(r.name for r in failed if r.exists())
     assert main(["compare-apps", first, second, "--out", str(out), "--html", str(tmp_path / "cmp.html")]) == 0
     text = capsys.readouterr().out
     assert "cited right in the top 10: only first 6, only second 0 (exact McNemar p = 0.0312)" in text

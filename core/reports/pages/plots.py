@@ -9,6 +9,8 @@ References:
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 
@@ -109,7 +111,10 @@ def quality_vs_time(points: list[dict[str, Any]], metric: str) -> dict[str, Any]
     title = "median wait per question (ms" + (", log scale)" if log else ")")
     xaxis: dict[str, Any] = {"title": {"text": title}, "automargin": True, "rangemode": "tozero"}
     if log:
-        xaxis = {"title": {"text": title}, "automargin": True, "type": "log", "dtick": 1}
+        # a fifth of a decade of room at each end, so no tick label sits on the corner where the
+        # y axis' lowest label is drawn (plotly's log ranges are in log10 units)
+        xaxis = {"title": {"text": title}, "automargin": True, "type": "log", "dtick": 1,
+                 "range": [math.log10(min(xs)) - 0.2, math.log10(max(xs)) + 0.2]}
     return _figure(data, f"{metric} against the time a user waits (query embedding + search + rerank; stars: picks)",
                    title, metric, xaxis=xaxis)
 
