@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import platform
-import statistics
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -36,6 +35,7 @@ from core.evaluation.indexing import build_index, cached_model, collection_for, 
 from core.evaluation.slices import check_slice_key, setup_slices, slice_warnings
 from core.evaluation.undecided import tied_with_all, undecided
 from core.evaluation.unjudged import LABEL_DEPTH, label_unjudged
+from core.evaluation.waits import stats_ms, time_query_embeddings
 from core.golden import Problem, check_golden, read_golden
 from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
 from core.inputs import shown_address
@@ -280,18 +280,6 @@ def stale_question_ids(questions: Sequence[Any], stale_warnings: Iterable[Any]) 
         if set(q.usable_evidence) <= gone:
             out.add(q.id)
     return out
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
-
-
-def _stats_ms(values: Sequence[float]) -> dict[str, float]:
-    """``{median, p95, mean}`` of latencies in ms, rounded to the microsecond."""
-    if not values:
-        return {"median": 0.0, "p95": 0.0, "mean": 0.0}
-    return {"median": round(statistics.median(values), 3), "p95": round(_percentile(values, 95), 3),
-            "mean": round(statistics.fmean(values), 3)}
 
 
 def same_speed(a_ms: float, b_ms: float) -> bool:
@@ -699,21 +687,16 @@ def _score_reranked(memo: _RerankMemo, reranked: Sequence[EvalSetup], first: dic
 
 
 def _time_query_embeddings(model: EmbeddingModel, questions: Sequence[Any]) -> list[float]:
-    """Embed each question alone with the model itself (not the cache), as a user's query
-    is, and return the milliseconds each took; the vectors go into the cache so the timed
-    searches find them there. One untimed call first, so no model pays for loading."""
+    """Each question's query embedding, timed alone with the model itself (not the cache;
+    :func:`core.evaluation.waits.time_query_embeddings`); the vectors go into the cache so the
+    timed searches find them there."""
     raw = model.model
-    if not questions:
-        return []
-    raw.embed_query(questions[0].question)
-    out = []
-    for q in questions:
-        s = time.perf_counter()
-        vector = raw.embed_query(q.question)
-        out.append((time.perf_counter() - s) * 1000.0)
-        key = text_sha256(query_text(raw, q.question))  # the key the cached model looks the query up by
+
+    def keep(text: str, vector: Any) -> None:
+        key = text_sha256(query_text(raw, text))  # the key the cached model looks the query up by
         model.cache.put_many(model.model_id, [(key, np.asarray(vector, dtype=np.float32))])
-    return out
+
+    return time_query_embeddings(model, [q.question for q in questions], keep)
 
 
 @dataclass
@@ -1047,7 +1030,7 @@ def _scored_setup(run: _RetrievalRun, setup: EvalSetup, stage: _FirstStage, memo
     embed = query_ms.get(setup.embedding_model, []) if setup.embedding_model else []
     total = [s + (embed[i] if embed else 0.0) + (rerank_ms[i] if rerank_ms else 0.0)
              for i, s in enumerate(search_ms)]
-    search_stats = _stats_ms(search_ms)
+    search_stats = stats_ms(search_ms)
     return {
         "name": setup.key,
         "key": setup.key,
@@ -1062,9 +1045,9 @@ def _scored_setup(run: _RetrievalRun, setup: EvalSetup, stage: _FirstStage, memo
             **search_stats,  # the search alone, as reports before the split gave it
             "n": len(search_ms),
             "search": search_stats,
-            "query_embedding": _stats_ms(embed) if embed else None,
-            "rerank": _stats_ms(rerank_ms) if rerank_ms else None,
-            "total": _stats_ms(total),
+            "query_embedding": stats_ms(embed) if embed else None,
+            "rerank": stats_ms(rerank_ms) if rerank_ms else None,
+            "total": stats_ms(total),
         },
     }
 

@@ -27,8 +27,9 @@ from core.errors import ConfigError, RagtuneError, StoreError
 from core.evaluation.collection_target import CollectionTarget
 from core.evaluation.envelope import envelope, golden_block, labelled_counts
 from core.evaluation.indexing import cached_model, store_config as store_or_default
-from core.evaluation.retrieval import (_progress, _stats_ms, _top, choose_rank_grain, package_versions, pick_setups,
+from core.evaluation.retrieval import (_progress, _top, choose_rank_grain, package_versions, pick_setups,
                                        select_setups)
+from core.evaluation.waits import stats_ms
 from core.golden import check_golden, read_golden
 from core.inputs import shown_address
 from core.metrics.retrieval import DEFAULT_KS as KS, evaluate_rankings
@@ -250,15 +251,15 @@ def _score(run: RunSetup, hits_by_q: dict[str, list[Any]], search_ms: list[float
     found = [r.scores[f"found@{TOP_K}"] > 0 for r in scored]
     embed = [embed_ms.get(q.question, 0.0) for q in questions] if run.setup.embedding_model else []
     total = [s + (embed[i] if embed else 0.0) + (rerank_ms[i] if rerank_ms else 0.0) for i, s in enumerate(search_ms)]
-    search_stats = _stats_ms(search_ms)
+    search_stats = stats_ms(search_ms)
     entry = {
         "name": run.key, "key": run.key, "target": run.target, "setup": run.to_dict(), "status": "ok",
         "metrics": {g: res.aggregate.to_dict() for g, res in grains.items()},
         "found_top10": sum(found), "found_first": sum(1 for r in scored if r.scores["found@1"] > 0),
         "n_scored": len(scored),
         "timings_ms": {**search_stats, "n": len(search_ms), "search": search_stats,
-                       "query_embedding": _stats_ms(embed) if embed else None,
-                       "rerank": _stats_ms(rerank_ms) if rerank_ms else None, "total": _stats_ms(total)},
+                       "query_embedding": stats_ms(embed) if embed else None,
+                       "rerank": stats_ms(rerank_ms) if rerank_ms else None, "total": stats_ms(total)},
     }
     return entry, found
 

@@ -29,19 +29,32 @@ setups; ``core.reports.tables.wait_of`` reads it).
 
 from __future__ import annotations
 
+import statistics
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from core.evaluation.retrieval import _stats_ms
+import numpy as np
 
 #: The parts of a question's wait, in the order they happen.
 WAIT_PARTS = ("query_embedding", "search", "rerank", "generation")
 
 
-def time_query_embeddings(model: Any, questions: Sequence[str]) -> list[float]:
+def stats_ms(values: Sequence[float]) -> dict[str, float]:
+    """``{median, p95, mean}`` of latencies in ms, rounded to the microsecond (p95: numpy's
+    linear-interpolation percentile); zeros for no values."""
+    if not values:
+        return {"median": 0.0, "p95": 0.0, "mean": 0.0}
+    p95 = float(np.percentile(np.asarray(values, dtype=np.float64), 95))
+    return {"median": round(statistics.median(values), 3), "p95": round(p95, 3),
+            "mean": round(statistics.fmean(values), 3)}
+
+
+def time_query_embeddings(model: Any, questions: Sequence[str],
+                          keep: Callable[[str, Any], None] | None = None) -> list[float]:
     """Embed each question alone with ``model``'s own model (``model.model`` for a cached
-    one; nothing is written to the cache) and return the milliseconds each took, after one
-    untimed call.
+    one), as a user's query is, and return the milliseconds each took, after one untimed
+    call (so no question pays for loading the model). ``keep(question, vector)`` receives
+    each vector (for example to put it in the cache); without it nothing is kept.
 
     Raises:
         whatever the model raises.
@@ -53,8 +66,10 @@ def time_query_embeddings(model: Any, questions: Sequence[str]) -> list[float]:
     out = []
     for text in questions:
         started = time.perf_counter()
-        raw.embed_query(text)
+        vector = raw.embed_query(text)
         out.append((time.perf_counter() - started) * 1000.0)
+        if keep is not None:
+            keep(text, vector)
     return out
 
 
@@ -123,15 +138,15 @@ def question_waits(parts: Mapping[str, Sequence[float] | None]) -> dict[str, lis
 
 def wait_timings(waits: Mapping[str, Sequence[float] | None]) -> dict[str, Any]:
     """``timings_ms`` from per-question wait lists (:func:`question_waits`): ``n``, the
-    statistics (``{median, p95, mean}``, ``core.evaluation.retrieval``'s) of each part (None
+    statistics (``{median, p95, mean}``, :func:`stats_ms`) of each part (None
     when absent) and of ``total``, and the search's at the top level, as ``evaluate``'s
     setups hold them."""
     total = list(waits.get("total") or [])
-    out: dict[str, Any] = {**_stats_ms(list(waits.get("search") or [])), "n": len(total)}
+    out: dict[str, Any] = {**stats_ms(list(waits.get("search") or [])), "n": len(total)}
     for name in WAIT_PARTS:
         values = waits.get(name)
-        out[name] = _stats_ms(list(values)) if values is not None else None
-    out["total"] = _stats_ms(total)
+        out[name] = stats_ms(list(values)) if values is not None else None
+    out["total"] = stats_ms(total)
     return out
 
 
@@ -164,5 +179,5 @@ def _at(values: Any, i: int) -> float | None:
     return float(values[i]) if isinstance(values, list) and i < len(values) and values[i] is not None else None
 
 
-__all__ = ["WAIT_PARTS", "merge_waits", "question_waits", "time_first_stage", "time_query_embeddings",
+__all__ = ["WAIT_PARTS", "merge_waits", "question_waits", "stats_ms", "time_first_stage", "time_query_embeddings",
            "wait_timings"]
