@@ -31,9 +31,12 @@ REPORT_SCHEMA_VERSION = "1.0"
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    """Return a new run id ``YYYYmmddTHHMMSSZ-xxxxxx`` (UTC time, then 6 random hex digits)."""
+    """Return a new run id ``YYYYmmddTHHMMSSZ-mmmrrr`` (UTC time to the second, then 6 hex
+    digits: the millisecond within that second as 3 hex digits, ``000``-``3e7``, and 3 random
+    ones), so run ids sort in the order they were made, also within one second ("latest" is
+    the last one made; two made in the same millisecond fall to the random digits)."""
     now = now or datetime.now(timezone.utc)
-    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{now.microsecond // 1000:03x}{secrets.token_hex(2)[:3]}"
 
 
 class ReportStore:

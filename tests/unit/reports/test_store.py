@@ -53,6 +53,19 @@ def test_run_ids_sort_by_time():
     assert late > early
 
 
+def test_run_ids_made_in_one_second_sort_by_millisecond():
+    """The first 3 of the 6 hex digits are the millisecond (5 ms -> 005, 999 ms -> 3e7), so
+    runs made in the same second sort in the order they were made, whatever the random digits."""
+    import re
+
+    second = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    ids = [new_run_id(second.replace(microsecond=ms * 1000)) for ms in (5, 6, 500, 999) for _ in range(20)]
+    assert all(re.fullmatch(r"20260102T030405Z-[0-9a-f]{6}", i) for i in ids)
+    assert {i[17:20] for i in ids} == {"005", "006", "1f4", "3e7"}
+    # sorted whole, the ids are in millisecond order: the random digits never reorder them
+    assert [i[17:20] for i in sorted(ids)] == ["005"] * 20 + ["006"] * 20 + ["1f4"] * 20 + ["3e7"] * 20
+
+
 def test_layout_latest_history_and_golden_once(tmp_path):
     store = ReportStore(LocalFiles(tmp_path))
     assert store.history() == []
