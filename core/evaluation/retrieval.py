@@ -401,6 +401,28 @@ def _undecided(picks: dict[str, Any], n_ranked: int, grain: str) -> dict[str, An
     return undecided("setups", picks["finds_the_most"], n_ranked, grain, TIE_ALPHA)
 
 
+def _stop_when_no_expected_document_loaded(questions: Sequence[Any], documents: Sequence[Any],
+                                           skipped: Sequence[Any], docs: str) -> None:
+    """Stop a run whose golden file expects documents none of which loaded: every score would
+    be 0 (the files are in the folder, so the check before loading passed, but each was skipped:
+    over a limit, unreadable, a link out of the folder).
+
+    Raises:
+        ConfigError: naming the expected documents and why each was skipped (or that it is
+            not in the folder).
+    """
+    wanted = sorted({d for q in questions for d in q.document_ids})
+    loaded = {d.document_id for d in documents}
+    if not wanted or loaded.intersection(wanted):
+        return
+    reasons = {s.document_id: s.reason for s in skipped}
+    why = "; ".join(f"{d}: {reasons.get(d, 'not in the folder')}" for d in wanted[:5])
+    more = f"; and {len(wanted) - 5} more" if len(wanted) > 5 else ""
+    raise ConfigError(f"the golden file expects {plural(len(wanted), 'document')} and none loaded from {docs} "
+                      f"({why}{more}): every score would be 0; fix or replace those files (check --docs lists "
+                      "every file skipped and why)")
+
+
 def corpus_warnings(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = ()) -> list[Any]:
     """Warnings about labels the loaded corpus cannot satisfy.
 
@@ -900,6 +922,7 @@ def _load_and_chunk(run: _RetrievalRun) -> None:
         run.loaded = load_documents(run.docs_dir, progress=loading, cache_dir=run.workspace.inputs)
     run.timings["load_s"] = time.perf_counter() - t0
     documents = run.documents = run.loaded.documents
+    _stop_when_no_expected_document_loaded(golden.questions, documents, run.loaded.skipped, docs_shown)
     # The bytes already read, checked again against the corpus for missing-document warnings.
     corpus_check = check_golden(run.golden_path, documents=[d.document_id for d in documents], data=golden.raw)
     run.warnings = corpus_check.warnings + corpus_warnings(golden.questions, documents, run.loaded.skipped)

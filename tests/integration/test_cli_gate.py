@@ -156,6 +156,22 @@ def test_golden_whose_documents_are_all_missing_is_exit_1(squad_dir, tmp_path, c
     assert not (tmp_path / "out" / "retrieval").exists()
 
 
+def test_golden_whose_documents_are_all_skipped_is_exit_1_with_the_reasons(tmp_path, capsys):
+    """The expected document is in the folder (the check before loading passes) but does not
+    load (a .pdf that is not a PDF): the run stops with each skip reason, and writes no report."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "broken.pdf").write_bytes(b"this is not a PDF\n" * 10)
+    (docs / "other.txt").write_text("A text that loads but is not expected.\n", encoding="utf-8")
+    path = tmp_path / "golden.jsonl"
+    path.write_text(json.dumps({"question": "Where?", "expected": ["broken.pdf"]}) + "\n", encoding="utf-8")
+    assert _evaluate(docs, path, tmp_path / "out", "--skip", "*+rerank") == 1
+    err = capsys.readouterr().err
+    assert "the golden file expects 1 document and none loaded from" in err
+    assert "broken.pdf: " in err and "every score would be 0" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "retrieval").exists()
+
+
 def test_unknown_baseline_is_exit_1_and_a_bad_threshold_is_usage_exit_2(squad_dir, golden, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         _evaluate(squad_dir / "docs", golden, tmp_path, "--fail-under", "hits=1")
