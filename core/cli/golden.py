@@ -116,14 +116,12 @@ def _read_suggest_golden(path: str) -> bytes:
     Raises:
         GoldenError: the file cannot be read, or has errors other than rows without ``expected``.
     """
-    from core.golden import bedrock
     from core.golden.reader import read_bytes
-    from core.golden.suggest import _bedrock_rows, _native_rows
+    from core.golden.suggest import suggest_rows
     from core.inputs import shown_address
 
     data = read_bytes(path)
-    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
-    (_bedrock_rows if bedrock.looks_like_bedrock(text) else _native_rows)(shown_address(path), data)
+    suggest_rows(shown_address(path), data)
     return data
 
 

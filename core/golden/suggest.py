@@ -245,6 +245,24 @@ def _bedrock_rows(path: str, data: bytes) -> tuple[list[tuple[int, dict[str, Any
     return rows, check.format
 
 
+def suggest_rows(path: str, data: bytes) -> tuple[list[tuple[int, dict[str, Any]]], str]:
+    """The rows :func:`suggest_labels` works on, checked as it checks them: ``([(line, row),
+    ...], format)``, ``format`` ``"ragtune"`` for a native golden file (rows without
+    ``expected`` are what it fills in) or the Bedrock dataset's format (each turn a row).
+
+    Args:
+        path: the file as messages name it.
+        data: its bytes (a UTF-8 byte order mark is allowed).
+
+    Raises:
+        GoldenError: the file has errors other than rows without ``expected``.
+    """
+    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
+    if bedrock.looks_like_bedrock(text):
+        return _bedrock_rows(path, data)
+    return _native_rows(path, data), "ragtune"
+
+
 def _with_expected(row: dict[str, Any], targets: list[str], hint: str) -> dict[str, Any]:
     """``row`` with ``expected`` set after ``question``, ``draft`` true and the hint set."""
     out: dict[str, Any] = {}
@@ -289,12 +307,7 @@ def suggest_labels(golden_path: str, documents: Sequence[LoadedDocument], *, ind
     shown = shown_address(golden_path)
     if data is None:
         data = read_bytes(golden_path)
-    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
-    fmt = "ragtune"
-    if bedrock.looks_like_bedrock(text):
-        rows, fmt = _bedrock_rows(shown, data)
-    else:
-        rows = _native_rows(shown, data)
+    rows, fmt = suggest_rows(shown, data)
     result = SuggestResult(rows=[], format=fmt)
     for _, row in rows:
         question, reference = row.get("question"), row.get("reference")
