@@ -47,6 +47,9 @@ PAYLOAD_SAMPLE = 50
 SCROLL_PAGE = 1000
 #: Seconds a request to a Qdrant server may take.
 TIMEOUT_S = 30
+#: Qdrant distances (``Distance`` values, lower-cased) whose score is a distance, smaller is
+#: closer; a hit's score is its negation, so higher is better for every distance.
+DISTANCES_LOWER_IS_CLOSER = ("euclid", "manhattan")
 
 
 def _flatten(payload: Any, prefix: str = "") -> dict[str, str]:
@@ -185,8 +188,10 @@ class QdrantTarget:
                    str(read_path(payload, m.text) or ""), float(score))
 
     def search(self, question: str, setup: TargetSetup, top_k: int) -> list[Hit]:
-        """Dense search with ``query_points``; scores as Qdrant gives them (cosine similarity
-        for a cosine collection, higher is better).
+        """Dense search with ``query_points``; higher scores are better: the similarity Qdrant
+        gives for a ``Cosine`` or ``Dot`` collection, the negated distance for ``Euclid`` and
+        ``Manhattan`` (:data:`DISTANCES_LOWER_IS_CLOSER`), so at most ``top_k`` hits come closest
+        first.
 
         Raises:
             TargetError: the client failed.
@@ -196,7 +201,9 @@ class QdrantTarget:
         result = self._call("searching", lambda: self._client.query_points(
             self.collection, query=vector, using=None if using == UNNAMED_VECTOR else using, limit=top_k,
             with_payload=True, with_vectors=False))
-        return hits_in_order([self._hit(p, p.score) for p in result.points], top_k)
+        distance = self._vector_params.get(using, (0, ""))[1]
+        sign = -1.0 if distance.lower() in DISTANCES_LOWER_IS_CLOSER else 1.0
+        return hits_in_order([self._hit(p, sign * float(p.score)) for p in result.points], top_k)
 
     def _scroll(self, scroll_filter: Filter | None = None, most: int | None = None) -> Iterable[Record]:
         """Points (payload only), page by page, at most ``most`` (default one past
@@ -283,4 +290,4 @@ class QdrantTarget:
             self._client = None
 
 
-__all__ = ["POINT_ID", "QdrantTarget", "UNNAMED_VECTOR"]
+__all__ = ["DISTANCES_LOWER_IS_CLOSER", "POINT_ID", "QdrantTarget", "UNNAMED_VECTOR"]
