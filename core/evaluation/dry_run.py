@@ -107,13 +107,14 @@ def plan_app(golden: GoldenSet, config: AppConfig, settings: AppSettings, *, cac
 
 def plan_evaluate(golden: GoldenSet, *, chat_model: ChatModel | None, judge: ChatModel | None, k: int,
                   chunk_size_tokens: int,
-                  judge_repeat: int = 1, label_depth: int = 0, n_setups: int = 0) -> CostPlan:
-    """The plan of ``ragtune evaluate`` with answers: one generation per question (when a chat
-    model is configured; the extractive baseline calls none), the judge's calls on each answer,
-    and, with ``label_depth``, the judge's relevance labels of retrieved chunks (at most
+                  judge_repeat: int = 1, label_depth: int = 0, n_setups: int = 0, answers: bool = True) -> CostPlan:
+    """The plan of ``ragtune evaluate``: with ``answers``, one generation per question (when a
+    chat model is configured; the extractive baseline calls none) and the judge's calls on each
+    answer; and, with ``label_depth``, the judge's relevance labels of retrieved chunks (at most
     ``n_setups * label_depth`` per question, fewer once the setups' results overlap and the
-    golden file already labels some). Every prompt is estimated (answers and passages are not
-    had before the run)."""
+    golden file already labels some). Without ``answers`` (``--no-generate``, or a run over
+    targets) nothing is generated and no answer is judged: the judge only grades results.
+    Every prompt is estimated (answers and passages are not had before the run)."""
     plan = CostPlan()
     # a passage of chunk_size tokens, in the tokenizer's own units
     passage = " ".join(["word"] * max(1, chunk_size_tokens))
@@ -121,22 +122,23 @@ def plan_evaluate(golden: GoldenSet, *, chat_model: ChatModel | None, judge: Cha
     for q in golden.questions:
         history = [{"role": r, "content": c} for r, c in q.history]
         answer_tokens = count_tokens(q.reference) if q.reference else limit
-        if chat_model is not None and getattr(chat_model, "chat", None) is not None:
+        if answers and chat_model is not None and getattr(chat_model, "chat", None) is not None:
             user = DEFAULT_USER_MESSAGE.format(reference_documents="", question=q.question)
             prompt = message_tokens([{"role": "system", "content": DEFAULT_SYSTEM_MESSAGE}, *history,
                                      {"role": "user", "content": user}]) + k * count_tokens(passage)
             plan.group(chat_model.model_id, "answers").add(prompt, answer_tokens, cached=False, exact=False)
         if judge is not None:
-            contexts = tuple(Context(passage) for _ in range(k))
-            item = AnswerItem(q.id, q.question, tuple(q.history), q.reference, tuple(q.document_ids),
-                              q.reference or passage, None, contexts)
-            _judge_calls(plan, judge, list(JUDGE_METRICS), item, judge_repeat, exact=False)
-            if label_depth and n_setups:
+            if answers:
+                contexts = tuple(Context(passage) for _ in range(k))
+                item = AnswerItem(q.id, q.question, tuple(q.history), q.reference, tuple(q.document_ids),
+                                  q.reference or passage, None, contexts)
+                _judge_calls(plan, judge, list(JUDGE_METRICS), item, judge_repeat, exact=False)
+            if label_depth and n_setups and q.expected:  # a question without expected documents is not graded
                 tokens = message_tokens(umbrela_messages(q.question, passage))
                 group = plan.group(judge.model_id, "labels")
                 for _ in range(label_depth * n_setups):
                     group.add(tokens, count_tokens("2"), cached=False, exact=False)
-    if chat_model is not None:
+    if answers and chat_model is not None:
         plan.notes.append(f"answers estimated as long as the reference answer (else the {limit}-token limit), from "
                           f"{k} passages of {chunk_size_tokens} tokens")
     if label_depth and judge is not None:

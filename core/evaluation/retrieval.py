@@ -34,14 +34,13 @@ from core.evaluation.handing import ParentHandingStore
 from core.evaluation.indexing import build_index, cached_model, collection_for, open_cache, store_config
 from core.evaluation.slices import check_slice_key, setup_slices, slice_warnings
 from core.evaluation.undecided import tied_with_all, undecided
-from core.evaluation.unjudged import LABEL_DEPTH, label_unjudged
+from core.evaluation.unjudged import LABEL_DEPTH, grade_top_results
 from core.evaluation.waits import stats_ms, time_query_embeddings
 from core.golden import Problem, check_golden, read_golden
 from core.golden.stale import pieces_from_chunks, stale_evidence_warnings
 from core.inputs import shown_address
 from core.metrics.retrieval import DEFAULT_KS as KS  # the one home of the rank cut-offs
 from core.metrics.retrieval import GRAINS, TOP_K, evaluate_rankings, mcnemar_exact
-from core.models import CachedChatModel
 from core.models.cache import CachedReranker
 from core.models.embeddings import query_text, text_sha256
 from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model, local_reranker
@@ -1100,10 +1099,8 @@ def _unjudged(run: _RetrievalRun) -> Any:
 
     run.status("grading the top results the golden file does not name, with the judge (UMBRELA)")
     t0 = time.perf_counter()
-    per_setup = run.per_setup
-    unjudged = label_unjudged(run.golden.questions,
-                              {q: {k: v["top"] for k, v in per_setup[q].items()} for q in per_setup},
-                              run.chunks, CachedChatModel(options.judge, run.cache), depth=options.label_depth)
+    unjudged = grade_top_results(run.golden.questions, run.per_setup, run.chunks, options.judge, run.cache,
+                                 depth=options.label_depth)
     run.timings["labels_s"] = time.perf_counter() - t0
     return unjudged
 

@@ -6,7 +6,9 @@ that cannot be reached or refuses is recorded as failed with the reason and the 
 (for the setups whose queries ragtune embeds) -> search every question with every setup of
 every target, and again reranked by ragtune's reranker -> retrieval metrics with intervals at
 every grain (``core.metrics.retrieval.evaluate_rankings``), McNemar ties and the three picks
-across all targets (``core.evaluation.retrieval.pick_setups``) and within each -> the report.
+across all targets (``core.evaluation.retrieval.pick_setups``) and within each -> with
+``label_unjudged`` and a judge, the judge's grades of the top results the golden file does not
+name (``core.evaluation.unjudged``, as ``evaluate`` over documents grades them) -> the report.
 
 A setup is reported as ``<target>/<setup key>``; the report keeps each target's description
 (engine, index, counts, fingerprint), its setups, the ones it does not offer and why, and the
@@ -29,6 +31,7 @@ from core.evaluation.envelope import envelope, golden_block, labelled_counts
 from core.evaluation.indexing import cached_model, store_config as store_or_default
 from core.evaluation.retrieval import (_progress, _top, choose_rank_grain, package_versions, pick_setups,
                                        select_setups)
+from core.evaluation.unjudged import LABEL_DEPTH, grade_top_results
 from core.evaluation.waits import stats_ms
 from core.golden import check_golden, read_golden
 from core.inputs import shown_address
@@ -98,6 +101,10 @@ class TargetsOptions:
         show_progress: show a progress bar on stderr.
         chunking: ``(method, size, overlap)`` of the collection built from ``docs``.
         embed_title: put each document's title before its chunks' text (built collection).
+        label_unjudged: with ``judge``, grade every setup's top results the golden file does
+            not name (``core.evaluation.unjudged``) and report the measures with those labels.
+        judge: the judge ``ChatModel`` that grades them, or None.
+        label_depth: results per setup and question graded then.
     """
 
     rank_grain: str | None = None
@@ -106,6 +113,9 @@ class TargetsOptions:
     show_progress: bool = True
     chunking: tuple[str, int, int] = ("recursive", 256, 32)
     embed_title: bool = True
+    label_unjudged: bool = False
+    judge: Any = None
+    label_depth: int = LABEL_DEPTH
 
 
 @dataclass
@@ -375,8 +385,9 @@ def evaluate_targets(
         _describe(opened, expected, status)
         setups = _plan(opened, reranker, options)
         timings["open_s"] = time.perf_counter() - t_start
+        texts: dict[str, str] = {}
         entries, found, per_setup, rank_grain, reason = _run(opened, setups, questions, vectors, reranker, options,
-                                                             expected, status, timings)
+                                                             expected, status, timings, texts)
     finally:
         for o in opened:
             if o.target is not None:
@@ -386,6 +397,7 @@ def evaluate_targets(
         if e["status"] == "ok":
             e["tied_with_best"] = bool(picks["tied_with_best"].get(e["name"], False))
             e["mcnemar_vs_best"] = picks["mcnemar"].get(e["name"])
+    unjudged = _labels(questions, setups, per_setup, texts, cached.cache, options, status, timings)
     warnings = check_golden(golden_path, data=golden.raw).warnings
     timings["total_s"] = time.perf_counter() - t_start
     return envelope("retrieval", {
@@ -399,15 +411,17 @@ def evaluate_targets(
         "questions": [{"id": q.id, "line": q.line, "question": q.question, "expected": [str(t) for t in q.expected],
                        "first_relevant_rank": {k: v["first_relevant_rank"] for k, v in per_setup[q.id].items()},
                        "top": {k: v["top"] for k, v in per_setup[q.id].items()}} for q in questions],
+        **({"unjudged": unjudged} if unjudged is not None else {}),
     }, started=started, timings_s=timings, versions=_versions(),
         golden=golden_block(golden_path, golden, **labelled_counts(golden), warnings=[p.to_dict() for p in warnings]))
 
 
 def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Sequence[Any], vectors: QueryVectors,
          reranker: Reranker | None, options: TargetsOptions, expected: set[str], status: Callable[[str], None],
-         timings: dict[str, float]) -> tuple[list[dict[str, Any]], dict[str, list[bool]], dict[str, dict[str, Any]],
-                                             str, str]:
-    """Embed the questions, search with every setup, score each."""
+         timings: dict[str, float], texts: dict[str, str] | None = None
+         ) -> tuple[list[dict[str, Any]], dict[str, list[bool]], dict[str, dict[str, Any]], str, str]:
+    """Embed the questions, search with every setup, score each; ``texts`` (when given)
+    gets each kept hit's text by ``<target>/<chunk id>``."""
     held = {d for d in expected if any(o.target is not None and d not in o.missing for o in opened)}
     rank_grain = options.rank_grain or choose_rank_grain(questions, sorted(held))
     reason = ("chosen with --rank-by" if options.rank_grain else
@@ -434,11 +448,43 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
                 entries.append({"name": run.key, "key": run.key, "target": run.target, "setup": run.to_dict(),
                                 "status": "failed", "error": str(exc)[:2000]})
                 continue
+            if texts is not None:
+                for hits in hits_by_q.values():
+                    texts.update((f"{run.target}/{h.chunk_id}", h.text) for h in hits)
             entry, found[run.key] = _score(run, hits_by_q, search_ms, rerank_ms, questions, rank_grain,
                                            vectors.embed_ms, per_setup)
             entries.append(entry)
     timings["search_s"] = time.perf_counter() - start
     return entries, found, per_setup, rank_grain, reason
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A kept hit's text, by its id within the run (``<target>/<chunk id>``), for the labels."""
+
+    chunk_id: str
+    text: str
+
+
+def _labels(questions: Sequence[Any], setups: Sequence[RunSetup], per_setup: dict[str, dict[str, Any]],
+            texts: dict[str, str], cache: Any, options: TargetsOptions, status: Callable[[str], None],
+            timings: dict[str, float]) -> dict[str, Any] | None:
+    """With ``label_unjudged`` and a judge: the judge's grades of every setup's top results the
+    golden file does not name (:func:`core.evaluation.unjudged.grade_top_results`, as
+    ``evaluate`` over documents grades them), else None. Targets share no chunk ids, so each
+    result is named ``<target>/<chunk id>`` here; its text is what the judge reads."""
+    if not (options.label_unjudged and options.judge is not None):
+        return None
+    status("grading the top results the golden file does not name, with the judge (UMBRELA)")
+    start = time.perf_counter()
+    target_of = {s.key: s.target for s in setups}
+    named = {qid: {key: {"top": [{**hit, "chunk_id": f"{target_of[key]}/{hit['chunk_id']}"} for hit in entry["top"]]}
+                   for key, entry in by_setup.items() if key in target_of}
+             for qid, by_setup in per_setup.items()}
+    unjudged = grade_top_results(questions, named, [_Text(k, t) for k, t in texts.items()], options.judge, cache,
+                                 depth=options.label_depth)
+    timings["labels_s"] = time.perf_counter() - start
+    return unjudged
 
 
 def _build(docs: str, model: EmbeddingModel, vectors: QueryVectors, out_dir: Any,

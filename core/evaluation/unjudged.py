@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from core.golden.types import GoldenQuestion
     from core.models.chat import ChatModel
 
-__all__ = ["LABEL_DEPTH", "RELEVANT_GRADE", "UMBRELA_PROMPT", "format_unjudged", "label_unjudged", "parse_grade",
-           "umbrela_messages"]
+__all__ = ["LABEL_DEPTH", "RELEVANT_GRADE", "UMBRELA_PROMPT", "format_unjudged", "grade_top_results", "label_unjudged",
+           "parse_grade", "umbrela_messages"]
 
 #: Results per setup and question looked at (the report's top k).
 LABEL_DEPTH = TOP_K
@@ -212,6 +212,32 @@ def label_unjudged(questions: Sequence[Any], tops: Mapping[str, Mapping[str, lis
             "relevant_grade": RELEVANT_GRADE, "n_labels": len(grades),
             "n_relevant": sum(1 for g in grades.values() if g is not None and g >= RELEVANT_GRADE),
             "lost": lost, "setups": setups, "labels": listed}
+
+
+def grade_top_results(questions: Sequence[Any], per_setup: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                      chunks: Sequence[Any], judge: ChatModel, cache: Any, *,
+                      depth: int = LABEL_DEPTH) -> dict[str, Any]:
+    """``--label-unjudged`` of a run: :func:`label_unjudged` on the results a run keeps, with
+    the judge's replies kept in the run's reply cache (``CachedChatModel`` over ``cache``),
+    as both ``evaluate`` over documents and ``evaluate`` over targets call it.
+
+    Args:
+        questions: the golden questions.
+        per_setup: question id -> setup key -> ``{"top": [...], ...}`` (the run's record of
+            each question's results, best first).
+        chunks: objects with ``chunk_id`` and ``text`` for every chunk id in those results.
+        judge: the judge ``ChatModel``.
+        cache: the ``EmbeddingCache`` whose file keeps the judge's replies (None: none kept).
+        depth: results per setup and question graded.
+
+    Returns:
+        :func:`label_unjudged`'s block.
+    """
+    from core.models.cache import CachedChatModel
+
+    tops = {qid: {key: entry["top"] for key, entry in setups.items()} for qid, setups in per_setup.items()}
+    model = CachedChatModel(judge, cache) if cache is not None and not isinstance(judge, CachedChatModel) else judge
+    return label_unjudged(questions, tops, chunks, model, depth=depth)
 
 
 def format_unjudged(unjudged: Mapping[str, Any] | None) -> str:
