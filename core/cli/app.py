@@ -12,6 +12,9 @@ from core.cli.common import (EXIT_ALL_FAILED, _branch, _output, _print_json, _pr
 from core.errors import ConfigError
 from core.workspace import Workspace
 
+#: The exit code of a command asked something it cannot do (argparse's own for bad usage).
+EXIT_USAGE = 2
+
 if TYPE_CHECKING:
     from core.evaluation.app_config import AppConfig
     from core.golden.types import GoldenSet
@@ -104,9 +107,20 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
     if args.judge_repeat < 1:
         raise ConfigError(f"--judge-repeat must be at least 1, got {args.judge_repeat}")
     settings, config, out, files, where = _app_setup(args)
-    from core.evaluation.app_report import parse_app_thresholds
+    from core.evaluation.app import answer_metric_names
+    from core.evaluation.app_report import check_app_gate
 
-    parse_app_thresholds(args.fail_under or [])  # a malformed threshold stops before any request
+    thresholds = list(args.fail_under or [])
+    judge_model = settings.judge_model(args.judge)
+    if args.judge_repeat > 1 and judge_model is None:
+        return _usage(f"--judge-repeat {args.judge_repeat} repeats the judge's calls, and there is no judge: give "
+                      "--judge MODEL or set RAGTUNE_JUDGE_MODEL")
+    gate_checks = {"has_citations": config.has_citations, "metrics": answer_metric_names(config, judge_model),
+                   "has_judge": judge_model is not None}
+    try:  # every threshold names a measure this run computes: checked before any request
+        check_app_gate(thresholds, **gate_checks)
+    except ConfigError as exc:
+        return _usage(str(exc))
     golden = read_golden(args.golden)
     if args.dry_run:
         return _dry_run_app(args, settings, config, out, golden)
@@ -119,13 +133,20 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     elif args.baseline:
         baseline = load_app_run(ReportStore(files), args.baseline)
+        try:
+            check_app_gate([], **gate_checks, baseline=baseline, golden_sha256=golden.sha256)
+        except ConfigError as exc:
+            return _usage(str(exc))
     report = _ask_app(args, settings, config, out, golden)
     report["branch"] = branch
     gate = None
-    if args.fail_under or baseline is not None:  # judged before the report is saved: the report keeps it
-        lines, failed = app_gate(report, thresholds=args.fail_under or [], baseline=baseline)
-        gate = {"passed": not failed, "exit_code": EXIT_GATE if failed else 0, "lines": lines,
-                "thresholds": list(args.fail_under or []),
+    if thresholds or baseline is not None:  # judged before the report is saved: the report keeps it
+        try:
+            lines, failed = app_gate(report, thresholds=thresholds, baseline=baseline)
+            code = EXIT_GATE if failed else 0
+        except ConfigError as exc:  # found only now: the run is kept, and the gate fails with the reason
+            lines, failed, code = [f"error: {exc}"], True, EXIT_USAGE
+        gate = {"passed": not failed, "exit_code": code, "lines": lines, "thresholds": thresholds,
                 "baseline": None if baseline is None else baseline.get("run_id")}
         report["gate"] = gate
     _store_app_run(report, golden, files, where)
@@ -140,11 +161,17 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
         for line in gate["lines"]:
             print(f"gate: {line}", file=sys.stderr)
         if not gate["passed"]:
-            return EXIT_GATE
+            return int(gate["exit_code"])
     if report["requests"]["n_questions"] and not report["requests"]["n_answered"]:
         print("error: the app answered no question; the report lists each failure", file=sys.stderr)
         return EXIT_ALL_FAILED
     return 0
+
+
+def _usage(message: str) -> int:
+    """Say why ``evaluate-app`` cannot run as asked (before it sends anything); exit 2."""
+    print(f"ragtune evaluate-app: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _dry_run_app(args: argparse.Namespace, settings: Settings, config: AppConfig, out: Path, golden: GoldenSet) -> int:

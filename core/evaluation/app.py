@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["APP_REPORT_SCHEMA_VERSION", "AppTurn", "CONTEXT_METRICS", "evaluate_app", "play"]
+__all__ = ["APP_REPORT_SCHEMA_VERSION", "AppTurn", "CONTEXT_METRICS", "answer_metric_names", "evaluate_app", "play"]
 
 #: Version of the app report's JSON layout; the major part changes on incompatible changes.
 APP_REPORT_SCHEMA_VERSION = "1.0"
@@ -251,11 +251,17 @@ def _refusals(turns: Sequence[AppTurn], patterns: Sequence[str]) -> dict[str, An
     return out
 
 
-def _answer_metrics(config: AppConfig, judge: ChatModel | None, metrics: Sequence[str] | None) -> list[str]:
+def answer_metric_names(config: AppConfig, judge: ChatModel | None, metrics: Sequence[str] | None = None) -> list[str]:
+    """The answer metrics :func:`evaluate_app` computes: ``metrics`` (None: unitxt's, and the
+    judge's with a judge), without those that read the passages when the config reads no
+    contexts (:data:`CONTEXT_METRICS`)."""
     names = list(metrics) if metrics is not None else [*DEFAULT_METRICS, *([f"judge.{m}" for m in JUDGE_METRICS] if judge else [])]
     if config.contexts is None:
         names = [n for n in names if n not in CONTEXT_METRICS]
     return names
+
+
+_answer_metrics = answer_metric_names
 
 
 def _turns_table(turns: Sequence[AppTurn], answers: dict[str, Any], first_ranks: dict[str, int | None]) -> list[dict]:

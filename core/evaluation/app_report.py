@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from core.errors import ConfigError
-from core.evaluation.gate import parse_thresholds, run_gate
+from core.evaluation.gate import is_retrieval_metric, parse_thresholds, run_gate
 from core.metrics.answers import ALL_METRICS
 from core.metrics.bootstrap import bootstrap_interval
 from core.metrics.llm_judge import LOST_KINDS
@@ -33,7 +33,7 @@ from core.reports.tables import found_by_question
 from core.text import plural
 
 __all__ = [
-    "APP_RUNS_PREFIX", "AppThreshold", "app_gate", "app_run_ids", "compare_apps", "format_app_comparison",
+    "APP_RUNS_PREFIX", "AppThreshold", "app_gate", "app_run_ids", "check_app_gate", "compare_apps", "format_app_comparison",
     "format_app_report", "latest_app_baseline", "load_app_run", "parse_app_thresholds", "save_app_run",
 ]
 
@@ -201,13 +201,56 @@ def parse_app_thresholds(items: Iterable[str]) -> tuple[list[Any], list[AppThres
                 raise ConfigError(f"--fail-under {item!r}: the value must be from 0 to 1")
             own.append(AppThreshold(name, value))
             continue
-        try:
-            retrieval.extend(parse_thresholds([item]))
-        except ConfigError:
-            raise ConfigError(f"--fail-under {item!r}: use METRIC=VALUE with METRIC a measure of the citations "
-                              f"(found@k, recall@k, precision@k, ndcg@k, mrr), an answer metric "
-                              f"({', '.join(ALL_METRICS)}) or {ANSWERED}") from None
+        if sep and is_retrieval_metric(name):
+            retrieval.extend(parse_thresholds([item]))  # its own message: a k no run reports, a value out of range
+            continue
+        raise ConfigError(f"--fail-under {item!r}: use METRIC=VALUE with METRIC a measure of the citations "
+                          f"(found@k, recall@k, precision@k, ndcg@k, mrr), an answer metric "
+                          f"({', '.join(ALL_METRICS)}) or {ANSWERED}")
     return retrieval, own
+
+
+def check_app_gate(thresholds: Iterable[str], *, has_citations: bool, metrics: Sequence[str],
+                   baseline: dict[str, Any] | None = None, golden_sha256: str | None = None,
+                   has_judge: bool = True) -> None:
+    """Check ``--fail-under`` values and a baseline before an app run sends anything: every
+    threshold parses and names a measure the run will compute, and the baseline asked the same
+    golden file.
+
+    Args:
+        thresholds: the ``--fail-under`` values.
+        has_citations: whether the replies are read for citations (the retrieval measures).
+        metrics: the answer metrics the run will compute (``core.evaluation.app``'s choice).
+        baseline: the baseline app run, or None.
+        golden_sha256: the golden file of this run.
+        has_judge: whether a judge is configured (to say so when a judge metric is missing).
+
+    Raises:
+        ConfigError: a malformed threshold, one on a measure the run will not compute (the
+            message says what it needs), or a baseline of another golden file.
+    """
+    from core.evaluation.app import CONTEXT_METRICS
+
+    retrieval, own = parse_app_thresholds(thresholds)
+    if retrieval and not has_citations:
+        names = ", ".join(dict.fromkeys(t.label for t in retrieval))
+        raise ConfigError(f"--fail-under {names}: found@k and the like measure the cited sources, and the app config "
+                          "reads no citations (give response.citations or citations_in_answer)")
+    for t in own:
+        if t.metric == ANSWERED or t.metric in metrics:
+            continue
+        if t.metric.startswith("judge.") and not has_judge:
+            why = "it needs a judge: give --judge MODEL or set RAGTUNE_JUDGE_MODEL"
+        elif t.metric in CONTEXT_METRICS:
+            why = "it reads the passages, and the app config reads no contexts (response.contexts)"
+        else:
+            why = f"the run computes {', '.join(metrics) or 'no answer metric'}"
+        raise ConfigError(f"--fail-under {t.metric}: this run will not compute {t.metric}: {why}")
+    if baseline is not None and golden_sha256 is not None and \
+            (baseline.get("golden") or {}).get("sha256") != golden_sha256:
+        raise ConfigError(f"--baseline {baseline.get('run_id') or ''} was asked another golden file "
+                          f"({(baseline.get('golden') or {}).get('path')}); the paired tests need the same questions "
+                          "(use --baseline latest for the newest run on this one)")
 
 
 def _metric_mean(report: dict[str, Any], name: str) -> float | None:

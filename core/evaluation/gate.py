@@ -65,6 +65,12 @@ class Threshold:
         return metric_label(self.metric)
 
 
+def is_retrieval_metric(name: str) -> bool:
+    """Whether ``name`` is a retrieval measure a threshold may name (found@k, success@k,
+    recall@k, precision@k, ndcg@k, mrr; any k)."""
+    return bool(_METRIC.match(name.strip().lower()))
+
+
 def parse_thresholds(items: Iterable[str]) -> list[Threshold]:
     """Parse ``--fail-under METRIC=V`` values (``found@5=0.8``, ``mrr=0.6``).
 
