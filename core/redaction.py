@@ -6,12 +6,16 @@ http://127.0.0.1:10000/devstoreaccount1/reports/experiments/x/study.json: Author
 app: it tells a caller the app's storage layout and accounts. :func:`shown_reason` turns an
 exception into one short line with every location replaced, for the body; the detail goes to
 the log through :func:`without_secrets`.
+
+Messages for the command line and reports may name an address, but never its credentials:
+:func:`shown_url` gives an address without them, :func:`without_credentials` takes them out of
+an engine's error text.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 #: What a location becomes in a shown text.
 LOCATION = "<location>"
@@ -26,6 +30,8 @@ _PATH = re.compile(r"(?<![\w.~/\\-])(?:/|[A-Za-z]:[\\/]|\\\\)[\w.~%+@=-][^\s'\"<
 #: ``name=value`` pairs that carry a credential (connection strings, SAS query strings).
 _SECRET = re.compile(r"((?:^|[?&;\s\"'])(?:sig|AccountKey|SharedAccessSignature|password|pwd|token|api[-_]?key)=)"
                      r"[^&;\s\"']*", re.IGNORECASE)
+#: The user info of a URL: ``scheme://`` then ``user[:password]@`` before the host.
+_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@'\"<>`]+@")
 #: Characters a location may end with that belong to the sentence instead.
 _TRAILING = ".,:;)]}!?"
 
@@ -34,6 +40,75 @@ def without_secrets(text: str) -> str:
     """``text`` with the values of credential pairs (``AccountKey=``, ``sig=``, ``password=``,
     ``token=``, ``api_key=``) replaced by ``***``: what may go to a log."""
     return _SECRET.sub(r"\1***", text)
+
+
+def shown_url(text: str) -> str:
+    """An address as a message, a report or a description may show it: a URL
+    (``scheme://host...``) without its user, password, query string and fragment
+    (``http://user:pw@host:19530/db?token=t`` -> ``http://host:19530/db``); anything else
+    (a path, a folder, ``:memory:``) as it is.
+
+    Args:
+        text: a URL or a path.
+
+    Returns:
+        The address without credentials.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(text)
+    if not parts.scheme or not parts.netloc:
+        return text
+    host = parts.netloc.rpartition("@")[2]  # host[:port], as written
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def url_secrets(text: str) -> list[str]:
+    """The credentials a URL holds, each as written and percent-decoded: the user info's
+    password (or a user info without one: a token), and the values of credential pairs in
+    its query string (``token=``, ``password=``, ``api_key=``, ``sig=``); for
+    :func:`without_credentials`.
+
+    Args:
+        text: a URL (anything else holds none).
+
+    Returns:
+        The secrets, without repeats; empty when there are none.
+    """
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    parts = urlsplit(text)
+    if not parts.scheme or not parts.netloc:
+        return []
+    found: list[str] = []
+    userinfo = parts.netloc.rpartition("@")[0]
+    if userinfo:
+        user, colon, password = userinfo.partition(":")
+        found.append(password if colon else user)
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if _SECRET.match("&" + name + "="):
+            found.append(value)
+    found += [unquote(f) for f in found]
+    return list(dict.fromkeys(f for f in found if f))
+
+
+def without_credentials(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` (a message, say an engine's error) with every credential it may hold replaced
+    by ``***``: the user info of each URL (``http://user:pw@host`` -> ``http://***@host``), the
+    values of credential pairs (:func:`without_secrets`, which covers ``?token=`` and
+    ``password=``) and each of ``secrets`` wherever it appears (longest first).
+
+    Args:
+        text: the text.
+        secrets: values never to show (a token, a password), as given.
+
+    Returns:
+        The text with the credentials replaced; the rest of each URL is kept.
+    """
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    text = _USERINFO.sub(r"\1***@", text)
+    return without_secrets(text)
 
 
 def _replace(match: re.Match, name: str) -> str:
@@ -108,5 +183,5 @@ def json_without_locations(value: Any, *, max_depth: int = 8) -> Any:
     return walk(value, 0)
 
 
-__all__ = ["LOCATION", "MAX_REASON_CHARS", "json_without_locations", "shown_reason", "without_locations",
-           "without_secrets"]
+__all__ = ["LOCATION", "MAX_REASON_CHARS", "json_without_locations", "shown_reason", "shown_url",
+           "url_secrets", "without_credentials", "without_locations", "without_secrets"]

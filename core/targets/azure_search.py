@@ -28,6 +28,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from core.errors import TargetError
+from core.redaction import shown_url, url_secrets, without_credentials
 from core.targets.base import (
     MAX_CHUNKS_PER_DOCUMENT,
     Fingerprint,
@@ -42,7 +43,6 @@ from core.targets.base import (
 )
 from core.targets.ids import index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
-from core.targets.spec import shown_url
 
 if TYPE_CHECKING:
     from azure.core.credentials import AzureKeyCredential, TokenCredential
@@ -147,6 +147,7 @@ class AzureSearchTarget:
         self.name = name
         self.index = index
         self.location = shown_url(endpoint)
+        self._secrets = url_secrets(endpoint)
         self.vectors = vectors
         options = {**client_options(), **(client_kwargs or {})}
         self._index_client = SearchIndexClient(endpoint, credential, **options)
@@ -176,11 +177,11 @@ class AzureSearchTarget:
         except HttpResponseError as exc:
             status = getattr(exc, "status_code", None)
             detail = getattr(getattr(exc, "error", None), "message", None) or getattr(exc, "reason", None) or str(exc)
-            message = " ".join(str(detail).split())[:500]
+            message = without_credentials(" ".join(str(detail).split()), self._secrets)[:500]
             raise TargetError(f"target {self.name}: {action} index {self.index} at {self.location} failed"
                               f"{f' (HTTP {status})' if status else ''}: {message}") from None
         except AzureError as exc:  # connection refused, timeouts, credentials that give no token
-            message = " ".join(str(exc).split())[:500]
+            message = without_credentials(" ".join(str(exc).split()), self._secrets)[:500]
             raise TargetError(f"target {self.name}: {action} index {self.index} at {self.location} failed: "
                               f"{type(exc).__name__}: {message}") from None
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from core.errors import StoreError, TargetError
+from core.redaction import shown_url, url_secrets, without_credentials
 from core.targets.base import (
     FINGERPRINT_MAX_CHUNKS,
     MAX_CHUNKS_PER_DOCUMENT,
@@ -34,7 +35,6 @@ from core.targets.base import (
 )
 from core.targets.ids import group_documents, index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
-from core.targets.spec import shown_url
 from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig, open_client
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ class MilvusCollectionTarget:
         self.lite = not location.lower().startswith(("http://", "https://", "tcp://", "grpc://"))
         if self.lite:
             self.engine = "milvus-lite"
+        self._secrets = [token, *url_secrets(location)]
         self._owns = client is None
         self._client = client if client is not None else self._open(token)
         try:
@@ -100,12 +101,12 @@ class MilvusCollectionTarget:
 
     def _open(self, token: str) -> Any:
         if self.lite and not Path(self.location).exists():
-            raise TargetError(f"target {self.name}: no Milvus Lite database at {self.location}")
+            raise TargetError(f"target {self.name}: no Milvus Lite database at {self._shown()}")
         config = MilvusLiteConfig(self.location) if self.lite else MilvusConfig(uri=self.location, token=token)
         try:
             return open_client(config)
         except StoreError as exc:
-            raise TargetError(f"target {self.name}: {exc}") from None
+            raise TargetError(f"target {self.name}: {without_credentials(str(exc), self._secrets)}") from None
 
     def _shown(self) -> str:
         return shown_url(self.location)
@@ -117,8 +118,9 @@ class MilvusCollectionTarget:
         except TargetError:
             raise
         except Exception as exc:  # pymilvus raises MilvusException and gRPC errors
+            reason = without_credentials(' '.join(str(exc).split()), self._secrets)[:300]
             raise TargetError(f"target {self.name}: {action} collection {self.collection} at {self._shown()} failed: "
-                              f"{' '.join(str(exc).split())[:300]}") from None
+                              f"{reason}") from None
 
     def _index_metrics(self) -> dict[str, str]:
         """Field name -> its index's metric type (COSINE, IP, L2, BM25)."""

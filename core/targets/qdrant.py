@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from core.errors import TargetError
+from core.redaction import shown_url, url_secrets, without_credentials
 from core.targets.base import (
     FINGERPRINT_MAX_CHUNKS,
     MAX_CHUNKS_PER_DOCUMENT,
@@ -31,7 +32,6 @@ from core.targets.base import (
 )
 from core.targets.ids import group_documents, index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
-from core.targets.spec import shown_url
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -95,6 +95,7 @@ class QdrantTarget:
         self.location = location
         self.collection = collection
         self.vectors = vectors
+        self._secrets = url_secrets(location)
         self._owns = client is None
         self._client = client if client is not None else self._open()
         try:
@@ -131,8 +132,8 @@ class QdrantTarget:
         except TargetError:
             raise
         except Exception as exc:  # qdrant-client raises RuntimeError for a folder another client holds
-            raise TargetError(f"target {self.name}: cannot open Qdrant at {self._shown()}: "
-                              f"{' '.join(str(exc).split())[:300]}") from None
+            reason = without_credentials(' '.join(str(exc).split()), self._secrets)[:300]
+            raise TargetError(f"target {self.name}: cannot open Qdrant at {self._shown()}: {reason}") from None
 
     def _shown(self) -> str:
         return shown_url(self.location)
@@ -144,8 +145,9 @@ class QdrantTarget:
         except TargetError:
             raise
         except Exception as exc:  # qdrant-client raises ValueError, UnexpectedResponse, gRPC and HTTP errors
+            reason = without_credentials(' '.join(str(exc).split()), self._secrets)[:300]
             raise TargetError(f"target {self.name}: {action} collection {self.collection} at {self._shown()} failed: "
-                              f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
+                              f"{type(exc).__name__}: {reason}") from None
 
     @staticmethod
     def _vector_fields(info: CollectionInfo) -> dict[str, tuple[int, str]]:

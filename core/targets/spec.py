@@ -27,9 +27,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 from core.errors import ConfigError
+from core.redaction import shown_url
 from core.targets.mapping import FieldMapping
 from core.vectorstores.pgvector import PGVectorConfig
 
@@ -87,17 +87,6 @@ class TargetSpec:
         if self.kind == "pgvector":
             return PGVectorConfig(dsn=self.location).describe()
         return shown_url(self.location)
-
-
-def shown_url(text: str) -> str:
-    """A URL or path with any user, password, query string and fragment left out."""
-    parts = urlsplit(text)
-    if not parts.scheme or not parts.netloc:
-        return text
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _check_name(name: Any, where: str) -> str:

@@ -29,6 +29,7 @@ import numpy as np
 from core.chunking.base import Chunk
 from core.errors import ConfigError, IndexingError, StoreError
 from core.models.embeddings import EmbeddingModel, query_text
+from core.redaction import shown_url, url_secrets, without_credentials
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
 from core.vectorstores.fusion import fuse, hybrid_window
 
@@ -108,7 +109,8 @@ class MilvusConfig:
     db_name: str = ""
 
     def __repr__(self) -> str:
-        return f"MilvusConfig(uri={self.uri!r}, token={'***' if self.token else ''!r}, db_name={self.db_name!r})"
+        return (f"MilvusConfig(uri={shown_url(self.uri)!r}, token={'***' if self.token else ''!r}, "
+                f"db_name={self.db_name!r})")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "MilvusConfig":
@@ -817,7 +819,8 @@ def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
     Raises:
         StoreError: the Lite database is locked by another process or is not a database
             folder, or the server cannot be reached; the message says which path or URI and
-            what to check (the token is never shown).
+            what to check (the token, and the user info and credentials of the URI, are never
+            shown).
     """
     if isinstance(config, MilvusLiteConfig):
         return _open_lite(config.uri)
@@ -841,7 +844,8 @@ def open_client(config: MilvusLiteConfig | MilvusConfig) -> Any:
             last = exc
             if attempt + 1 < MAX_CONNECT_ATTEMPTS:
                 time.sleep(0.5 * 2**attempt)
-    message = str(last).replace(config.token, "***") if config.token else str(last)
+    message = without_credentials(str(last), [config.token, *url_secrets(config.uri)])
     raise StoreError(
-        f"cannot reach Milvus at {config.uri}: {message}. Check that the server runs, the host and port, and the token"
+        f"cannot reach Milvus at {shown_url(config.uri)}: {message}. Check that the server runs, the host and port, "
+        "and the token"
     ) from last

@@ -168,6 +168,35 @@ def test_one_run_over_every_target(tmp_path, corpus, golden, targets_file, azure
     assert "target down (pgvector): failed: target down: cannot connect to PostgreSQL" in text
 
 
+def test_no_password_or_token_of_an_address_is_shown_when_targets_cannot_be_reached(tmp_path, monkeypatch, capsys,
+                                                                                    caplog):
+    # every kind of address with a credential in it, each refused (nothing listens on port 1)
+    secret = "Pw-9f3kQ"
+    monkeypatch.setenv("RAGTUNE_SEARCH_API_KEY", KEY)
+    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "a", "question": "Who ruled Normandy?", "expected": ["a.txt"]}) + "\n",
+                      encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(["evaluate", "--golden", str(golden), "--out", str(out), "--json",
+                 "--target", f"milvus:http://reader:{secret}@127.0.0.1:1#docs_a",
+                 "--target", f"milvus:http://127.0.0.1:1/?token={secret}#docs_b",
+                 "--target", f"qdrant:http://reader:{secret}@127.0.0.1:1#docs",
+                 "--target", f"pgvector:postgresql://reader:{secret}@127.0.0.1:1/rag#chunks",
+                 "--target", f"azure-search:http://reader:{secret}@127.0.0.1:1#norman"])
+    captured = capsys.readouterr()
+    assert code == 3, captured.err
+    errors = {t["name"]: t["error"] for t in json.loads(captured.out)["targets"]}
+    assert errors["milvus:docs_a"].startswith("target milvus:docs_a: cannot reach Milvus at http://127.0.0.1:1: ")
+    assert errors["milvus:docs_b"].startswith("target milvus:docs_b: cannot reach Milvus at http://127.0.0.1:1/: ")
+    assert "reading collection docs at http://127.0.0.1:1 failed" in errors["qdrant:docs"]
+    assert "cannot connect to PostgreSQL at 127.0.0.1:1/rag as reader" in errors["pgvector:chunks"]
+    assert "index norman at http://127.0.0.1:1 failed" in errors["azure-search:norman"]
+    stored = [p.read_text(encoding="utf-8", errors="replace") for p in out.rglob("*") if p.is_file()]
+    for text in (captured.out, captured.err, caplog.text, *stored):
+        assert secret not in text
+
+
 def test_a_bad_mapping_stops_before_any_search(tmp_path, golden, targets_file, azure, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("- {name: prod, kind: azure-search, index: norman, fields: {text: body}}\n", encoding="utf-8")

@@ -61,3 +61,36 @@ def test_json_values_have_their_strings_redacted_and_keep_their_shape():
     # below the depth bound values are returned as they are: the walk is bounded
     assert json_without_locations(deep, max_depth=3) == deep
     assert json_without_locations([[["/a/b"]]], max_depth=3) == [[["<location>"]]]
+
+
+@pytest.mark.parametrize("address, shown", [
+    ("http://reader:pw@host:19530", "http://host:19530"),
+    ("https://reader:p%40ss@my.search.windows.net/x?api-key=k#frag", "https://my.search.windows.net/x"),
+    ("http://host:19530?token=t0k", "http://host:19530"),
+    ("http://tok3n@host", "http://host"),
+    ("./qdrant-data", "./qdrant-data"),
+    (":memory:", ":memory:"),
+])
+def test_a_shown_address_has_no_credentials(address, shown):
+    from core.redaction import shown_url
+
+    assert shown_url(address) == shown
+
+
+def test_credentials_of_urls_are_found_and_taken_out_of_messages():
+    from core.redaction import url_secrets, without_credentials
+
+    assert url_secrets("http://reader:p%40ss@host:1/?token=t0k&db=x") == ["p%40ss", "t0k", "p@ss"]
+    assert url_secrets("http://tok3n@host") == ["tok3n"]
+    assert url_secrets("http://host:1/db") == []
+    message = "cannot reach http://reader:p%40ss@host:1/?token=t0k: refused (user reader, password p@ss)"
+    assert without_credentials(message, url_secrets("http://reader:p%40ss@host:1/?token=t0k")) == \
+        "cannot reach http://***@host:1/?token=*** refused (user reader, password ***)"  # the pair takes the colon
+    assert without_credentials("see grpc://u:v@h:2 and x", ()) == "see grpc://***@h:2 and x"
+
+
+def test_a_milvus_config_shows_no_credential_of_its_uri():
+    from core.vectorstores.milvus import MilvusConfig
+
+    shown = repr(MilvusConfig(uri="http://reader:S3cret@host:19530", token="tok"))
+    assert "S3cret" not in shown and "tok'" not in shown and "http://host:19530" in shown
