@@ -5,7 +5,9 @@ question's special characters escaped); ``dense`` (a vector query on the mapped 
 the index's own vectorizer when its profile has one, as a ``VectorizableTextQuery``, else
 ragtune's embedding model as a ``VectorizedQuery``, offered only when the dimensions agree) and
 ``hybrid`` (keyword + vector in one request, fused by the service with RRF); each also with
-``+semantic`` (the service's semantic ranker, when the index has a semantic configuration).
+``+semantic`` (the service's semantic ranker, when the index has a semantic configuration;
+``keyword-full+semantic`` keeps the full Lucene syntax and gives the ranker the question as
+``semanticQuery``).
 An index without a vector field offers the keyword setups only, and its description says why.
 
 Authentication: Microsoft Entra ID (``DefaultAzureCredential``) unless the target asks for a key
@@ -241,16 +243,27 @@ class AzureSearchTarget:
         """Search the index with one request; semantic setups are ordered by
         ``@search.rerankerScore`` (the hit's score), the others by ``@search.score``.
 
+        The semantic ranker is asked for in one of the two ways the service documents:
+        ``queryType: semantic`` (the search text then parsed as simple syntax), or, where the
+        search text is full Lucene syntax (``keyword-full+semantic``) or there is none
+        (``dense+semantic``), ``semanticQuery`` with the question as plain text, which works with
+        every query type, so ``queryType`` stays ``full``.
+
         Raises:
             TargetError: the service refused or failed (after the retries).
+
+        References:
+            Add semantic ranking to queries in Azure AI Search, "Set up the query":
+            https://learn.microsoft.com/azure/search/semantic-how-to-query-request
         """
         from azure.search.documents.models import VectorizableTextQuery, VectorizedQuery
 
         semantic = setup.option("semantic_configuration")
-        query_type = "semantic" if semantic else setup.option("query_type", "simple")
+        syntax = setup.option("query_type", "simple")
+        query_type = "semantic" if semantic and syntax != "full" else syntax
         kwargs: dict[str, Any] = {"top": top_k, "select": self._select(), "query_type": query_type}
         if setup.method in ("keyword", "hybrid"):
-            text = escape_lucene(question) if setup.option("query_type") == "full" else question
+            text = escape_lucene(question) if syntax == "full" else question
             kwargs["search_text"] = text
         if setup.method in ("dense", "hybrid"):
             k = top_k if setup.method == "dense" and not semantic else max(top_k, HYBRID_K)
@@ -263,7 +276,7 @@ class AzureSearchTarget:
             kwargs["vector_queries"] = [query]
         if semantic:
             kwargs["semantic_configuration_name"] = semantic
-            if setup.method == "dense":
+            if setup.method == "dense" or query_type != "semantic":
                 kwargs["semantic_query"] = question
 
         def run() -> list[dict[str, Any]]:

@@ -174,6 +174,29 @@ def test_hybrid_and_semantic_requests(server, corpus):
     target.close()
 
 
+def test_keyword_full_semantic_keeps_the_full_syntax_and_asks_the_ranker(server, corpus):
+    # the service documents two ways to ask for the semantic ranker: queryType semantic (simple
+    # syntax only) or semanticQuery, plain text, with any query type; full syntax needs the second
+    question = "In what country is Normandy located?"
+    target = _target(server, "norman", corpus)
+    setups = {s.key: s for s in target.setups()}
+    hits = target.search(question, setups["keyword-full+semantic"], 10)
+    body = server.searches()[-1]
+    assert body == {"search": "In what country is Normandy located\\?", "queryType": "full",
+                    "semanticQuery": question, "semanticConfiguration": "default",
+                    "select": "id,content,sourcefile", "top": 10}
+    assert hits and all(0.0 <= h.score <= 4.0 for h in hits)  # @search.rerankerScore's documented range
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # the ranker reranked the full-syntax results: the same hits as keyword-full's first 50, reordered
+    plain = target.search(question, setups["keyword-full"], 50)
+    assert {h.chunk_id for h in hits} <= {h.chunk_id for h in plain}
+    # keyword+semantic still asks with queryType semantic (simple syntax), its text unescaped
+    target.search(question, setups["keyword+semantic"], 10)
+    body = server.searches()[-1]
+    assert (body["queryType"], body["search"], "semanticQuery" in body) == ("semantic", question, False)
+    target.close()
+
+
 def test_an_index_without_vectors_offers_keyword_setups_and_says_why(server):
     target = _target(server, "norman-novec")
     assert [s.key for s in target.setups()] == ["keyword", "keyword-full"]

@@ -14,7 +14,8 @@ index and query it, for the API versions that client knows, over indexes held in
   kind ``vector`` and ``text`` (cosine scores; ``text`` needs a vectorizer on the field's
   profile, played by a local embedding model), hybrid queries fused with RRF (k = 60) as the
   service documents, ``semanticConfiguration`` / ``semanticQuery`` (the semantic ranker's
-  stand-in, the local cross-encoder, reranks the first 50 results and gives
+  stand-in, the local cross-encoder, runs for ``queryType`` ``semantic`` or, with any query
+  type, for a ``semanticQuery``, as the service documents; it reranks the first 50 results and gives
   ``@search.rerankerScore`` on the service's 0 to 4 scale and ``@search.captions``), ``top``
   (default 50), ``skip``, ``select``, ``filter`` (``eq``, ``ne``, ``search.in``, ``and`` /
   ``or``), ``count``.
@@ -31,6 +32,8 @@ References:
     Get Index Statistics: https://learn.microsoft.com/rest/api/searchservice/indexes/get-statistics
     Semantic ranking (rerankerScore 0.00-4.00, captions):
     https://learn.microsoft.com/azure/search/semantic-search-overview
+    Semantic ranking's two parameters (``queryType`` ``semantic``, ``semanticQuery`` with any
+    query type): https://learn.microsoft.com/azure/search/semantic-how-to-query-request
 """
 
 from __future__ import annotations
@@ -208,7 +211,9 @@ class AzureSearchTestServer:
             scores = fused
         reranked: dict[int, float] = {}
         captions: dict[int, list[dict[str, str]]] = {}
-        if query_type == "semantic":
+        # the semantic ranker runs for queryType semantic, or for any query type given a semanticQuery
+        semantic = query_type == "semantic" or bool((body.get("semanticQuery") or "").strip())
+        if semantic:
             ranked, reranked, captions = self._semantic(index, body, ranked)
         skip, top = int(body.get("skip") or 0), int(body.get("top") or DEFAULT_TOP)
         page = ranked[skip : skip + top]
@@ -222,7 +227,7 @@ class AzureSearchTestServer:
             shown = {k: v for k, v in doc.items() if (not select or "*" in select or k in select)
                      and index.fields.get(k, {}).get("retrievable", True)}
             row = {"@search.score": scores.get(i, 0.0), **shown}
-            if query_type == "semantic":
+            if semantic:
                 row["@search.rerankerScore"] = reranked.get(i)
                 if body.get("captions"):
                     row["@search.captions"] = captions.get(i, [])
