@@ -421,11 +421,18 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
          timings: dict[str, float], texts: dict[str, str] | None = None
          ) -> tuple[list[dict[str, Any]], dict[str, list[bool]], dict[str, dict[str, Any]], str, str]:
     """Embed the questions, search with every setup, score each; ``texts`` (when given)
-    gets each kept hit's text by ``<target>/<chunk id>``."""
+    gets each kept hit's text by ``<target>/<chunk id>``. The page grain of a target whose
+    pages are unknown (``TargetDescription.pages_unknown``) scores no question and says why,
+    and setups are then ranked by documents unless ``--rank-by`` chose the grain."""
     held = {d for d in expected if any(o.target is not None and d not in o.missing for o in opened)}
     rank_grain = options.rank_grain or choose_rank_grain(questions, sorted(held))
     reason = ("chosen with --rank-by" if options.rank_grain else
               "the finest grain with a question whose labels name a document some target holds")
+    no_pages = {o.name: o.description.pages_unknown for o in opened
+                if o.target is not None and o.description is not None and o.description.pages_unknown}
+    if rank_grain == "page" and no_pages and not options.rank_grain:
+        rank_grain = "doc"
+        reason = f"documents, not pages: the pages of target {', '.join(sorted(no_pages))} are unknown"
     start = time.perf_counter()
     if questions and any(s.setup.embedding_model == vectors.model_id for s in setups):
         status(f"embedding {len(questions)} questions one by one with {vectors.model_id} (timed)")
@@ -453,6 +460,10 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
                     texts.update((f"{run.target}/{h.chunk_id}", h.text) for h in hits)
             entry, found[run.key] = _score(run, hits_by_q, search_ms, rerank_ms, questions, rank_grain,
                                            vectors.embed_ms, per_setup)
+            if run.target in no_pages and entry["metrics"]["page"]["n_scored"]:
+                entry["metrics"]["page"] = {**entry["metrics"]["page"], "means": {}, "ci_low": {}, "ci_high": {},
+                                            "n_scored": 0, "n_unscorable": len(questions),
+                                            "reason": f"pages unknown: {no_pages[run.target]}"}
             entries.append(entry)
     timings["search_s"] = time.perf_counter() - start
     return entries, found, per_setup, rank_grain, reason

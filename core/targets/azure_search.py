@@ -41,6 +41,7 @@ from core.targets.base import (
     UnavailableSetup,
     check_dimension,
     missing_documents,
+    pages_unknown,
     raw_candidates,
 )
 from core.targets.ids import index_document_id, page_numbers
@@ -289,13 +290,15 @@ class AzureSearchTarget:
 
     def _list_documents(self) -> tuple[dict[str, set[str]], Fingerprint, int]:
         """Golden-form document id -> the raw values the index holds for it, the fingerprint of
-        the ids and documents read, and how many index documents were read."""
+        the ids and documents read, and how many index documents were read (whether any of them
+        names a page is kept for :meth:`describe`)."""
         m = self.resolved.mapping
         fingerprint = Fingerprint({"definition": self.definition, "mapping": m.named()})
         documents: dict[str, set[str]] = {}
         read = 0
+        self._seen_page = False
         while read < LIST_MAX:
-            select = list(dict.fromkeys(n.split(".", 1)[0] for n in (m.key, m.document) if n))
+            select = list(dict.fromkeys(n.split(".", 1)[0] for n in (m.key, m.document, m.page) if n))
 
             def page(skip: int = read) -> list[dict[str, Any]]:
                 return [dict(r) for r in self._client.search(search_text="*", select=select, top=LIST_PAGE,
@@ -307,6 +310,7 @@ class AzureSearchTarget:
                 document, _ = index_document_id(raw, strip_prefix=m.document_prefix)
                 documents.setdefault(document, set()).add(str(raw))
                 fingerprint.add(read_path(row, m.key), raw, "")
+                self._seen_page = self._seen_page or bool(self._hit(row, 0.0).pages)
             read += len(rows)
             if len(rows) < LIST_PAGE:
                 break
@@ -334,7 +338,7 @@ class AzureSearchTarget:
             engine=self.engine, location=self.location, index=self.index, n_chunks=count,
             n_documents=len(documents) if read >= count else None, fingerprint=value, fingerprint_basis=basis,
             fields=tuple(self.resolved.mapping.named().items()), inferred=self.resolved.inferred, notes=tuple(notes),
-            unavailable=tuple(self._unavailable))
+            unavailable=tuple(self._unavailable), pages_unknown=pages_unknown(self.resolved.mapping, self._seen_page))
 
     def missing(self, expected: Iterable[str]) -> list[str]:
         """The expected documents no index document names (by the mapped document field).

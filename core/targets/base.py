@@ -139,6 +139,9 @@ class TargetDescription:
         inferred: which roles were inferred from the schema, one sentence each.
         notes: anything else a reader should know (a setup left out and why).
         unavailable: setups not offered, with the reason.
+        pages_unknown: why the target's chunks carry no page (no page field, and no chunk read
+            names one), or None when they do or the target cannot tell; page-grain results of
+            its setups then say ``pages unknown`` instead of scoring every page label 0.
     """
 
     engine: str
@@ -152,6 +155,7 @@ class TargetDescription:
     inferred: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     unavailable: tuple[UnavailableSetup, ...] = ()
+    pages_unknown: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The description as JSON."""
@@ -159,7 +163,26 @@ class TargetDescription:
                 "n_chunks": self.n_chunks, "n_documents": self.n_documents, "fingerprint": self.fingerprint,
                 "fingerprint_basis": self.fingerprint_basis, "fields": dict(self.fields),
                 "inferred": list(self.inferred), "notes": list(self.notes),
-                "unavailable": [u.to_dict() for u in self.unavailable]}
+                "unavailable": [u.to_dict() for u in self.unavailable], "pages_unknown": self.pages_unknown}
+
+
+def pages_unknown(mapping: Any, seen_page: bool) -> str | None:
+    """Why a target's chunks carry no page, for :attr:`TargetDescription.pages_unknown`.
+
+    Args:
+        mapping: the target's :class:`~core.targets.mapping.FieldMapping`.
+        seen_page: some chunk the target read has a page (from its page field, or a
+            ``#page=N`` in its document field).
+
+    Returns:
+        None when a page was seen, else one sentence naming the fields looked at.
+    """
+    if seen_page:
+        return None
+    if mapping.page:
+        return f"no chunk read holds a page in field {mapping.page!r}"
+    return (f"no page field is mapped and the document field {mapping.document!r} names no page (#page=N); "
+            "name one with fields.page in the targets file")
 
 
 @runtime_checkable
@@ -351,5 +374,5 @@ def fuse_rrf(dense: Callable[[str, int], list[Hit]], keyword: Callable[[str, int
 __all__ = [
     "FINGERPRINT_MAX_CHUNKS", "Fingerprint", "Hit", "METHODS", "QueryVectors", "Target", "TargetDescription",
     "TargetSetup", "UnavailableSetup", "check_dimension", "fuse_rrf", "hits_in_order", "missing_documents",
-    "raw_candidates",
+    "pages_unknown", "raw_candidates",
 ]

@@ -98,8 +98,9 @@ def index_document_id(value: object, *, strip_prefix: str = "") -> tuple[str, in
 
 
 def page_numbers(value: object) -> tuple[int, ...]:
-    """A page field's value as 1-based pages: an int, a float with no fraction, digits, or a
-    list of those; anything else (empty, 0, negative, text) gives no page.
+    """A page field's value as 1-based pages: an int, a float with no fraction, digits, a page
+    reference (``Benefit_Options.pdf#page=3``, as Azure's RAG samples keep in ``sourcepage``),
+    or a list of those; anything else (empty, 0, negative, other text) gives no page.
 
     Args:
         value: the field's value.
@@ -115,7 +116,7 @@ def page_numbers(value: object) -> tuple[int, ...]:
         try:
             number = float(str(item).strip())
         except ValueError:
-            continue
+            number = float(index_document_id(item)[1] or 0) if isinstance(item, str) and "#" in item else 0.0
         if number == int(number) and number >= 1 and int(number) not in out:
             out.append(int(number))
     return tuple(out)

@@ -30,6 +30,10 @@ DOCUMENT_NAMES: tuple[str, ...] = ("document_id", "doc_id", "documentid", "doc_p
                                    "metadata_storage_path", "sourcepage", "url", "uri", "title")
 #: Names that say "the page".
 PAGE_NAMES: tuple[str, ...] = ("page", "page_number", "pages", "page_no", "pagenumber", "page_num")
+#: Names of text fields that hold a page reference (``X.pdf#page=3``) beside the document's own
+#: field (Azure's RAG samples: ``sourcefile`` and ``sourcepage``); the page when no field of
+#: :data:`PAGE_NAMES` is there.
+PAGE_REFERENCE_NAMES: tuple[str, ...] = ("sourcepage", "source_page")
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,9 @@ def resolve_mapping(given: FieldMapping, schema: Sequence[SchemaField], where: s
 
     Inference: ``key`` is the schema's key field; ``text`` the one text field, else the text
     field named most like :data:`TEXT_NAMES`; ``document`` likewise by :data:`DOCUMENT_NAMES`
-    (required); ``page`` by :data:`PAGE_NAMES` (optional); ``vector`` the one vector field
+    (required); ``page`` by :data:`PAGE_NAMES`, else the one text field named as in
+    :data:`PAGE_REFERENCE_NAMES` (``sourcepage`` beside ``sourcefile``: its ``#page=N`` is
+    the page) (optional); ``vector`` the one vector field
     (several: an error, name one; none: keyword setups only); ``keyword`` the one ``tsvector``
     or sparse field when ``needs_keyword_field``; ``semantic_configuration`` the index's
     default, else its only one.
@@ -239,6 +245,12 @@ def resolve_mapping(given: FieldMapping, schema: Sequence[SchemaField], where: s
                       and _pick([f], DOCUMENT_NAMES)], DOCUMENT_NAMES, True, "by its name")
     fill("page", [f for f in schema if f.kind in ("number", "text", "other") and f.name not in taken
                   and _pick([f], PAGE_NAMES)], PAGE_NAMES, False, "by its name")
+    references = [f for f in schema if f.kind == "text" and f.name not in taken and _pick([f], PAGE_REFERENCE_NAMES)]
+    if "page" not in values and "document" in values and len(references) == 1:
+        values["page"] = references[0].name
+        taken.add(references[0].name)
+        inferred.append(f"page: {references[0].name!r} (by its name: a page reference such as X.pdf#page=3 beside "
+                        f"the document field {values['document']!r})")
     fill("vector", [f for f in schema if f.kind == "vector" and f.name not in taken], (), False,
          "the only vector field")
     if needs_keyword_field:
@@ -275,5 +287,5 @@ def read_path(record: Mapping[str, Any], name: str | None) -> Any:
     return value
 
 
-__all__ = ["DOCUMENT_NAMES", "FieldMapping", "KINDS", "PAGE_NAMES", "ROLES", "ResolvedMapping", "SchemaField",
-           "TEXT_NAMES", "read_path", "resolve_mapping"]
+__all__ = ["DOCUMENT_NAMES", "FieldMapping", "KINDS", "PAGE_NAMES", "PAGE_REFERENCE_NAMES", "ROLES",
+           "ResolvedMapping", "SchemaField", "TEXT_NAMES", "read_path", "resolve_mapping"]

@@ -31,6 +31,7 @@ from core.targets.base import (
     fuse_rrf,
     hits_in_order,
     missing_documents,
+    pages_unknown,
     raw_candidates,
 )
 from core.targets.ids import group_documents, index_document_id, page_numbers
@@ -254,8 +255,10 @@ class MilvusCollectionTarget:
         count = int(stats.get("row_count") or 0)
         fingerprint = Fingerprint({"fields": self._fields, "metrics": self._metrics, "mapping": m.named()})
         documents: dict[str, set[str]] = {}
+        seen_page = False
         for row in self._rows():
             hit = self._hit(row, None, 0.0)
+            seen_page = seen_page or bool(hit.pages)
             raw = read_path(self._hit_entity(row), m.document)
             if not fingerprint.add(hit.chunk_id, raw, hit.text):
                 break
@@ -268,7 +271,7 @@ class MilvusCollectionTarget:
             n_documents=len(documents) if fingerprint.complete else None, fingerprint=value, fingerprint_basis=basis,
             fields=tuple(m.named().items()), inferred=self.resolved.inferred,
             notes=tuple(f"index metric of {f}: {v}" for f, v in sorted(self._metrics.items())),
-            unavailable=tuple(self._plan()[1]))
+            unavailable=tuple(self._plan()[1]), pages_unknown=pages_unknown(m, seen_page))
 
     def _hit_entity(self, row: dict[str, Any]) -> dict[str, Any]:
         """The row with its JSON fields parsed (some servers give them as text)."""

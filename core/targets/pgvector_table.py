@@ -31,6 +31,7 @@ from core.targets.base import (
     fuse_rrf,
     hits_in_order,
     missing_documents,
+    pages_unknown,
 )
 from core.targets.ids import index_document_id, page_numbers
 from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, resolve_mapping
@@ -321,10 +322,13 @@ class PgvectorTableTarget:
         fingerprint = Fingerprint({"columns": [f.to_dict() for f in self.resolved.fields.values()],
                                    "mapping": m.named()})
         documents: dict[str, set[str]] = {}
+        seen_page = bool(m.page)  # the page column is not read here: a mapped one is taken as known
         for key, raw, text in self._rows():
             if not fingerprint.add(key, raw, text):
                 break
-            documents.setdefault(index_document_id(raw, strip_prefix=m.document_prefix)[0], set()).add(str(raw))
+            document, page = index_document_id(raw, strip_prefix=m.document_prefix)
+            documents.setdefault(document, set()).add(str(raw))
+            seen_page = seen_page or page is not None
         complete = fingerprint.complete
         if complete:
             self._documents = documents
@@ -333,7 +337,7 @@ class PgvectorTableTarget:
             engine=self.engine, location=self.config.describe(), index=f"{self.schema_name}.{self.table}",
             n_chunks=int(count), n_documents=len(documents) if complete else None, fingerprint=value,
             fingerprint_basis=basis, fields=tuple(m.named().items()), inferred=self.resolved.inferred,
-            notes=tuple(self._notes), unavailable=tuple(self._unavailable))
+            notes=tuple(self._notes), unavailable=tuple(self._unavailable), pages_unknown=pages_unknown(m, seen_page))
 
     def _distinct_documents(self) -> dict[str, set[str]]:
         from psycopg import sql

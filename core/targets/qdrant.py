@@ -28,6 +28,7 @@ from core.targets.base import (
     check_dimension,
     hits_in_order,
     missing_documents,
+    pages_unknown,
     raw_candidates,
 )
 from core.targets.ids import group_documents, index_document_id, page_numbers
@@ -228,8 +229,10 @@ class QdrantTarget:
         count = int(self._call("counting", lambda: self._client.count(self.collection, exact=True)).count)
         fingerprint = Fingerprint({**self._schema, "mapping": m.named()})
         documents: dict[str, set[str]] = {}
+        seen_page = False
         for point in self._scroll():
             hit = self._hit(point, 0.0)
+            seen_page = seen_page or bool(hit.pages)
             raw = read_path(point.payload or {}, m.document)
             if not fingerprint.add(hit.chunk_id, raw, hit.text):
                 break
@@ -242,7 +245,7 @@ class QdrantTarget:
             engine=self.engine, location=self._shown(), index=self.collection, n_chunks=count,
             n_documents=len(documents) if fingerprint.complete else None, fingerprint=value, fingerprint_basis=basis,
             fields=tuple(m.named().items()), inferred=self.resolved.inferred, notes=tuple(notes),
-            unavailable=tuple(self._unavailable()))
+            unavailable=tuple(self._unavailable()), pages_unknown=pages_unknown(m, seen_page))
 
     def _listed(self) -> dict[str, set[str]]:
         if self._documents is None:

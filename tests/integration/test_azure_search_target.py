@@ -84,8 +84,9 @@ def test_setups_description_and_inferred_mapping(server, corpus):
                     "dense+semantic", "hybrid+semantic"]
     d = target.describe()
     assert (d.engine, d.index, d.n_chunks, d.n_documents) == ("azure-ai-search", "norman", len(corpus.chunks), 10)
-    assert dict(d.fields) == {"key": "id", "text": "content", "document": "sourcefile", "vector": "contentVector",
-                              "semantic_configuration": "default"}
+    assert dict(d.fields) == {"key": "id", "text": "content", "document": "sourcefile", "page": "sourcepage",
+                              "vector": "contentVector", "semantic_configuration": "default"}
+    assert d.pages_unknown == "no chunk read holds a page in field 'sourcepage'"  # the passages have no pages
     assert "text: 'content' (by its name)" in d.inferred
     assert "vector: 'contentVector' (the only vector field)" in d.inferred
     assert d.fingerprint == target.describe().fingerprint  # stable
@@ -115,7 +116,7 @@ def test_keyword_requests_and_hits(server, corpus):
     question = "In what country is Normandy located?"
     hits = target.search(question, setups["keyword"], 10)
     body = server.searches()[-1]
-    assert body == {"search": question, "queryType": "simple", "select": "id,content,sourcefile", "top": 10}
+    assert body == {"search": question, "queryType": "simple", "select": "id,content,sourcefile,sourcepage", "top": 10}
     assert hits and len(hits) <= 10
     # the order is the service's: BM25 over the searchable fields (reference: the service's ranking module)
     bm25 = server.indexes["norman"].bm25().scores(parse_simple(question))
@@ -137,7 +138,7 @@ def test_dense_with_the_index_vectorizer_and_with_ragtunes_model(server, corpus)
     dense = {s.key: s for s in target.setups()}["dense"]
     assert dense.embedding_model is None and dense.option("vectorizer") == "openai"
     target.search(question, dense, 10)
-    assert server.searches()[-1] == {"queryType": "simple", "select": "id,content,sourcefile", "top": 10,
+    assert server.searches()[-1] == {"queryType": "simple", "select": "id,content,sourcefile,sourcepage", "top": 10,
                                      "vectorQueries": [{"text": question, "k": 10, "fields": "contentVector",
                                                         "kind": "text"}]}
     target.close()
@@ -184,7 +185,7 @@ def test_keyword_full_semantic_keeps_the_full_syntax_and_asks_the_ranker(server,
     body = server.searches()[-1]
     assert body == {"search": "In what country is Normandy located\\?", "queryType": "full",
                     "semanticQuery": question, "semanticConfiguration": "default",
-                    "select": "id,content,sourcefile", "top": 10}
+                    "select": "id,content,sourcefile,sourcepage", "top": 10}
     assert hits and all(0.0 <= h.score <= 4.0 for h in hits)  # @search.rerankerScore's documented range
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     # the ranker reranked the full-syntax results: the same hits as keyword-full's first 50, reordered
@@ -195,6 +196,44 @@ def test_keyword_full_semantic_keeps_the_full_syntax_and_asks_the_ranker(server,
     body = server.searches()[-1]
     assert (body["queryType"], body["search"], "semanticQuery" in body) == ("semantic", question, False)
     target.close()
+
+
+def paged_documents(corpus):
+    """Index documents as Azure's RAG samples write them: chunk n of a passage is its page n, in
+    ``sourcepage`` as ``<passage>#page=<n>`` beside ``sourcefile``."""
+    documents, seen = index_documents(corpus.chunks, None), {}
+    for d, c in zip(documents, corpus.chunks):
+        seen[c.document_id] = seen.get(c.document_id, 0) + 1
+        d["sourcepage"] = f"{c.document_id}#page={seen[c.document_id]}"
+    return documents
+
+
+def test_pages_come_from_the_sourcepage_beside_sourcefile_or_are_said_unknown(corpus):
+    from azure.core.credentials import AzureKeyCredential
+
+    paged = paged_documents(corpus)
+    indexes = {"paged": LocalIndex(index_definition("paged", dimensions=None, semantic=False), paged),
+               "unpaged": LocalIndex(index_definition("unpaged", dimensions=None, semantic=False),
+                                     [{**d, "sourcepage": d["sourcefile"]} for d in paged])}
+    with AzureSearchTestServer(indexes, api_key=KEY) as server:
+        target = AzureSearchTarget("paged", server.endpoint, "paged", AzureKeyCredential(KEY))
+        d = target.describe()
+        assert (dict(d.fields)["document"], dict(d.fields)["page"], d.pages_unknown) == (
+            "sourcefile", "sourcepage", None)
+        assert ("page: 'sourcepage' (by its name: a page reference such as X.pdf#page=3 beside the document field "
+                "'sourcefile')") in d.inferred
+        hits = target.search("Who was Rollo?", target.setups()[0], 10)
+        assert server.searches()[-1]["select"] == "id,content,sourcefile,sourcepage"
+        # each hit's page is its chunk's position in its passage, as written above
+        by_id = {d["id"]: d for d in paged}
+        assert hits and [h.pages for h in hits] == [(int(by_id[h.chunk_id]["sourcepage"].rsplit("=", 1)[1]),)
+                                                    for h in hits]
+        assert all(h.document_id == by_id[h.chunk_id]["sourcefile"] for h in hits)
+        target.close()
+        target = AzureSearchTarget("unpaged", server.endpoint, "unpaged", AzureKeyCredential(KEY))
+        assert target.describe().pages_unknown == "no chunk read holds a page in field 'sourcepage'"
+        assert all(h.pages == () for h in target.search("Who was Rollo?", target.setups()[0], 10))
+        target.close()
 
 
 def test_an_index_without_vectors_offers_keyword_setups_and_says_why(server):

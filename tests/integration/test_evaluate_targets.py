@@ -197,6 +197,50 @@ def test_no_password_or_token_of_an_address_is_shown_when_targets_cannot_be_reac
         assert secret not in text
 
 
+def test_pages_of_a_sourcepage_are_scored_and_unknown_pages_are_said_so(tmp_path, corpus, monkeypatch, capsys):
+    from tests.integration.test_azure_search_target import paged_documents
+    from tests.support.azure_search import AzureSearchTestServer, LocalIndex, index_definition
+    from tests.support.search_ranking import parse_simple
+
+    paged = paged_documents(corpus)  # chunk n of a passage is its page n, in sourcepage as <passage>#page=<n>
+    indexes = {"paged": LocalIndex(index_definition("paged", dimensions=None, semantic=False), paged),
+               "unpaged": LocalIndex(index_definition("unpaged", dimensions=None, semantic=False),
+                                     [{**d, "sourcepage": d["sourcefile"]} for d in paged])}
+    questions = corpus.questions[:N_QUESTIONS]
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(json.dumps({"id": i, "question": q, "expected": [f"{doc}#page=1"]}) + "\n"
+                              for i, q, doc in questions), encoding="utf-8")
+    monkeypatch.setenv("RAGTUNE_SEARCH_API_KEY", KEY)
+    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
+    with AzureSearchTestServer(indexes, api_key=KEY) as server:
+        code = main(["evaluate", "--golden", str(golden), "--out", str(tmp_path / "out"), "--json",
+                     "--target", f"azure-search:{server.endpoint}#paged",
+                     "--target", f"azure-search:{server.endpoint}#unpaged", "--only", "*/keyword"])
+        report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    targets = {t["name"]: t for t in report["targets"]}
+    assert targets["azure-search:paged"]["description"]["pages_unknown"] is None
+    assert targets["azure-search:unpaged"]["description"]["pages_unknown"] == \
+        "no chunk read holds a page in field 'sourcepage'"
+    setups = {e["name"]: e for e in report["setups"]}
+    unknown = setups["azure-search:unpaged/keyword"]["metrics"]["page"]
+    assert (unknown["means"], unknown["n_scored"], unknown["reason"]) == (
+        {}, 0, "pages unknown: no chunk read holds a page in field 'sourcepage'")
+    # page 1 of the expected passage in the service's BM25 top 10 (reference: the test service's ranking)
+    bm25 = server.indexes["paged"].bm25()
+    found = []
+    for _, q, doc in questions:
+        scores = bm25.scores(parse_simple(q))
+        top = sorted(scores, key=lambda i: (-scores[i], i))[:10]
+        found.append(any(paged[i]["sourcepage"] == f"{doc}#page=1" for i in top))
+    page = setups["azure-search:paged/keyword"]["metrics"]["page"]
+    assert page["n_scored"] == len(questions) and page["means"]["found@10"] == pytest.approx(sum(found) / len(found))
+    assert sum(found) > 0
+    # one target without pages: the setups are ranked by documents, and the report says why
+    assert (report["evaluation"]["rank_grain"], report["evaluation"]["rank_grain_reason"]) == (
+        "doc", "documents, not pages: the pages of target azure-search:unpaged are unknown")
+
+
 def test_a_bad_mapping_stops_before_any_search(tmp_path, golden, targets_file, azure, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("- {name: prod, kind: azure-search, index: norman, fields: {text: body}}\n", encoding="utf-8")

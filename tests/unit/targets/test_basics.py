@@ -205,3 +205,30 @@ def test_setups_hits_and_dimensions():
     chunk = hits[1].retrieved(1)
     assert (chunk.chunk.document_id, chunk.rank, chunk.score) == ("b", 1, 0.9)
 
+
+
+def test_a_page_reference_beside_the_document_is_the_page_and_says_so():
+    # Azure's RAG samples: sourcefile "X.pdf" and sourcepage "X.pdf#page=3", no page field
+    schema = [f for f in AZURE_LIKE if f.name != "page"]
+    resolved = resolve_mapping(FieldMapping(), schema, "t")
+    assert (resolved.mapping.document, resolved.mapping.page) == ("sourcefile", "sourcepage")
+    assert "page: 'sourcepage' (by its name: a page reference such as X.pdf#page=3 beside the document field " \
+           "'sourcefile')" in resolved.inferred
+    # a page field by its name still wins, and a named page is kept
+    assert resolve_mapping(FieldMapping(), AZURE_LIKE, "t").mapping.page == "page"
+    assert resolve_mapping(FieldMapping(page="category"), schema + [SchemaField("category", "text")],
+                           "t").mapping.page == "category"
+    assert page_numbers("Benefit_Options.pdf#page=3") == (3,)
+    assert page_numbers(["a.pdf#page=2", "a.pdf#page=2", "a.pdf"]) == (2,)
+    assert page_numbers("a.pdf#section=2") == ()
+
+
+def test_pages_unknown_says_which_fields_were_looked_at():
+    from core.targets.base import pages_unknown
+
+    assert pages_unknown(FieldMapping(document="sourcefile"), seen_page=True) is None
+    assert pages_unknown(FieldMapping(document="sourcefile"), seen_page=False) == (
+        "no page field is mapped and the document field 'sourcefile' names no page (#page=N); name one with "
+        "fields.page in the targets file")
+    assert pages_unknown(FieldMapping(document="sourcefile", page="sourcepage"), seen_page=False) == (
+        "no chunk read holds a page in field 'sourcepage'")
