@@ -11,6 +11,7 @@ does not have, so no keyword or hybrid setup is offered and the description says
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
@@ -48,6 +49,10 @@ PAYLOAD_SAMPLE = 50
 SCROLL_PAGE = 1000
 #: Seconds a request to a Qdrant server may take.
 TIMEOUT_S = 30
+#: The local mode locks its folder to one client per process: the targets of one folder share
+#: one client, by resolved path -> ``[client, targets using it]``.
+_FOLDER_CLIENTS: dict[str, list[Any]] = {}
+_FOLDERS_LOCK = threading.Lock()
 #: Qdrant distances (``Distance`` values, lower-cased) whose score is a distance, smaller is
 #: closer; a hit's score is its negation, so higher is better for every distance.
 DISTANCES_LOWER_IS_CLOSER = ("euclid", "manhattan")
@@ -82,6 +87,8 @@ class QdrantTarget:
         vectors: ragtune's query vectors for dense search.
         client: an open ``QdrantClient`` to use (not closed by :meth:`close`), for a local
             mode folder the caller has open already (one client per folder and process).
+            Without one, the targets of one local mode folder share the client the first of
+            them opened, so several collections of a folder are searched in one run.
 
     Raises:
         TargetError: the folder or server cannot be opened, or lacks the collection.
@@ -127,9 +134,17 @@ class QdrantTarget:
                 # no version probe: against a server that is down it only adds a UserWarning to the
                 # error the first request reports anyway
                 return QdrantClient(url=self.location, timeout=TIMEOUT_S, check_compatibility=False)
-            if self.location != ":memory:" and not Path(self.location).is_dir():
+            if self.location == ":memory:":
+                return QdrantClient(location=":memory:")
+            if not Path(self.location).is_dir():
                 raise TargetError(f"target {self.name}: {self.location} is not a Qdrant folder")
-            return QdrantClient(location=":memory:") if self.location == ":memory:" else QdrantClient(path=self.location)
+            self._folder = str(Path(self.location).resolve())
+            with _FOLDERS_LOCK:
+                shared = _FOLDER_CLIENTS.get(self._folder)
+                if shared is None:
+                    shared = _FOLDER_CLIENTS[self._folder] = [QdrantClient(path=self._folder), 0]
+                shared[1] += 1
+                return shared[0]
         except TargetError:
             raise
         except Exception as exc:  # qdrant-client raises RuntimeError for a folder another client holds
@@ -289,10 +304,22 @@ class QdrantTarget:
         return out
 
     def close(self) -> None:
-        """Close the client when the target opened it (a local mode folder is released)."""
-        if self._owns and getattr(self, "_client", None) is not None:
-            self._client.close()
-            self._client = None
+        """Close the client when the target opened it; a local mode folder's shared client is
+        closed (and the folder released) when the last target of the folder closes."""
+        if not self._owns or getattr(self, "_client", None) is None:
+            return
+        client, self._client = self._client, None
+        folder = getattr(self, "_folder", None)
+        if folder is not None:
+            with _FOLDERS_LOCK:
+                shared = _FOLDER_CLIENTS.get(folder)
+                if shared is None or shared[0] is not client:
+                    return
+                shared[1] -= 1
+                if shared[1] > 0:
+                    return
+                del _FOLDER_CLIENTS[folder]
+        client.close()
 
 
 __all__ = ["DISTANCES_LOWER_IS_CLOSER", "POINT_ID", "QdrantTarget", "UNNAMED_VECTOR"]

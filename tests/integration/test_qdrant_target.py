@@ -76,3 +76,64 @@ def test_cosine_scores_stay_similarities(tmp_path):
         assert [h.score for h in hits] == pytest.approx([1.0, 2 ** -0.5, 0.0], abs=1e-6)
     finally:
         target.close()
+
+
+def _two_collections(folder):
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(folder))
+    for name, points in (("first", {"a.md": [1.0, 0.0], "b.md": [0.0, 1.0]}),
+                         ("second", {"c.md": [0.0, 1.0], "d.md": [1.0, 0.0]})):
+        client.create_collection(name, vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE))
+        client.upsert(name, [models.PointStruct(id=i, vector=v, payload={"text": f"chunk {doc}", "source": doc})
+                             for i, (doc, v) in enumerate(points.items())])
+    client.close()
+
+
+def test_two_collections_of_one_folder_share_its_client(tmp_path):
+    from qdrant_client import QdrantClient
+
+    _two_collections(tmp_path)
+    vectors = QueryVectors(FixedModel([1.0, 0.0]))
+    first = QdrantTarget("first", str(tmp_path), "first", vectors=vectors)
+    second = QdrantTarget("second", str(tmp_path / "."), "second", vectors=vectors)  # the same folder, written apart
+    # nearest to (1, 0): a.md in the first collection, d.md in the second (by hand)
+    assert [h.document_id for h in first.search("q", first.setups()[0], 2)] == ["a.md", "b.md"]
+    assert [h.document_id for h in second.search("q", second.setups()[0], 2)] == ["d.md", "c.md"]
+    first.close()
+    assert [h.document_id for h in second.search("q", second.setups()[0], 1)] == ["d.md"]  # still open
+    second.close()
+    QdrantClient(path=str(tmp_path)).close()  # the folder is released once both are closed
+
+
+def test_two_collections_of_one_folder_are_evaluated_in_one_run(tmp_path, monkeypatch, capsys):
+    import json
+
+    from core.cli import main
+
+    folder = tmp_path / "qdrant"
+    folder.mkdir()
+    _two_collections(folder)
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "q1", "question": "Where is a?", "expected": ["a.md"]}) + "\n",
+                      encoding="utf-8")
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(f"- {{name: first, kind: qdrant, path: '{folder}', collection: first}}\n"
+                       f"- {{name: second, kind: qdrant, path: '{folder}', collection: second}}\n", encoding="utf-8")
+    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
+    import core.targets.open as opening
+
+    real = opening.QdrantTarget
+    monkeypatch.setattr(opening, "QdrantTarget",
+                        lambda *a, **kw: real(*a, **{**kw, "vectors": QueryVectors(FixedModel([1.0, 0.0]))}))
+    code = main(["evaluate", "--golden", str(golden), "--targets", str(targets), "--out", str(tmp_path / "out"),
+                 "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    assert {t["name"]: t["status"] for t in report["targets"]} == {"first": "ok", "second": "ok"}
+    # a.md is the first collection's nearest point to (1, 0) and the second collection lacks it
+    setups = {s["name"]: s for s in report["setups"]}
+    doc = report["evaluation"]["rank_grain"]
+    assert setups["first/dense"]["metrics"][doc]["means"]["mrr"] == 1.0
+    assert [t["missing_documents"] for t in report["targets"]] == [[], ["a.md"]]
