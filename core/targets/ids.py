@@ -19,6 +19,10 @@ from core.golden.types import Target
 
 #: Hosts whose URL paths start with a container (Azure Blob Storage and Data Lake).
 _CONTAINER_HOSTS = (".blob.core.windows.net", ".dfs.core.windows.net")
+#: Azurite, the local Blob Storage emulator: its URLs put the account before the container
+#: (``http://127.0.0.1:10000/devstoreaccount1/<container>/<name>``); its default account.
+_AZURITE_HOSTS = ("127.0.0.1", "localhost")
+_AZURITE_ACCOUNT = "devstoreaccount1"
 
 
 def _path_form(value: str) -> str:
@@ -30,17 +34,19 @@ def _path_form(value: str) -> str:
 
 
 def _url_path(value: str) -> str | None:
-    """The path of a URL (percent-decoded; a blob URL without its container), or None when
-    ``value`` is not a URL."""
+    """The path of a URL (percent-decoded; a blob URL without its container, an Azurite URL
+    of the default account without the account and the container), or None when ``value`` is
+    not a URL."""
     parts = urlsplit(value)
     if parts.scheme.lower() not in ("http", "https", "s3", "gs", "abfs", "abfss", "file") or not (parts.netloc or parts.path):
         return None
     path = unquote(parts.path).lstrip("/")
     host = parts.hostname or ""
-    if host.endswith(_CONTAINER_HOSTS) or (host in ("127.0.0.1", "localhost") and path.count("/") >= 2):
-        # https://acct.blob.core.windows.net/<container>/<name>; Azurite adds the account first
-        segments = path.split("/")
-        path = "/".join(segments[2:] if host in ("127.0.0.1", "localhost") else segments[1:])
+    segments = path.split("/")
+    if host in _AZURITE_HOSTS and len(segments) > 2 and segments[0] == _AZURITE_ACCOUNT:
+        path = "/".join(segments[2:])  # Azurite: the account, then the container
+    elif host.endswith(_CONTAINER_HOSTS) and len(segments) > 1:
+        path = "/".join(segments[1:])  # https://acct.blob.core.windows.net/<container>/<name>
     if parts.fragment:
         path += "#" + parts.fragment
     return path
@@ -67,9 +73,11 @@ def group_documents(raw_values: Iterable[Any], prefix: str, most: int) -> tuple[
 def index_document_id(value: object, *, strip_prefix: str = "") -> tuple[str, int | None]:
     """The golden-file document id and page of an index's document value.
 
-    Steps: a URL becomes its percent-decoded path (a blob URL without its container); ``\\``
-    becomes ``/``; a leading ``./`` or ``/`` goes; ``strip_prefix`` (in the same form) is
-    removed from the front; then :meth:`core.golden.types.Target.parse` splits off
+    Steps: a URL becomes its percent-decoded path (a blob URL without its container, an
+    Azurite URL without its account and container); ``\\`` becomes ``/``; a leading ``./``
+    or ``/`` goes; ``strip_prefix`` (in the same form) is removed from the front when it ends
+    at a folder boundary (``docs`` strips ``docs/a.pdf`` to ``a.pdf`` but leaves
+    ``docsfoo/a.pdf``); then :meth:`core.golden.types.Target.parse` splits off
     ``#page=N`` and normalises to NFC. A value it cannot parse as a page reference is kept
     whole as the id.
 
@@ -88,7 +96,7 @@ def index_document_id(value: object, *, strip_prefix: str = "") -> tuple[str, in
     if strip_prefix:
         prefix = _url_path(strip_prefix.strip())
         prefix = _path_form(prefix if prefix is not None else strip_prefix.strip())
-        if prefix and text.startswith(prefix):
+        if prefix and text.startswith(prefix) and (prefix.endswith("/") or text[len(prefix):].startswith("/")):
             text = text[len(prefix):].lstrip("/")
     try:
         target = Target.parse(text)

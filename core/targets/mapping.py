@@ -28,6 +28,11 @@ DOCUMENT_NAMES: tuple[str, ...] = ("document_id", "doc_id", "documentid", "doc_p
                                    "document_name", "sourcefile", "source_file", "source", "source_path",
                                    "file_path", "filepath", "path", "file_name", "filename", "parent_id",
                                    "metadata_storage_path", "sourcepage", "url", "uri", "title")
+#: Parts of a field's name that say it holds a file name, path or address (``blob_path``,
+#: ``file_url``, ``source_uri``): such a field is the document rather than a ``title``.
+FILE_LIKE_PARTS: tuple[str, ...] = ("path", "url", "uri", "file", "source")
+#: Names of the document field that are only a title, taken when no file-like field is there.
+TITLE_NAMES: tuple[str, ...] = ("title",)
 #: Names that say "the page".
 PAGE_NAMES: tuple[str, ...] = ("page", "page_number", "pages", "page_no", "pagenumber", "page_num")
 #: Names of text fields that hold a page reference (``X.pdf#page=3``) beside the document's own
@@ -176,7 +181,8 @@ def resolve_mapping(given: FieldMapping, schema: Sequence[SchemaField], where: s
 
     Inference: ``key`` is the schema's key field; ``text`` the one text field, else the text
     field named most like :data:`TEXT_NAMES`; ``document`` likewise by :data:`DOCUMENT_NAMES`
-    (required); ``page`` by :data:`PAGE_NAMES`, else the one text field named as in
+    (required), except that a ``title`` gives way to the one other text field whose name says
+    a file, path or address (:data:`FILE_LIKE_PARTS`: ``blob_path``, ``file_url``); ``page`` by :data:`PAGE_NAMES`, else the one text field named as in
     :data:`PAGE_REFERENCE_NAMES` (``sourcepage`` beside ``sourcefile``: its ``#page=N`` is
     the page) (optional); ``vector`` the one vector field
     (several: an error, name one; none: keyword setups only); ``keyword`` the one ``tsvector``
@@ -241,8 +247,19 @@ def resolve_mapping(given: FieldMapping, schema: Sequence[SchemaField], where: s
         fill("text", [f for f in texts if f.searchable], TEXT_NAMES, True, "the only searchable text field")
     else:
         fill("text", texts, TEXT_NAMES, True, "the only text field")
-    fill("document", [f for f in schema if f.kind in ("text", "other") and f.name not in taken
-                      and _pick([f], DOCUMENT_NAMES)], DOCUMENT_NAMES, True, "by its name")
+    if "document" not in values:
+        documents = [f for f in schema if f.kind in ("text", "other") and f.name not in taken
+                     and _pick([f], DOCUMENT_NAMES)]
+        best = _pick(documents, DOCUMENT_NAMES)
+        file_like = [f for f in schema if f.kind == "text" and f.name not in taken and not f.key
+                     and f not in documents and any(p in f.name.rsplit(".", 1)[-1].lower() for p in FILE_LIKE_PARTS)]
+        if best and all(_pick([f], TITLE_NAMES) for f in best) and len(file_like) == 1:
+            values["document"] = file_like[0].name
+            taken.add(file_like[0].name)
+            inferred.append(f"document: {file_like[0].name!r} (its name says a file, path or address; preferred "
+                            f"over {best[0].name!r})")
+        else:
+            fill("document", documents, DOCUMENT_NAMES, True, "by its name")
     fill("page", [f for f in schema if f.kind in ("number", "text", "other") and f.name not in taken
                   and _pick([f], PAGE_NAMES)], PAGE_NAMES, False, "by its name")
     references = [f for f in schema if f.kind == "text" and f.name not in taken and _pick([f], PAGE_REFERENCE_NAMES)]
@@ -287,5 +304,5 @@ def read_path(record: Mapping[str, Any], name: str | None) -> Any:
     return value
 
 
-__all__ = ["DOCUMENT_NAMES", "FieldMapping", "KINDS", "PAGE_NAMES", "PAGE_REFERENCE_NAMES", "ROLES",
-           "ResolvedMapping", "SchemaField", "TEXT_NAMES", "read_path", "resolve_mapping"]
+__all__ = ["DOCUMENT_NAMES", "FILE_LIKE_PARTS", "FieldMapping", "KINDS", "PAGE_NAMES", "PAGE_REFERENCE_NAMES", "ROLES",
+           "ResolvedMapping", "SchemaField", "TEXT_NAMES", "TITLE_NAMES", "read_path", "resolve_mapping"]

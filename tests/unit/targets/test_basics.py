@@ -232,3 +232,36 @@ def test_pages_unknown_says_which_fields_were_looked_at():
         "fields.page in the targets file")
     assert pages_unknown(FieldMapping(document="sourcefile", page="sourcepage"), seen_page=False) == (
         "no chunk read holds a page in field 'sourcepage'")
+
+
+@pytest.mark.parametrize("value, expected", [
+    # Azurite's default account, then the container, then the name
+    ("http://127.0.0.1:10000/devstoreaccount1/docs/hr/a.pdf", ("hr/a.pdf", None)),
+    ("http://localhost:10000/devstoreaccount1/docs/a.pdf#page=2", ("a.pdf", 2)),
+    # any other local address keeps its path
+    ("http://localhost:8000/files/hr/a.pdf", ("files/hr/a.pdf", None)),
+    ("http://127.0.0.1:8080/static/a.pdf", ("static/a.pdf", None)),
+])
+def test_only_azurite_urls_lose_an_account_and_a_container(value, expected):
+    assert index_document_id(value) == expected
+
+
+def test_a_prefix_is_stripped_at_a_folder_boundary_only():
+    assert index_document_id("docs/a.pdf", strip_prefix="docs") == ("a.pdf", None)
+    assert index_document_id("docs/a.pdf", strip_prefix="docs/") == ("a.pdf", None)
+    assert index_document_id("docsfoo/a.pdf", strip_prefix="docs") == ("docsfoo/a.pdf", None)
+    assert index_document_id("https://acct.blob.core.windows.net/c/docsfoo/a.pdf",
+                             strip_prefix="https://acct.blob.core.windows.net/c/docs") == ("docsfoo/a.pdf", None)
+
+
+def test_a_title_gives_way_to_a_field_named_as_a_file_or_path():
+    schema = [SchemaField("id", "text", key=True), SchemaField("content", "text", searchable=True),
+              SchemaField("title", "text"), SchemaField("blob_path", "text")]
+    resolved = resolve_mapping(FieldMapping(), schema, "t")
+    assert resolved.mapping.document == "blob_path"
+    assert "document: 'blob_path' (its name says a file, path or address; preferred over 'title')" in resolved.inferred
+    # without a file-like field the title is still the document, by its name
+    only_title = resolve_mapping(FieldMapping(), schema[:3], "t")
+    assert (only_title.mapping.document, "document: 'title' (by its name)" in only_title.inferred) == ("title", True)
+    # a named document is kept
+    assert resolve_mapping(FieldMapping(document="title"), schema, "t").mapping.document == "title"
