@@ -28,9 +28,22 @@ def open_target(spec: TargetSpec, settings: Settings, vectors: QueryVectors | No
         vectors: ragtune's query vectors, for dense setups the engine cannot embed itself.
 
     Raises:
-        ConfigError: a bad mapping, or a location neither the spec nor the settings give.
+        ConfigError: a bad mapping, or a location neither the spec nor the settings give; the
+            message starts with where the target was given (``targets.yaml:3 (target prod)``,
+            ``--target``), then names the target and the role and field (``fields.text names
+            'body', which the index lacks``).
         TargetError: the engine cannot be reached, refuses, or lacks the index.
     """
+    try:
+        return _open(spec, settings, vectors)
+    except ConfigError as exc:
+        if spec.source and not str(exc).startswith(spec.source):
+            raise ConfigError(f"{spec.source}: {exc}") from None
+        raise
+
+
+def _open(spec: TargetSpec, settings: Settings, vectors: QueryVectors | None) -> Target:
+    """:func:`open_target` without the spec's source in its errors."""
     if spec.kind == "azure-search":
         endpoint = spec.location or settings.search_endpoint
         if not endpoint:

@@ -250,6 +250,24 @@ def test_a_bad_mapping_stops_before_any_search(tmp_path, golden, targets_file, a
     assert azure.searches() == []
 
 
+def test_a_bad_mapping_names_the_targets_file_the_entry_and_the_field(tmp_path, golden, targets_file, azure, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("targets:\n"
+                   "  - {name: team, kind: azure-search, index: norman, auth: key}\n"
+                   "  - name: prod\n"
+                   "    kind: azure-search\n"
+                   "    index: norman\n"
+                   "    auth: key\n"
+                   "    fields: {document: nope}\n", encoding="utf-8")
+    code = main(["evaluate", "--golden", str(golden), "--targets", str(bad), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 1
+    # the file and the line where the entry starts, the target, the role and the field
+    assert f"{bad}:3 (target prod): target prod (index norman): fields.document names 'nope', which the index " \
+           "lacks (its fields: category, content, contentVector, id, sourcefile, sourcepage, title)" in err
+    assert azure.searches() == []
+
+
 def test_the_gate_on_a_chosen_targets_setup(tmp_path, golden, targets_file, capsys):
     out = str(tmp_path / "out")
     base = ["evaluate", "--golden", str(golden), "--targets", str(targets_file), "--only", "team/*", "--out", out]
