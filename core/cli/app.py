@@ -57,11 +57,14 @@ def _app_setup(args: argparse.Namespace, url: str | None = None) -> tuple[Any, A
     return settings, config, out, files, where
 
 
-def _judge_for_app(settings: Settings, args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
-    """``(judge or None, the reply cache)``: the judge keeps its replies in the cache too."""
+def _judge_for_app(settings: Settings, args: argparse.Namespace, out: Path, *,
+                   dry_run: bool = False) -> tuple[Any, Any]:
+    """``(judge or None, the reply cache)``: the judge keeps its replies in the cache too. A
+    dry run writes nothing: without a cache file it looks things up in an empty one in memory."""
     from core.models import CachedChatModel, EmbeddingCache
 
-    cache = EmbeddingCache(Workspace.at(out).embedding_cache)
+    path = Workspace.at(out).embedding_cache
+    cache = EmbeddingCache(":memory:" if dry_run and not Path(path).is_file() else path)
     judge = settings.judge_model(args.judge)
     return (CachedChatModel(judge, cache) if judge is not None else None), cache
 
@@ -178,9 +181,12 @@ def _dry_run_app(args: argparse.Namespace, settings: Settings, config: AppConfig
     """Print what ``evaluate-app`` would send (:func:`core.evaluation.dry_run.plan_app`); 0."""
     from core.evaluation.dry_run import plan_app
 
-    judge, cache = _judge_for_app(settings, args, out)
+    judge, cache = _judge_for_app(settings, args, out, dry_run=True)
     plan = plan_app(golden, config, settings.app, cache=cache, refresh=args.refresh, judge=judge,
                     judge_repeat=args.judge_repeat)
+    if judge is None:
+        plan.notes.append("no judge: the answers are scored by unitxt only (give --judge MODEL or set "
+                          "RAGTUNE_JUDGE_MODEL to have them judged)")
     if args.json:
         _print_json(plan.to_dict(settings.prices))
     else:

@@ -136,7 +136,8 @@ def _play_conversation(client: AppClient, conversation: Conversation, breaker: C
         mapped = client.read(exchange)
         if mapped.error is not None:
             kind = exchange.error_kind or "mapping"
-            breaker.record(False, mapped.error)
+            # no credentials: no later request can succeed, so nothing more is sent
+            breaker.record(False, mapped.error, fatal=kind == "auth")
             out.append(_failed(sent, conversation.key, number, mapped.error, kind, exchange))
             continue
         breaker.record(True)
@@ -319,8 +320,9 @@ def _requests(turns: Sequence[AppTurn], client: AppClient, breaker: CircuitBreak
     return {"n_questions": len(turns), "n_answered": n_answered, "n_failed": len(turns) - n_answered,
             "answered_share": n_answered / len(turns) if turns else None,
             "n_sent": client.n_sent, "n_from_cache": client.n_from_cache, "failures": failures,
-            "stopped_early": None if not breaker.skipped else {"after_failures_in_a_row": stop_after,
-                                                               "n_not_sent": breaker.skipped}}
+            "stopped_early": None if not breaker.skipped else {
+                "after_failures_in_a_row": stop_after, "n_not_sent": breaker.skipped,
+                **({"reason": breaker.fatal_error} if breaker.fatal_error else {})}}
 
 
 def _app_settings(settings: AppSettings) -> dict[str, Any]:

@@ -32,12 +32,13 @@ from core.errors import ConfigError
 from core.evaluation.app_config import AppConfig, MappedReply, map_reply, render_request
 from core.models.azure import token_provider
 from core.models.endpoint import EndpointError, JSONEndpoint
+from core.redaction import shown_url, url_secrets, without_credentials
 
 if TYPE_CHECKING:
     from core.models.cache import EmbeddingCache
     from core.settings import AppSettings
 
-__all__ = ["AppClient", "Exchange", "RateLimiter", "app_auth_headers", "failure_kind"]
+__all__ = ["AppClient", "Exchange", "RateLimiter", "app_auth_headers", "failure_kind", "shown_url"]
 
 #: The longest ``Retry-After`` honoured, in seconds (a longer one is waited this long).
 MAX_RETRY_AFTER_S = 120.0
@@ -117,7 +118,8 @@ def app_auth_headers(settings: AppSettings, credential: Any = None) -> Callable[
     """The auth headers of each request from ``core.settings.AppSettings``: the key in its
     header (``Authorization`` as ``Bearer <key>``), else a bearer token for the Entra ID scope
     (fetched and refreshed by ``azure.identity``'s bearer token provider, from ``credential``
-    or ``DefaultAzureCredential``), else none."""
+    or ``DefaultAzureCredential``), else none. A credential that fails to give a token is not
+    asked again: every later call raises its first error.""" 
     if settings.api_key:
         value = settings.api_key
         if settings.key_header.lower() == "authorization" and " " not in value.strip():
@@ -126,21 +128,25 @@ def app_auth_headers(settings: AppSettings, credential: Any = None) -> Callable[
         return lambda: header
     if settings.scope:
         provider: list[Any] = []
+        failed: list[BaseException] = []
         lock = threading.Lock()
 
         def bearer() -> Mapping[str, str]:
+            # A credential that could not give a token is asked once: each later request fails
+            # at once with the same error instead of walking the credential chain again.
             with lock:
+                if failed:
+                    raise failed[0]
                 if not provider:
                     provider.append(token_provider(credential, scope=settings.scope))
-            return {"Authorization": f"Bearer {provider[0]()}"}
+                try:
+                    return {"Authorization": f"Bearer {provider[0]()}"}
+                except Exception as exc:  # noqa: BLE001 - azure-identity's errors, named by the caller
+                    failed.append(exc)
+                    raise
 
         return bearer
     return lambda: {}
-
-
-def shown_url(url: str) -> str:
-    """``url`` without its query string (which may hold a key, as a Functions ``?code=`` does)."""
-    return url.split("?", 1)[0]
 
 
 class AppClient:
@@ -176,7 +182,13 @@ class AppClient:
         self.deadline = deadline
         self.retry_wait_s = float(retry_wait_s)
         self.url = url
-        self.model_id = f"app:{urlsplit(url).netloc}{urlsplit(url).path}"
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            raise ConfigError(f"the app's URL has a port that is not a number: {shown_url(url)!r}") from None
+        # the cache's and the reports' name of the app: host, port and path, no credentials
+        self.model_id = f"app:{parts.hostname or ''}{f':{port}' if port else ''}{parts.path}"
         self.limiter = RateLimiter(settings.requests_per_minute)
         self.endpoint = JSONEndpoint(base_url=url, api_key=None, azure_api_version=None, timeout_s=settings.timeout_s,
                                      auth_headers=auth_headers or app_auth_headers(settings), headers=config.headers)
@@ -234,6 +246,8 @@ class AppClient:
         def remaining() -> float:
             return float("inf") if self.deadline is None else self.deadline - time.monotonic()
 
+        too_long: list[float] = []  # a Retry-After that ends past the run's deadline
+
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome is not None else None
             asked = getattr(exc, "retry_after_s", None)
@@ -241,6 +255,11 @@ class AppClient:
             return max(0.0, min(seconds, remaining()))
 
         def past_deadline(state: RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            asked = getattr(exc, "retry_after_s", None)
+            if asked is not None and isinstance(exc, EndpointError) and exc.transient and asked > remaining():
+                too_long.append(float(asked))  # waiting would only reach the deadline: not retried
+                return True
             return remaining() <= 0
 
         def attempt() -> bytes:
@@ -268,8 +287,12 @@ class AppClient:
                             error_kind="deadline")
         except EndpointError as exc:
             tries = f" after {attempts} attempts" if attempts > 1 else ""
+            detail = without_credentials(str(exc), url_secrets(self.url))
+            if too_long:
+                tries += (f"; not retried: it asked to wait {too_long[-1]:g} s (Retry-After), past the run's "
+                          f"deadline of {self.settings.deadline_s:g} s")
             return Exchange(None, None, latency[-1] if latency else None, attempts,
-                            error=f"{where}: {exc}{tries}", error_kind=failure_kind(exc))
+                            error=f"{where}: {detail}{tries}", error_kind=failure_kind(exc))
         except ValueError as exc:  # a reply over the size limit
             return Exchange(None, None, latency[-1] if latency else None, attempts, error=f"{where}: {exc}",
                             error_kind="not_json")

@@ -122,8 +122,9 @@ def format_app_report(report: dict[str, Any]) -> str:
         lines.append("failed: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(req["failures"].items())))
     if req.get("stopped_early"):
         s = req["stopped_early"]
-        lines.append(f"stopped early: {s['after_failures_in_a_row']} failures in a row; {s['n_not_sent']} questions "
-                     "not sent (what was answered is scored)")
+        why = (f"no credentials ({s['reason']})" if s.get("reason")
+               else f"{s['after_failures_in_a_row']} failures in a row")
+        lines.append(f"stopped early: {why}; {s['n_not_sent']} questions not sent (what was answered is scored)")
     lat = report["latency_ms"]
     lines.append(f"latency ms: p50 {_fmt(lat['p50'], 1)}, p95 {_fmt(lat['p95'], 1)} over {lat['n']} replies")
     ref = report["refusals"]

@@ -38,6 +38,8 @@ class CircuitBreaker:
         self._failures = 0
         self._last_error = ""
         self.skipped = 0
+        #: The error of the fatal failure that opened the breaker, or None.
+        self.fatal_error: str | None = None
 
     def blocked(self) -> str | None:
         """None when a call may go ahead; else the reason it is skipped (and it is counted)."""
@@ -45,16 +47,24 @@ class CircuitBreaker:
             if self.threshold is None or self._failures < self.threshold:
                 return None
             self.skipped += 1
+            if self.fatal_error is not None:
+                return f"skipped: {self.what} cannot be called (error: {self.fatal_error})"
             return (f"skipped: {self.what} failed {self._failures} times in a row "
                     f"(last error: {self._last_error})")
 
-    def record(self, ok: bool, error: str = "") -> None:
-        """Record a call's outcome: a success resets the count, a failure adds one."""
+    def record(self, ok: bool, error: str = "", *, fatal: bool = False) -> None:
+        """Record a call's outcome: a success resets the count, a failure adds one; a
+        ``fatal`` failure (one no later call can avoid, as missing credentials) opens the
+        breaker at once."""
         with self._lock:
             if ok:
                 self._failures = 0
             else:
                 self._failures += 1
+                if fatal and self.threshold is not None:
+                    self._failures = max(self._failures, self.threshold)
+                    if self.fatal_error is None:
+                        self.fatal_error = error[:300]
                 self._last_error = error[:300]
 
     @property

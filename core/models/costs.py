@@ -166,7 +166,12 @@ class CostPlan:
             cost = "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}"
             lines.append(f"{r['model_id'][:40]:<40} {r['purpose']:<8} {r['calls']:>6} {r['cached']:>7} {r['sent']:>8} "
                          f"{prompt:>11} {completion:>11} {cost:>9}")
-        lines.append(f"total cost of the priced models: {plan['cost_usd']:.4f} USD")
+        if any(r["cost_usd"] is not None for r in plan["groups"]):
+            lines.append(f"total cost of the priced models: {plan['cost_usd']:.4f} USD")
+        elif not any(r["prompt_tokens"] for r in plan["groups"]):
+            lines.append("no chat model or judge tokens to send: nothing to price")
+        else:
+            lines.append("no cost: no model here has a price")
         for model in plan["unpriced"]:
             lines.append(f"no price for {model}: its tokens are shown without a cost (add it to RAGTUNE_PRICES)")
         lines.append(f"tokens counted with {TOKENIZER_NAME}; '~' marks estimates")

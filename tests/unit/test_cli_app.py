@@ -140,3 +140,28 @@ def test_a_missing_price_gives_tokens_without_a_cost_said_once(tmp_path, files, 
     row = next(line for line in text.splitlines() if line.startswith("openai:127.0.0.1:9/judge-model"))
     cells = row.split()
     assert cells[-1] == "-" and cells[-3].startswith("~") and int(cells[-3][1:]) > 0
+
+
+def test_a_dry_run_writes_nothing_and_says_what_has_no_price(tmp_path, files, monkeypatch, capsys):
+    golden, config = files
+    out = tmp_path / "out"
+    with OpenAITestApp(judge) as judge_app, DeployedApp(app_citing(right=True)) as app:
+        monkeypatch.setenv("RAGTUNE_CHAT_BASE_URL", judge_app.base_url)
+        monkeypatch.delenv("RAGTUNE_PRICES", raising=False)
+        monkeypatch.delenv("RAGTUNE_JUDGE_MODEL", raising=False)
+        code = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app.url,
+                     "--out", str(out), "--dry-run"])
+        no_judge = capsys.readouterr().out
+        code_judged = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app.url,
+                            "--judge", "judge-model", "--judge-repeat", "2", "--out", str(out), "--dry-run"])
+        judged = capsys.readouterr().out
+        sent = len(app.requests) + len(judge_app.chat_requests)
+    assert code == code_judged == 0 and sent == 0
+    assert not out.exists()  # no cache file, no folder: a dry run writes nothing
+    assert "no chat model or judge tokens to send: nothing to price" in no_judge
+    assert "no judge: the answers are scored by unitxt only" in no_judge
+    assert "total cost" not in judged and "no cost: no model here has a price" in judged
+    assert judged.count("no price for ") == 1
+    # six questions, two repeats, five judge metrics (the config reads contexts), none cached
+    row = next(line for line in judged.splitlines() if line.split()[1:2] == ["judge"])
+    assert row.split()[2:5] == ["60", "0", "60"]

@@ -473,3 +473,65 @@ def test_retry_after_in_seconds_or_as_a_date():
     later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
     assert 25 <= retry_after_seconds(later) <= 30
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+
+
+def test_a_credential_that_gives_no_token_is_asked_once_and_stops_the_run(tmp_path):
+    # a TokenCredential that fails as DefaultAzureCredential does when no credential is found:
+    # it is asked once, the first question fails with its error, nothing is sent, and the
+    # rest are not sent, with the reason
+    from azure.core.exceptions import ClientAuthenticationError
+
+    from core.evaluation.app_client import app_auth_headers
+
+    class Failing:
+        calls = 0
+
+        def get_token(self, *scopes, **kwargs):
+            Failing.calls += 1
+            raise ClientAuthenticationError("DefaultAzureCredential failed to retrieve a token")
+
+        def get_token_info(self, *scopes, options=None):
+            return self.get_token(*scopes)
+
+    settings = AppSettings(scope="api://my-app/.default", stop_after=3, **FAST)
+    golden = golden_file(tmp_path, ROWS)
+    with DeployedApp(lambda body, request: demo_reply("ok")) as app:
+        report = evaluate_app(golden, AppConfig(url=app.url), settings, metrics=[],
+                              auth_headers=app_auth_headers(settings, Failing()))
+        n_requests = len(app.requests)
+    assert Failing.calls == 1 and n_requests == 0
+    assert report["requests"]["failures"] == {"auth": 1, "stopped": 3}
+    stopped = report["requests"]["stopped_early"]
+    assert stopped["n_not_sent"] == 3 and "failed to retrieve a token" in stopped["reason"]
+    assert all("cannot be called" in q["error"] and "failed to retrieve a token" in q["error"]
+               for q in report["questions"][1:])
+    from core.evaluation.app_report import format_app_report
+
+    assert "stopped early: no credentials (" in format_app_report(report)
+
+
+def test_a_retry_after_past_the_deadline_is_not_waited_and_says_so(tmp_path):
+    golden = golden_file(tmp_path, ROWS[:1])
+    with DeployedApp(lambda body, request: AppResponse({"error": "busy"}, status=429,
+                                                       headers={"Retry-After": "30"})) as app:
+        started = time.monotonic()
+        report = evaluate_app(golden, AppConfig(url=app.url), AppSettings(deadline_s=5.0, **FAST), metrics=[],
+                              retry_wait_s=0.01)
+        elapsed = time.monotonic() - started
+        n_requests = len(app.requests)
+    q = report["questions"][0]
+    # one request: waiting the 30 s asked would pass the 5 s deadline, so it is not retried
+    assert n_requests == 1 and elapsed < 4
+    assert q["error_kind"] == "rate_limited"
+    assert "asked to wait 30 s (Retry-After), past the run's deadline of 5 s" in q["error"]
+
+
+def test_the_apps_address_is_shown_without_its_credentials(tmp_path):
+    golden = golden_file(tmp_path, ROWS[:1])
+    with DeployedApp(lambda body, request: AppResponse({"error": "no"}, status=500)) as app:
+        url = app.url.replace("http://", "http://alice:s3cret@") + "?code=k3y"
+        report = evaluate_app(golden, AppConfig(url=url), AppSettings(max_attempts=1, concurrency=1), metrics=[])
+    text = json.dumps(report)
+    assert "s3cret" not in text and "k3y" not in text and "alice" not in text
+    assert report["app"]["url"] == app.url
+    assert report["questions"][0]["error"].startswith(app.url + ": ")
