@@ -366,8 +366,9 @@ class AzureSearchTarget:
         return [d for d in absent if not held(d)]
 
     def chunks_of(self, document_ids: Iterable[str]) -> dict[str, list[Hit]]:
-        """The index documents of each document, selected with a ``search.in`` filter on the
-        mapped document field (which must be filterable).
+        """The index documents of each document (at most :data:`MAX_CHUNKS_PER_DOCUMENT`, read
+        in pages of :data:`LIST_PAGE`), selected with a ``search.in`` filter on the mapped
+        document field (which must be filterable).
 
         Raises:
             TargetError: the document field is not filterable, or the service failed.
@@ -388,11 +389,18 @@ class AzureSearchTarget:
             flt = f"search.in({m.document}, '{values}', ',')" if "," not in "".join(raw) else \
                 " or ".join(f"{m.document} eq '{v.replace(chr(39), chr(39) * 2)}'" for v in raw)
 
-            def page(flt: str = flt) -> list[dict[str, Any]]:
-                return [dict(r) for r in self._client.search(search_text="*", filter=flt, select=self._select(),
-                                                             top=min(LIST_PAGE, MAX_CHUNKS_PER_DOCUMENT))]
+            rows: list[dict[str, Any]] = []
+            while len(rows) < MAX_CHUNKS_PER_DOCUMENT:  # pages of LIST_PAGE, the most one answer holds
+                def page(flt: str = flt, skip: int = len(rows)) -> list[dict[str, Any]]:
+                    top = min(LIST_PAGE, MAX_CHUNKS_PER_DOCUMENT - skip)
+                    return [dict(r) for r in self._client.search(search_text="*", filter=flt, select=self._select(),
+                                                                 top=top, skip=skip)][:top]
 
-            out[document] = [self._hit(r, 0.0) for r in self._call("reading chunks of", page)]
+                got = self._call("reading chunks of", page)
+                rows += got
+                if len(got) < LIST_PAGE:
+                    break
+            out[document] = [self._hit(r, 0.0) for r in rows]
         return out
 
     def close(self) -> None:

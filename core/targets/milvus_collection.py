@@ -6,13 +6,14 @@ vector and BM25 sparse fields; a document kept in a JSON field is a dotted path 
 Setups: ``dense`` (the vector field's index metric: COSINE, IP or L2), ``keyword`` where a
 sparse field is the output of a BM25 function (Milvus embeds the question's text itself), and
 ``hybrid-rrf-k60`` (both legs fused with RRF as ragtune's stores fuse them) where it has both.
-Searching loads the collection (Milvus serves searches from loaded collections only); nothing
-is written.
+Searching loads the collection (Milvus serves searches from loaded collections only) and
+closing releases it again, unless it was loaded before; nothing is written.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from pymilvus import MilvusClient
 
 _T = TypeVar("_T")
+logger = logging.getLogger(__name__)
 
 #: Rows per batch when the collection is listed.
 ITERATOR_BATCH = 1000
@@ -94,7 +96,9 @@ class MilvusCollectionTarget:
                                                              f"target {name} (collection {collection})",
                                                              needs_keyword_field=True)
             self._fields = [f.to_dict() for f in schema]
-            self._call("loading", lambda: self._client.load_collection(collection))
+            self._loaded_here = not self._is_loaded()
+            if self._loaded_here:
+                self._call("loading", lambda: self._client.load_collection(collection))
         except BaseException:
             self.close()
             raise
@@ -321,8 +325,22 @@ class MilvusCollectionTarget:
                 out[document] = [self._hit(r, None, 0.0) for r in self._rows(expression, MAX_CHUNKS_PER_DOCUMENT)]
         return out
 
+    def _is_loaded(self) -> bool:
+        """Whether the collection is loaded (or loading) already, by the team's own app say."""
+        state = self._call("reading", lambda: self._client.get_load_state(self.collection)).get("state")
+        return getattr(state, "name", str(state)) in ("Loaded", "Loading")  # pymilvus' LoadState
+
     def close(self) -> None:
-        """Close the client when the target opened it."""
+        """Release the collection when this target loaded it (one that was loaded before stays
+        loaded: the team's app may be searching it), and close the client when the target
+        opened it. A failed release is logged, never raised."""
+        if getattr(self, "_loaded_here", False) and getattr(self, "_client", None) is not None:
+            self._loaded_here = False
+            try:
+                self._client.release_collection(self.collection)
+            except Exception as exc:  # noqa: BLE001 - pymilvus and gRPC errors; the run's results stand
+                logger.warning("target %s: releasing collection %s failed: %s", self.name, self.collection,
+                               without_credentials(" ".join(str(exc).split()), self._secrets)[:300])
         if self._owns and getattr(self, "_client", None) is not None:
             self._client.close()
             self._client = None

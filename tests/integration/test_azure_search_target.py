@@ -330,3 +330,22 @@ def test_the_service_refuses_an_api_version_it_does_not_know(server):
         AzureSearchTarget("prod", server.endpoint, "norman", AzureKeyCredential(KEY),
                           client_kwargs={"api_version": "2019-05-06"})
     assert server.requests[-1].query["api-version"] == "2019-05-06"
+
+
+def test_chunks_of_a_document_past_one_answer_are_read_in_pages():
+    # 2,345 chunks of one document: one answer of the service holds at most 1,000, so they are
+    # read in three pages (skip 0, 1,000, 2,000), every chunk once
+    from azure.core.credentials import AzureKeyCredential
+
+    documents = [{"id": f"c{i:05d}", "content": f"part {i} of the long report", "sourcefile": "long.pdf",
+                  "sourcepage": f"long.pdf#page={i // 3 + 1}"} for i in range(2345)]
+    documents.append({"id": "other", "content": "a short note", "sourcefile": "short.txt", "sourcepage": "short.txt"})
+    indexes = {"long": LocalIndex(index_definition("long", dimensions=None, semantic=False), documents)}
+    with AzureSearchTestServer(indexes, api_key=KEY) as server:
+        target = AzureSearchTarget("long", server.endpoint, "long", AzureKeyCredential(KEY))
+        before = len(server.searches())
+        found = target.chunks_of(["long.pdf"])
+        reads = [(s.get("skip"), s.get("top")) for s in server.searches()[before:] if s.get("filter")]
+        target.close()
+    assert sorted(h.chunk_id for h in found["long.pdf"]) == [f"c{i:05d}" for i in range(2345)]
+    assert reads == [(0, 1000), (1000, 1000), (2000, 1000)]

@@ -6,12 +6,12 @@ retrieved with its own question (the last user message) and scored per turn."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from core.cli import main
-from tests.support.openai_app import OpenAITestApp, last_user_text
+from tests.support.capitals import ROWS, grader
+from tests.support.openai_app import OpenAITestApp
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -26,17 +26,6 @@ def _corpus(tmp_path, rows):
     golden = tmp_path / "golden.jsonl"
     golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return docs, golden
-
-
-ROWS = [{"id": "fr", "question": "What is the capital of France?", "expected": ["paris.txt"]},
-        {"id": "jp", "question": "Which city is the capital of Japan?", "expected": ["tokyo.txt"]}]
-
-
-def grader(body):
-    """Relevant (3): the page on France's capital for the question on France; else 0."""
-    text = last_user_text(body)
-    query, passage = re.search(r"Query: (.*)\nPassage: (.*?)\n\nSplit this problem", text, re.DOTALL).groups()
-    return "##final score: 3" if "France" in query and "France's capital city is Paris" in passage else "##final score: 0"
 
 
 def test_label_unjudged_grades_what_the_golden_file_never_named(tmp_path, capsys, monkeypatch):

@@ -11,12 +11,12 @@ the scripted judge grades one of them relevant (France's capital for the questio
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from core.cli import main
-from tests.support.openai_app import OpenAITestApp, last_user_text
+from tests.support.capitals import ROWS, grader
+from tests.support.openai_app import OpenAITestApp
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -24,17 +24,6 @@ DOCS = {"paris.txt": "Paris is the capital and largest city of France, on the Se
         "france.txt": "France's capital city is Paris, home of the Louvre.",
         "tokyo.txt": "Tokyo is the capital of Japan and its largest city.",
         "bread.txt": "Sourdough bread rises with wild yeast and lactic acid bacteria."}
-ROWS = [{"id": "fr", "question": "What is the capital of France?", "expected": ["paris.txt"]},
-        {"id": "jp", "question": "Which city is the capital of Japan?", "expected": ["tokyo.txt"]}]
-
-
-def grader(body):
-    """Relevant (3): the page on France's capital for the question on France; else 0."""
-    text = last_user_text(body)
-    query, passage = re.search(r"Query: (.*)\nPassage: (.*?)\n\nSplit this problem", text, re.DOTALL).groups()
-    return "##final score: 3" if "France" in query and "France's capital city is Paris" in passage else "##final score: 0"
-
-
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory):
     """A Qdrant collection (local mode) of the four documents, embedded with the default local

@@ -305,3 +305,30 @@ def test_missing_documents_past_the_listing_limit_are_looked_up(kind, monkeypatc
         assert t.missing([*names, "Normans_p99.txt"]) == ["Normans_p99.txt"]
     finally:
         t.close()
+
+
+def test_a_milvus_target_releases_only_what_it_loaded(corpus, milvus_server):
+    # Milvus searches loaded collections only: the target loads one that is not loaded and
+    # releases it when closed; one the team's app had loaded stays loaded
+    from pymilvus import MilvusClient
+
+    from core.targets.milvus_collection import MilvusCollectionTarget
+
+    uri, name = milvus_server
+    admin = MilvusClient(uri=uri)
+    try:
+        admin.release_collection(name)
+        assert admin.get_load_state(name)["state"].name == "NotLoad"
+        target = MilvusCollectionTarget("t", uri, name, vectors=QueryVectors(corpus.model.model))
+        assert admin.get_load_state(name)["state"].name == "Loaded"
+        assert all(target.search(QUESTION, setup, 3) for setup in target.setups())
+        target.close()
+        assert admin.get_load_state(name)["state"].name == "NotLoad"
+
+        admin.load_collection(name)  # the team's app searches it
+        target = MilvusCollectionTarget("t", uri, name)
+        target.close()
+        assert admin.get_load_state(name)["state"].name == "Loaded"
+    finally:
+        admin.load_collection(name)
+        admin.close()

@@ -17,7 +17,8 @@ index and query it, for the API versions that client knows, over indexes held in
   stand-in, the local cross-encoder, runs for ``queryType`` ``semantic`` or, with any query
   type, for a ``semanticQuery``, as the service documents; it reranks the first 50 results and gives
   ``@search.rerankerScore`` on the service's 0 to 4 scale and ``@search.captions``), ``top``
-  (default 50), ``skip``, ``select``, ``filter`` (``eq``, ``ne``, ``search.in``, ``and`` /
+  (default 50; at most 1,000 results an answer, a larger ``top`` answered with
+  ``@search.nextPageParameters`` for the rest, as the service pages), ``skip``, ``select``, ``filter`` (``eq``, ``ne``, ``search.in``, ``and`` /
   ``or``), ``count``.
 
 Every request is recorded (method, path, query, headers, JSON body); a request without an
@@ -56,6 +57,8 @@ API_VERSIONS = ("2024-07-01", "2025-09-01", "2026-04-01")
 #: Results the semantic ranker reranks, and the default ``top``.
 SEMANTIC_WINDOW = 50
 DEFAULT_TOP = 50
+#: The most results one answer holds; a larger ``top`` gets ``@search.nextPageParameters``.
+MAX_PAGE = 1000
 _PATH = re.compile(r"^/indexes\('(?P<name>[^']+)'\)(?P<rest>/.*)?$")
 
 
@@ -216,7 +219,7 @@ class AzureSearchTestServer:
         if semantic:
             ranked, reranked, captions = self._semantic(index, body, ranked)
         skip, top = int(body.get("skip") or 0), int(body.get("top") or DEFAULT_TOP)
-        page = ranked[skip : skip + top]
+        page = ranked[skip : skip + min(top, MAX_PAGE)]
         select = [s.strip() for s in (body.get("select") or "").split(",") if s.strip()]
         unknown = [s for s in select if s not in index.fields and s != "*"]
         if unknown:
@@ -235,6 +238,8 @@ class AzureSearchTestServer:
         result: dict[str, Any] = {"value": out}
         if body.get("count"):
             result["@odata.count"] = len(ranked)
+        if top > MAX_PAGE and len(ranked) > skip + MAX_PAGE:  # the rest, for the client to ask next
+            result["@search.nextPageParameters"] = {**body, "skip": skip + MAX_PAGE, "top": top - MAX_PAGE}
         return result
 
     def _filtered(self, index: LocalIndex, expression: str | None) -> set[int]:
