@@ -33,7 +33,7 @@ from core.errors import ConfigError
 from core.redaction import json_without_locations
 from core.reports import new_run_id
 from core.settings import Settings
-from functions.shared import json_response, read_status, runtime_status
+from functions.shared import activity_with_retry, json_response, read_status, runtime_status
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ def target_evaluation_orchestrator(context: df.DurableOrchestrationContext):
     activity's result). Returns the activity's ``{"run_id", "status", "report" | "error"}``."""
     ref = {"run_id": context.get_input()["run_id"]}
     context.set_custom_status({"phase": "evaluating"})
-    result = yield context.call_activity("evaluate_target_request", ref)
+    # a storage error is retried; a run that cannot be made comes back as a failed result
+    result = yield from activity_with_retry(context, "evaluate_target_request", ref, {"phase": "evaluating"})
     if result.get("status") == "failed":
         context.set_custom_status({"phase": "failed", "error": result.get("error")})
     else:

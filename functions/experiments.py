@@ -55,11 +55,11 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from core.errors import ConfigError, RagtuneError, StoreError
-from core.redaction import json_without_locations, without_locations
+from core.redaction import json_without_locations
 from core.reports import new_run_id
 from core.settings import Settings
-from functions.shared import (answer, error, json_response, logged, read_status, runtime_status, shown, start_once,
-                              valid_id)
+from functions.shared import (activity_with_retry, answer, error, json_response, logged, read_status, runtime_status,
+                              shown, start_once, valid_id)
 
 if TYPE_CHECKING:
     from core.experiment.types import EvaluationRequest
@@ -225,53 +225,35 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
     if data.get("prepare") or "golden" in data:  # the first generation (the request is stored, or given)
         context.set_custom_status({"phase": "preparing", "evaluated": 0, "planned": 0, "best_score": None,
                                    "best_key": None})
-        prepared = yield from _activity(context, "prepare_experiment", data if "golden" in data else ref)
+        prepared = yield from activity_with_retry(context, "prepare_experiment", data if "golden" in data else ref)
         if prepared.get("error"):
             context.set_custom_status({"phase": "failed", "error": prepared["error"], "step": "prepare_experiment"})
             raise ExperimentFailed(prepared["error"])
         context.continue_as_new(ref)
         return None
-    asked = yield from _activity(context, "ask_configurations", ref)
+    asked = yield from activity_with_retry(context, "ask_configurations", ref)
     summary = asked["summary"]
     status = {k: summary[k] for k in ("evaluated", "planned", "best_score", "best_key")}
     keys = asked["keys"]
     if not keys:
         context.set_custom_status({**status, "phase": "reporting"})
-        report = yield from _activity(context, "write_experiment_report", ref, status)
+        report = yield from activity_with_retry(context, "write_experiment_report", ref, status)
         context.set_custom_status({**status, "phase": "done"})
         return {"experiment_id": experiment_id, "status": "done", "report": report["report"],
                 "best_key": status["best_key"], "best_score": status["best_score"], "evaluated": status["evaluated"]}
     context.set_custom_status({**status, "phase": "evaluating", "round": len(keys)})
     batch = {"requests": asked["requests"]} if asked.get("requests") else {"configurations": asked["configurations"]}
-    yield from _activity(context, "enqueue_evaluations", {**ref, **batch}, status)
+    yield from activity_with_retry(context, "enqueue_evaluations", {**ref, **batch}, status)
     stored = set(asked.get("stored") or [])  # a resumed round: these results came while it was down
     events = dict(zip(keys, asked.get("events") or [None] * len(keys)))
     waiting = [k for k in keys if k not in stored]
     arrived = (yield from _wait_for_round(context, waiting, asked.get("round_timeout_s"),
                                           [events[k] for k in waiting])) if waiting else []
-    yield from _activity(context, "tell_results", {**ref, "keys": keys,
+    yield from activity_with_retry(context, "tell_results", {**ref, "keys": keys,
                                                    "timed_out": [k for k, came in zip(waiting, arrived) if not came],
                                                    "round_timeout_s": asked.get("round_timeout_s")}, status)
     context.continue_as_new(ref)
     return None
-
-
-def _activity(context: df.DurableOrchestrationContext, name: str, data: Any, status: dict | None = None):
-    """Call activity ``name`` with the retry policy (``core.experiment.orchestration``) and
-    return its result; when it failed on every try, set the ``failed`` custom status (the
-    progress in ``status`` kept) and raise its error."""
-    from core.experiment import cut_text
-    from core.experiment.orchestration import ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS
-
-    try:
-        return (yield context.call_activity_with_retry(
-            name, df.RetryOptions(ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS), data))
-    except Exception as exc:  # noqa: BLE001 - said in the status, then raised: the orchestration ends Failed
-
-        reason = cut_text(without_locations(str(exc).split("\n", 1)[0].strip()) or type(exc).__name__, 300)
-        context.set_custom_status({**(status or {}), "phase": "failed", "step": name,
-                                   "error": f"{name} failed on each of its {ACTIVITY_MAX_ATTEMPTS} tries: {reason}"})
-        raise
 
 
 def _wait_for_round(context: df.DurableOrchestrationContext, keys: list[str], timeout_s: Any,

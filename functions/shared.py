@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import azure.functions as func
 
 from core.errors import ConfigError, StoreError
-from core.redaction import shown_reason, without_secrets
+from core.redaction import shown_reason, without_locations, without_secrets
 from core.reports.files import is_safe_id
 from core.reports.keys import GOLDEN_CHECKS_PREFIX  # the store prefix of golden checks, for the function modules
 from core.settings import Settings
@@ -143,3 +143,30 @@ async def start_once(client: DurableOrchestrationClient, instance_id: str, clien
             logger.info("orchestration %s was started elsewhere meanwhile: %s", instance_id, refusal)
             return False, refusal
         return True, None
+
+
+def activity_with_retry(context: Any, name: str, data: Any, status: dict | None = None):
+    """Call activity ``name`` of an orchestration (``context``: a
+    ``DurableOrchestrationContext``) with the retry policy of
+    ``core.experiment.orchestration`` (``ACTIVITY_MAX_ATTEMPTS`` tries,
+    ``ACTIVITY_FIRST_RETRY_MS`` apart) and return its result, as ``yield from``. When it failed
+    on every try, set the ``failed`` custom status (the progress in ``status`` kept, the step
+    and the reason without storage locations) and raise its error: the orchestration ends
+    Failed.
+
+    Reference: Durable Functions' automatic retry on failure
+    (https://learn.microsoft.com/azure/azure-functions/durable/durable-functions-error-handling).
+    """
+    import azure.durable_functions as df
+
+    from core.experiment import cut_text
+    from core.experiment.orchestration import ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS
+
+    try:
+        return (yield context.call_activity_with_retry(
+            name, df.RetryOptions(ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS), data))
+    except Exception as exc:  # noqa: BLE001 - said in the status, then raised: the orchestration ends Failed
+        reason = cut_text(without_locations(str(exc).split("\n", 1)[0].strip()) or type(exc).__name__, 300)
+        context.set_custom_status({**(status or {}), "phase": "failed", "step": name,
+                                   "error": f"{name} failed on each of its {ACTIVITY_MAX_ATTEMPTS} tries: {reason}"})
+        raise

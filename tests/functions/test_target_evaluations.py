@@ -156,3 +156,35 @@ def test_the_status_route(app_functions):
     assert resp.status_code == 404
     resp = asyncio.run(status(func.HttpRequest("GET", "/x", body=b"", route_params={"run_id": "../x"}), client))
     assert resp.status_code == 400
+
+
+def test_the_orchestrator_retries_a_storage_error_and_says_when_every_try_failed(app_functions):
+    from core.errors import StoreError
+    from core.experiment.orchestration import ACTIVITY_FIRST_RETRY_MS, ACTIVITY_MAX_ATTEMPTS
+
+    orchestrator = app_functions["target_evaluation_orchestrator"].get_user_function().orchestrator_function
+    done = {"run_id": RUN_ID, "status": "done", "report": "retrieval/runs/x/report.json"}
+    tries = []
+
+    def flaky(ref):  # the store answers 503 twice, then the run is made
+        tries.append(ref)
+        if len(tries) <= 2:
+            raise StoreError("cannot read http://127.0.0.1:10000/devstoreaccount1/reports/x: 503 Server Busy")
+        return done
+
+    host = ReplayHost(orchestrator, {"evaluate_target_request": flaky}, lambda name: None, instance_id=RUN_ID)
+    assert host.run({"run_id": RUN_ID}) == ("completed", done)
+    assert len(tries) == 3 and host.statuses[-1] == {"phase": "done"}
+    assert host.retry_options == [{"firstRetryIntervalInMilliseconds": ACTIVITY_FIRST_RETRY_MS,
+                                   "maxNumberOfAttempts": ACTIVITY_MAX_ATTEMPTS}]
+
+    def down(ref):
+        raise StoreError("cannot read http://127.0.0.1:10000/devstoreaccount1/reports/x: 503 Server Busy")
+
+    host = ReplayHost(orchestrator, {"evaluate_target_request": down}, lambda name: None, instance_id=RUN_ID)
+    status, error = host.run({"run_id": RUN_ID})
+    assert status == "failed" and host.activity_calls.count("evaluate_target_request") == ACTIVITY_MAX_ATTEMPTS
+    last = host.statuses[-1]
+    assert (last["phase"], last["step"]) == ("failed", "evaluate_target_request")
+    assert last["error"].startswith(f"evaluate_target_request failed on each of its {ACTIVITY_MAX_ATTEMPTS} tries: ")
+    assert "127.0.0.1" not in last["error"] and "503 Server Busy" in last["error"]
