@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from core.cli.common import (EXIT_ALL_FAILED, _branch, _output, _print_json, _print_report, _print_warnings,
-                             _write_page)
+from core.cli.common import (EXIT_ALL_FAILED, _branch, _check_output, _output, _print_json, _print_report,
+                             _print_warnings, _write_page)
 from core.errors import ConfigError
 from core.workspace import Workspace
 
@@ -46,14 +46,20 @@ def _app_setup(args: argparse.Namespace, url: str | None = None) -> tuple[Any, A
     """What ``evaluate-app`` and ``compare-apps`` start from: the settings, the app config
     (``--config``, then ``--url``, ``RAGTUNE_APP_URL`` and ``--override`` on top), the working
     folder, the report store's files and where they are, as shown."""
-    from core.evaluation.app_config import load_app_config
+    from core.evaluation.app_config import load_app_config, placeholders_of
     from core.settings import Settings
 
     settings = Settings.from_env()
+    _check_output(getattr(args, "html", None))  # refused now, not after every question was asked
     out, files, where = _output(args.out, settings)
     config = load_app_config(args.config)
+    overrides = _app_overrides(args.override)
+    if overrides and "overrides" not in placeholders_of(config.request):
+        raise ConfigError(f"--override {', '.join(overrides)}: the request template has no ${{overrides}}, so the "
+                          "app would never see them; put ${overrides} where the app reads them (request.context."
+                          "overrides for azure-search-openai-demo) or leave --override out")
     config = config.with_overrides(url=url or args.url or (None if config.url else settings.app.url),
-                                   overrides=_app_overrides(args.override))
+                                   overrides=overrides)
     return settings, config, out, files, where
 
 
@@ -143,7 +149,7 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
     report = _ask_app(args, settings, config, out, golden)
     report["branch"] = branch
     gate = None
-    if thresholds or baseline is not None:  # judged before the report is saved: the report keeps it
+    if thresholds or args.baseline:  # judged before the report is saved: the report keeps it
         try:
             lines, failed = app_gate(report, thresholds=thresholds, baseline=baseline)
             code = EXIT_GATE if failed else 0

@@ -61,6 +61,19 @@ def _write_output(path: str, data: bytes, what: str = "") -> None:
     print(f"wrote {what}{path}", file=sys.stderr)
 
 
+def _check_output(path: str | None) -> None:
+    """Refuse, before any work, an output ``path`` that :func:`_write_output` would refuse
+    after it (a folder, a FIFO, a device); None and ``-`` pass.
+
+    Raises:
+        ConfigError: what is at ``path`` is not a regular file.
+    """
+    from core.reports.files import replaceable
+
+    if path and path != STDOUT:
+        replaceable(Path(path))
+
+
 def _write_page(path: str, html: str) -> None:
     """Write a page atomically (never half-written) and say where on stderr; ``-``: stdout."""
     _write_output(path, html.encode("utf-8"), "page ")

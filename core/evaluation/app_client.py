@@ -4,7 +4,8 @@ One request per question, POSTed as JSON by :class:`core.models.endpoint.JSONEnd
 project's pooled transport: proxies, certificates, redirects, bounded replies). Around it:
 
 - auth from the settings (``core.settings.AppSettings``): a key in a header, or a Microsoft
-  Entra ID bearer token for a scope (``DefaultAzureCredential``), or none;
+  Entra ID bearer token for a scope (``DefaultAzureCredential``), or none; a user and password
+  in the URL (``https://user:pw@host/chat``) are sent as HTTP Basic auth (RFC 7617), never shown;
 - at most ``requests_per_minute`` requests started per minute, across threads;
 - retries of 429, 5xx, timeouts and lost connections with exponential backoff and jitter
   (tenacity), waiting at least what ``Retry-After`` asks; never past the run's deadline;
@@ -163,7 +164,8 @@ class AppClient:
         auth_headers: overrides :func:`app_auth_headers` (tests, other credentials).
 
     Raises:
-        ConfigError: no URL, or one that is not http(s).
+        ConfigError: no URL, or one that is not http(s), or with a port that is not a number,
+            or with a user and password as well as a key or scope in the settings.
     """
 
     def __init__(self, config: AppConfig, settings: AppSettings, *, cache: EmbeddingCache | None = None,
@@ -190,8 +192,22 @@ class AppClient:
         # the cache's and the reports' name of the app: host, port and path, no credentials
         self.model_id = f"app:{parts.hostname or ''}{f':{port}' if port else ''}{parts.path}"
         self.limiter = RateLimiter(settings.requests_per_minute)
-        self.endpoint = JSONEndpoint(base_url=url, api_key=None, azure_api_version=None, timeout_s=settings.timeout_s,
-                                     auth_headers=auth_headers or app_auth_headers(settings), headers=config.headers)
+        send_to, basic = url, None
+        if parts.username is not None:  # http://user:password@host/...: HTTP Basic auth, as curl and requests send it
+            if settings.api_key or settings.scope:
+                raise ConfigError(f"the app's URL {shown_url(url)} carries a user and password and the settings a key "
+                                  "or an Entra ID scope too: give one way to authenticate")
+            from base64 import b64encode
+            from urllib.parse import unquote
+
+            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            basic = {"Authorization": "Basic " + b64encode(pair.encode("utf-8")).decode("ascii")}
+            host = parts.netloc.rsplit("@", 1)[1]
+            send_to = parts._replace(netloc=host).geturl()
+        self.endpoint = JSONEndpoint(base_url=send_to, api_key=None, azure_api_version=None,
+                                     timeout_s=settings.timeout_s,
+                                     auth_headers=auth_headers or ((lambda: basic) if basic else app_auth_headers(settings)),
+                                     headers=config.headers)
         self._lock = threading.Lock()
         self.n_sent = 0
         self.n_from_cache = 0

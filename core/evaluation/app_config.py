@@ -215,6 +215,19 @@ def _check_template(template: Any, source: str, where: str = "request") -> None:
         raise ConfigError(f"{source}: {where}: not JSON ({type(template).__name__})")
 
 
+def placeholders_of(template: Any) -> set[str]:
+    """The placeholder names ``template`` uses anywhere (``{"messages", "overrides"}`` for
+    the default request)."""
+    if isinstance(template, Mapping):
+        return set().union(*(placeholders_of(v) for v in template.values())) if template else set()
+    if isinstance(template, list):
+        return set().union(*(placeholders_of(v) for v in template)) if template else set()
+    if isinstance(template, str):
+        t = string.Template(template)
+        return set(t.get_identifiers()) if t.is_valid() else set()
+    return set()
+
+
 def render_request(template: Any, values: Mapping[str, Any]) -> Any:
     """Fill ``template``'s placeholders with ``values`` (see the module docstring).
 

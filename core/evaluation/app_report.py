@@ -265,7 +265,9 @@ def _metric_mean(report: dict[str, Any], name: str) -> float | None:
 
 def app_gate(report: dict[str, Any], *, thresholds: Sequence[str] = (), baseline: dict[str, Any] | None = None,
              alpha: float | None = None) -> tuple[list[str], bool]:
-    """Check an app run against ``--fail-under`` values and a baseline app run.
+    """Check an app run against ``--fail-under`` values and a baseline app run. A run that
+    answered no question fails; one with neither thresholds nor a baseline (a first
+    ``--baseline latest``) passes, so it can be the next run's baseline.
 
     Returns:
         ``(lines, failed)``: one line per finding, and whether the gate fails.
@@ -281,6 +283,10 @@ def app_gate(report: dict[str, Any], *, thresholds: Sequence[str] = (), baseline
         raise ConfigError("--fail-under on found@k and the like needs the replies read for citations "
                           "(response.citations or citations_in_answer in the app config)")
     lines, failed = [], False
+    requests = report.get("requests") or {}
+    if requests.get("n_questions") and not requests.get("n_answered"):
+        lines.append("failed: the app answered no question")
+        failed = True
     if baseline is not None and (baseline.get("golden") or {}).get("sha256") != (report.get("golden") or {}).get("sha256"):
         raise ConfigError(f"--baseline {baseline.get('run_id') or ''} was asked another golden file; the paired "
                           "tests need the same questions (use --baseline latest for the newest run on this one)")
@@ -301,6 +307,8 @@ def app_gate(report: dict[str, Any], *, thresholds: Sequence[str] = (), baseline
             failed = True
         else:
             lines.append(f"passed: {t.metric} is {value:.3f} >= {t.value:g}")
+    if baseline is None and not thresholds and not failed:
+        lines.append("passed: nothing to compare with yet; this run can be the baseline of the next")
     if baseline is not None:
         comparison = compare_apps(baseline, report, alpha=alpha)
         a = comparison["answered"]

@@ -82,6 +82,28 @@ def is_safe_id(value: Any) -> bool:
     return isinstance(value, str) and bool(_SAFE_ID.fullmatch(value)) and set(value) != {"."}
 
 
+def replaceable(path: Path) -> tuple[Path, os.stat_result | None]:
+    """The file :func:`write_atomic` would write for ``path`` (a symbolic link followed) and
+    its ``os.stat`` (None when there is none yet), so a command can check its output before
+    slow work. Nothing is created.
+
+    Raises:
+        ConfigError: something other than a regular file is at ``path`` (a folder, a FIFO, a
+            device, a socket); the message names it.
+    """
+    path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target, None
+    if not stat.S_ISREG(st.st_mode):
+        what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        shown = f"{path} (-> {target})" if target != path else str(path)
+        raise ConfigError(f"{shown} is {what}: it is never replaced; give the name of a file to write")
+    return target, st
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder, fsync and a
     rename, so a reader sees the old file or the whole new one, never half of it.
@@ -102,17 +124,8 @@ def write_atomic(path: Path, data: bytes) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    else:
-        if not stat.S_ISREG(st.st_mode):
-            what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            shown = f"{path} (-> {target})" if target != path else str(path)
-            raise ConfigError(f"{shown} is {what}: it is never replaced; give the name of a file to write")
-        mode = stat.S_IMODE(st.st_mode)
+    target, st = replaceable(path)
+    mode = 0o666 & ~_umask() if st is None else stat.S_IMODE(st.st_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

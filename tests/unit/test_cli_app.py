@@ -165,3 +165,55 @@ def test_a_dry_run_writes_nothing_and_says_what_has_no_price(tmp_path, files, mo
     # six questions, two repeats, five judge metrics (the config reads contexts), none cached
     row = next(line for line in judged.splitlines() if line.split()[1:2] == ["judge"])
     assert row.split()[2:5] == ["60", "0", "60"]
+
+
+def test_baseline_latest_alone_makes_the_first_run_the_baseline_of_the_next(tmp_path, files, capsys):
+    golden, config = files
+    out = tmp_path / "out"
+    with DeployedApp(app_citing(right=True)) as app:
+        first = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app.url,
+                      "--out", str(out), "--baseline", "latest"])
+        printed = capsys.readouterr()
+    assert first == 0
+    assert "gate: passed: nothing to compare with yet; this run can be the baseline of the next" in printed.err
+    with DeployedApp(app_citing(right=False)) as app2:
+        second = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app2.url,
+                       "--out", str(out), "--baseline", "latest"])
+        printed = capsys.readouterr()
+    # compared with the first run: it cited the right page for 6 of 6, this one for none
+    assert second == 4 and "finds 6 fewer of 6 questions" in printed.err
+    reports = [json.loads((p / "report.json").read_text()) for p in sorted((out / "app" / "runs").iterdir())]
+    gates = sorted((r["gate"]["passed"], r["gate"]["baseline"]) for r in reports)
+    first_id = next(r["run_id"] for r in reports if r["gate"]["passed"])
+    assert gates == [(False, first_id), (True, None)]
+
+
+def test_an_app_that_answers_nothing_fails_its_gate_and_is_never_a_baseline(tmp_path, files, capsys):
+    from tests.support.app_server import AppResponse
+
+    golden, config = files
+    out = tmp_path / "out"
+    with DeployedApp(lambda body, request: AppResponse({"error": "down"}, status=500)) as app:
+        code = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app.url,
+                     "--out", str(out), "--baseline", "latest"])
+        printed = capsys.readouterr()
+    assert code == 4 and "gate: failed: the app answered no question" in printed.err
+
+
+def test_outputs_and_overrides_are_checked_before_anything_is_sent(tmp_path, files, capsys):
+    golden, config = files
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("request: {question: '${question}'}\nresponse: {answer: answer}\n", encoding="utf-8")
+    with DeployedApp(app_citing(right=True)) as app:
+        html = main(["evaluate-app", "--golden", str(golden), "--config", str(config), "--url", app.url,
+                     "--out", str(tmp_path / "out"), "--html", str(folder)])
+        html_err = capsys.readouterr().err
+        override = main(["evaluate-app", "--golden", str(golden), "--config", str(bare), "--url", app.url,
+                         "--out", str(tmp_path / "out"), "--override", "top=3"])
+        override_err = capsys.readouterr().err
+        sent = len(app.requests)
+    assert sent == 0 and html == 1 and override == 1
+    assert f"{folder} is a folder: it is never replaced" in html_err
+    assert "--override top: the request template has no ${overrides}" in override_err

@@ -531,7 +531,12 @@ def test_the_apps_address_is_shown_without_its_credentials(tmp_path):
     with DeployedApp(lambda body, request: AppResponse({"error": "no"}, status=500)) as app:
         url = app.url.replace("http://", "http://alice:s3cret@") + "?code=k3y"
         report = evaluate_app(golden, AppConfig(url=url), AppSettings(max_attempts=1, concurrency=1), metrics=[])
+        headers = app.requests[0]["headers"]
     text = json.dumps(report)
     assert "s3cret" not in text and "k3y" not in text and "alice" not in text
     assert report["app"]["url"] == app.url
     assert report["questions"][0]["error"].startswith(app.url + ": ")
+    # the user and password are sent as HTTP Basic auth (RFC 7617): base64 of "alice:s3cret"
+    assert headers["authorization"] == "Basic YWxpY2U6czNjcmV0"
+    with pytest.raises(ConfigError, match="give one way to authenticate"):
+        evaluate_app(golden, AppConfig(url=url), AppSettings(api_key="k", max_attempts=1), metrics=[])
