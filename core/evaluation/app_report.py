@@ -136,7 +136,8 @@ def format_app_report(report: dict[str, Any]) -> str:
     lines.append(text)
     grain = report["evaluation"]["rank_grain"]
     for s in report.get("setups") or []:
-        lines.append(f"\n[{s['name']}] ranked as cited, at grain {grain} and doc")
+        grains = grain if grain == "doc" else f"{grain} and doc"
+        lines.append(f"\n[{s['name']}] ranked as cited, at grain {grains}")
         header = f"{'grain':<9} {'scored':>7} {'found@1':>8} {'found@5':>8} {'found@10':>9} {'95% CI':>11} {'mrr':>6}"
         lines += [header, "-" * len(header)]
         for gname in ("page", "doc", "evidence"):
@@ -144,7 +145,9 @@ def format_app_report(report: dict[str, Any]) -> str:
             if not agg:
                 continue
             if not agg["n_scored"]:
-                lines.append(f"{gname:<9} {0:>7} not scorable ({agg['n_unscorable']} questions without labels)")
+                why = (f"{agg['n_unscorable']} questions without labels" if agg["n_unscorable"]
+                       else "no question answered")
+                lines.append(f"{gname:<9} {0:>7} not scorable ({why})")
                 continue
             m, low, high = agg["means"], agg["ci_low"], agg["ci_high"]
             ci = f"{_fmt(found_name(low, 10), 2)}-{_fmt(found_name(high, 10), 2)}"

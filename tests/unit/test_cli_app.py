@@ -198,6 +198,8 @@ def test_an_app_that_answers_nothing_fails_its_gate_and_is_never_a_baseline(tmp_
                      "--out", str(out), "--baseline", "latest"])
         printed = capsys.readouterr()
     assert code == 4 and "gate: failed: the app answered no question" in printed.err
+    assert "[citations] ranked as cited, at grain page and doc" in printed.out
+    assert "not scorable (no question answered)" in printed.out
 
 
 def test_outputs_and_overrides_are_checked_before_anything_is_sent(tmp_path, files, capsys):
