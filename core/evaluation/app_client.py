@@ -204,8 +204,9 @@ class AppClient:
             basic = {"Authorization": "Basic " + b64encode(pair.encode("utf-8")).decode("ascii")}
             host = parts.netloc.rsplit("@", 1)[1]
             send_to = parts._replace(netloc=host).geturl()
+        # timeout_s bounds each request whole (a reply trickled a byte at a time too), not each read
         self.endpoint = JSONEndpoint(base_url=send_to, api_key=None, azure_api_version=None,
-                                     timeout_s=settings.timeout_s,
+                                     timeout_s=settings.timeout_s, deadline_s=settings.timeout_s,
                                      auth_headers=auth_headers or ((lambda: basic) if basic else app_auth_headers(settings)),
                                      headers=config.headers)
         self._lock = threading.Lock()

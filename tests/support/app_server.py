@@ -33,12 +33,15 @@ class AppResponse:
         status: the HTTP status.
         delay_s: seconds to wait before answering.
         headers: more headers (``Retry-After``).
+        trickle_s: when above 0, the body is sent one byte at a time, this many seconds apart
+            (an app that answers but never finishes).
     """
 
     body: Any = None
     status: int = 200
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    trickle_s: float = 0.0
 
 
 def demo_reply(answer: str, data_points: list[str] | None = None, session: Any = None,
@@ -103,6 +106,18 @@ class DeployedApp:
                 reply = AppResponse(reply)
             if reply.delay_s > 0:
                 await asyncio.sleep(reply.delay_s)
+            if reply.trickle_s > 0:
+                from starlette.responses import StreamingResponse
+
+                data = reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode()
+
+                async def trickle():
+                    for i in range(len(data)):
+                        yield data[i:i + 1]
+                        await asyncio.sleep(reply.trickle_s)
+
+                return StreamingResponse(trickle(), status_code=reply.status, headers=reply.headers,
+                                         media_type="application/json")
             if isinstance(reply.body, str):
                 return Response(reply.body, status_code=reply.status, headers=reply.headers,
                                 media_type="application/json")

@@ -540,3 +540,19 @@ def test_the_apps_address_is_shown_without_its_credentials(tmp_path):
     assert headers["authorization"] == "Basic YWxpY2U6czNjcmV0"
     with pytest.raises(ConfigError, match="give one way to authenticate"):
         evaluate_app(golden, AppConfig(url=url), AppSettings(api_key="k", max_attempts=1), metrics=[])
+
+
+def test_the_request_timeout_bounds_a_reply_trickled_a_byte_at_a_time(tmp_path):
+    # each byte comes within the timeout (0.2 s apart, timeout 1 s), but the whole reply would
+    # take about 10 s: the request fails as a timeout after about 1 s, and is retried once
+    golden = golden_file(tmp_path, ROWS[:1])
+    reply = AppResponse({"message": {"content": "x" * 50}}, trickle_s=0.2)
+    with DeployedApp(lambda body, request: reply) as app:
+        started = time.monotonic()
+        report = evaluate_app(golden, AppConfig(url=app.url), AppSettings(timeout_s=1.0, max_attempts=2,
+                                                                          concurrency=1),
+                              metrics=[], retry_wait_s=0.01)
+        elapsed = time.monotonic() - started
+    q = report["questions"][0]
+    assert q["error_kind"] == "timeout" and q["attempts"] == 2
+    assert 2.0 <= elapsed < 5.0
