@@ -556,3 +556,19 @@ def test_the_request_timeout_bounds_a_reply_trickled_a_byte_at_a_time(tmp_path):
     q = report["questions"][0]
     assert q["error_kind"] == "timeout" and q["attempts"] == 2
     assert 2.0 <= elapsed < 5.0
+
+
+def test_the_page_shows_a_dash_where_no_citation_is_right(tmp_path):
+    import re as regex
+
+    from core.reports.pages.app_page import render_app
+
+    golden = golden_file(tmp_path, ROWS)
+    with DeployedApp(citing_app) as app:
+        report = evaluate_app(golden, AppConfig(url=app.url, **DEMO), AppSettings(**FAST), metrics=[])
+    page = render_app(report)
+    rows = {m.group(1): m.group(0) for m in regex.finditer(r"<tr><td>(q\d)</td>.*?</tr>", page)}
+    # first right rank at the page grain: q1 cites it first, q2 second, q3 only the document, q4 nothing
+    ranks = {q: regex.findall(r'<td class="n">([^<]*)</td>', row)[1] for q, row in rows.items()}
+    assert ranks == {"q1": "1", "q2": "2", "q3": "-", "q4": "-"}
+    assert not any(">None<" in row for row in rows.values())
