@@ -52,8 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 #: The options that name a file, folder or address: an empty one is an error, never the
 #: current folder or a default (``check ''`` would read the folder ``.``).
-PATH_OPTIONS = ("golden", "docs", "out", "targets", "space", "output", "html", "csv", "unanswerable",
-                "examples", "cache", "unanswerable_output", "config", "baseline")
+PATH_OPTIONS = ("golden", "golden_option", "docs", "out", "targets", "space", "output", "html", "csv",
+                "unanswerable", "examples", "cache", "unanswerable_output", "config", "baseline")
 
 
 def _empty_path(args: argparse.Namespace) -> str | None:
@@ -63,6 +63,8 @@ def _empty_path(args: argparse.Namespace) -> str | None:
         value = getattr(args, name, None)
         if isinstance(value, str) and not value.strip():
             positional = args.command == "check" and name == "golden"
+            if name == "golden_option":  # check's --golden
+                return "--golden"
             return "GOLDEN" if positional else "--" + name.replace("_", "-")
     return None
 

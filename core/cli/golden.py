@@ -26,6 +26,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from core.golden import DEFAULT_LIMITS, CheckLimits, check_golden, format_check
     from core.inputs import is_remote, shown_address
 
+    given = [g for g in (args.golden, getattr(args, "golden_option", None)) if g is not None]
+    if len(given) != 1:
+        raise ConfigError("check takes one golden file: give it first (ragtune check FILE) or as --golden FILE"
+                          if not given else "check takes one golden file: give it first or as --golden, not both")
+    args.golden = given[0]
     documents = None
     if args.docs:
         from core.documents import list_document_ids
@@ -104,7 +109,8 @@ def cmd_template(args: argparse.Namespace) -> int:
     rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
     _write_new_output(args.output, rows_to_jsonl(rows))
     print(f"wrote {plural(len(rows), 'template row')} to {args.output} (one {args.by} each): write a question in "
-          f"each, keep or fix its expected id, then run 'ragtune check {args.output}'",
+          f"each, keep or fix its expected id, then " + ("save it and run 'ragtune check FILE'" if args.output == STDOUT
+                                                         else f"run 'ragtune check {args.output}'"),
           file=sys.stderr if args.output == STDOUT else sys.stdout)
     return 0
 

@@ -39,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``check``: a golden file, against documents and targets."""
     p = sub.add_parser("check", help="check a golden file; exit 0 when it can be run, 1 when it has errors")
-    p.add_argument("golden", help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
+    p.add_argument("golden", nargs="?", help="golden JSONL file (a path, s3://bucket/key or a Blob URL)")
+    p.add_argument("--golden", dest="golden_option", metavar="FILE",
+                   help="the golden file, as the other commands take it (the same as giving it first)")
     p.add_argument("--docs", help="corpus folder (a path, s3://bucket/prefix or a Blob URL): warn about expected "
                                   "documents it does not hold")
     p.add_argument("--target", action="append", metavar="KIND:WHERE#INDEX",

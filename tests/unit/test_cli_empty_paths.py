@@ -36,3 +36,18 @@ def test_an_empty_embedding_model_is_an_error_not_the_default(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == ("ragtune evaluate: --embedding-model lists nothing (got ''): give at "
                                                "least one value, or leave it out")
     assert not (tmp_path / "out").exists()
+
+
+def test_check_takes_the_golden_file_first_or_as_golden(tmp_path, capsys):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text('{"id": "q1", "question": "What is alpha?", "expected": ["a.md"]}\n', encoding="utf-8")
+    assert main(["check", str(golden)]) == 0
+    first = capsys.readouterr().out
+    assert main(["check", "--golden", str(golden)]) == 0
+    assert capsys.readouterr().out == first
+    assert main(["check"]) == 1
+    assert "give it first (ragtune check FILE) or as --golden FILE" in capsys.readouterr().err
+    assert main(["check", str(golden), "--golden", str(golden)]) == 1
+    assert "not both" in capsys.readouterr().err
+    assert main(["check", "--golden", ""]) == 1
+    assert capsys.readouterr().err.strip() == "ragtune check: --golden is empty: give a path"
