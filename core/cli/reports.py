@@ -73,6 +73,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         if finished:
             args.run = finished[0]
             return cmd_report(args)
+        from core.reports.app_runs import app_run_ids
+
+        apps = app_run_ids(files)
+        if apps:  # only evaluate-app runs here: the newest of them
+            args.run = apps[0]
+            return cmd_report(args)
     try:
         report = store.load_run(args.run)
     except StoreError as exc:

@@ -186,6 +186,10 @@ def test_baseline_latest_alone_makes_the_first_run_the_baseline_of_the_next(tmp_
     gates = sorted((r["gate"]["passed"], r["gate"]["baseline"]) for r in reports)
     first_id = next(r["run_id"] for r in reports if r["gate"]["passed"])
     assert gates == [(False, first_id), (True, None)]
+    # only app runs stored: 'report latest' shows the newest of them
+    assert main(["report", "latest", "--out", str(out)]) == 0
+    newest = max(r["run_id"] for r in reports)
+    assert f"app {app2.url}: 6 questions" in capsys.readouterr().out and newest != first_id
 
 
 def test_an_app_that_answers_nothing_fails_its_gate_and_is_never_a_baseline(tmp_path, files, capsys):
