@@ -29,7 +29,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
-from core.errors import TargetError
+from core.errors import ConfigError, TargetError
 from core.redaction import shown_url, url_secrets, without_credentials
 from core.targets.base import (
     MAX_CHUNKS_PER_DOCUMENT,
@@ -45,7 +45,14 @@ from core.targets.base import (
     raw_candidates,
 )
 from core.targets.ids import index_document_id, page_numbers
-from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
+from core.targets.mapping import (
+    FieldMapping,
+    ResolvedMapping,
+    SchemaField,
+    nested_paths,
+    read_path,
+    resolve_mapping,
+)
 
 if TYPE_CHECKING:
     from azure.core.credentials import AzureKeyCredential, TokenCredential
@@ -112,6 +119,32 @@ def schema_of(definition: dict[str, Any]) -> list[SchemaField]:
     return out
 
 
+def check_sub_fields(definition: dict[str, Any], resolved: ResolvedMapping, where: str) -> None:
+    """Check the mapping's dotted paths into complex fields (``meta.source``) against the
+    sub-fields the index definition lists for them.
+
+    Args:
+        definition: the index definition (``fields``, a complex field's own ``fields``).
+        resolved: the mapping checked against :func:`schema_of`.
+        where: the target and index, for messages.
+
+    Raises:
+        ConfigError: a path through a sub-field the definition lacks; the message names the
+            role, the path and the sub-fields at that level (``fields.document names
+            'meta.nofile', which the index lacks ('meta' holds: file, page)``).
+    """
+    for role, path in nested_paths(resolved).items():
+        parts = path.split(".")
+        level: list[dict[str, Any]] = list(definition.get("fields") or [])
+        for depth, part in enumerate(parts):
+            found = next((f for f in level if f.get("name") == part), None)
+            if found is None:
+                holder = ".".join(parts[:depth])
+                held = f"holds: {', '.join(str(f.get('name')) for f in level)}" if level else "has no sub-fields"
+                raise ConfigError(f"{where}: fields.{role} names {path!r}, which the index lacks ({holder!r} {held})")
+            level = list(found.get("fields") or [])
+
+
 def _vectorizer(definition: dict[str, Any], field_name: str) -> str | None:
     """The vectorizer named by the profile of vector field ``field_name``, or None."""
     profile = next((f.get("vectorSearchProfile") for f in definition.get("fields") or []
@@ -136,7 +169,8 @@ class AzureSearchTarget:
 
     Raises:
         TargetError: the service cannot be reached or refuses (401, 403, 404 for a missing index).
-        ConfigError: the mapping names a field the index lacks, or the index has no text field.
+        ConfigError: the mapping names a field (or a complex field's sub-field) the index lacks,
+            or the index has no text field.
     """
 
     engine = "azure-ai-search"
@@ -159,10 +193,12 @@ class AzureSearchTarget:
             definition = self._call("reading the index definition of", lambda: self._index_client.get_index(index))
             self.definition = definition.as_dict() if hasattr(definition, "as_dict") else dict(definition)
             semantic = self.definition.get("semantic") or {}
+            where = f"target {name} (index {index})"
             self.resolved: ResolvedMapping = resolve_mapping(
-                fields or FieldMapping(), schema_of(self.definition), f"target {name} (index {index})",
+                fields or FieldMapping(), schema_of(self.definition), where,
                 semantic=[str(c.get("name")) for c in semantic.get("configurations") or []],
                 default_semantic=semantic.get("defaultConfiguration"))
+            check_sub_fields(self.definition, self.resolved, where)
         except BaseException:
             self.close()
             raise
@@ -409,5 +445,5 @@ class AzureSearchTarget:
         self._index_client.close()
 
 
-__all__ = ["AzureSearchTarget", "CONNECT_TIMEOUT_S", "READ_TIMEOUT_S", "RETRIES", "client_options", "escape_lucene",
-           "schema_of"]
+__all__ = ["AzureSearchTarget", "CONNECT_TIMEOUT_S", "READ_TIMEOUT_S", "RETRIES", "check_sub_fields", "client_options",
+           "escape_lucene", "schema_of"]

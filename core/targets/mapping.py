@@ -6,7 +6,9 @@ mapping that names a field the index lacks, a role that several fields fit equal
 without a text field is a :class:`~core.errors.ConfigError` raised before any search.
 
 Field names may be dotted paths into nested payloads (``metadata.source`` in a Qdrant payload,
-a key of a JSON column in PostgreSQL or Milvus).
+a key of a JSON column in PostgreSQL or Milvus). A schema cannot list a JSON field's keys, so
+such a path is checked against the first records the index gives (:func:`check_nested_paths`):
+one none of them holds is an error before any search too.
 """
 
 from __future__ import annotations
@@ -289,6 +291,76 @@ def _nested(name: str, by_name: Mapping[str, SchemaField]) -> bool:
     return "." in name and head in by_name and by_name[head].kind == "json"
 
 
+#: Sub-keys shown at most when a dotted path is in none of the records read.
+SHOWN_KEYS = 30
+
+
+def nested_paths(resolved: ResolvedMapping) -> dict[str, str]:
+    """The roles named as a dotted path below a JSON field that the schema does not list
+    (``meta.source`` below a ``meta`` the schema knows only as JSON): ``{role: path}``. Only
+    the records (or, for Azure AI Search, the complex field's sub-fields) can tell whether such
+    a path is there."""
+    return {role: name for role, name in resolved.mapping.named().items()
+            if role != "semantic_configuration" and name not in resolved.fields and _nested(name, resolved.fields)}
+
+
+def _walk(record: Any, parts: Sequence[str]) -> tuple[bool, Any]:
+    """``(found, value)`` of the key path ``parts`` through nested mappings of ``record``."""
+    value = record
+    for part in parts:
+        if not isinstance(value, Mapping) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _has_path(record: Mapping[str, Any], name: str) -> bool:
+    """True when ``record`` holds ``name`` as :func:`read_path` reads it (a top-level key, else a
+    dotted path through nested mappings), even with a null value."""
+    return name in record or _walk(record, name.split("."))[0]
+
+
+def _keys_below(records: Sequence[Mapping[str, Any]], path: str) -> str:
+    """What the records hold at the deepest level of ``path`` some of them reach as a mapping
+    (``'meta' holds: file, page``)."""
+    parts = path.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        found = [value for ok, value in (_walk(r, parts[:depth]) for r in records) if ok and isinstance(value, Mapping)]
+        if found:
+            keys = sorted({str(k) for value in found for k in value})
+            if not keys:
+                return f"{'.'.join(parts[:depth])!r} holds no keys"
+            more = f" and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else ""
+            return f"{'.'.join(parts[:depth])!r} holds: {', '.join(keys[:SHOWN_KEYS])}{more}"
+    return f"{parts[0]!r} holds no keys in any of them"
+
+
+def check_nested_paths(resolved: ResolvedMapping, records: Sequence[Mapping[str, Any]], where: str) -> None:
+    """Check the roles of :func:`nested_paths` against a sample of the index's records.
+
+    A JSON field has no schema of its own, so a path below it is checked against the first
+    records the index gives: a path none of them holds (not even as null) is a mapping error,
+    as a field the schema lacks is. Without records (an empty index) nothing is checked.
+
+    Args:
+        resolved: the mapping checked against the schema.
+        records: the records read (their JSON fields parsed to mappings), keyed by field name.
+        where: the target and index, for messages.
+
+    Raises:
+        ConfigError: a role's path that no record holds; the message names the role, the
+            path, how many records were read and the keys they hold at the deepest level of
+            the path they reach (``fields.document names 'meta.nofile': no record of the
+            first 20 has it; 'meta' holds: file, page``).
+    """
+    if not records:
+        return
+    for role, path in nested_paths(resolved).items():
+        if not any(_has_path(r, path) for r in records):
+            raise ConfigError(f"{where}: fields.{role} names {path!r}: no record of the first {len(records)} has it; "
+                              f"{_keys_below(records, path)}")
+
+
 def read_path(record: Mapping[str, Any], name: str | None) -> Any:
     """The value at ``name`` in ``record``: a top-level key, else a dotted path through nested
     mappings (``metadata.source``); None when absent."""
@@ -305,4 +377,5 @@ def read_path(record: Mapping[str, Any], name: str | None) -> Any:
 
 
 __all__ = ["DOCUMENT_NAMES", "FILE_LIKE_PARTS", "FieldMapping", "KINDS", "PAGE_NAMES", "PAGE_REFERENCE_NAMES", "ROLES",
-           "ResolvedMapping", "SchemaField", "TEXT_NAMES", "TITLE_NAMES", "read_path", "resolve_mapping"]
+           "ResolvedMapping", "SHOWN_KEYS", "SchemaField", "TEXT_NAMES", "TITLE_NAMES", "check_nested_paths",
+           "nested_paths", "read_path", "resolve_mapping"]

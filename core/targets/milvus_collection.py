@@ -2,7 +2,8 @@
 and read-only.
 
 Any schema: the field mapping names (or infers) the primary key, text, document, page, dense
-vector and BM25 sparse fields; a document kept in a JSON field is a dotted path (``meta.source``).
+vector and BM25 sparse fields; a document kept in a JSON field is a dotted path (``meta.source``),
+which one of the collection's first rows must hold.
 Setups: ``dense`` (the vector field's index metric: COSINE, IP or L2), ``keyword`` where a
 sparse field is the output of a BM25 function (Milvus embeds the question's text itself), and
 ``hybrid-rrf-k60`` (both legs fused with RRF as ragtune's stores fuse them) where it has both.
@@ -36,7 +37,15 @@ from core.targets.base import (
     raw_candidates,
 )
 from core.targets.ids import group_documents, index_document_id, page_numbers
-from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
+from core.targets.mapping import (
+    FieldMapping,
+    ResolvedMapping,
+    SchemaField,
+    check_nested_paths,
+    nested_paths,
+    read_path,
+    resolve_mapping,
+)
 from core.vectorstores.milvus import MilvusConfig, MilvusLiteConfig, open_client
 
 if TYPE_CHECKING:
@@ -47,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 #: Rows per batch when the collection is listed.
 ITERATOR_BATCH = 1000
+#: Rows read to check the mapping's dotted paths into JSON fields.
+PATH_SAMPLE = 20
 _VECTOR_TYPES = ("FLOAT_VECTOR", "FLOAT16_VECTOR", "BFLOAT16_VECTOR")
 _NUMBER_TYPES = ("INT8", "INT16", "INT32", "INT64", "FLOAT", "DOUBLE")
 
@@ -69,7 +80,8 @@ class MilvusCollectionTarget:
 
     Raises:
         TargetError: the server or database cannot be opened, or lacks the collection.
-        ConfigError: a bad field mapping.
+        ConfigError: a bad field mapping (a field the schema lacks, a JSON path none of the
+            first rows holds).
     """
 
     engine = "milvus"
@@ -92,13 +104,14 @@ class MilvusCollectionTarget:
             described = self._call("reading", lambda: self._client.describe_collection(collection))
             self._metrics = self._index_metrics()
             schema = self._schema(described)
-            self.resolved: ResolvedMapping = resolve_mapping(fields or FieldMapping(), schema,
-                                                             f"target {name} (collection {collection})",
+            where = f"target {name} (collection {collection})"
+            self.resolved: ResolvedMapping = resolve_mapping(fields or FieldMapping(), schema, where,
                                                              needs_keyword_field=True)
             self._fields = [f.to_dict() for f in schema]
             self._loaded_here = not self._is_loaded()
             if self._loaded_here:
                 self._call("loading", lambda: self._client.load_collection(collection))
+            check_nested_paths(self.resolved, self._sample(), where)
         except BaseException:
             self.close()
             raise
@@ -126,6 +139,16 @@ class MilvusCollectionTarget:
             reason = without_credentials(' '.join(str(exc).split()), self._secrets)[:300]
             raise TargetError(f"target {self.name}: {action} collection {self.collection} at {self._shown()} failed: "
                               f"{reason}") from None
+
+    def _sample(self) -> list[dict[str, Any]]:
+        """The first :data:`PATH_SAMPLE` rows of the JSON fields the mapping's dotted paths go
+        through (parsed), to check those paths; none when the mapping names no such path."""
+        heads = list(dict.fromkeys(p.split(".", 1)[0] for p in nested_paths(self.resolved).values()))
+        if not heads:
+            return []
+        rows = self._call("reading", lambda: self._client.query(self.collection, filter="", output_fields=heads,
+                                                                limit=PATH_SAMPLE))
+        return [self._hit_entity({k: v for k, v in dict(row).items() if k in heads}) for row in rows]
 
     def _index_metrics(self) -> dict[str, str]:
         """Field name -> its index's metric type (COSINE, IP, L2, BM25)."""

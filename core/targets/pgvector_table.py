@@ -2,11 +2,12 @@
 
 Any table and column names: the field mapping names (or infers) the key, text, document, page,
 vector and ``tsvector`` columns; a document or page kept in a JSON column is named by a dotted
-path (``cmetadata.source``). Setups: ``dense`` (ordered by the distance operator of the vector
-column's index: cosine ``<=>``, inner product ``<#>`` or L2 ``<->``; cosine without an index),
-``keyword`` where the table has a ``tsvector`` column (``ts_rank_cd`` against the question's
-lexemes, OR-ed, in the column's own text search configuration), and ``hybrid-rrf-k60`` (both
-legs fused with RRF as ragtune's own stores fuse them) where it has both.
+path (``cmetadata.source``), which one of the table's first rows must hold. Setups: ``dense``
+(ordered by the distance operator of the vector column's index: cosine ``<=>``, inner product
+``<#>`` or L2 ``<->``; cosine without an index), ``keyword`` where the table has a ``tsvector``
+column (``ts_rank_cd`` against the question's lexemes, OR-ed, in the column's own text search
+configuration), and ``hybrid-rrf-k60`` (both legs fused with RRF as ragtune's own stores fuse
+them) where it has both.
 
 The session is set read-only (``default_transaction_read_only``) right after connecting, so no
 statement can write.
@@ -34,13 +35,21 @@ from core.targets.base import (
     pages_unknown,
 )
 from core.targets.ids import index_document_id, page_numbers
-from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, resolve_mapping
+from core.targets.mapping import (
+    FieldMapping,
+    ResolvedMapping,
+    SchemaField,
+    check_nested_paths,
+    nested_paths,
+    resolve_mapping,
+)
 from core.vectorstores.pgvector import CONNECT_TIMEOUT_S, TEXT_SEARCH_CONFIG, PGVectorConfig, _redact
 
 if TYPE_CHECKING:
     from psycopg.abc import Params, Query
 
-#: Rows read to learn the keys of JSON columns (for mapping roles to dotted paths).
+#: Rows read to learn the keys of JSON columns (for mapping roles to dotted paths), and to check
+#: a mapped path below them.
 JSON_SAMPLE_ROWS = 20
 #: pgvector operator classes -> (distance operator, score from distance, what it is).
 _OPCLASSES = {
@@ -70,7 +79,8 @@ class PgvectorTableTarget:
 
     Raises:
         TargetError: the database cannot be reached, refuses the login, or lacks the table.
-        ConfigError: the mapping names a column the table lacks, or the table has no text column.
+        ConfigError: the mapping names a column the table lacks (or a JSON path none of its first
+            rows holds), or the table has no text column.
     """
 
     engine = "pgvector"
@@ -84,9 +94,10 @@ class PgvectorTableTarget:
         self._conn = self._connect()
         try:
             columns = self._columns()
-            self.resolved: ResolvedMapping = resolve_mapping(
-                fields or FieldMapping(), columns, f"target {name} (table {self.schema_name}.{self.table})",
-                needs_keyword_field=True)
+            where = f"target {name} (table {self.schema_name}.{self.table})"
+            self.resolved: ResolvedMapping = resolve_mapping(fields or FieldMapping(), columns, where,
+                                                             needs_keyword_field=True)
+            check_nested_paths(self.resolved, self._sample(), where)
             self._setups, self._unavailable, self._notes = self._plan()
         except BaseException:
             self.close()
@@ -169,6 +180,20 @@ class PgvectorTableTarget:
                     and not isinstance(item, bool) else "other"
                 kinds.setdefault(f"{column}.{key}", kind)
         return [SchemaField(k, v) for k, v in kinds.items()]
+
+    def _sample(self) -> list[dict[str, Any]]:
+        """The JSON columns the mapping's dotted paths go through, in the first
+        :data:`JSON_SAMPLE_ROWS` rows where one of them is not null, to check those paths; none
+        when the mapping names no such path."""
+        from psycopg import sql
+
+        heads = list(dict.fromkeys(p.split(".", 1)[0] for p in nested_paths(self.resolved).values()))
+        if not heads:
+            return []
+        query = sql.SQL("SELECT {s} FROM {t} WHERE {w} LIMIT %s").format(
+            s=sql.SQL(", ").join(sql.SQL("{}::jsonb").format(sql.Identifier(h)) for h in heads), t=self._ident(),
+            w=sql.SQL(" OR ").join(sql.SQL("{} IS NOT NULL").format(sql.Identifier(h)) for h in heads))
+        return [dict(zip(heads, row)) for row in self._sql("reading", query, (JSON_SAMPLE_ROWS,))]
 
     def _expr(self, name: str | None, as_text: bool = True) -> Any:
         """A column, or a dotted JSON path as ``col #>> '{a,b}'`` (``#>`` when not as text)."""

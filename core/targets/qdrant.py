@@ -2,11 +2,12 @@
 a server (``http(s)://...``) or the client's embedded local mode (a folder, or ``:memory:``).
 
 The payload's fields are learnt from the first points (nested keys as dotted paths, as
-LangChain's ``metadata.source`` and ``metadata.page``); the collection's vectors are its
-unnamed vector (the field ``(vector)``) or its named ones. Setups: ``dense`` (``query_points``
-with ragtune's query vector on the mapped vector, scored by the collection's distance). Qdrant
-has no keyword ranking of its own: a sparse vector needs the encoder that made it, which ragtune
-does not have, so no keyword or hybrid setup is offered and the description says so.
+LangChain's ``metadata.source`` and ``metadata.page``), and a mapped dotted path none of them
+holds is a mapping error; the collection's vectors are its unnamed vector (the field
+``(vector)``) or its named ones. Setups: ``dense`` (``query_points`` with ragtune's query
+vector on the mapped vector, scored by the collection's distance). Qdrant has no keyword ranking
+of its own: a sparse vector needs the encoder that made it, which ragtune does not have, so no
+keyword or hybrid setup is offered and the description says so.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from core.targets.base import (
     raw_candidates,
 )
 from core.targets.ids import group_documents, index_document_id, page_numbers
-from core.targets.mapping import FieldMapping, ResolvedMapping, SchemaField, read_path, resolve_mapping
+from core.targets.mapping import (
+    FieldMapping,
+    ResolvedMapping,
+    SchemaField,
+    check_nested_paths,
+    read_path,
+    resolve_mapping,
+)
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -92,7 +100,8 @@ class QdrantTarget:
 
     Raises:
         TargetError: the folder or server cannot be opened, or lacks the collection.
-        ConfigError: a bad field mapping.
+        ConfigError: a bad field mapping (a payload key or dotted path none of the first points
+            holds).
     """
 
     engine = "qdrant"
@@ -118,8 +127,9 @@ class QdrantTarget:
             schema = [SchemaField(POINT_ID, "other", key=True)]
             schema += [SchemaField(k, v) for k, v in kinds.items()]
             schema += [SchemaField(n, "vector", dimensions=size) for n, (size, _) in self._vector_params.items()]
-            self.resolved: ResolvedMapping = resolve_mapping(fields or FieldMapping(), schema,
-                                                             f"target {name} (collection {collection})")
+            where = f"target {name} (collection {collection})"
+            self.resolved: ResolvedMapping = resolve_mapping(fields or FieldMapping(), schema, where)
+            check_nested_paths(self.resolved, [point.payload or {} for point in sample], where)
             self._schema = {"vectors": {n: list(v) for n, v in self._vector_params.items()}, "payload": kinds}
         except BaseException:
             self.close()

@@ -1,6 +1,7 @@
 """The Qdrant target on collections of the client's local mode with hand-placed points: the
-order of distances that are smaller when closer (``Euclid``, ``Manhattan``), and two collections
-of one folder searched in one run.
+order of distances that are smaller when closer (``Euclid``, ``Manhattan``), two collections
+of one folder searched in one run, and a mapping's dotted paths into the payload (one no point
+holds stops the run before any search).
 
 Expected values: distances worked out by hand from the points' coordinates (the query vector
 is fixed by a stand-in embedding model).
@@ -137,3 +138,73 @@ def test_two_collections_of_one_folder_are_evaluated_in_one_run(tmp_path, monkey
     doc = report["evaluation"]["rank_grain"]
     assert setups["first/dense"]["metrics"][doc]["means"]["mrr"] == 1.0
     assert [t["missing_documents"] for t in report["targets"]] == [[], ["a.md"]]
+
+
+def _payload_collection(folder):
+    """Three points whose payloads keep the document in a nested ``meta``
+    (``{"text": "chunk i", "meta": {"file": "a.txt", "page": i + 1}}``) at ``(1, i)``."""
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(folder))
+    client.create_collection("docs", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE))
+    client.upsert("docs", [models.PointStruct(id=i, vector=[1.0, float(i)],
+                                              payload={"text": f"chunk {i}", "meta": {"file": "a.txt", "page": i + 1}})
+                           for i in range(3)])
+    client.close()
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"document": "meta.nofile"}, "fields.document names 'meta.nofile': no record of the first 3 has it; "
+                                  "'meta' holds: file, page"),
+    ({"document": "meta.file", "text": "meta.nothing"}, "fields.text names 'meta.nothing': no record of the "
+                                                        "first 3 has it; 'meta' holds: file, page"),
+    # a path below a key that holds no mapping: the deepest level the points reach is shown
+    ({"document": "meta.file.name"}, "fields.document names 'meta.file.name': no record of the first 3 has it; "
+                                     "'meta' holds: file, page"),
+])
+def test_a_dotted_path_no_point_holds_stops_the_run_before_any_search(tmp_path, monkeypatch, capsys, fields,
+                                                                       message):
+    import json
+
+    from core.cli import main
+
+    folder = tmp_path / "qdrant"
+    folder.mkdir()
+    _payload_collection(folder)
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "q1", "question": "Where is a?", "expected": ["a.txt"]}) + "\n",
+                      encoding="utf-8")
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(f"- {{name: team, kind: qdrant, path: '{folder}', collection: docs, "
+                       f"fields: {json.dumps(fields)}}}\n", encoding="utf-8")
+    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
+    import core.targets.open as opening
+
+    real = opening.QdrantTarget
+    monkeypatch.setattr(opening, "QdrantTarget",
+                        lambda *a, **kw: real(*a, **{**kw, "vectors": QueryVectors(FixedModel([1.0, 0.0]))}))
+    searched = []
+    monkeypatch.setattr(QdrantTarget, "search", lambda self, *a: searched.append(a) or [])
+    code = main(["evaluate", "--golden", str(golden), "--targets", str(targets), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"{targets}:1 (target team): target team (collection docs): {message}\n" in err
+    assert searched == []
+
+
+def test_a_dotted_path_the_points_hold_is_searched(tmp_path):
+    from core.targets.mapping import FieldMapping
+
+    _payload_collection(tmp_path)
+    target = QdrantTarget("team", str(tmp_path), "docs", fields=FieldMapping(document="meta.file", page="meta.page"),
+                          vectors=QueryVectors(FixedModel([1.0, 0.0])))
+    try:
+        # nearest to (1, 0): point 0 at (1, 0), then point 1 at (1, 1) (cosine, by hand)
+        hits = target.search("anything", target.setups()[0], 2)
+        assert [(h.document_id, h.pages, h.text) for h in hits] == [("a.txt", (1,), "chunk 0"),
+                                                                   ("a.txt", (2,), "chunk 1")]
+        assert target.missing(["a.txt", "b.txt"]) == ["b.txt"]
+        assert (target.describe().n_chunks, target.describe().n_documents) == (3, 1)
+    finally:
+        target.close()
+

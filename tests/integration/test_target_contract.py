@@ -332,3 +332,180 @@ def test_a_milvus_target_releases_only_what_it_loaded(corpus, milvus_server):
     finally:
         admin.load_collection(name)
         admin.close()
+
+
+# ---------------------------------------------------------------------------------------------- dotted paths
+# A document kept below a JSON field (a Milvus JSON field ``meta``, PostgreSQL's ``cmetadata``,
+# Qdrant's payload ``metadata``, an Azure complex field ``meta``): a path none of the first
+# records holds is a mapping error before any search; one they hold is searched.
+
+
+def _milvus_json_collection(client, name, corpus, rows=True):
+    from pymilvus import DataType
+
+    if client.has_collection(name):
+        client.drop_collection(name)
+    schema = client.create_schema(auto_id=True, enable_dynamic_field=False)
+    schema.add_field("pk", DataType.INT64, is_primary=True)
+    schema.add_field("passage", DataType.VARCHAR, max_length=8000)
+    schema.add_field("meta", DataType.JSON)
+    schema.add_field("emb", DataType.FLOAT_VECTOR, dim=384)
+    index = client.prepare_index_params()
+    index.add_index(field_name="emb", index_type="FLAT", metric_type="COSINE")
+    client.create_collection(name, schema=schema, index_params=index)
+    if rows:
+        client.insert(name, [{"passage": c.text, "meta": {"file": c.document_id, "page": 1},
+                              "emb": [float(x) for x in v]} for c, v in zip(corpus.chunks, corpus.vectors)])
+    client.flush(name)
+
+
+@pytest.fixture(scope="module")
+def json_stores(corpus, pg_tables, tmp_path_factory):
+    """Milvus collections with a JSON field ``meta`` (one with the passages, one empty) on the
+    test server and in a Milvus Lite database, an empty LangChain-style PostgreSQL table, and an
+    Azure AI Search index with a complex field ``meta`` (sub-fields ``file``, ``page``)."""
+    import psycopg
+    from pymilvus import MilvusClient
+
+    from core.vectorstores.milvus import MilvusLiteConfig, open_client
+    from tests.support.azure_search import AzureSearchTestServer, LocalIndex
+
+    suffix = uuid.uuid4().hex[:8]
+    uri = service("RAGTUNE_TEST_MILVUS_URI", "milvus.sh")
+    server = MilvusClient(uri=uri)
+    names = {"docs": f"json_docs_{suffix}", "empty": f"json_empty_{suffix}"}
+    _milvus_json_collection(server, names["docs"], corpus)
+    _milvus_json_collection(server, names["empty"], corpus, rows=False)
+    lite_path = str(tmp_path_factory.mktemp("lite-json") / "json.db")
+    lite = open_client(MilvusLiteConfig(lite_path))
+    _milvus_json_collection(lite, "json_docs", corpus)
+    _milvus_json_collection(lite, "json_empty", corpus, rows=False)
+    lite.close()
+    empty_table = f"lc_empty_{suffix}"
+    with psycopg.connect(pg_tables[0], autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {empty_table} (id uuid PRIMARY KEY, document text, cmetadata jsonb, "
+                     "embedding vector)")
+    definition = {"name": "meta", "fields": [
+        {"name": "id", "type": "Edm.String", "key": True, "filterable": True, "retrievable": True},
+        {"name": "content", "type": "Edm.String", "searchable": True, "retrievable": True},
+        {"name": "meta", "type": "Edm.ComplexType", "fields": [
+            {"name": "file", "type": "Edm.String", "filterable": True, "retrievable": True},
+            {"name": "page", "type": "Edm.Int32", "filterable": True, "retrievable": True}]}]}
+    documents = [{"id": f"doc{i:05d}", "content": c.text, "meta": {"file": c.document_id, "page": 1}}
+                 for i, c in enumerate(corpus.chunks)]
+    with AzureSearchTestServer({"meta": LocalIndex(definition, documents)}) as azure:
+        yield {"milvus-server": (uri, names["docs"], names["empty"]), "milvus-lite": (lite_path, "json_docs",
+                                                                                     "json_empty"),
+               "pg-empty": empty_table, "azure": azure}
+    for name in names.values():
+        server.drop_collection(name)
+    server.close()
+    with psycopg.connect(pg_tables[0], autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {empty_table}")
+
+
+def _open_json(kind, fields, corpus, pg_tables, qdrant_folder, json_stores, empty=False) -> Target:
+    """The target of ``kind`` whose document is kept below a JSON field, opened with ``fields``."""
+    vectors = QueryVectors(corpus.model.model)
+    if kind == "pgvector-langchain":
+        from core.targets.pgvector_table import PgvectorTableTarget
+        from core.vectorstores import PGVectorConfig
+
+        table = json_stores["pg-empty"] if empty else pg_tables[2]
+        return PgvectorTableTarget("lc-pg", PGVectorConfig(dsn=pg_tables[0]), f"public.{table}", fields=fields,
+                                   vectors=vectors)
+    if kind == "qdrant":
+        from core.targets.qdrant import QdrantTarget
+
+        return QdrantTarget("team-qdrant", qdrant_folder, "team_docs", fields=fields, vectors=vectors)
+    if kind == "azure-search":
+        from azure.core.credentials import AzureKeyCredential
+
+        from core.targets.azure_search import AzureSearchTarget
+
+        azure = json_stores["azure"]
+        return AzureSearchTarget("azure", azure.endpoint, "meta", AzureKeyCredential(azure.api_key), fields=fields,
+                                 vectors=vectors)
+    from core.targets.milvus_collection import MilvusCollectionTarget
+
+    location, docs, nothing = json_stores[kind]
+    return MilvusCollectionTarget(kind, location, nothing if empty else docs, fields=fields, vectors=vectors)
+
+
+def _wrong_paths(corpus, pg_tables, json_stores):
+    """Per kind: the mapping naming a path the records lack, and the whole error it gives (the
+    records read: 20 rows of a table or Milvus collection, 50 Qdrant points, at most all of
+    them; the keys are those the passages' records hold, written by the fixtures)."""
+    n = len(corpus.chunks)
+    return {
+        "pgvector-langchain": (FieldMapping(document="cmetadata.nofile"),
+                               f"target lc-pg (table public.{pg_tables[2]}): fields.document names 'cmetadata.nofile':"
+                               f" no record of the first {min(n, 20)} has it; 'cmetadata' holds: page, source"),
+        "qdrant": (FieldMapping(text="metadata.nothing"),
+                   f"target team-qdrant (collection team_docs): fields.text names 'metadata.nothing': no record of "
+                   f"the first {min(n, 50)} has it; 'metadata' holds: source"),
+        "milvus-server": (FieldMapping(document="meta.nofile"),
+                          f"target milvus-server (collection {json_stores['milvus-server'][1]}): fields.document names "
+                          f"'meta.nofile': no record of the first {min(n, 20)} has it; 'meta' holds: file, page"),
+        "milvus-lite": (FieldMapping(document="meta.file", page="meta.nopage"),
+                        f"target milvus-lite (collection json_docs): fields.page names 'meta.nopage': no record of "
+                        f"the first {min(n, 20)} has it; 'meta' holds: file, page"),
+        "azure-search": (FieldMapping(document="meta.nofile"),
+                         "target azure (index meta): fields.document names 'meta.nofile', which the index lacks "
+                         "('meta' holds: file, page)"),
+    }
+
+
+JSON_KINDS = ("pgvector-langchain", "qdrant", "milvus-server", "milvus-lite", "azure-search")
+
+
+@pytest.mark.parametrize("kind", JSON_KINDS)
+def test_a_dotted_path_no_record_holds_is_a_mapping_error(kind, corpus, pg_tables, qdrant_folder, json_stores):
+    assert corpus.chunks and len(corpus.chunks) <= 50  # the expected counts below read all of them up to 20 or 50
+    fields, message = _wrong_paths(corpus, pg_tables, json_stores)[kind]
+    with pytest.raises(ConfigError) as raised:
+        _open_json(kind, fields, corpus, pg_tables, qdrant_folder, json_stores)
+    assert str(raised.value) == message
+
+
+def test_a_path_below_a_leaf_is_a_mapping_error(corpus, pg_tables, qdrant_folder, json_stores):
+    # the deepest level some record reaches as a mapping (or the definition lists) is shown
+    with pytest.raises(ConfigError) as raised:
+        _open_json("milvus-lite", FieldMapping(document="meta.file.name"), corpus, pg_tables, qdrant_folder,
+                   json_stores)
+    assert str(raised.value).endswith("fields.document names 'meta.file.name': no record of the first "
+                                      f"{min(len(corpus.chunks), 20)} has it; 'meta' holds: file, page")
+    with pytest.raises(ConfigError) as raised:
+        _open_json("azure-search", FieldMapping(document="meta.file.name"), corpus, pg_tables, qdrant_folder,
+                   json_stores)
+    assert str(raised.value) == ("target azure (index meta): fields.document names 'meta.file.name', which the "
+                                 "index lacks ('meta.file' has no sub-fields)")
+
+
+@pytest.mark.parametrize("kind", JSON_KINDS)
+def test_a_dotted_path_the_records_hold_is_searched(kind, corpus, pg_tables, qdrant_folder, json_stores):
+    document = {"pgvector-langchain": "cmetadata.source", "qdrant": "metadata.source"}.get(kind, "meta.file")
+    prefix = "https://contoso.blob.core.windows.net/docs/" if kind == "qdrant" else ""
+    t = _open_json(kind, FieldMapping(document=document, document_prefix=prefix), corpus, pg_tables, qdrant_folder,
+                   json_stores)
+    try:
+        names = sorted({c.document_id for c in corpus.chunks})
+        assert dict(t.describe().fields)["document"] == document
+        assert (t.describe().n_chunks, t.describe().n_documents) == (len(corpus.chunks), len(names))
+        assert t.missing([*names, "Normans_p99.txt"]) == ["Normans_p99.txt"]
+        for setup in t.setups():
+            hits = t.search(QUESTION, setup, 3)
+            assert hits and {h.document_id for h in hits} <= set(names), setup.key
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("kind", ["pgvector-langchain", "milvus-server", "milvus-lite"])
+def test_an_empty_index_is_not_checked_for_dotted_paths(kind, corpus, pg_tables, qdrant_folder, json_stores):
+    column = "cmetadata" if kind == "pgvector-langchain" else "meta"
+    t = _open_json(kind, FieldMapping(document=f"{column}.nofile"), corpus, pg_tables, qdrant_folder, json_stores,
+                   empty=True)
+    try:
+        assert t.describe().n_chunks == 0
+    finally:
+        t.close()
