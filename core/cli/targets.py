@@ -38,7 +38,7 @@ def _evaluate_targets(args: argparse.Namespace, settings: Settings, out: Path, f
     """``ragtune evaluate --golden FILE --target ... [--targets FILE] [--docs DIR]``: every setup
     of every target in one report (``core.evaluation.targets``); the gate checks ``--setup``
     (a pick across targets, ``TARGET/PICK``, or ``TARGET/SETUP``)."""
-    from core.evaluation.targets import TargetsOptions, evaluate_targets, resolve_gate_setup
+    from core.evaluation.targets import TargetsOptions, evaluate_targets
     from core.targets.spec import BUILT_TARGET
     from core.golden import read_golden
     from core.reports import ReportStore, new_run_id
@@ -79,8 +79,9 @@ def _evaluate_targets(args: argparse.Namespace, settings: Settings, out: Path, f
     if thresholds or args.baseline:  # judged before the report is saved, so the report keeps the verdict
         from core.evaluation.gate import judge_gate
 
-        verdict = judge_gate(report, setup=resolve_gate_setup(report, gate_setup), thresholds=thresholds,
-                             baseline=baseline, branch=branch, note=note)
+        # TARGET/PICK is resolved by the gate, so a target that failed is a verdict in the saved report
+        verdict = judge_gate(report, setup=gate_setup, thresholds=thresholds, baseline=baseline, branch=branch,
+                             note=note)
         report["gate"] = verdict.to_dict()
     report["golden"]["stored_as"] = store.save_golden(golden.sha256, golden.raw)
     report["location"] = f"{where}/{store.save_run(run_id, report)}"

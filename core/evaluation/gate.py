@@ -473,13 +473,18 @@ def gated_setup(report: dict[str, Any], key: str, baseline: Baseline | None) -> 
 
     Args:
         report: this run's report.
-        key: ``--setup``: a pick (:data:`~core.reports.tables.PICKS`) or a setup name.
+        key: ``--setup``: a pick (:data:`~core.reports.tables.PICKS`), a setup name, or in a
+            run over targets ``TARGET/PICK`` (resolved in this run, :func:`target_pick`).
         baseline: the baseline, or None.
 
     Raises:
-        ConfigError: ``key`` is neither a pick nor a setup of this run, or the pick names no setup.
+        ConfigError: ``key`` is neither a pick nor a setup of this run, or the pick names no
+            setup (or its target failed).
     """
     if key not in PICKS:
+        target, pick = _target_and_pick(report, key)
+        if target is not None and pick is not None:
+            return target_pick(report, key), f"this run's pick {pick} of target {target}"
         return chosen_setup(report, key), "named with --setup"
     if baseline is None:
         return chosen_setup(report, key), f"this run's pick {key}"
@@ -490,6 +495,87 @@ def gated_setup(report: dict[str, Any], key: str, baseline: Baseline | None) -> 
     if not name:
         raise ConfigError(f"--setup {key}: baseline {baseline.run_id} made no such pick; name a setup with --setup")
     return str(name), f"baseline {baseline.run_id}'s pick {key}"
+
+
+def _targets(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t for t in report.get("targets") or [] if isinstance(t, dict)]
+
+
+def _target_named(report: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The target of a run over targets that ``name`` (a setup's name, ``TARGET/PICK`` or
+    ``TARGET/SETUP``) belongs to: the setup's own ``target``, else the longest target name
+    followed by ``/`` that starts it; None for a run without targets or a name of none."""
+    targets = _targets(report)
+    for s in report.get("setups") or []:
+        if isinstance(s, dict) and s.get("name") == name and s.get("target") is not None:
+            return next((t for t in targets if t.get("name") == s["target"]), None)
+    owners = [t for t in targets if name.startswith(f"{t.get('name')}/")]
+    return max(owners, key=lambda t: len(str(t.get("name"))), default=None)
+
+
+def _target_and_pick(report: dict[str, Any], key: str) -> tuple[str | None, str | None]:
+    """``(target, pick)`` for a ``--setup TARGET/PICK`` of one of the run's targets, else
+    ``(target or None, None)``."""
+    target = _target_named(report, key)
+    if target is None:
+        return None, None
+    rest = key[len(str(target.get("name"))) + 1:]
+    return str(target.get("name")), rest if rest in PICKS else None
+
+
+def _target_reason(target: dict[str, Any]) -> str:
+    """A failed target's error without its own ``target NAME:`` prefix."""
+    error = str(target.get("error") or "no reason recorded")
+    return error.removeprefix(f"target {target.get('name')}: ")
+
+
+def target_pick(report: dict[str, Any], key: str) -> str:
+    """The setup ``--setup TARGET/PICK`` (``prod/finds_the_most``) names in a run over
+    targets: the one that pick names among that target's setups.
+
+    Raises:
+        ConfigError: ``key`` names no target of the run, the target failed (its reason), or its
+            pick names no setup (the reason).
+    """
+    name, _, pick = key.rpartition("/")
+    target = _target_named(report, key)
+    if target is None or str(target.get("name")) != name:
+        shown = ", ".join(str(t.get("name")) for t in _targets(report)) or "none"
+        raise ConfigError(f"--setup {key}: no target {name!r} in this run ({shown})")
+    if target.get("status") == "failed":
+        raise ConfigError(f"--setup {key}: the gated target {name} failed: {_target_reason(target)}")
+    chosen = (target.get("picks") or {}).get(pick)
+    if not chosen:
+        why = (target.get("picks") or {}).get("reason") or "no setup found anything"
+        raise ConfigError(f"--setup {key}: target {name} made no pick {pick} ({why})")
+    return str(chosen)
+
+
+def failed_search_reason(report: dict[str, Any], name: str) -> str | None:
+    """Why the gate cannot judge ``name`` because what it searched failed, or None.
+
+    ``name`` is ``--setup`` as given or the gated setup: in a run over targets, the target it
+    belongs to (a setup's ``target``, or ``TARGET/...``) failed (``the gated target T failed:
+    REASON``), or, for a pick across targets, every target failed (``every target of this run
+    failed (T: REASON; ...)``, or the first form for a run of one target); in any run, the
+    setup itself failed (``the gated setup S failed: REASON``). Said before any other reason,
+    so a run whose target could not be searched is not blamed on a metric, a pick or the grain
+    it could not produce.
+    """
+    targets = _targets(report)
+    if targets:
+        target = _target_named(report, name)
+        if target is not None and target.get("status") == "failed":
+            return f"the gated target {target.get('name')} failed: {_target_reason(target)}"
+        if name in PICKS and all(t.get("status") == "failed" for t in targets):
+            if len(targets) == 1:
+                return f"the gated target {targets[0].get('name')} failed: {_target_reason(targets[0])}"
+            return "every target of this run failed (" + "; ".join(
+                f"{t.get('name')}: {_target_reason(t)}" for t in targets) + ")"
+    for s in report.get("setups") or []:
+        if isinstance(s, dict) and s.get("name") == name and s.get("status") == "failed":
+            return f"the gated setup {name} failed: {s.get('error') or 'no reason recorded'}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -543,13 +629,16 @@ def judge_gate(report: dict[str, Any], *, setup: str = DEFAULT_SETUP, thresholds
                baseline: Baseline | None = None, branch: str | None = None, note: str | None = None) -> GateVerdict:
     """Judge a finished run against the thresholds and the baseline.
 
-    Never raises for a run the gate cannot judge (a metric it lacks, a baseline ranked at
-    another grain, a gated setup it did not evaluate): the verdict then fails with exit code 1
-    and says why in ``error``, so the run's report still records it.
+    Never raises for a run the gate cannot judge (a gated target or setup that failed, a
+    metric it lacks, a baseline ranked at another grain, a gated setup it did not evaluate):
+    the verdict then fails with exit code 1 and says why in ``error``, so the run's report
+    still records it. A failed target or setup is the reason given first
+    (:func:`failed_search_reason`).
 
     Args:
         report: the run's report.
-        setup: ``--setup``: a pick or a setup name (:func:`gated_setup`).
+        setup: ``--setup``: a pick, a setup name, or in a run over targets ``TARGET/PICK``
+            (:func:`gated_setup`).
         thresholds: from :func:`parse_thresholds`.
         baseline: from :func:`find_baseline` or :func:`named_baseline`, or None.
         branch: the run's branch, or None.
@@ -569,8 +658,15 @@ def judge_gate(report: dict[str, Any], *, setup: str = DEFAULT_SETUP, thresholds
         lines.append(note)
     name, why = None, ""
     try:
+        # a pick or TARGET/... whose target failed has no setup to name: said before choosing one
+        failed = None if setup in _setup_names(report) else failed_search_reason(report, setup)
+        if failed is not None:
+            raise ConfigError(failed)
         name, why = gated_setup(report, setup, baseline)
         lines.append(f"gated setup {name} ({why})")
+        failed = failed_search_reason(report, name)
+        if failed is not None:
+            raise ConfigError(failed)
         results = threshold_results(report, name, thresholds)
         finding = compare_with_baseline(report, baseline.report, name) if baseline is not None else None
     except ConfigError as exc:

@@ -567,23 +567,20 @@ def format_targets(report: dict[str, Any], most_missing: int = 5) -> list[str]:
 
 def resolve_gate_setup(report: dict[str, Any], key: str) -> str:
     """The setup name the gate checks for ``--setup``: ``TARGET/PICK`` (``prod/finds_the_most``)
-    is the setup that pick names among that target's setups; anything else is returned as it
-    is (a pick across every target, or a setup's name).
+    is the setup that pick names among that target's setups
+    (:func:`core.evaluation.gate.target_pick`); anything else is returned as it is (a pick
+    across every target, or a setup's name).
 
     Raises:
-        ConfigError: an unknown target, or a target whose pick names no setup.
+        ConfigError: an unknown target, a target that failed (its reason), or a target whose
+            pick names no setup.
     """
-    name, slash, pick = key.rpartition("/")
+    from core.evaluation.gate import target_pick
+
+    _, slash, pick = key.rpartition("/")
     if not slash or pick not in PICKS:
         return key
-    targets = {t.get("name"): t for t in report.get("targets") or []}
-    if name not in targets:
-        raise ConfigError(f"--setup {key}: no target {name!r} in this run ({', '.join(map(str, targets)) or 'none'})")
-    chosen = (targets[name].get("picks") or {}).get(pick)
-    if not chosen:
-        why = targets[name].get("error") or ((targets[name].get("picks") or {}).get("reason")) or "no setup found anything"
-        raise ConfigError(f"--setup {key}: target {name} has no {pick} ({why})")
-    return str(chosen)
+    return target_pick(report, key)
 
 
 __all__ = ["RERANKED", "RunSetup", "TargetsOptions", "evaluate_targets", "format_targets", "resolve_gate_setup"]

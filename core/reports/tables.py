@@ -284,20 +284,44 @@ def wait_of(timings: Any) -> dict[str, Any]:
     return {"median": _number(total.get("median")), "p95": _number(total.get("p95")), "parts": parts, "split": True}
 
 
+def scorable_at(question: dict[str, Any], grain: str | None) -> bool:
+    """Whether a report's question has a right item at ``grain``, read from its ``expected``
+    as :func:`core.metrics.retrieval.judge` decides it: at the doc and evidence grains a
+    question that names a document (evidence falls back to the documents), at the page grain
+    one with a page label (``"x.pdf#page=2"``). A question row without ``expected`` (a report
+    that does not keep it), or a grain the report does not name, is taken as scorable.
+    """
+    expected = question.get("expected")
+    if not isinstance(expected, list) or grain not in GRAINS:
+        return True
+    if grain == "page":
+        return any("#page=" in str(e) for e in expected)
+    return bool(expected)
+
+
 def found_by_question(report: dict[str, Any], setup: str, k: int) -> dict[str, bool]:
     """Question id -> whether ``setup`` found a right item within the first ``k`` (its
     ``first_relevant_rank`` at the run's rank grain is at most ``k``), for the questions the
-    report ranks with ``setup``: what found@k counts, per question, for paired tests between runs.
+    report ranks with ``setup`` and can score at that grain: what found@k counts, per
+    question, for paired tests between runs (the gate's baseline, the compare page, the
+    comparison of two app runs).
+
+    A question not scorable at the rank grain (:func:`scorable_at`: at the page grain, one
+    with document labels only) is left out, not counted as not found: its
+    ``first_relevant_rank`` is None whatever came back, and found@k's mean leaves it out too.
 
     Args:
         report: an ``evaluate`` or ``evaluate-app`` report (its ``questions``).
         setup: a setup's name.
         k: the cut-off (``core.metrics.retrieval.TOP_K`` for found@10).
     """
+    grain = (report.get("evaluation") or {}).get("rank_grain")
     out = {}
     for q in report.get("questions") or []:
         ranks = q.get("first_relevant_rank") or {}
         if setup in ranks:
             rank = ranks[setup]
-            out[str(q.get("id"))] = isinstance(rank, int) and 1 <= rank <= k
+            found = isinstance(rank, int) and 1 <= rank <= k
+            if isinstance(rank, int) or scorable_at(q, grain):
+                out[str(q.get("id"))] = found
     return out

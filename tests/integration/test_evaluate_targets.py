@@ -281,6 +281,55 @@ def test_the_gate_on_a_chosen_targets_setup(tmp_path, golden, targets_file, caps
             "TARGET/PICK or TARGET/SETUP of a target of this run") in capsys.readouterr().err
 
 
+def test_a_gated_target_that_failed_is_the_gates_reason_and_the_report_is_kept(tmp_path, corpus, golden, qdrant,
+                                                                             monkeypatch, capsys):
+    from core.reports import LocalFiles, ReportStore
+
+    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
+    out, gone = tmp_path / "out", tmp_path / "gone"
+    targets = tmp_path / "targets_gone.yaml"
+    targets.write_text(f"targets:\n  - {{name: team, kind: qdrant, path: \"{gone}\", collection: docs}}\n",
+                       encoding="utf-8")
+    code = main(["evaluate", "--golden", str(golden), "--targets", str(targets), "--docs", str(corpus.docs),
+                 "--out", str(out), "--setup", "team/finds_the_most", "--fail-under", "found@1=0.9",
+                 "--baseline", "latest"])
+    err = capsys.readouterr().err
+    reason = f"the gated target team failed: {gone} is not a Qdrant folder"
+    assert code == 1
+    assert f"gate: failed: the gate cannot judge this run: {reason}\n" in err and "has no finds_the_most" not in err
+    report = ReportStore(LocalFiles(out)).load_run("latest")  # the run, searched and scored, is kept
+    assert [(t["name"], t["status"]) for t in report["targets"]] == [("team", "failed"), ("ragtune", "ok")]
+    assert len(report["questions"]) == N_QUESTIONS and all(s["target"] == "ragtune" for s in report["setups"])
+    gate = report["gate"]
+    assert (gate["passed"], gate["exit_code"], gate["error"], gate["setup"], gate["setup_key"]) == (
+        False, 1, reason, None, "team/finds_the_most")
+
+
+def test_a_target_that_cannot_be_reached_is_blamed_not_the_baselines_grain(tmp_path, golden, qdrant, monkeypatch,
+                                                                          capsys):
+    from core.reports import LocalFiles, ReportStore
+
+    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
+    out, bad = tmp_path / "out", tmp_path / "qdata_bad"
+    assert main(["evaluate", "--golden", str(golden), "--target", f"qdrant:{qdrant}#docs", "--out", str(out),
+                 "--fail-under", "found@10=0"]) == 0
+    capsys.readouterr()
+    store = ReportStore(LocalFiles(out))
+    good = store.load_run("latest")
+    code = main(["evaluate", "--golden", str(golden), "--target", f"qdrant:{bad}#docs", "--out", str(out),
+                 "--baseline", "latest"])
+    err = capsys.readouterr().err
+    assert code == 3  # no target could be evaluated
+    reason = f"the gated target qdrant:docs failed: {bad} is not a Qdrant folder"
+    assert f"gate: failed: the gate cannot judge this run: {reason}\n" in err
+    assert "grain" not in err and "--rank-by" not in err
+    report = store.load_run("latest")
+    # the two runs rank at different grains (nothing was found to rank by evidence): not the reason given
+    assert (good["evaluation"]["rank_grain"], report["evaluation"]["rank_grain"]) == ("evidence", "doc")
+    assert (report["gate"]["error"], report["gate"]["exit_code"]) == (reason, 1)
+    assert report["gate"]["baseline"]["run_id"] == good["run_id"]
+
+
 def test_ragtunes_reranker_over_a_targets_first_stages(tmp_path, corpus, golden, targets_file, monkeypatch, capsys):
     monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "local")
     code = main(["evaluate", "--golden", str(golden), "--targets", str(targets_file), "--only", "prod/keyword*",

@@ -10,6 +10,7 @@ from core.evaluation.gate import (
     check_baseline,
     compare_with_baseline,
     check_thresholds,
+    judge_gate,
     chosen_setup,
     missing_documents_reason,
     parse_thresholds,
@@ -105,3 +106,37 @@ def test_missing_documents_reason():
     reason = missing_documents_reason(["a.txt"], ["x.txt", "y.txt", "z.txt", "w.txt"], "docs")
     assert "the golden file expects 1 document and none is in docs" in reason
     assert "'a.txt'" in reason and "(and 1 more)" in reason
+
+
+def _paged(found: int) -> dict:
+    """Six questions ranked at the page grain: q0..q4 have a page label, q5 a document label
+    only (not scorable at the page grain, so its rank is None in every run); A finds the first
+    ``found`` of q0..q4 at rank 1."""
+    ranks = {f"q{i}": {"A": 1 if i < found and i < 5 else None, "B": 1 if i < 5 else None} for i in range(6)}
+    report = retrieval_report(ranks=ranks)
+    report["evaluation"]["rank_grain"] = "page"
+    for i, q in enumerate(report["questions"]):
+        q["expected"] = [f"x.pdf#page={i + 1}"] if i < 5 else ["x.pdf"]
+    return report
+
+
+def test_the_baseline_comparison_counts_only_the_questions_scorable_at_the_grain():
+    # by hand: 5 questions have a page label; q5 has none and is in neither side of the pairs
+    same = compare_with_baseline(_paged(5), _paged(5), "A")
+    assert same.n == 5 and same.lost == () and same.gained == ()
+    assert same.message == ("A finds as many of 5 questions as in 20260101T000000Z-aaaaaa (found only in the "
+                            "baseline: 0, only now: 0; exact McNemar p = 1.0000, alpha 0.05): not significantly worse")
+    fewer = compare_with_baseline(_paged(4), _paged(5), "A")  # q4 lost: p = binomtest(1, 1) = 1
+    assert (fewer.n, fewer.lost, fewer.gained, fewer.p_value) == (5, ("q4",), (), 1.0)
+    assert fewer.message.startswith("A finds 1 fewer of 5 questions than in 20260101T000000Z-aaaaaa")
+    assert fewer.to_dict()["n"] == 5
+
+
+def test_a_gated_setup_that_failed_is_the_reason_not_its_missing_metric():
+    report = retrieval_report()
+    report["setups"][1].update(status="failed", error="the store refused the query", metrics={})
+    with pytest.raises(ConfigError) as failed:
+        run_gate(report, setup="B", thresholds=parse_thresholds(["found@3=0.7"]))
+    assert str(failed.value) == "the gated setup B failed: the store refused the query"
+    verdict = judge_gate(report, setup="B", thresholds=parse_thresholds(["found@3=0.7"]))
+    assert (verdict.setup, verdict.exit_code, verdict.thresholds) == ("B", 1, ())

@@ -203,3 +203,68 @@ def test_the_run_page_shows_the_verdict_escaped(store):
     assert "6 only in the baseline, 0 only now" in block
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in block and "<script>alert(1)" not in html
     assert '<section id="gate"' not in render_run(_run("20260103T000000Z-000003", 10))  # no gate, no block
+
+
+def _failed(report: dict, name: str, error: str) -> dict:
+    """``report`` (a run over targets) with target ``name`` failed as a run records it: its
+    error, no setups, no picks, and none of its setups in the report."""
+    gone = {s["name"] for s in report["setups"] if s.get("target") == name}
+    report["setups"] = [s for s in report["setups"] if s["name"] not in gone]
+    for q in report["questions"]:
+        q["first_relevant_rank"] = {k: v for k, v in q["first_relevant_rank"].items() if k not in gone}
+    for t in report["targets"]:
+        if t["name"] == name:
+            t.update(status="failed", error=error, setups=[], picks=None, description=None)
+    return report
+
+
+def test_a_gated_target_that_failed_is_the_reason_the_gate_gives():
+    from tests.support.target_reports import targets_report
+
+    thresholds = parse_thresholds(["found@1=0.9"])
+    # TARGET/PICK and TARGET/SETUP of the failed target (tests/support/target_reports.py: down failed)
+    for key in ("down/finds_the_most", "down/keyword"):
+        verdict = judge_gate(targets_report(), setup=key, thresholds=thresholds)
+        assert (verdict.passed, verdict.exit_code, verdict.setup, verdict.setup_key) == (False, 1, None, key)
+        assert verdict.error == "the gated target down failed: cannot open Qdrant"
+        assert verdict.lines == ("failed: the gate cannot judge this run: the gated target down failed: cannot open "
+                                 "Qdrant",)
+    # a pick of a target that was searched is resolved in this run
+    ok = judge_gate(targets_report(), setup="team/finds_the_most", thresholds=parse_thresholds(["found@3=0.5"]))
+    assert (ok.setup, ok.setup_from, ok.setup_key, ok.passed) == (
+        "team/keyword", "this run's pick finds_the_most of target team", "team/finds_the_most", True)
+    # every target failed: each one's reason, for the pick across targets
+    report = _failed(targets_report(), "prod", "target prod: 401 Unauthorized")
+    report = _failed(report, "team", "every setup failed: x")
+    assert judge_gate(report, thresholds=thresholds).error == (
+        "every target of this run failed (prod: 401 Unauthorized; team: every setup failed: x; down: cannot open "
+        "Qdrant)")
+
+
+def test_a_failed_target_is_blamed_before_the_grain_of_the_baseline(store):
+    from tests.support.target_reports import targets_report
+
+    base = targets_report("20260101T000000Z-000001")
+    base["evaluation"]["rank_grain"] = "evidence"
+    base["gate"] = judge_gate(base, setup="finds_the_most").to_dict()
+    assert base["gate"]["setup"] == "prod/keyword" and base["gate"]["passed"]
+    baseline = named_baseline(store, str(_saved(store, base)), base["golden"]["sha256"])
+    # this run: prod could not be reached, so it found nothing at any grain (ranked by documents)
+    now = _failed(targets_report("20260102T000000Z-000002"), "prod",
+                  "target prod: /tmp/gone is not a Qdrant folder")
+    verdict = judge_gate(now, setup="finds_the_most", baseline=baseline)
+    assert (verdict.exit_code, verdict.setup) == (1, "prod/keyword")
+    assert verdict.error == "the gated target prod failed: /tmp/gone is not a Qdrant folder"
+    assert verdict.lines[-1] == ("failed: the gate cannot judge this run: the gated target prod failed: /tmp/gone "
+                                 "is not a Qdrant folder")
+    assert not any("grain" in line for line in verdict.lines)
+    # a run of one target that failed: that target, whether or not a baseline names a setup
+    alone = _failed(_failed(targets_report("20260103T000000Z-000003"), "prod", "target prod: refused"), "team", "")
+    alone["targets"] = [t for t in alone["targets"] if t["name"] == "prod"]
+    assert alone["setups"] == []
+    assert judge_gate(alone).error == "the gated target prod failed: refused"
+
+
+def _saved(store: ReportStore, report: dict) -> str:
+    store.save_run(report["run_id"], report)
+    return report["run_id"]

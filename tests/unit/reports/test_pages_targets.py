@@ -55,5 +55,9 @@ def test_text_head_and_gate_setup():
     assert resolve_gate_setup(report, "team/finds_the_most") == "team/keyword"
     assert resolve_gate_setup(report, "finds_the_most") == "finds_the_most"
     assert resolve_gate_setup(report, "prod/keyword") == "prod/keyword"
-    with pytest.raises(ConfigError, match="target down has no finds_the_most"):
+    with pytest.raises(ConfigError) as failed:
         resolve_gate_setup(report, "down/finds_the_most")
+    assert str(failed.value) == "--setup down/finds_the_most: the gated target down failed: cannot open Qdrant"
+    with pytest.raises(ConfigError) as unknown:
+        resolve_gate_setup(report, "nope/finds_the_most")
+    assert str(unknown.value) == "--setup nope/finds_the_most: no target 'nope' in this run (prod, team, down)"
