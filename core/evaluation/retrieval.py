@@ -392,14 +392,6 @@ def pick_setups(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _undecided(picks: dict[str, Any], n_ranked: int, grain: str) -> dict[str, Any] | None:
-    """The report's ``undecided`` (:func:`core.evaluation.undecided.undecided`) when every ranked
-    setup is tied with ``finds_the_most``, else None."""
-    if not picks.get("tied_with_all"):
-        return None
-    return undecided("setups", picks["finds_the_most"], n_ranked, grain, TIE_ALPHA)
-
-
 def _stop_when_no_expected_document_loaded(questions: Sequence[Any], documents: Sequence[Any],
                                            skipped: Sequence[Any], docs: str) -> None:
     """Stop a run whose golden file expects documents none of which loaded: every score would
@@ -627,12 +619,25 @@ def settled_reranked_setups(setups: Sequence[EvalSetup], first_hits: dict[str, d
         result = evaluate_rankings(questions, rankings, grains=[grain], ks=(1,))[grain]
         scored = [r for r in result.per_question.values() if r.scores is not None]
         if scored and all(r.first_relevant_rank == 1 for r in scored):
-            out[setup.key] = (
-                f"{twin.key} already finds a right result at rank 1 for all {len(scored)} questions scored "
-                f"at the {grain} grain, so reranking could not find more or find any earlier there, only add time "
-                f"(to run it, rank by a finer grain with --rank-by, or --skip {twin.key})"
-            )
+            out[setup.key] = settled_reason(twin.key, len(scored), grain)
     return out
+
+
+def settled_reason(twin: str, n_scored: int, grain: str) -> str:
+    """What a user is told when :data:`SETTLED_RULE` leaves a reranked setup out: ``twin``
+    (the same search without the reranker) found a right result first for all ``n_scored``
+    questions scored at ``grain``."""
+    return (f"{twin} already finds a right result at rank 1 for all {n_scored} questions scored "
+            f"at the {grain} grain, so reranking could not find more or find any earlier there, only add time "
+            f"(to run it, rank by a finer grain with --rank-by, or --skip {twin})")
+
+
+def undecided_setups(picks: dict[str, Any], n_ranked: int, grain: str) -> dict[str, Any] | None:
+    """The report's ``undecided`` (:func:`core.evaluation.undecided.undecided`) when every ranked
+    setup is tied with ``finds_the_most``, else None."""
+    if not picks.get("tied_with_all"):
+        return None
+    return undecided("setups", picks["finds_the_most"], n_ranked, grain, TIE_ALPHA)
 
 
 #: Pairs scored, and timed, before the estimate of a run's reranking is shown.
@@ -1179,7 +1184,7 @@ def _retrieval_report(run: _RetrievalRun, picks: dict[str, Any], unjudged: Any, 
         "setups": run.setup_results,
         "skipped_setups": run.skipped_setups,
         "picks": picks,
-        "undecided": _undecided(picks, sum(1 for r in run.setup_results if r["status"] == "ok"), run.rank_grain),
+        "undecided": undecided_setups(picks, sum(1 for r in run.setup_results if r["status"] == "ok"), run.rank_grain),
         "answers": answers,
         **({"unjudged": unjudged} if unjudged is not None else {}),
         "questions": per_question,

@@ -29,8 +29,8 @@ from core.errors import ConfigError, RagtuneError, StoreError
 from core.evaluation.collection_target import CollectionTarget
 from core.evaluation.envelope import envelope, golden_block, labelled_counts
 from core.evaluation.indexing import cached_model, store_config as store_or_default
-from core.evaluation.retrieval import (_progress, _top, choose_rank_grain, package_versions, pick_setups,
-                                       select_setups)
+from core.evaluation.retrieval import (SETTLED_RULE, _progress, _top, choose_rank_grain, package_versions,
+                                       pick_setups, select_setups, settled_reason, undecided_setups)
 from core.evaluation.unjudged import LABEL_DEPTH, grade_top_results
 from core.evaluation.waits import stats_ms
 from core.golden import check_golden, read_golden
@@ -387,7 +387,7 @@ def evaluate_targets(
         timings["open_s"] = time.perf_counter() - t_start
         texts: dict[str, str] = {}
         entries, found, per_setup, rank_grain, reason = _run(opened, setups, questions, vectors, reranker, options,
-                                                             expected, status, timings, texts)
+                                                             expected, status, timings, texts, skipped)
     finally:
         for o in opened:
             if o.target is not None:
@@ -408,6 +408,7 @@ def evaluate_targets(
         "evaluation": {"top_k": TOP_K, "ks": list(KS), "grains": list(GRAINS), "rank_grain": rank_grain,
                        "rank_grain_reason": reason, "embedding_model": vectors.model_id},
         "setups": entries, "skipped_setups": skipped, "picks": picks, "answers": None,
+        "undecided": undecided_setups(picks, sum(1 for e in entries if e["status"] == "ok"), rank_grain),
         "questions": [{"id": q.id, "line": q.line, "question": q.question, "expected": [str(t) for t in q.expected],
                        "first_relevant_rank": {k: v["first_relevant_rank"] for k, v in per_setup[q.id].items()},
                        "top": {k: v["top"] for k, v in per_setup[q.id].items()}} for q in questions],
@@ -418,12 +419,16 @@ def evaluate_targets(
 
 def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Sequence[Any], vectors: QueryVectors,
          reranker: Reranker | None, options: TargetsOptions, expected: set[str], status: Callable[[str], None],
-         timings: dict[str, float], texts: dict[str, str] | None = None
+         timings: dict[str, float], texts: dict[str, str] | None = None,
+         skipped: list[dict[str, str]] | None = None
          ) -> tuple[list[dict[str, Any]], dict[str, list[bool]], dict[str, dict[str, Any]], str, str]:
     """Embed the questions, search with every setup, score each; ``texts`` (when given)
     gets each kept hit's text by ``<target>/<chunk id>``. The page grain of a target whose
     pages are unknown (``TargetDescription.pages_unknown``) scores no question and says why,
-    and setups are then ranked by documents unless ``--rank-by`` chose the grain."""
+    and setups are then ranked by documents unless ``--rank-by`` chose the grain. A reranked
+    setup whose plain twin found a right result first for every question scored is not run
+    (``core.evaluation.retrieval.SETTLED_RULE``, as ``evaluate`` over documents): it goes to
+    ``skipped`` with the reason."""
     held = {d for d in expected if any(o.target is not None and d not in o.missing for o in opened)}
     rank_grain = options.rank_grain or choose_rank_grain(questions, sorted(held))
     reason = ("chosen with --rank-by" if options.rank_grain else
@@ -447,7 +452,15 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
     per_setup: dict[str, dict[str, Any]] = {q.id: {} for q in questions}
     start = time.perf_counter()
     with _progress(len(questions) * len(setups), "searching", options.show_progress) as bar:
+        settled: dict[str, dict[str, Any]] = {}  # plain setup key -> its entry, while it settles its twin
         for run in setups:
+            twin = settled.get(f"{run.target}/{run.setup.key}") if run.reranker else None
+            if twin is not None:
+                if skipped is not None:
+                    skipped.append({"key": run.key, "reason": settled_reason(twin["key"], twin["n_scored"], rank_grain),
+                                    "rule": SETTLED_RULE})
+                bar.update(len(questions))
+                continue
             try:
                 hits_by_q, search_ms, rerank_ms = _search_setup(run, targets[run.target], questions, memo, bar)
             except RagtuneError as exc:
@@ -465,6 +478,8 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
                                             "n_scored": 0, "n_unscorable": len(questions),
                                             "reason": f"pages unknown: {no_pages[run.target]}"}
             entries.append(entry)
+            if not run.reranker and entry["n_scored"] and entry["found_first"] == entry["n_scored"]:
+                settled[run.key] = entry
     timings["search_s"] = time.perf_counter() - start
     return entries, found, per_setup, rank_grain, reason
 

@@ -405,3 +405,43 @@ def test_the_pages_show_targets_side_by_side_and_the_history_marks_a_change(tmp_
         assert "target partial changed" in result["page"].inner_text("#history-runs")
         assert "target team changed" not in result["page"].inner_text("#history-runs")
         context.close()
+
+
+def test_a_reranker_that_could_only_tie_is_not_run_and_a_tie_of_every_setup_is_no_winner(tmp_path, corpus, tables,
+                                                                                           monkeypatch, capsys):
+    # questions that are a chunk's own text, one per document: every first stage of the team's
+    # table puts that document first, so its reranked setups are left out as over documents
+    # (SETTLED_RULE) and the three setups left are tied: no winner
+    from core.evaluation.retrieval import SETTLED_RULE
+
+    dsn, team, _ = tables
+    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "local")
+    firsts = {}
+    for c in corpus.chunks:
+        firsts.setdefault(c.document_id, c)
+    picked = list(firsts.values())[:4]
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps({"id": f"q{i}", "question": c.text, "expected": [c.document_id]}) + "\n"
+                              for i, c in enumerate(picked)), encoding="utf-8")
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(f"targets:\n  - {{name: team, kind: pgvector, dsn: \"{dsn}\", table: {team}, "
+                       "fields: {document: doc_path, document_prefix: corpus/}}\n", encoding="utf-8")
+    code = main(["evaluate", "--golden", str(golden), "--targets", str(targets), "--out", str(tmp_path / "out"),
+                 "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    ranks = {s: [q["first_relevant_rank"][s] for q in report["questions"]] for s in
+             ("team/keyword", "team/dense", "team/hybrid-rrf-k60")}
+    assert ranks == {s: [1, 1, 1, 1] for s in ranks}
+    assert [s["name"] for s in report["setups"]] == ["team/keyword", "team/dense", "team/hybrid-rrf-k60"]
+    skipped = {s["key"]: s for s in report["skipped_setups"]}
+    assert set(skipped) == {"team/keyword+rerank", "team/dense+rerank", "team/hybrid-rrf-k60+rerank"}
+    assert skipped["team/dense+rerank"]["rule"] == SETTLED_RULE
+    assert skipped["team/dense+rerank"]["reason"].startswith(
+        "team/dense already finds a right result at rank 1 for all 4 questions scored at the doc grain")
+    assert report["undecided"]["n_tied"] == 3 and report["undecided"]["grain"] == "doc"
+    assert report["undecided"]["message"].startswith("these questions cannot tell the setups apart")
+    code = main(["evaluate", "--golden", str(golden), "--targets", str(targets), "--out", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert code == 0 and "no winner: these questions cannot tell the setups apart" in printed
+    assert "skipped team/dense+rerank: team/dense already finds a right result at rank 1" in printed
