@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -414,24 +414,55 @@ def _stop_when_no_expected_document_loaded(questions: Sequence[Any], documents: 
                       "every file skipped and why)")
 
 
-def corpus_warnings(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = ()) -> list[Any]:
+def unloaded_questions(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any]) -> dict[str, str]:
+    """The questions ragtune itself cannot score: every expected document of each is in the
+    folder but did not load (over a limit, unreadable), so no setup could find it.
+
+    Args:
+        questions: the golden questions.
+        documents: the ``LoadedDocument`` objects that loaded.
+        skipped: the ``SkippedFile`` objects of files that did not load.
+
+    Returns:
+        ``{question id: why}`` (each expected document and its reason); a question expecting a
+        document that is simply not in the folder is not here: that is the golden file's to fix.
+    """
+    loaded = {d.document_id for d in documents}
+    reasons = {s.document_id: s.reason for s in skipped}
+    out = {}
+    for q in questions:
+        docs = q.document_ids
+        if docs and not any(d in loaded for d in docs) and all(d in reasons for d in docs):
+            out[q.id] = "; ".join(f"{d}: {reasons[d]}" for d in docs)
+    return out
+
+
+def corpus_warnings(questions: Sequence[Any], documents: Sequence[Any], skipped: Sequence[Any] = (),
+                    left_out: Mapping[str, str] | None = None) -> list[Any]:
     """Warnings about labels the loaded corpus cannot satisfy.
 
     Args:
         questions: the golden questions to be scored.
         documents: the ``LoadedDocument`` objects that loaded (with ``n_pages``).
         skipped: the ``SkippedFile`` objects of files that did not load.
+        left_out: the questions the run leaves out of its scores (:func:`unloaded_questions`),
+            said as left out instead of scoring 0.
 
     Returns:
         ``Problem`` warnings, with the question's line: a question whose expected documents
-        all failed to load or are missing (it can only score 0); a page label on a document
-        without pages (not a PDF); a page past the document's last page.
+        all failed to load or are missing (it can only score 0, or is left out); a page label
+        on a document without pages (not a PDF); a page past the document's last page.
     """
     pages = {d.document_id: d.n_pages for d in documents}
     reasons = {s.document_id: s.reason for s in skipped}
+    left_out = left_out or {}
     out = []
     for q in questions:
         docs = q.document_ids
+        if q.id in left_out:
+            out.append(Problem("warning", f"question {q.id!r} is left out of the scores: none of its expected "
+                                          f"documents loaded ({left_out[q.id]})", line=q.line, field="expected"))
+            continue
         if docs and not any(d in pages for d in docs):
             why = "; ".join(f"{d}: {reasons.get(d, 'not in the corpus')}" for d in docs)
             out.append(Problem("warning", f"question {q.id!r} can only score 0: none of its expected documents "
@@ -752,6 +783,7 @@ class _RetrievalRun:
     chunks: list[Any] = field(default_factory=list)
     warnings: list[Any] = field(default_factory=list)
     stale_ids: set[str] = field(default_factory=set)
+    left_out: list[dict[str, Any]] = field(default_factory=list)
     corpus_id: str = ""
     chunking: dict[str, Any] = field(default_factory=dict)
     stores: dict[str, Any] = field(default_factory=dict)
@@ -927,9 +959,18 @@ def _load_and_chunk(run: _RetrievalRun) -> None:
     run.timings["load_s"] = time.perf_counter() - t0
     documents = run.documents = run.loaded.documents
     _stop_when_no_expected_document_loaded(golden.questions, documents, run.loaded.skipped, docs_shown)
-    # The bytes already read, checked again against the corpus for missing-document warnings.
-    corpus_check = check_golden(run.golden_path, documents=[d.document_id for d in documents], data=golden.raw)
-    run.warnings = corpus_check.warnings + corpus_warnings(golden.questions, documents, run.loaded.skipped)
+    # The bytes already read, checked again against the corpus for missing-document warnings
+    # (a file that is there but did not load is said by corpus_warnings, with its reason).
+    corpus_check = check_golden(run.golden_path, documents=[d.document_id for d in documents]
+                                + [s.document_id for s in run.loaded.skipped], data=golden.raw)
+    # a question none of whose expected documents loaded could only score 0 through no fault of
+    # any setup: it is left out of the scores and counted
+    left_out = unloaded_questions(golden.questions, documents, run.loaded.skipped)
+    run.warnings = corpus_check.warnings + corpus_warnings(golden.questions, documents, run.loaded.skipped, left_out)
+    if left_out:
+        run.left_out = [{"id": q.id, "line": q.line, "reason": left_out[q.id]} for q in golden.questions
+                        if q.id in left_out]
+        golden = run.golden = replace(golden, questions=[q for q in golden.questions if q.id not in left_out])
 
     run.status(f"chunking {len(documents)} documents ({run.chunker.name})")
     t0 = time.perf_counter()
@@ -1159,6 +1200,7 @@ def _retrieval_report(run: _RetrievalRun, picks: dict[str, Any], unjudged: Any, 
     } for q in questions]
     first = run.indexing_models[0]
     golden_part = golden_block(run.golden_path, golden, **labelled_counts(golden),
+                               **({"n_left_out": len(run.left_out), "left_out": run.left_out} if run.left_out else {}),
                                warnings=[p.to_dict() for p in run.warnings])
     corpus_part = corpus_block(run.docs_dir, run.loaded, run.corpus_id,
                                n_pages=sum(d.n_pages for d in documents), n_chunks=len(run.chunks))

@@ -172,6 +172,37 @@ def test_golden_whose_documents_are_all_skipped_is_exit_1_with_the_reasons(tmp_p
     assert not (tmp_path / "out" / "retrieval").exists()
 
 
+def test_a_question_whose_documents_did_not_load_is_left_out_and_counted(tmp_path, capsys):
+    """Two questions whose documents load and one whose only document is in the folder but does
+    not load: the run scores the two (each finds its document: found@10 1.0 on 2 questions),
+    counts the third as left out with the reason, and never says the file is missing."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "broken.pdf").write_bytes(b"this is not a PDF\n" * 10)
+    (docs / "paris.txt").write_text("Paris is the capital of France, on the Seine.\n", encoding="utf-8")
+    (docs / "tokyo.txt").write_text("Tokyo is the capital of Japan, on Tokyo Bay.\n", encoding="utf-8")
+    rows = [{"id": "fr", "question": "What is the capital of France?", "expected": ["paris.txt"]},
+            {"id": "jp", "question": "What is the capital of Japan?", "expected": ["tokyo.txt"]},
+            {"id": "bad", "question": "Where?", "expected": ["broken.pdf"]}]
+    path = tmp_path / "golden.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert _evaluate(docs, path, tmp_path / "out", "--skip", "*+rerank", "--json") == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    g = report["golden"]
+    assert (g["n_questions"], g["n_left_out"]) == (2, 1)
+    assert g["left_out"][0]["id"] == "bad" and g["left_out"][0]["line"] == 3
+    assert g["left_out"][0]["reason"].startswith("broken.pdf: ")
+    assert [q["id"] for q in report["questions"]] == ["fr", "jp"]
+    for setup in report["setups"]:
+        doc = setup["metrics"]["doc"]
+        assert doc["n_scored"] == 2 and doc["means"]["found@10"] == 1.0, setup["name"]
+    messages = [w["message"] for w in g["warnings"]]
+    assert any(m.startswith("question 'bad' is left out of the scores: none of its expected documents loaded "
+                            "(broken.pdf: ") for m in messages)
+    assert not any("not in the corpus" in m for m in messages)
+
+
 def test_unknown_baseline_is_exit_1_and_a_bad_threshold_is_usage_exit_2(squad_dir, golden, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         _evaluate(squad_dir / "docs", golden, tmp_path, "--fail-under", "hits=1")
