@@ -208,6 +208,8 @@ class DraftSummary:
         n_candidates: passages the run could visit (``n * PASSAGE_OVERSAMPLE`` at most).
         n_visited: of them, visited.
         stopped: why the run ended early, or None.
+        format_advice: when the last replies of a role were not in the reply format, what was
+            wrong and an example of the reply expected (said if the run ends short), else None.
     """
 
     written: Counter = field(default_factory=Counter)
@@ -220,6 +222,7 @@ class DraftSummary:
     n_candidates: int = 0
     n_visited: int = 0
     stopped: str | None = None
+    format_advice: str | None = None
 
     @property
     def n_written(self) -> int:
@@ -234,9 +237,12 @@ class DraftSummary:
         if self.stopped:
             return f"{missing}: the run stopped ({self.stopped})"
         why = ", ".join(f"{v} {k}" for k, v in sorted(self.passed_over.items(), key=lambda kv: (-kv[1], kv[0])))
-        return (f"{missing}: every one of the {self.n_candidates} passages the run takes ({PASSAGE_OVERSAMPLE} per row "
-                f"asked, spread across the sections) was visited, and {self.n_visited - self.n_written} gave no row"
-                + (f" ({why})" if why else "") + "; lower the critic's bar, add documents, or ask for fewer rows")
+        visited = (f"{missing}: every one of the {self.n_candidates} passages the run takes ({PASSAGE_OVERSAMPLE} per "
+                   f"row asked, spread across the sections) was visited, and {self.n_visited - self.n_written} gave no "
+                   "row" + (f" ({why})" if why else ""))
+        if self.format_advice:  # the model ignores the reply format: no bar or corpus would help
+            return f"{visited}; {self.format_advice}"
+        return visited + "; lower the critic's bar, add documents, or ask for fewer rows"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable counts."""
@@ -272,7 +278,8 @@ class ReplyCache:
     """Model replies kept in a JSON Lines file, appended (and flushed to disk) as they come.
 
     Each line is ``{"key", "model", "reply"}``; ``key`` is :func:`request_key`. A line cut short
-    by a crash is ignored when the file is read again.
+    by a crash is ignored when the file is read again. A reply dropped later (one not in the
+    reply format: asked again on the next run) is a line ``{"key", "dropped": true}``.
 
     Args:
         path: the cache file (created, with its folder, when missing).
@@ -287,7 +294,11 @@ class ReplyCache:
                     item = json.loads(line)
                 except ValueError:
                     continue
-                if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("reply"), str):
+                if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+                    continue
+                if item.get("dropped") is True:
+                    self._replies.pop(item["key"], None)
+                elif isinstance(item.get("reply"), str):
                     self._replies[item["key"]] = item["reply"]
 
     def __len__(self) -> int:
@@ -299,12 +310,21 @@ class ReplyCache:
 
     def put(self, key: str, model_id: str, reply: str) -> None:
         """Append a reply to the file and keep it."""
+        self._append({"key": key, "model": model_id, "reply": reply})
+        self._replies[key] = reply
+
+    def drop(self, key: str) -> None:
+        """Forget the reply under ``key`` (a line saying so is appended): the next run asks again."""
+        if key in self._replies:
+            self._append({"key": key, "dropped": True})
+            del self._replies[key]
+
+    def _append(self, item: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"key": key, "model": model_id, "reply": reply}, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(item, ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-        self._replies[key] = reply
 
 
 def request_key(model_id: str, messages: Sequence[dict[str, str]]) -> str:
@@ -358,9 +378,11 @@ class _Models:
         self.writer, self.critic, self.cache, self.summary = writer, critic, cache, summary
         self.max_unusable = max_unusable
         self.unusable_in_a_row: Counter = Counter()
+        self.last_key: dict[str, str] = {}  # role -> the key of its last reply
+        self.last_unusable: dict[str, tuple[str, str, str]] = {}  # role -> (model id, task, reply)
 
     def ask(self, model: ChatModel, role: str, messages: list[dict[str, str]]) -> str:
-        key = request_key(model.model_id, messages)
+        key = self.last_key[role] = request_key(model.model_id, messages)
         reply = self.cache.get(key)
         if reply is not None:
             self.summary.n_cached += 1
@@ -387,15 +409,20 @@ class _Models:
         """
         if usable:
             self.unusable_in_a_row[role] = 0
+            self.summary.format_advice = None
             return
         self.summary.n_unusable += 1
         self.unusable_in_a_row[role] += 1
+        if role in self.last_key:  # not kept: a rerun (a fixed endpoint, another prompt) asks again
+            self.cache.drop(self.last_key[role])
+        shown = " ".join(reply.split())[:200]
+        advice = (f"the last, from {model.model_id}: {shown!r}); every reply must be one JSON object, for example "
+                  f"{REPLY_EXAMPLES[task]}: use a model that follows the format (an instruction-tuned one, or a "
+                  "larger one), or give another with --writer / --critic")
+        # said at the end too when the run ends short with the replies still out of format
+        self.summary.format_advice = f"the last {self.unusable_in_a_row[role]} {role} replies were not in the reply format ({advice}"
         if self.unusable_in_a_row[role] >= self.max_unusable:
-            shown = " ".join(reply.split())[:200]
-            self._stop(f"{self.unusable_in_a_row[role]} {role} replies in a row were not in the reply format (the last, "
-                       f"from {model.model_id}: {shown!r}); every reply must be one JSON object, for example "
-                       f"{REPLY_EXAMPLES[task]}: use a model that follows the format (an instruction-tuned one, or a "
-                       "larger one), or give another with --writer / --critic")
+            self._stop(f"{self.unusable_in_a_row[role]} {role} replies in a row were not in the reply format ({advice}")
 
     def _stop(self, message: str) -> None:
         self.summary.stopped = message

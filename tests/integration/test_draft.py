@@ -405,6 +405,39 @@ def test_fewer_rows_than_asked_says_why(corpus, embedder, tmp_path):
     assert summary.to_dict()["why_short"] == summary.why_short()
 
 
+def test_replies_out_of_format_are_asked_again_on_the_next_run(corpus, embedder, tmp_path):
+    # the first run's critic answers in prose (stopped after 3); the next run, same model name
+    # and the same reply cache, with a critic that follows the format: the prose is not replayed
+    documents, picked = corpus
+    cache_path = tmp_path / "c.jsonl"
+    options = DraftOptions(n=2, kinds=("factual",), max_unusable=3)
+    with OpenAITestApp(lambda body: "I think this passage is good.") as app:
+        with pytest.raises(DraftStopped, match="3 critic replies in a row were not in the reply format"):
+            draft_questions(documents, writer=chat(app), embedding_model=embedder, cache=ReplyCache(cache_path),
+                            options=options)
+    assert len(ReplyCache(cache_path)) == 0  # the three replies are dropped from the cache
+    with OpenAITestApp(responder(picked)) as app:
+        summary = draft_questions(documents, writer=chat(app), embedding_model=embedder, cache=ReplyCache(cache_path),
+                                  options=options)
+        asked = len(app.chat_requests)
+    assert summary.n_written == 2 and summary.n_cached == 0 and asked == summary.n_replies
+
+
+def test_a_short_run_whose_replies_ignore_the_format_says_so_with_an_example(corpus, embedder, tmp_path):
+    # fewer passages than --max-unusable: the run is never stopped, and its end says the
+    # model ignores the format (with the example) instead of advising a lower bar
+    documents, picked = corpus
+    with OpenAITestApp(lambda body: "I think this passage is good.") as app:
+        summary = draft_questions(documents[:2], writer=chat(app), embedding_model=embedder,
+                                  cache=ReplyCache(tmp_path / "c.jsonl"),
+                                  options=DraftOptions(n=1, kinds=("factual",), max_unusable=8))
+    assert summary.n_written == 0 and summary.stopped is None and summary.n_unusable == summary.n_replies == 2
+    short = summary.why_short()
+    assert "the last 2 critic replies were not in the reply format (the last, from openai:" in short
+    assert 'every reply must be one JSON object, for example {"score": 0.8' in short
+    assert "lower the critic's bar" not in short
+
+
 def test_sigint_keeps_the_rows_written_and_says_how_to_resume(corpus, squad_dir, tmp_path, capsys, monkeypatch):
     import signal
     import threading
