@@ -20,6 +20,7 @@ import numpy as np
 from core.errors import ConfigError, EmbeddingError
 from core.limits import ENDPOINT_DEADLINE_S
 from core.models.endpoint import EndpointError, JSONEndpoint, reply_head
+from core.text import plural
 
 logger = logging.getLogger(__name__)
 
@@ -108,20 +109,20 @@ def check_vectors(vectors: np.ndarray, n_texts: int, model_id: str, dim: int | N
             and the index of the first).
     """
     if vectors.ndim != 2 or vectors.shape[0] != n_texts:
-        raise EmbeddingError(f"model {model_id} returned {vectors.shape[0] if vectors.ndim else 0} vectors "
-                             f"for {n_texts} texts")
+        raise EmbeddingError(f"model {model_id} returned {plural(vectors.shape[0] if vectors.ndim else 0, 'vector')} "
+                             f"for {plural(n_texts, 'text')}")
     if dim is not None and vectors.shape[1] != dim:
         raise EmbeddingError(f"model {model_id} returned {vectors.shape[1]}-dimensional vectors; expected {dim}")
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
         bad = np.flatnonzero(~finite)
-        raise EmbeddingError(f"model {model_id} returned {len(bad)} vectors with NaN or infinite values for "
-                             f"{n_texts} texts (the first for text {bad[0]}): none of them is used or cached",
+        raise EmbeddingError(f"model {model_id} returned {plural(len(bad), 'vector')} with NaN or infinite values "
+                             f"for {plural(n_texts, 'text')} (the first for text {bad[0]}): none of them is used or cached",
                              transient=transient)
     zero = ~vectors.any(axis=1)
     if zero.any():
         bad = np.flatnonzero(zero)
-        raise EmbeddingError(f"model {model_id} returned {len(bad)} zero vectors for {n_texts} texts (the first "
+        raise EmbeddingError(f"model {model_id} returned {plural(len(bad), 'zero vector')} for {plural(n_texts, 'text')} (the first "
                              f"for text {bad[0]}): cosine similarity is undefined for them; none is used or cached")
     return vectors
 

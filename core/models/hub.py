@@ -50,6 +50,7 @@ import numpy as np
 from core.errors import ConfigError, EmbeddingError, RerankError
 from core.models.describe import ModelDescription, files_sha256, hash_weight_files, weight_files
 from core.models.onnx_folder import query_prompt, read_pooling
+from core.text import plural
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -347,7 +348,8 @@ class HubEmbeddingModel(_HubModel):
             raise EmbeddingError(f"{self.model_id} failed: {type(exc).__name__}: {exc}") from exc
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape[0] != len(texts):
-            raise EmbeddingError(f"model {self.model_id} returned {vectors.shape[0]} vectors for {len(texts)} texts")
+            raise EmbeddingError(f"model {self.model_id} returned {plural(vectors.shape[0], 'vector')} for "
+                                     f"{plural(len(texts), 'text')}")
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -79,7 +79,7 @@ def test_infinite_values_are_refused_in_either_encoding(app, encoding):
 
     app.reply_embeddings(EmbeddingReply(transform=transform, encoding_format=encoding))
     model = _model(app)
-    with pytest.raises(EmbeddingError, match=r"1 vectors with NaN or infinite values for 1 texts \(the first for text 0\)"):
+    with pytest.raises(EmbeddingError, match=r"1 vector with NaN or infinite values for 1 text \(the first for text 0\)"):
         model.embed_documents(["alpha"])
 
 
@@ -126,7 +126,7 @@ def test_any_model_behind_the_cache_is_checked_before_caching(tmp_path):
             return out
 
     cache = EmbeddingCache(tmp_path / "c.sqlite")
-    with pytest.raises(EmbeddingError, match=r"model broken returned 1 vectors with NaN .* for 2 texts \(the first for text 1\)") as caught:
+    with pytest.raises(EmbeddingError, match=r"model broken returned 1 vector with NaN .* for 2 texts \(the first for text 1\)") as caught:
         CachedEmbeddingModel(Broken(), cache).embed_documents(["a", "b"])
     assert cache.count() == 0 and not is_transient(caught.value)  # a local model's NaN is not a passing state
 
@@ -136,5 +136,5 @@ def test_check_vectors_and_usable_rows_by_hand():
     assert usable_rows(vectors).tolist() == [True, False, False, False, True]
     ok = np.array([[0.6, 0.8]], dtype=np.float32)
     assert check_vectors(ok, 1, "m", 2) is ok
-    with pytest.raises(EmbeddingError, match="returned 1 vectors for 2 texts"):
+    with pytest.raises(EmbeddingError, match="returned 1 vector for 2 texts"):
         check_vectors(ok, 2, "m")
