@@ -107,6 +107,25 @@ def test_two_collections_of_one_folder_share_its_client(tmp_path):
     QdrantClient(path=str(tmp_path)).close()  # the folder is released once both are closed
 
 
+def _run_files(tmp_path, monkeypatch, expected, targets_text):
+    """A one-question golden file expecting ``expected`` and a targets file of ``targets_text``;
+    ragtune's reranker off and the Qdrant targets' questions embedded as ``(1, 0)``."""
+    import json
+
+    import core.targets.open as opening
+
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "q1", "question": "Where is a?", "expected": [expected]}) + "\n",
+                      encoding="utf-8")
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(targets_text, encoding="utf-8")
+    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
+    real = opening.QdrantTarget
+    monkeypatch.setattr(opening, "QdrantTarget",
+                        lambda *a, **kw: real(*a, **{**kw, "vectors": QueryVectors(FixedModel([1.0, 0.0]))}))
+    return golden, targets
+
+
 def test_two_collections_of_one_folder_are_evaluated_in_one_run(tmp_path, monkeypatch, capsys):
     import json
 
@@ -115,18 +134,9 @@ def test_two_collections_of_one_folder_are_evaluated_in_one_run(tmp_path, monkey
     folder = tmp_path / "qdrant"
     folder.mkdir()
     _two_collections(folder)
-    golden = tmp_path / "g.jsonl"
-    golden.write_text(json.dumps({"id": "q1", "question": "Where is a?", "expected": ["a.md"]}) + "\n",
-                      encoding="utf-8")
-    targets = tmp_path / "targets.yaml"
-    targets.write_text(f"- {{name: first, kind: qdrant, path: '{folder}', collection: first}}\n"
-                       f"- {{name: second, kind: qdrant, path: '{folder}', collection: second}}\n", encoding="utf-8")
-    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
-    import core.targets.open as opening
-
-    real = opening.QdrantTarget
-    monkeypatch.setattr(opening, "QdrantTarget",
-                        lambda *a, **kw: real(*a, **{**kw, "vectors": QueryVectors(FixedModel([1.0, 0.0]))}))
+    golden, targets = _run_files(tmp_path, monkeypatch, "a.md",
+                                 f"- {{name: first, kind: qdrant, path: '{folder}', collection: first}}\n"
+                                 f"- {{name: second, kind: qdrant, path: '{folder}', collection: second}}\n")
     code = main(["evaluate", "--golden", str(golden), "--targets", str(targets), "--out", str(tmp_path / "out"),
                  "--json"])
     captured = capsys.readouterr()
@@ -171,18 +181,9 @@ def test_a_dotted_path_no_point_holds_stops_the_run_before_any_search(tmp_path, 
     folder = tmp_path / "qdrant"
     folder.mkdir()
     _payload_collection(folder)
-    golden = tmp_path / "g.jsonl"
-    golden.write_text(json.dumps({"id": "q1", "question": "Where is a?", "expected": ["a.txt"]}) + "\n",
-                      encoding="utf-8")
-    targets = tmp_path / "targets.yaml"
-    targets.write_text(f"- {{name: team, kind: qdrant, path: '{folder}', collection: docs, "
-                       f"fields: {json.dumps(fields)}}}\n", encoding="utf-8")
-    monkeypatch.setenv("RAGTUNE_RERANK_PROVIDER", "none")
-    import core.targets.open as opening
-
-    real = opening.QdrantTarget
-    monkeypatch.setattr(opening, "QdrantTarget",
-                        lambda *a, **kw: real(*a, **{**kw, "vectors": QueryVectors(FixedModel([1.0, 0.0]))}))
+    golden, targets = _run_files(tmp_path, monkeypatch, "a.txt",
+                                 f"- {{name: team, kind: qdrant, path: '{folder}', collection: docs, "
+                                 f"fields: {json.dumps(fields)}}}\n")
     searched = []
     monkeypatch.setattr(QdrantTarget, "search", lambda self, *a: searched.append(a) or [])
     code = main(["evaluate", "--golden", str(golden), "--targets", str(targets), "--out", str(tmp_path / "out")])
