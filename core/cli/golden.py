@@ -152,6 +152,13 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kept(n_written: int, output: str, side: Path) -> str:
+    """``3 rows written so far, kept in FILE (and SIDE)``: only the files that exist."""
+    kept = [str(p) for p in (Path(output), side) if p.exists()]
+    return (f"{plural(n_written, 'row')} written so far, kept in {' and '.join(kept)}" if kept
+            else "no row written yet")
+
+
 def cmd_draft(args: argparse.Namespace) -> int:
     """``ragtune draft --docs DIR -o FILE``: draft questions with a writer and a critic chat model.
 
@@ -202,13 +209,12 @@ def cmd_draft(args: argparse.Namespace) -> int:
                                 options=options, cache_path=args.cache, unanswerable_output=side, on_row=progress)
     except DraftStopped as exc:
         print(exc.summary.format(), file=sys.stderr)
-        print(f"ragtune draft: {exc}; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
-              f"{resume}", file=sys.stderr)
+        print(f"ragtune draft: {exc}; {_kept(exc.summary.n_written, args.output, side)}; {resume}", file=sys.stderr)
         return 1
     except DraftInterrupted as exc:
         print(exc.summary.format(), file=sys.stderr)
-        print(f"ragtune draft: interrupted; {plural(exc.summary.n_written, 'row')} written so far, kept in {files}; "
-              f"{resume}", file=sys.stderr)
+        print(f"ragtune draft: interrupted; {_kept(exc.summary.n_written, args.output, side)}; {resume}",
+              file=sys.stderr)
         return 130
     print(summary.format())
     if not summary.n_written:

@@ -373,6 +373,7 @@ def test_a_model_that_ignores_the_reply_format_stops_the_run_with_an_example(cor
     assert "fewer rows than asked: 20 of the 20 rows asked for are missing: the run stopped (5 critic replies in a " \
            "row" in err
     assert not (tmp_path / "d.jsonl").exists()
+    assert "; no row written yet; run the same command again" in err  # no file named that was never written
 
 
 def test_a_writer_that_ignores_the_format_is_stopped_though_the_critic_follows_it(corpus, embedder, tmp_path):
