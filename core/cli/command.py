@@ -15,7 +15,11 @@ from core.errors import RagtuneError
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ragtune`` command; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser: its usage, not the top-level one
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+        commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from core.inputs import is_remote
 

@@ -51,3 +51,12 @@ def test_check_takes_the_golden_file_first_or_as_golden(tmp_path, capsys):
     assert "not both" in capsys.readouterr().err
     assert main(["check", "--golden", ""]) == 1
     assert capsys.readouterr().err.strip() == "ragtune check: --golden is empty: give a path"
+
+
+def test_an_unknown_option_is_said_with_the_commands_own_usage(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "--golden", "g.jsonl", "--html", "page.html"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.startswith("usage: ragtune evaluate ")
+    assert err.rstrip().endswith("ragtune evaluate: error: unrecognized arguments: --html page.html")
