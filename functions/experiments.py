@@ -250,8 +250,9 @@ def experiment_orchestrator(context: df.DurableOrchestrationContext):
     arrived = (yield from _wait_for_round(context, waiting, asked.get("round_timeout_s"),
                                           [events[k] for k in waiting])) if waiting else []
     yield from activity_with_retry(context, "tell_results", {**ref, "keys": keys,
-                                                   "timed_out": [k for k, came in zip(waiting, arrived) if not came],
-                                                   "round_timeout_s": asked.get("round_timeout_s")}, status)
+                                                             "timed_out": [k for k, came in zip(waiting, arrived)
+                                                                           if not came],
+                                                             "round_timeout_s": asked.get("round_timeout_s")}, status)
     context.continue_as_new(ref)
     return None
 

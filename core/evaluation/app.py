@@ -39,7 +39,7 @@ import numpy as np
 
 from core.chunking.base import Chunk
 from core.documents.base import normalize_id
-from core.evaluation.app_client import AppClient, Exchange, shown_url
+from core.evaluation.app_client import AppClient, Exchange
 from core.evaluation.app_config import AppConfig, MappedReply, refused
 from core.evaluation.envelope import envelope, golden_block
 from core.evaluation.retrieval import package_versions
@@ -49,6 +49,7 @@ from core.metrics.retrieval import DEFAULT_KS, TOP_K, evaluate_rankings
 from core.models.breaker import CircuitBreaker
 from core.models.spend import carry_spend
 from core.rag.records import AnswerRecord
+from core.redaction import shown_url
 
 if TYPE_CHECKING:
     from core.golden.conversations import Conversation

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from core.models.cache import EmbeddingCache
     from core.settings import AppSettings
 
-__all__ = ["AppClient", "Exchange", "RateLimiter", "app_auth_headers", "failure_kind", "shown_url"]
+__all__ = ["AppClient", "Exchange", "RateLimiter", "app_auth_headers", "failure_kind"]
 
 #: The longest ``Retry-After`` honoured, in seconds (a longer one is waited this long).
 MAX_RETRY_AFTER_S = 120.0

@@ -40,7 +40,6 @@ from core.metrics.retrieval import GRAINS, TOP_K
 from core.models import CachedEmbeddingModel
 from core.models.local import local_reranker
 from core.models.rerank import rerank_order
-from core.reports.tables import PICKS
 from core.targets.base import QueryVectors
 from core.targets.open import open_target
 from core.vectorstores.rerank import RERANK_DEPTH
@@ -580,22 +579,4 @@ def format_targets(report: dict[str, Any], most_missing: int = 5) -> list[str]:
     return lines
 
 
-def resolve_gate_setup(report: dict[str, Any], key: str) -> str:
-    """The setup name the gate checks for ``--setup``: ``TARGET/PICK`` (``prod/finds_the_most``)
-    is the setup that pick names among that target's setups
-    (:func:`core.evaluation.gate.target_pick`); anything else is returned as it is (a pick
-    across every target, or a setup's name).
-
-    Raises:
-        ConfigError: an unknown target, a target that failed (its reason), or a target whose
-            pick names no setup.
-    """
-    from core.evaluation.gate import target_pick
-
-    _, slash, pick = key.rpartition("/")
-    if not slash or pick not in PICKS:
-        return key
-    return target_pick(report, key)
-
-
-__all__ = ["RERANKED", "RunSetup", "TargetsOptions", "evaluate_targets", "format_targets", "resolve_gate_setup"]
+__all__ = ["RERANKED", "RunSetup", "TargetsOptions", "evaluate_targets", "format_targets"]

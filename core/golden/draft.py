@@ -379,7 +379,6 @@ class _Models:
         self.max_unusable = max_unusable
         self.unusable_in_a_row: Counter = Counter()
         self.last_key: dict[str, str] = {}  # role -> the key of its last reply
-        self.last_unusable: dict[str, tuple[str, str, str]] = {}  # role -> (model id, task, reply)
 
     def ask(self, model: ChatModel, role: str, messages: list[dict[str, str]]) -> str:
         key = self.last_key[role] = request_key(model.model_id, messages)

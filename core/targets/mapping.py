@@ -295,6 +295,12 @@ def _nested(name: str, by_name: Mapping[str, SchemaField]) -> bool:
 SHOWN_KEYS = 30
 
 
+def nested_heads(resolved: ResolvedMapping) -> list[str]:
+    """The JSON fields the roles of :func:`nested_paths` go through (``["meta"]`` for
+    ``meta.source``), in order, each once: what a sample of records must hold to check them."""
+    return list(dict.fromkeys(p.split(".", 1)[0] for p in nested_paths(resolved).values()))
+
+
 def nested_paths(resolved: ResolvedMapping) -> dict[str, str]:
     """The roles named as a dotted path below a JSON field that the schema does not list
     (``meta.source`` below a ``meta`` the schema knows only as JSON): ``{role: path}``. Only
@@ -368,14 +374,9 @@ def read_path(record: Mapping[str, Any], name: str | None) -> Any:
         return None
     if name in record:
         return record[name]
-    value: Any = record
-    for part in name.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
+    return _walk(record, name.split("."))[1]
 
 
 __all__ = ["DOCUMENT_NAMES", "FILE_LIKE_PARTS", "FieldMapping", "KINDS", "PAGE_NAMES", "PAGE_REFERENCE_NAMES", "ROLES",
            "ResolvedMapping", "SHOWN_KEYS", "SchemaField", "TEXT_NAMES", "TITLE_NAMES", "check_nested_paths",
-           "nested_paths", "read_path", "resolve_mapping"]
+           "nested_heads", "nested_paths", "read_path", "resolve_mapping"]

@@ -42,7 +42,7 @@ from core.targets.mapping import (
     ResolvedMapping,
     SchemaField,
     check_nested_paths,
-    nested_paths,
+    nested_heads,
     read_path,
     resolve_mapping,
 )
@@ -143,7 +143,7 @@ class MilvusCollectionTarget:
     def _sample(self) -> list[dict[str, Any]]:
         """The first :data:`PATH_SAMPLE` rows of the JSON fields the mapping's dotted paths go
         through (parsed), to check those paths; none when the mapping names no such path."""
-        heads = list(dict.fromkeys(p.split(".", 1)[0] for p in nested_paths(self.resolved).values()))
+        heads = nested_heads(self.resolved)
         if not heads:
             return []
         rows = self._call("reading", lambda: self._client.query(self.collection, filter="", output_fields=heads,

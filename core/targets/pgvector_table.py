@@ -40,7 +40,7 @@ from core.targets.mapping import (
     ResolvedMapping,
     SchemaField,
     check_nested_paths,
-    nested_paths,
+    nested_heads,
     resolve_mapping,
 )
 from core.vectorstores.pgvector import CONNECT_TIMEOUT_S, TEXT_SEARCH_CONFIG, PGVectorConfig, _redact
@@ -187,7 +187,7 @@ class PgvectorTableTarget:
         when the mapping names no such path."""
         from psycopg import sql
 
-        heads = list(dict.fromkeys(p.split(".", 1)[0] for p in nested_paths(self.resolved).values()))
+        heads = nested_heads(self.resolved)
         if not heads:
             return []
         query = sql.SQL("SELECT {s} FROM {t} WHERE {w} LIMIT %s").format(

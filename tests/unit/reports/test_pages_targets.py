@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ConfigError
-from core.evaluation.targets import format_targets, resolve_gate_setup
+from core.evaluation.gate import gated_setup, target_pick
+from core.evaluation.targets import format_targets
 from core.reports.pages import render_run
 from core.reports.pages.site import render_history, target_changes
 from core.reports.pages.targets import targets_view
@@ -52,12 +53,13 @@ def test_text_head_and_gate_setup():
     assert "  not offered: dense*, hybrid*: the index has no vector field: keyword setups only" in lines
     assert "  lacks 1 of the 2 expected documents: b.txt" in lines
     assert lines[-1] == "target down (qdrant): failed: target down: cannot open Qdrant"
-    assert resolve_gate_setup(report, "team/finds_the_most") == "team/keyword"
-    assert resolve_gate_setup(report, "finds_the_most") == "finds_the_most"
-    assert resolve_gate_setup(report, "prod/keyword") == "prod/keyword"
+    assert gated_setup(report, "team/finds_the_most", None) == ("team/keyword",
+                                                                "this run's pick finds_the_most of target team")
+    assert gated_setup(report, "finds_the_most", None) == ("prod/keyword", "this run's pick finds_the_most")
+    assert gated_setup(report, "prod/keyword", None) == ("prod/keyword", "named with --setup")
     with pytest.raises(ConfigError) as failed:
-        resolve_gate_setup(report, "down/finds_the_most")
+        gated_setup(report, "down/finds_the_most", None)
     assert str(failed.value) == "--setup down/finds_the_most: the gated target down failed: cannot open Qdrant"
     with pytest.raises(ConfigError) as unknown:
-        resolve_gate_setup(report, "nope/finds_the_most")
+        target_pick(report, "nope/finds_the_most")
     assert str(unknown.value) == "--setup nope/finds_the_most: no target 'nope' in this run (prod, team, down)"
