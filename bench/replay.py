@@ -400,6 +400,7 @@ def replay_questions(
     rungs: Mapping[str, Any] | None = None,
     promotion: str = "tied",
     start: Mapping[str, Any] | None = None,
+    target: float | None = None,
 ) -> list[CostReplay]:
     """Replay a search over per-question scores until it reaches the target (maximised).
 
@@ -418,6 +419,8 @@ def replay_questions(
             ``eta``, ``alpha``) for multi-fidelity with :class:`~core.optimization.halving.Halving`.
         promotion: the multi-fidelity loop's promotion rule (``Halving``'s ``promotion``).
         start: a configuration evaluated first (``Study.enqueue``), or None.
+        target: the full-question score to come within ``tolerance`` of (None: the best over
+            ``space``); a narrowed space is replayed against the whole table's best this way.
 
     Returns:
         One :class:`CostReplay` per seed.
@@ -428,6 +431,7 @@ def replay_questions(
     n = len(question_ids)
     full = {k: (None if v is None else _mean_of(v)) for k, v in table.items()}
     best = _check_table(full, space, "maximize")
+    best = best if target is None else target
     out = []
     for seed in seeds:
         study = Study(space, sampler_factory(), objective_metric="score", seed=seed)

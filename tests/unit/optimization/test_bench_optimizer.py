@@ -64,3 +64,25 @@ def test_table_file_depends_on_metric_and_questions(bench, tmp_path):
     assert len(paths) == 3
     assert bench.table_path(tmp_path, corpus, whole, space, "mrr") == bench.table_path(
         tmp_path, corpus, whole, space, "mrr")
+
+
+def test_held_space_keeps_the_longest_ranking_for_a_retrieval_metric_only(bench):
+    """The 144-configuration space of the benchmark has top_k 3, 5, 8 and 10: held for mrr and
+    found@5 it keeps 10 only, a quarter of the configurations (36); an answer metric keeps all."""
+    from bench.grid import wide_space
+
+    space = wide_space()
+    assert space.n_valid == 144
+    for metric in ("mrr", "found@5", "ndcg@10"):
+        held = bench.held_space(space, metric)
+        assert held["number_of_chunks"].values == (10,)
+        assert held.n_valid == 36
+        assert {c.key for c in held.valid_configurations()} <= {c.key for c in space.valid_configurations()}
+    assert bench.held_space(space, "unitxt.answer_correctness") is space
+
+
+def test_every_strategy_is_named_and_the_held_ones_say_so(bench):
+    names = bench.strategies({"min_questions": 16, "eta": 3}, None)
+    assert {"random", "screen", "random-held", "gam-held", "screen-held"} <= set(names)
+    assert [n for n, how in names.items() if how.get("held")] == ["random-held", "gam-held", "screen-held"]
+    assert names["screen-held"]["promotion"] == names["screen"]["promotion"]

@@ -202,3 +202,27 @@ def test_replay_questions_with_screening_by_hand(seed):
     assert (screen.evaluations_to_target, screen.questions_to_target) == (evaluations, cost)
     (tied,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01, rungs=rungs)
     assert (tied.evaluations_to_target, tied.questions_to_target) == (2 * len(before_b), 18 * len(before_b))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_replay_questions_aims_at_a_given_target(seed):
+    """With ``target`` the search must come within tolerance of that score, not of the best
+    over the space replayed: 18 questions, B scores 0.9, A 0.855, the other six 0.0. Against the
+    space's own best (0.9) only B reaches; against a target of 0.86 (a configuration outside the
+    space scored 0.86), A (0.855) is within 0.01 too, so the search stops at whichever of A and B
+    comes first in the random order; against 0.95 nothing reaches."""
+    from bench.replay import replay_questions
+
+    space = tiny_space()
+    keys = [c.key for c in space.valid_configurations()]
+    a, b = keys[2], keys[5]
+    ids = [f"q{i}" for i in range(18)]
+    table = {k: [0.9 if k == b else 0.855 if k == a else 0.0] * 18 for k in keys}
+    order = _random_order(space, seed)
+    (own,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01)
+    assert own.evaluations_to_target == order.index(b) + 1
+    (near,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01, target=0.86)
+    assert near.evaluations_to_target == min(order.index(a), order.index(b)) + 1
+    assert near.questions_to_target == 18 * near.evaluations_to_target
+    (far,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01, target=0.95)
+    assert far.evaluations_to_target is None and far.questions_to_target is None
