@@ -136,6 +136,18 @@ def _random_order(space, seed):
         order.append(configs[0].key)
 
 
+def _a_and_b(b_score, a_score, seed):
+    """The tiny space's 8 configurations on 18 questions: B (the sixth) scores ``b_score`` on
+    every question, A (the third) ``a_score``, the others 0.0; with the random order of ``seed``.
+    Returns ``(space, a, b, ids, table, order)``."""
+    space = tiny_space()
+    keys = [c.key for c in space.valid_configurations()]
+    a, b = keys[2], keys[5]
+    ids = [f"q{i}" for i in range(18)]
+    table = {k: [b_score if k == b else a_score if k == a else 0.0] * 18 for k in keys}
+    return space, a, b, ids, table, _random_order(space, seed)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_replay_questions_costs_by_hand(seed):
     """18 questions, rungs (6, 18); configuration B scores 1.0 on every question, A 0.9, the
@@ -146,12 +158,7 @@ def test_replay_questions_costs_by_hand(seed):
     and stops at 6, and B is promoted and completes (6 + 12)."""
     from bench.replay import replay_questions
 
-    space = tiny_space()
-    keys = [c.key for c in space.valid_configurations()]
-    a, b = keys[2], keys[5]
-    ids = [f"q{i}" for i in range(18)]
-    table = {k: [1.0 if k == b else 0.9 if k == a else 0.0] * 18 for k in keys}
-    order = _random_order(space, seed)
+    space, a, b, ids, table, order = _a_and_b(1.0, 0.9, seed)
     before_b = order[: order.index(b) + 1]
     (full,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01)
     assert (full.evaluations_to_target, full.questions_to_target) == (len(before_b), 18 * len(before_b))
@@ -213,12 +220,7 @@ def test_replay_questions_aims_at_a_given_target(seed):
     comes first in the random order; against 0.95 nothing reaches."""
     from bench.replay import replay_questions
 
-    space = tiny_space()
-    keys = [c.key for c in space.valid_configurations()]
-    a, b = keys[2], keys[5]
-    ids = [f"q{i}" for i in range(18)]
-    table = {k: [0.9 if k == b else 0.855 if k == a else 0.0] * 18 for k in keys}
-    order = _random_order(space, seed)
+    space, a, b, ids, table, order = _a_and_b(0.9, 0.855, seed)
     (own,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01)
     assert own.evaluations_to_target == order.index(b) + 1
     (near,) = replay_questions(table, ids, space, RandomSampler, [seed], tolerance=0.01, target=0.86)
