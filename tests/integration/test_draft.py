@@ -457,9 +457,16 @@ def test_sigint_keeps_the_rows_written_and_says_how_to_resume(corpus, squad_dir,
 
     out = tmp_path / "drafts.jsonl"
     command = ["draft", "--docs", str(folder), "--n", "4", "--kinds", "factual", "-o", str(out)]
+    # a process started in the background by a non-interactive shell ignores SIGINT; Ctrl-C in a
+    # terminal raises KeyboardInterrupt, as Python's own handler does
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     with OpenAITestApp(respond) as app:
         _cli_env(monkeypatch, app, tmp_path)
-        assert main(command) == 130
+        try:
+            code = main(command)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        assert code == 130
         err = capsys.readouterr().err
         # 3 requests per row (score, write, grade): 2 rows were written before the 7th request
         assert "ragtune draft: interrupted; 2 rows written so far, kept in" in err
