@@ -418,8 +418,7 @@ def evaluate_targets(
 
 def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Sequence[Any], vectors: QueryVectors,
          reranker: Reranker | None, options: TargetsOptions, expected: set[str], status: Callable[[str], None],
-         timings: dict[str, float], texts: dict[str, str] | None = None,
-         skipped: list[dict[str, str]] | None = None
+         timings: dict[str, float], texts: dict[str, str] | None, skipped: list[dict[str, str]]
          ) -> tuple[list[dict[str, Any]], dict[str, list[bool]], dict[str, dict[str, Any]], str, str]:
     """Embed the questions, search with every setup, score each; ``texts`` (when given)
     gets each kept hit's text by ``<target>/<chunk id>``. The page grain of a target whose
@@ -455,9 +454,8 @@ def _run(opened: Sequence[_Opened], setups: Sequence[RunSetup], questions: Seque
         for run in setups:
             twin = settled.get(f"{run.target}/{run.setup.key}") if run.reranker else None
             if twin is not None:
-                if skipped is not None:
-                    skipped.append({"key": run.key, "reason": settled_reason(twin["key"], twin["n_scored"], rank_grain),
-                                    "rule": SETTLED_RULE})
+                skipped.append({"key": run.key, "reason": settled_reason(twin["key"], twin["n_scored"], rank_grain),
+                                "rule": SETTLED_RULE})
                 bar.update(len(questions))
                 continue
             try:

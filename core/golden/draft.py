@@ -419,9 +419,11 @@ class _Models:
                   f"{REPLY_EXAMPLES[task]}: use a model that follows the format (an instruction-tuned one, or a "
                   "larger one), or give another with --writer / --critic")
         # said at the end too when the run ends short with the replies still out of format
-        self.summary.format_advice = f"the last {self.unusable_in_a_row[role]} {role} replies were not in the reply format ({advice}"
-        if self.unusable_in_a_row[role] >= self.max_unusable:
-            self._stop(f"{self.unusable_in_a_row[role]} {role} replies in a row were not in the reply format ({advice}")
+        n = self.unusable_in_a_row[role]
+        said = f"the last {n} {role} replies were" if n > 1 else f"the last {role} reply was"
+        self.summary.format_advice = f"{said} not in the reply format ({advice}"
+        if n >= self.max_unusable:
+            self._stop(f"{n} {role} replies in a row were not in the reply format ({advice}")
 
     def _stop(self, message: str) -> None:
         self.summary.stopped = message

@@ -117,13 +117,15 @@ def check_vectors(vectors: np.ndarray, n_texts: int, model_id: str, dim: int | N
     if not finite.all():
         bad = np.flatnonzero(~finite)
         raise EmbeddingError(f"model {model_id} returned {plural(len(bad), 'vector')} with NaN or infinite values "
-                             f"for {plural(n_texts, 'text')} (the first for text {bad[0]}): none of them is used or cached",
+                             f"for {plural(n_texts, 'text')} (the first for text {bad[0]}): none of them is used or "
+                             "cached",
                              transient=transient)
     zero = ~vectors.any(axis=1)
     if zero.any():
         bad = np.flatnonzero(zero)
-        raise EmbeddingError(f"model {model_id} returned {plural(len(bad), 'zero vector')} for {plural(n_texts, 'text')} (the first "
-                             f"for text {bad[0]}): cosine similarity is undefined for them; none is used or cached")
+        raise EmbeddingError(f"model {model_id} returned {plural(len(bad), 'zero vector')} for {plural(n_texts, 'text')} "
+                             f"(the first for text {bad[0]}): cosine similarity is undefined for them; none is used or "
+                             "cached")
     return vectors
 
 

@@ -349,7 +349,7 @@ class HubEmbeddingModel(_HubModel):
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape[0] != len(texts):
             raise EmbeddingError(f"model {self.model_id} returned {plural(vectors.shape[0], 'vector')} for "
-                                     f"{plural(len(texts), 'text')}")
+                                 f"{plural(len(texts), 'text')}")
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:

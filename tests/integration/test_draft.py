@@ -437,6 +437,13 @@ def test_a_short_run_whose_replies_ignore_the_format_says_so_with_an_example(cor
     assert "the last 2 critic replies were not in the reply format (the last, from openai:" in short
     assert 'every reply must be one JSON object, for example {"score": 0.8' in short
     assert "lower the critic's bar" not in short
+    # one reply out of format: said in the singular
+    with OpenAITestApp(lambda body: "I think this passage is good.") as app:
+        one = draft_questions(documents[:1], writer=chat(app), embedding_model=embedder,
+                              cache=ReplyCache(tmp_path / "one.jsonl"),
+                              options=DraftOptions(n=1, kinds=("factual",), max_unusable=8))
+    assert one.n_written == 0 and one.n_unusable == one.n_replies == 1
+    assert "the last critic reply was not in the reply format (the last, from openai:" in one.why_short()
 
 
 def test_sigint_keeps_the_rows_written_and_says_how_to_resume(corpus, squad_dir, tmp_path, capsys, monkeypatch):
