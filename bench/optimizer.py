@@ -388,9 +388,10 @@ def strategies(rungs: dict[str, Any], start: Any) -> dict[str, dict[str, Any]]:
       (promotion ``incumbent``), new configurations screened on the first rung meanwhile;
     - ``default+screen-random``, ``default+screen-gam``: the same, the default configuration
       first;
-    - ``random-held``, ``gam-held``, ``screen-held``: random search, the GAM and ``screen`` on
-      the space with ``number_of_chunks`` held at its largest value (:func:`held_space`);
-    - ``screen``: what ``ragtune optimize`` runs by default (``core.optimizers.SCREEN``).
+    - ``random-held``, ``gam-held``: random search and the GAM on the space with
+      ``number_of_chunks`` held at its largest value (:func:`held_space`);
+    - ``screen``: what ``ragtune optimize`` runs by default (``core.optimizers.SCREEN`` on the
+      space :func:`held_space` holds); ``screen-all-chunks``: the same on the whole space.
 
     Every strategy is judged against the whole space's best.
     """
@@ -407,32 +408,22 @@ def strategies(rungs: dict[str, Any], start: Any) -> dict[str, dict[str, Any]]:
         out[f"screen-{name}"] = {"sampler": samplers[name], "rungs": rungs, "promotion": "incumbent", "start": None}
         out[f"default+screen-{name}"] = {"sampler": samplers[name], "rungs": rungs, "promotion": "incumbent",
                                          "start": start}
-    out["screen"] = {"sampler": samplers[str(SCREEN["sampler"])], "rungs": rungs if SCREEN["multi_fidelity"] else None,
-                     "promotion": str(SCREEN["promotion"]), "start": start if SCREEN["start_from_default"] else None}
+    screen = {"sampler": samplers[str(SCREEN["sampler"])], "rungs": rungs if SCREEN["multi_fidelity"] else None,
+              "promotion": str(SCREEN["promotion"]), "start": start if SCREEN["start_from_default"] else None}
+    out["screen-all-chunks"] = screen
     for name in ("random", "gam"):
         out[f"{name}-held"] = {"sampler": samplers[name], "rungs": None, "promotion": "tied", "start": None,
                                "held": True}
-    out["screen-held"] = dict(out["screen"], held=True)
+    out["screen"] = dict(screen, held=True)
     return out
 
 
 def held_space(space: Any, metric: str) -> Any:
-    """``space`` with ``number_of_chunks`` held at its largest value when ``metric`` is a
-    retrieval metric (else ``space`` itself).
+    """``space`` as ``ragtune optimize`` searches it for ``metric``: ``number_of_chunks`` held
+    at its largest value for a retrieval metric (``core.experiment.prepare.hold_number_of_chunks``)."""
+    from core.experiment.prepare import hold_number_of_chunks
 
-    Every retrieval metric (``mrr``, ``found@k``, ``recall@k``, ``precision@k`` divided by
-    ``k``, ``nDCG@k``; ``core.metrics.retrieval``) scores the first ``number_of_chunks``
-    results, and a shorter list is the same search cut earlier, so fewer chunks never score
-    higher, except where a hybrid search, whose legs are fetched deeper for a longer list
-    (``core.vectorstores.fusion.hybrid_window``), reorders a few first results. ``ragtune
-    optimize`` does not hold it (yet): this measures what holding it would save.
-    """
-    from core.metrics.retrieval import metric_names
-
-    values = tuple(space["number_of_chunks"].values)
-    if metric not in metric_names() or len(values) < 2:
-        return space
-    return space.with_overrides({"number_of_chunks": [max(values)]})
+    return hold_number_of_chunks(space, metric)[0]
 
 
 def replay_data_set(table: dict[str, Any], seeds: list[int], rungs: dict[str, Any],

@@ -3,6 +3,7 @@
 - :func:`build_space`: the default space for the configured models, narrowed or widened by a
   space file and overrides, with a note for every value the overrides left with no valid
   configuration (``--set chunk_overlap=100`` with both chunkers removes every recursive one).
+- :func:`hold_number_of_chunks`: a retrieval objective searches the longest ranking only.
 - :func:`budget_note`: the note when the space holds fewer configurations than the budget.
 - :func:`plan_experiment` (the objective and the space) and :func:`start_study` (the spec
   completed from the golden file, a new study and its notes): how every experiment is
@@ -147,6 +148,35 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
     return space, notes
 
 
+def hold_number_of_chunks(space: SearchSpace, objective: str) -> tuple[SearchSpace, str | None]:
+    """``space`` with ``number_of_chunks`` held at its largest value when ``objective`` is a
+    retrieval metric, and the note that says so; ``(space, None)`` otherwise.
+
+    Every retrieval metric (``mrr``, ``found@k``, ``recall@k``, ``precision@k`` divided by
+    ``k``, ``nDCG@k``; ``core.metrics.retrieval``) scores the first ``number_of_chunks``
+    results, and a shorter list is the same search cut earlier, so fewer chunks never score
+    higher (a hybrid search, whose legs are fetched deeper for a longer list,
+    ``core.vectorstores.fusion.hybrid_window``, may reorder a few first results). Searching the
+    shorter lists would spend evaluations on configurations that cannot win.
+
+    Args:
+        space: the space (unchanged when ``number_of_chunks`` has one value).
+        objective: the experiment's objective metric.
+
+    Returns:
+        ``(space, note)``; ``note`` names the value kept and how to search the others.
+    """
+    values = tuple(space["number_of_chunks"].values)
+    if objective not in metric_names() or len(values) < 2:
+        return space, None
+    longest = max(values)
+    shown = ",".join(str(v) for v in values)
+    note = (f"number_of_chunks is held at {longest} (the space holds {shown}): with the retrieval objective "
+            f"{objective} a shorter list is the same ranking cut earlier and scores no higher; to search "
+            f"them, name the values (--set number_of_chunks={shown})")
+    return space.with_overrides({"number_of_chunks": [longest]}), note
+
+
 def budget_note(n_valid: int, max_evals: int | None) -> str | None:
     """The note when the space holds fewer valid configurations than ``max_evals``, else None."""
     if max_evals is not None and n_valid < max_evals:
@@ -180,7 +210,9 @@ def plan_experiment(golden: GoldenSet, *, objective: str | None, has_judge: bool
 
     The foundation models are the extractive baseline and the chat models; the space's default
     ones are the chat models when there are some (see :func:`build_space`). The objective asked
-    for is checked by the caller (``check_objective``) before the golden file is read.
+    for is checked by the caller (``check_objective``) before the golden file is read. With a
+    retrieval objective and neither a space file nor an override naming ``number_of_chunks``,
+    it is held at its largest value (:func:`hold_number_of_chunks`, the first note).
 
     Args:
         golden: the golden file (its reference answers choose the default objective).
@@ -200,6 +232,9 @@ def plan_experiment(golden: GoldenSet, *, objective: str | None, has_judge: bool
                                vector_stores=vector_stores, space_file=space_file, overrides=overrides,
                                overrides_source=overrides_source, generators=list(chat_models),
                                default_embedding_models=default_embedding_models, rerankers=rerankers)
+    if not space_file and "number_of_chunks" not in (overrides or {}):  # values a user named are searched
+        space, held = hold_number_of_chunks(space, objective)
+        notes = ([held] if held else []) + list(notes)
     return ExperimentPlan(objective, space, tuple(notes))
 
 

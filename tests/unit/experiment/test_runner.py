@@ -52,8 +52,29 @@ def test_an_override_naming_an_embedding_model_that_is_not_configured_is_refused
 def test_configured_models_pass():
     planned = plan(ExperimentOptions(overrides={"foundation_model": ("fm-b",)}), chat_models={"fm-b": object()})
     space = planned.space
-    assert space["foundation_model"].values == ("fm-b",) and space.n_valid == 84  # 7 chunkings x 4 search setups x 3 numbers of chunks
-    assert planned.objective == "mrr" and planned.notes == ()
+    # 7 chunkings x 4 search setups; mrr holds number_of_chunks at the longest of 3, 5 and 10
+    assert space["foundation_model"].values == ("fm-b",) and space.n_valid == 28
+    assert space["number_of_chunks"].values == (10,)
+    assert planned.objective == "mrr" and planned.notes == (
+        "number_of_chunks is held at 10 (the space holds 3,5,10): with the retrieval objective mrr a shorter list "
+        "is the same ranking cut earlier and scores no higher; to search them, name the values "
+        "(--set number_of_chunks=3,5,10)",)
+
+
+def test_number_of_chunks_is_searched_when_named_or_the_objective_scores_answers(tmp_path):
+    """The values a user names (--set or a space file) are searched; an answer objective, where
+    a shorter context may answer better, keeps the default values."""
+    named = plan(ExperimentOptions(overrides={"number_of_chunks": (3, 10)}))
+    assert named.space["number_of_chunks"].values == (3, 10) and named.notes == ()
+    space_file = tmp_path / "space.json"
+    space_file.write_text(json.dumps({"chunk_size": [256]}), encoding="utf-8")
+    from_file = plan(ExperimentOptions(space_file=str(space_file)))
+    assert from_file.space["number_of_chunks"].values == (3, 5, 10) and from_file.notes == ()
+    answers = plan(ExperimentOptions(), objective=None)
+    assert answers.objective == "unitxt.answer_correctness"
+    assert answers.space["number_of_chunks"].values == (3, 5, 10) and answers.notes == ()
+    found = plan(ExperimentOptions(), objective="found@5")
+    assert found.space["number_of_chunks"].values == (10,) and found.space.n_valid * 3 == answers.space.n_valid
 
 
 def test_the_default_objective_follows_the_golden_file_and_the_models():

@@ -82,7 +82,12 @@ def test_held_space_keeps_the_longest_ranking_for_a_retrieval_metric_only(bench)
 
 
 def test_every_strategy_is_named_and_the_held_ones_say_so(bench):
+    """``screen`` is what ragtune optimize runs (on the held space); ``screen-all-chunks`` the
+    same loop on the whole space."""
+    from core.optimizers import SCREEN
+
     names = bench.strategies({"min_questions": 16, "eta": 3}, None)
-    assert {"random", "screen", "random-held", "gam-held", "screen-held"} <= set(names)
-    assert [n for n, how in names.items() if how.get("held")] == ["random-held", "gam-held", "screen-held"]
-    assert names["screen-held"]["promotion"] == names["screen"]["promotion"]
+    assert {"random", "screen", "screen-all-chunks", "random-held", "gam-held"} <= set(names)
+    assert [n for n, how in names.items() if how.get("held")] == ["random-held", "gam-held", "screen"]
+    assert names["screen"]["promotion"] == names["screen-all-chunks"]["promotion"] == SCREEN["promotion"]
+    assert names["screen"]["sampler"] is names["screen-all-chunks"]["sampler"]
