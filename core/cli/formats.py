@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from core.text import plural
 
@@ -150,16 +150,33 @@ def _answer_lines(answers: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _partial_reason(decision: Mapping[str, Any]) -> str:
+    """Why a leaderboard row was not scored on every question, from its fidelity decision."""
+    if decision.get("verdict") == "stop":
+        return f"stopped, {decision.get('reason')}" if decision.get("reason") else "stopped"
+    if decision.get("waiting"):
+        return "waiting: on the questions both saw it scored below the best configuration scored on every question"
+    return "promoted, not scored further before the search ended"
+
+
 def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     """Return an experiment report as text: the leaderboard (score with its interval, key
     parameters, and each evaluation's cost: seconds, texts embedded, chat and judge tokens,
     ``—`` when not recorded or the endpoint did not say), the best configuration, and what the
-    search cost."""
+    search cost and why it stopped.
+
+    With multi-fidelity (``report["fidelity"]``) the budget counts configurations, and a
+    configuration not scored on every question gets a line under its row: the questions it was
+    scored on and why it went no further (stopped by the paired test, waiting, or the budget)."""
     lines = []
     g, sp, opt = report["golden"], report["space"], report["optimizer"]
+    fidelity = report.get("fidelity")
+    budget = (f"up to {plural(opt['max_evals'], 'configuration')} on rungs of "
+              f"{', '.join(str(n) for n in fidelity['sizes'])} questions" if fidelity
+              else f"up to {plural(opt['max_evals'], 'evaluation')}")
     lines.append(f"experiment {report['experiment_id']}: {plural(g['n_questions'], 'question')}, "
                  f"{plural(report['corpus']['n_documents'], 'document')}; {plural(sp['n_valid'], 'valid configuration')}; "
-                 f"optimizer {opt['name']} (seed {opt['seed']}, up to {plural(opt['max_evals'], 'evaluation')}); "
+                 f"optimizer {opt['name']} (seed {opt['seed']}, {budget}); "
                  f"objective {report['objective']}")
     header = (f"{'rank':>4} {'score':>6} {'95% CI':>13} {'chunking':<12} {'size':>5} {'overlap':>7} {'k':>3} "
               f"{'search':<22} {'generator':<11} {'seconds':>8} {'embedded':>8} {'tokens':>8}")
@@ -186,6 +203,9 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
                      f"{embedded:>8} {tokens:>8}")
         if row["status"] == "failed":
             lines.append(f"{'':>4} error: {row['error']}")
+        elif fidelity and row.get("fully_evaluated") is False and row["score"] is not None:
+            lines.append(f"{'':>4} scored on {row.get('n_questions')} of {fidelity['sizes'][-1]} questions: "
+                         + _partial_reason(row.get("fidelity") or {}))
     if len(report["leaderboard"]) > most:
         lines.append(f"... {len(report['leaderboard']) - most} more in the report")
     best = report.get("best")
@@ -197,7 +217,8 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     else:
         lines.append("best: none (every evaluation failed)")
     timings = report["timings_s"]
-    lines.append(f"cost: {plural(c['evaluations'], 'evaluation')} ({c['failed']} failed, {c['stored']} from stored "
+    lines.append(f"cost: {plural(c['evaluations'], 'configuration' if fidelity else 'evaluation')} "
+                 f"({c['failed']} failed, {c['stored']} from stored "
                  f"results), {plural(c['collections_built'], 'collection')} built, "
                  f"{plural(c.get('texts_unique', c['texts_embedded']), 'distinct text')}: "
                  f"{c['texts_embedded']} embedded, {c.get('texts_from_cache', 0)} from the cache"
@@ -205,6 +226,8 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
                     if c.get("chat_calls") or c.get("replies_from_cache") else "")
                  + f"; {timings['total_s']:.0f} s"
                  + (f" ({timings['startup_s']:.1f} s start-up)" if timings.get("startup_s") else ""))
+    if (report.get("stop") or {}).get("text"):
+        lines.append(f"stopped: {report['stop']['text']}")
     for note in report.get("notes") or []:
         lines.append(f"note: {note}")
     if report.get("location"):

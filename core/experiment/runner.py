@@ -491,9 +491,11 @@ def _drive(run: _LocalRun) -> None:
                     if outcome.status != "ok":
                         run.status("warning", f"configuration {config.key} failed: {outcome.error}", "evaluation")
                     experiment.write_progress(run.progress())
+                    trial = next((t.number for t in study.trials if t.configuration.key == config.key), None)
                     payload = pattern_payload(result, iteration=run.iteration, max_combinations=run.space.n_valid,
                                               vector_store=backend_name(run.store_config), objective=run.objective,
-                                              max_evals=study.max_evals)
+                                              max_evals=study.max_evals, trial=trial, configurations=study.n_asked,
+                                              fidelity=_decision(experiment, config.key))
                     records = (result.get("answers") or {}).get("questions", [])
                     for h in run.handlers:
                         h.on_pattern_creation(payload, records)
@@ -506,6 +508,16 @@ def _drive(run: _LocalRun) -> None:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         run.context.close()
+
+
+def _decision(experiment: Experiment, key: str) -> dict[str, Any] | None:
+    """With multi-fidelity, ``key``'s decision after its last rung (``Decision.to_dict``) with
+    ``n_questions_total``; None without multi-fidelity or before a decision."""
+    halving = experiment.fidelity()
+    decision = None if halving is None else halving.decisions.get(key)
+    if decision is None:
+        return None
+    return {**decision.to_dict(), "n_questions_total": halving.rungs.sizes[-1]}
 
 
 def _finish(run: _LocalRun) -> dict[str, Any]:

@@ -285,3 +285,54 @@ def test_workers_evaluate_in_threads_and_the_costs_add_up(squad_dir, golden, tmp
     again = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
                            options=options)
     assert again["counts"]["stored"] == 4 and again["counts"]["texts_embedded"] == 0
+
+
+def test_with_rungs_each_evaluation_says_which_configuration_on_how_many_questions(squad_dir, golden, tmp_path,
+                                                                                    capsys):
+    """``screen`` on a retrieval objective, rungs of 5 and 15 questions: every evaluation's
+    payload names its configuration and its rung's decision, the printed lines follow them,
+    and the lines' best is the best score on every question (never a rung-0 score)."""
+    from core.experiment.events import ProgressBarHandler
+
+    seen = []
+
+    class Recorder:
+        def on_status_change(self, level, message, step=None):
+            pass
+
+        def on_pattern_creation(self, payload, evaluation_results):
+            seen.append(payload)
+
+    options = ExperimentOptions(optimizer="screen", objective="mrr", max_evals=4, seed=2, show_progress=False,
+                                multi_fidelity=True, promotion="incumbent", min_questions=5,
+                                overrides={"chunking_method": ("recursive",), "chunk_size": (128,),
+                                           "chunk_overlap": (0,)})
+    bar = ProgressBarHandler(4, "mrr", lines=True)
+    report = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path,
+                            embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()}, options=options,
+                            handlers=[Recorder(), bar])
+    bar.close()
+    assert report["fidelity"]["sizes"] == [5, 15]
+    held = {p["name"]: p["values"] for p in report["space"]["parameters"]["parameters"]}["number_of_chunks"]
+    assert held == [10]  # held for the retrieval objective
+    assert report["notes"][0].startswith("number_of_chunks is held at 10 (the space holds 3,5,10)")
+    assert [p["iteration"] for p in seen] == list(range(1, len(seen) + 1)) and len(seen) > report["counts"]["evaluations"]
+    board = {row["key"]: row for row in report["leaderboard"]}
+    trial_of = {row["key"]: row["trial"] for row in report["leaderboard"]}
+    for payload in seen:
+        assert payload["trial"] == trial_of[payload["key"]] and 1 <= payload["configurations"] <= 4
+        assert payload["fidelity"]["n_questions"] in (5, 15) and payload["fidelity"]["n_questions_total"] == 15
+    last = {p["key"]: p for p in seen}  # each configuration's last rung is what the report holds
+    assert {k: p["fidelity"]["verdict"] for k, p in last.items()} == {k: r["fidelity"]["verdict"]
+                                                                      for k, r in board.items()}
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evaluation ")]
+    assert len(lines) == len(seen)
+    best = None
+    for payload, line in zip(seen, lines):
+        n, value = payload["fidelity"]["n_questions"], payload["objective"]["value"]
+        assert line.startswith(f"evaluation {payload['iteration']} (configuration {payload['trial'] + 1}/4, "
+                               f"{n} of 15 questions): mrr {value:.3f}")
+        if payload["fidelity"]["verdict"] == "complete":
+            best = value if best is None else max(best, value)
+        assert (f"(best on every question {best:.3f})" in line) if best is not None else "best" not in line
+    assert best == max(r["score"] for r in report["leaderboard"] if r["fully_evaluated"])

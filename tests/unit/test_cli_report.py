@@ -68,6 +68,41 @@ def test_the_printed_leaderboard_shows_each_configurations_texts_and_tokens(tmp_
     assert [r[-3:] for r in rows] == [["2.5", "120", "3456"], ["2.5", "0", "—"], ["2.5", "—", "—"]]
 
 
+def test_with_rungs_the_printed_leaderboard_marks_configurations_not_scored_on_every_question():
+    """A configuration stopped on a rung, one waiting for its next rung and one promoted when
+    the budget ran out each get a line under their row; the header names the rungs and the
+    budget in configurations, and the stop reason closes the output."""
+    from core.cli.formats import format_experiment
+
+    def row(rank, full, n, fidelity):
+        return {"rank": rank, "trial": rank - 1, "key": f"k{rank}", "status": "complete", "score": 0.9 - rank / 10,
+                "ci_low": None, "ci_high": None, "error": None, "duration_s": 1.0, "fully_evaluated": full,
+                "n_questions": n, "fidelity": fidelity,
+                "parameters": {"chunking_method": "recursive", "chunk_size": 256, "number_of_chunks": 10,
+                               "search_mode": "vector", "foundation_model": "extractive"}}
+
+    report = {
+        "experiment_id": "e1", "golden": {"n_questions": 50}, "corpus": {"n_documents": 2}, "space": {"n_valid": 9},
+        "optimizer": {"name": "screen", "seed": 0, "max_evals": 4}, "objective": "mrr",
+        "fidelity": {"sizes": [16, 50]}, "stop": {"reason": "budget", "text": "the budget of configurations ran out"},
+        "leaderboard": [row(1, True, 50, {"verdict": "complete"}),
+                        row(2, False, 16, {"verdict": "stop", "reason": "worse than k1 (p = 0.01)"}),
+                        row(3, False, 16, {"verdict": "promote", "waiting": True}),
+                        row(4, False, 16, {"verdict": "promote", "waiting": False})],
+        "best": None, "counts": {"evaluations": 4, "failed": 0, "stored": 0, "collections_built": 1,
+                                 "texts_embedded": 10}, "timings_s": {"total_s": 3.0}}
+    lines = format_experiment(report).splitlines()
+    assert "optimizer screen (seed 0, up to 4 configurations on rungs of 16, 50 questions)" in lines[0]
+    under = [line.strip() for line in lines if line.startswith("     scored on")]
+    assert under == [
+        "scored on 16 of 50 questions: stopped, worse than k1 (p = 0.01)",
+        "scored on 16 of 50 questions: waiting: on the questions both saw it scored below the best configuration "
+        "scored on every question",
+        "scored on 16 of 50 questions: promoted, not scored further before the search ended"]
+    assert any(line.startswith("cost: 4 configurations (0 failed") for line in lines)
+    assert "stopped: the budget of configurations ran out" in lines
+
+
 def test_a_chunking_comparison_is_printed_and_written_as_a_page(tmp_path, capsys):
     """``report ID`` finds a stored compare-chunking run: text as compare-chunking prints it,
     ``--html`` its page (best, ties, McNemar counts), ``--csv`` refused with what to use."""

@@ -52,6 +52,36 @@ def test_the_lines_follow_the_payloads_count_budget_and_metric(capsys):
     assert bar.bar.n == 4 and bar.bar.total == 6
 
 
+def _rung(iteration, trial, value, verdict, n, reason=""):
+    return {"iteration": iteration, "max_evals": 3, "trial": trial, "configurations": trial + 1,
+            "objective": {"name": "mrr", "value": value}, "duration_seconds": 0.5,
+            "fidelity": {"verdict": verdict, "rung": 0, "n_questions": n, "n_questions_total": 50, "reason": reason}}
+
+
+def test_with_rungs_a_line_names_the_configuration_its_questions_and_its_rungs_decision(capsys):
+    """The budget counts configurations while each may be evaluated once per rung, so the line
+    counts evaluations without a total, names the configuration against the budget, and the
+    best is only ever a score on every question (0.9 on 16 questions is no best)."""
+    bar = ProgressBarHandler(3, "mrr", lines=True)
+    bar.on_pattern_creation(_rung(1, 0, 0.9, "promote", 16), [])
+    bar.on_pattern_creation(_rung(2, 0, 0.8, "complete", 50), [])
+    bar.on_pattern_creation(_rung(3, 1, 0.95, "promote", 16), [])
+    bar.on_pattern_creation(_rung(4, 2, 0.5, "stop", 16, "worse than k0 on 9 of 16 questions"), [])
+    failed = dict(_rung(5, 1, None, "promote", 16), error="HTTP 500")
+    bar.on_pattern_creation(failed, [])
+    assert capsys.readouterr().err.splitlines() == [
+        "evaluation 1 (configuration 1/3, 16 of 50 questions): mrr 0.900, promoted to the next rung, 0.5 s",
+        "evaluation 2 (configuration 1/3, 50 of 50 questions): mrr 0.800, scored on every question "
+        "(best on every question 0.800), 0.5 s",
+        "evaluation 3 (configuration 2/3, 16 of 50 questions): mrr 0.950, promoted to the next rung "
+        "(best on every question 0.800), 0.5 s",
+        "evaluation 4 (configuration 3/3, 16 of 50 questions): mrr 0.500, stopped: worse than k0 on 9 of 16 "
+        "questions (best on every question 0.800), 0.5 s",
+        "evaluation 5 (configuration 2/3, 16 of 50 questions): failed: HTTP 500, 0.5 s",
+    ]
+    assert bar.best == 0.8 and bar.bar.n == 2 and bar.bar.total == 3  # configurations, not evaluations
+
+
 def test_a_quiet_logging_handler_logs_at_debug(caplog):
     caplog.set_level(logging.DEBUG, logger="core.experiment.events")
     LoggingHandler(quiet=True).on_status_change("warning", "shown elsewhere", "golden")
