@@ -757,9 +757,13 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     score) merged with ``earlier`` (the lower rung's OK result) into one result over
     ``questions``: the per-question scores of both, in ``questions``' order, and the rank
     grain's means and 95 % intervals computed again from them
-    (``core.metrics.retrieval.aggregate``); other grains are not kept. ``timings`` and
-    ``cost`` are the new evaluation's own, with ``n_questions_evaluated`` the questions it
-    scored. The per-question waits (``per_question["wait_ms"]``) of both are merged the same
+    (``core.metrics.retrieval.aggregate``); other grains are not kept. ``timings`` (seconds),
+    ``cost`` (seconds, texts, requests, tokens) and ``n_embedded`` are the sums of both, so
+    the configuration's cost covers every rung it was scored on, the index its first rung
+    built included (a count one of them did not record is None), and
+    ``n_questions_evaluated``, the questions they cover, is every question of ``questions``
+    (a result merged before the sums kept the new evaluation's own and the questions it
+    scored: readers divide by ``n_questions_evaluated`` and read both alike). The per-question waits (``per_question["wait_ms"]``) of both are merged the same
     way and ``timings_ms`` computed again from them (``core.evaluation.waits``); when either
     result lacks them, neither is kept.
 
@@ -785,7 +789,10 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
                               "scores": {m: [None if r is None else r.get(m) for r in rows] for m in names}}
     merged["metrics"] = dict(summary.means)
     merged["retrieval"] = {grain: summary.to_dict()} if grain else {}
-    merged["n_questions_evaluated"] = len((blocks[1].get("ids") or []))
+    merged["timings"] = _summed(earlier.get("timings"), new.get("timings"))
+    merged["cost"] = _summed(earlier.get("cost"), new.get("cost"))
+    merged["n_embedded"] = _summed({"n": earlier.get("n_embedded")}, {"n": new.get("n_embedded")})["n"]
+    merged["n_questions_evaluated"] = len(questions)
     waits = merge_waits(blocks, questions)
     merged.pop("timings_ms", None)
     if waits is not None:
@@ -794,6 +801,23 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     if objective not in merged["metrics"]:
         merged["status"], merged["error"] = "failed", f"objective metric {objective!r} was not computed"
     return merged
+
+
+def _summed(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Key by key, ``a[k] + b[k]`` where both are numbers, None where one of them is missing
+    or None (not known); ``b``'s value for anything else."""
+    a, b = dict(a or {}), dict(b or {})
+    out: dict[str, Any] = {}
+    for key in {**a, **b}:
+        x, y = a.get(key), b.get(key)
+        numbers = [v for v in (x, y) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(numbers) == 2:
+            out[key] = round(x + y, 3) if isinstance(x, float) or isinstance(y, float) else x + y
+        elif x is None or y is None:
+            out[key] = None
+        else:
+            out[key] = y
+    return out
 
 
 def _marker(request: EvaluationRequest) -> str:

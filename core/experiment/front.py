@@ -12,8 +12,9 @@ of building its index; then the non-dominated set and two picks on it.
   question of its rung, merged). Only a result stored before waits were measured falls back
   to its batched retrieval and answer time over the questions it scored,
   ``1000 * (retrieve_s + answers_s) / n`` (a mean, marked ``"batched mean"``; ``n`` is
-  ``n_questions_evaluated`` for a promotion, which scores only its rung's new questions).
-- **Tokens and cost per question**: the evaluation's ``cost.tokens`` over its questions; cost
+  ``n_questions_evaluated``, the questions a promotion's timings cover, when it is recorded).
+- **Tokens and cost per question**: the evaluation's ``cost.tokens`` over the questions they
+  cover (``n_questions_evaluated`` when recorded: a promotion sums its rungs'); cost
   in USD from ``prompt_tokens`` and ``completion_tokens`` at the foundation model's price
   (``core.models.costs.price_for``), None without a price.
 - **Index build** (once per collection, shared by every configuration that searches it): the
@@ -48,7 +49,7 @@ def _wait_ms(result: Mapping[str, Any], n_questions: int | None) -> tuple[float 
             return median, "median"
     timings = result.get("timings") or {}
     parts = [timings.get(k) for k in ("retrieve_s", "answers_s") if isinstance(timings.get(k), (int, float))]
-    n = result.get("n_questions_evaluated") or n_questions  # a promotion's timings cover its new questions
+    n = result.get("n_questions_evaluated") or n_questions  # the questions a promotion's timings cover
     if not parts or not n:
         return None, None
     return 1000.0 * sum(parts) / n, "batched mean"
@@ -119,7 +120,8 @@ def front(leaderboard: Sequence[Mapping[str, Any]], results: Mapping[str, Mappin
         wait, kind = _wait_ms(res, n)
         if wait is None:
             continue
-        tokens, usd = _cost_per_question(res, n, prices, (row.get("parameters") or {}).get("foundation_model"))
+        tokens, usd = _cost_per_question(res, res.get("n_questions_evaluated") or n, prices,
+                                         (row.get("parameters") or {}).get("foundation_model"))
         rows.append({"key": row["key"], "quality": row["score"], "ci_low": row.get("ci_low"),
                      "ci_high": row.get("ci_high"), "quality_points": 100.0 * float(row["score"]),
                      "wait_ms": round(wait, 3), "wait_kind": kind, "tokens_per_question": tokens,

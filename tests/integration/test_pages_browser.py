@@ -347,9 +347,14 @@ def test_the_plots_hold_the_numbers_of_the_reports(site, server, browser, tmp_pa
 
     experiment = json.loads((site["out"] / "experiments" / site["experiment"] / "report.json").read_text())
     page = check_page(browser, f"{server}/experiments/{site['experiment']}", tmp_path / "exp.png")["page"]
-    scored = sorted((r for r in experiment["leaderboard"] if r["score"] is not None), key=lambda r: r["trial"])
-    score = _data(page, "fig-best")["score"]
+    scored = sorted((r for r in experiment["leaderboard"] if r["score"] is not None and r.get("fully_evaluated", True)),
+                    key=lambda r: r["trial"])
+    partial = sorted((r for r in experiment["leaderboard"] if r["score"] is not None and not r.get("fully_evaluated", True)),
+                     key=lambda r: r["trial"])
+    traces = _data(page, "fig-best")
+    score = traces["score"]
     assert score["y"] == [r["score"] for r in scored]
+    assert traces.get("score on a subset of the questions", {"y": []})["y"] == [r["score"] for r in partial]
     if all(r["ci_low"] is not None for r in scored):  # mrr: the bootstrap interval at the rank grain
         assert score["error_y"]["arrayminus"] == pytest.approx([r["score"] - r["ci_low"] for r in scored])
     page.close()
@@ -403,6 +408,8 @@ def test_experiment_page_with_rungs_front_and_stop_reason_renders(browser, tmp_p
     results = {"k0": {"timings": {"retrieve_s": 2.4, "index_s": 3.0}, "collection": "c0", "n_embedded": 40},
                "k1": {"timings": {"retrieve_s": 0.48, "index_s": 2.0}, "collection": "c1", "n_embedded": 30}}
     report = {"objective": "mrr", "experiment_id": "mf", "leaderboard": board,
+              "optimizer": {"name": "screen", "seed": 0, "max_evals": 4},
+              "counts": {"evaluations": 4, "failed": 0, "stored": 0, "collections_built": 4, "texts_embedded": 9},
               "stop": {"reason": "separated", "text": "the best configuration is separated from the rest"},
               "fidelity": {"sizes": [16, 48], "alpha": 0.05, "rule": "successive halving <b>"},
               "front": front(board, results, 48)}
@@ -410,6 +417,13 @@ def test_experiment_page_with_rungs_front_and_stop_reason_renders(browser, tmp_p
     assert 'id="front"' in html and 'id="stop-reason"' in html and "partial" in html
     assert "successive halving &lt;b&gt;" in html  # escaped
     assert "best_for_balance" in html and "exact sign test p = 0.002" in html
-    assert "promote (waiting): not told apart from k0" in html  # held back by screen's rule
+    assert "waiting<div class=\"note\">not told apart from k0" in html  # held back by screen's rule
     result = check_page(browser, _file_page(tmp_path, "mf", html), tmp_path / "mf.png")
     _assert_page_ok(result, min_plots=2)
+    # the scores on a subset of the questions are drawn apart and never set the best so far
+    traces = _data(result["page"], "fig-best")
+    assert traces["score"]["y"] == [0.8, 0.78] and traces["best so far"]["y"] == [0.8, 0.8]
+    assert traces["score on a subset of the questions"]["y"] == [0.3, 0.7]
+    assert "stopped<div class=\"note\">worse than k0" in html
+    # the budget counts configurations (a configuration may be evaluated once per rung)
+    assert "up to 4 configurations" in html and "4 configurations (0 failed" in html

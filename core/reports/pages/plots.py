@@ -124,8 +124,11 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
     the round, when evaluations ran in parallel).
 
     Args:
-        trials: ``{x, score, label, low?, high?}`` in the order evaluated (``score`` None for
-            a failed one; ``low`` / ``high`` its 95 % interval, drawn as an error bar, or None).
+        trials: ``{x, score, label, low?, high?, partial?}`` in the order evaluated (``score``
+            None for a failed one; ``low`` / ``high`` its 95 % interval, drawn as an error bar,
+            or None; ``partial`` True for a score on a subset of the questions, drawn as an
+            open marker of its own trace and never the best so far: a mean over fewer questions
+            is no rival to one over all of them).
         objective: the objective's name (maximised).
         by_round: whether ``x`` is a round number: then the best-so-far line has one point
             per round (the best after that round's evaluations), and the scores sit at their
@@ -133,8 +136,14 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
     """
     xs, ys, labels, best_x, best, running = [], [], [], [], [], None
     above, below = [], []
+    partial: dict[str, list[Any]] = {"x": [], "y": [], "text": []}
     for t in trials:
         if t["score"] is None:
+            continue
+        if t.get("partial"):
+            partial["x"].append(t["x"])
+            partial["y"].append(t["score"])
+            partial["text"].append(t["label"])
             continue
         running = t["score"] if running is None else max(running, t["score"])
         xs.append(t["x"])
@@ -163,6 +172,10 @@ def best_so_far(trials: list[dict[str, Any]], objective: str, by_round: bool = F
     ]
     if data_error:
         data[0]["error_y"] = data_error
+    if partial["x"]:
+        data.append({"type": "scatter", "mode": "markers", "name": "score on a subset of the questions", **partial,
+                     "marker": {"symbol": "circle-open"},
+                     "hovertemplate": "%{text}<br>" + objective + " %{y:.3f} (partial)<extra></extra>"})
     extra = {"xaxis": {"title": {"text": axis}, "dtick": 1, "automargin": True}} if by_round else {}
     return _figure(data, f"best {objective} so far, by {axis}", axis, objective, **extra)
 

@@ -263,7 +263,8 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
     ok = [r for r in by_trial if r.get("score") is not None]
     trials = [{"x": evaluation_number(r) or 0, "score": r.get("score"), "label": _trial_label(r),
                "low": _num(r.get("ci_low")), "high": _num(r.get("ci_high")),
-               "parameters": r.get("parameters") or {}} for r in by_trial]
+               "partial": r.get("fully_evaluated") is False, "parameters": r.get("parameters") or {}}
+              for r in by_trial]
     figures = []
     if ok:
         figures.append(("best", plots.best_so_far(trials, objective)))
@@ -295,6 +296,7 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
             "running": running, "leaderboard": board, "shown": [p for p in shown if p in varying],
             "same": {p: (board[0].get("parameters") or {}).get(p) for p in shown if p not in varying} if board else {},
             "figures": figures, "effects": effects,
+            "n_partial": sum(1 for t in trials if t["partial"] and t["score"] is not None),
             "effects_model": "gam" if fitted else "means",
             "golden": report.get("golden") or {}, "corpus": report.get("corpus") or {},
             "optimizer": report.get("optimizer") or {}, "counts": report.get("counts") or {},

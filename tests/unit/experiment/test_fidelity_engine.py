@@ -78,7 +78,10 @@ def test_rungs_promote_the_better_and_stop_the_worse(tmp_path):
     # the promotion scored the 12 new questions only; the mean is over all 18, computed again
     # from the per-question scores: (6 * 1.0 + 12 * 0.9) / 18
     assert rows[good.key]["score"] == pytest.approx(16.8 / 18)
-    assert experiment.result(good.key)["n_questions_evaluated"] == 12
+    # its timings are both rungs' summed, over every question: 0.01 s x 6 + 0.01 s x 12 of retrieval
+    merged = experiment.result(good.key)
+    assert merged["n_questions_evaluated"] == 18
+    assert merged["timings"] == {"total_s": 0.2, "retrieve_s": pytest.approx(0.18), "index_s": 2.0}
     assert not rows[bad.key]["fully_evaluated"] and rows[bad.key]["n_questions"] == 6
     assert rows[bad.key]["fidelity"]["verdict"] == "stop" and "sign test" in rows[bad.key]["fidelity"]["reason"]
     assert report["best"]["key"] == good.key

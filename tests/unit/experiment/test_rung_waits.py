@@ -58,7 +58,38 @@ def test_a_lower_rung_stored_without_waits_keeps_none():
     board = [{"key": "a", "score": 0.5, "ci_low": 0.0, "ci_high": 1.0, "trial": 0, "fully_evaluated": True,
               "n_questions": 2, "parameters": {}}]
     row = front(board, {"a": merged}, 2)["rows"][0]
-    assert row["wait_kind"] == "batched mean" and row["wait_ms"] == 500.0  # 1000 * 0.5 s / 1 question
+    # both rungs' retrieval, summed, over both questions: 1000 * (1.0 s + 0.5 s) / 2
+    assert row["wait_kind"] == "batched mean" and row["wait_ms"] == 750.0
+    # a promotion merged before the sums holds the new evaluation's own time and questions
+    old = dict(merged, timings={"retrieve_s": 0.5}, n_questions_evaluated=1)
+    assert front(board, {"a": old}, 2)["rows"][0]["wait_ms"] == 500.0  # 1000 * 0.5 s / 1 question
+
+
+def test_a_promotion_costs_the_sum_of_its_rungs():
+    """The leaderboard's seconds and texts, the front's index build and tokens per question
+    cover every rung: the first rung built the index (3 s, 40 texts), the promotion reused it."""
+    earlier = dict(_result(["q1", "q2"], [1.0, 0.5], retrieve_s=0.2), collection="c", n_embedded=40,
+                   cost={"seconds": 4.0, "texts_embedded": 40, "tokens": 100, "prompt_tokens": 80,
+                         "completion_tokens": 20, "chat_requests": 2})
+    earlier["timings"].update(total_s=4.0, index_s=3.0, chunk_s=0.5)
+    new = dict(_result(["q3", "q4"], [0.0, 1.0], retrieve_s=0.3), collection="c", n_embedded=0,
+               cost={"seconds": 0.5, "texts_embedded": 0, "tokens": 140, "prompt_tokens": 100,
+                     "completion_tokens": 40, "chat_requests": None})
+    new["timings"].update(total_s=0.5, index_s=0.0, chunk_s=0.0)
+    merged = merge_rung(earlier, new, ["q1", "q2", "q3", "q4"], "mrr")
+    assert merged["timings"] == {"retrieve_s": 0.5, "total_s": 4.5, "index_s": 3.0, "chunk_s": 0.5}
+    assert merged["cost"] == {"seconds": 4.5, "texts_embedded": 40, "tokens": 240, "prompt_tokens": 180,
+                              "completion_tokens": 60, "chat_requests": None}  # one rung did not say
+    assert merged["n_embedded"] == 40 and merged["n_questions_evaluated"] == 4
+    assert merged["metrics"]["mrr"] == pytest.approx(2.5 / 4)
+    board = [{"key": "a", "score": 0.625, "ci_low": 0.0, "ci_high": 1.0, "trial": 0, "fully_evaluated": True,
+              "n_questions": 4, "parameters": {"foundation_model": "m"}}]
+    from core.settings import ModelPrice
+
+    row = front(board, {"a": merged}, 4, prices={"m": ModelPrice(1.0, 2.0)})["rows"][0]
+    assert row["index_build"] == {"seconds": 3.5, "texts_embedded": 40}
+    assert row["tokens_per_question"] == 60.0  # 240 tokens over 4 questions
+    assert row["cost_per_question_usd"] == pytest.approx((180 * 1.0 + 60 * 2.0) / 1e6 / 4)
 
 
 def test_merge_waits_drops_a_part_one_block_lacks():
