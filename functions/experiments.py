@@ -324,14 +324,12 @@ def ask_configurations(ref: dict) -> dict:
     study = experiment.study()
     pending = {t.configuration.key for t in study.pending_trials}
     requests = experiment.ask_requests(settings.parallel_evaluations, study=study)
-    from core.experiment import ExperimentSummary
-
     keys = [r.key for r in requests]
     rung_zero = [r.key for r in requests if not r.rung and r.key in pending]
     return {"configurations": [dict(r.configuration) for r in requests], "keys": keys,
             "requests": [r.to_dict() for r in requests], "events": [r.event for r in requests],
             "stored": experiment.stored_keys(rung_zero),
-            "round_timeout_s": settings.round_timeout_s, "summary": ExperimentSummary.of(study).to_dict()}
+            "round_timeout_s": settings.round_timeout_s, "summary": experiment.summary(study).to_dict()}
 
 
 @bp.activity_trigger(input_name="batch")

@@ -720,11 +720,14 @@ class Experiment:
                          None if scores is not None else f"no per-question {study.objective_metric} in the result")
         self.save_study(study)
         self.save_fidelity(halving)
-        return ExperimentSummary.of(study)
+        return ExperimentSummary.of(study, halving.complete_keys())
 
-    def summary(self) -> ExperimentSummary:
-        """The stored study's :class:`ExperimentSummary`."""
-        return ExperimentSummary.of(self.study())
+    def summary(self, study: Study | None = None) -> ExperimentSummary:
+        """The :class:`ExperimentSummary` of ``study`` (None: the stored one); with
+        multi-fidelity its best is among the configurations scored on every question."""
+        halving = self.fidelity()
+        return ExperimentSummary.of(self.study() if study is None else study,
+                                    None if halving is None else halving.complete_keys())
 
     def build_report(self, extra: Mapping[str, Any] | None = None, study: Study | None = None,
                      prices: Mapping[str, Any] | None = None) -> dict[str, Any]:

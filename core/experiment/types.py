@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Collection, Mapping
 
 from core.errors import ConfigError
 from core.evaluation.result import EvaluationResult
@@ -167,7 +167,9 @@ class ExperimentSummary:
         failed: evaluations without a score (warm starts not counted).
         pending: configurations asked and not yet told.
         planned: the study's budget (``Study.max_evals``).
-        best_score: the best objective value so far, or None.
+        best_score: the best objective value so far, or None; with multi-fidelity the best
+            of the configurations scored on every question (a mean over a rung's subset is no
+            rival to one over every question, and the report's best is the same).
         best_key: its configuration's key, or None.
         finished: True when nothing more will be asked and nothing is pending.
     """
@@ -185,9 +187,15 @@ class ExperimentSummary:
         return asdict(self)
 
     @classmethod
-    def of(cls, study: Study) -> "ExperimentSummary":
-        """The summary of ``study`` (a ``core.optimization.Study``)."""
+    def of(cls, study: Study, complete_keys: Collection[str] | None = None) -> "ExperimentSummary":
+        """The summary of ``study`` (a ``core.optimization.Study``); ``complete_keys``: with
+        multi-fidelity, the keys scored on every question (``Halving.complete_keys``), the
+        only ones the best is chosen from (None: every complete trial)."""
         best = study.best_trial
+        if complete_keys is not None:
+            kept = set(complete_keys)
+            scored = [t for t in study.trials if t.status == "complete" and t.configuration.key in kept]
+            best = max(scored, key=lambda t: t.score if study.direction == "maximize" else -t.score, default=None)
         return cls(evaluated=study.n_evaluated,
                    failed=sum(1 for t in study.trials if t.status == "failed" and not t.warm_start),
                    pending=len(study.pending_trials), planned=study.max_evals,

@@ -110,3 +110,30 @@ def test_a_failed_promotion_keeps_the_lower_rung_result(tmp_path):
     experiment.tell([up.key])
     decision = experiment.fidelity().decisions[first.key]
     assert decision.verdict == "stop" and "rung 1 failed" in decision.reason
+
+
+def test_the_summarys_best_is_scored_on_every_question(tmp_path):
+    """A configuration stopped on the first rung can hold a higher mean over its 6 questions
+    than the best over all 18: the progress summary (the Functions' status) names the best
+    scored on every question, as the report does, not the subset's."""
+    def uneven(configuration, questions=None):
+        ids = IDS if questions is None else list(questions)
+        values = [1.0 if IDS.index(q) < 6 else 0.5 for q in ids]  # 1.0 on rung 0, 0.5 after
+        return {"status": "ok", "error": None, "metrics": {"mrr": sum(values) / len(values)},
+                "per_question": {"ids": ids, "scores": {"mrr": values}}, "timings": {}, "collection": "c1",
+                "cost": {}}
+
+    experiment = _experiment(tmp_path)
+    (first,) = experiment.ask_requests(1)
+    experiment.evaluate(first, uneven)
+    experiment.tell([first.key])
+    (up,) = experiment.ask_requests(1)
+    experiment.evaluate(up, uneven)
+    experiment.tell([up.key])
+    (second,) = experiment.ask_requests(1)
+    experiment.evaluate(second, _run(0.9))
+    summary = experiment.tell([second.key])
+    # first: (6 x 1.0 + 12 x 0.5) / 18 over every question; second: 0.9 on 6, worse on 6 of 6, stopped
+    assert experiment.study().best_trial.configuration.key == second.key  # the study alone picks the subset's
+    assert (summary.best_key, summary.best_score) == (first.key, pytest.approx(12 / 18))
+    assert experiment.summary().best_key == first.key == experiment.build_report()["best"]["key"]
