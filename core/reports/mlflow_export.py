@@ -60,6 +60,9 @@ def _configurations(report: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
                     metrics[name] = float(row[key])
             params = {k: _param(v) for k, v in (row.get("parameters") or {}).items()}
             params["status"] = _param(row.get("status"))
+            if row.get("n_questions") is not None:  # the questions the score is over (rungs: maybe a subset)
+                params["n_questions"] = _param(row.get("n_questions"))
+                params["fully_evaluated"] = _param(row.get("fully_evaluated"))
             out.append({"name": f"trial {row.get('trial')}", "params": params, "metrics": metrics,
                         "tags": {"ragtune.key": _param(row.get("key"))}})
         return f"experiment/{report.get('experiment_id')}", out

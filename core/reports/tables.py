@@ -202,16 +202,21 @@ def experiment_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per configuration of an experiment report's leaderboard, best first.
 
     Each row: ``experiment_id, rank, trial, round, key, status, score, ci_low, ci_high,
-    duration_s, texts_embedded, texts_from_cache, tokens, stored, error`` (``round`` and the
-    costs None when the report does not record them; ``tokens`` also when an endpoint did not
-    say) and every parameter of the configuration by its name.
+    duration_s, n_questions, fully_evaluated, verdict, texts_embedded, texts_from_cache,
+    tokens, stored, error`` (``round`` and the costs None when the report does not record
+    them; ``tokens`` also when an endpoint did not say; ``n_questions`` the questions the score
+    is over, ``fully_evaluated`` False and ``verdict`` ``stop`` or ``promote`` for a
+    configuration rungs left on a subset, None in reports without rungs) and every parameter
+    of the configuration by its name.
     """
     rows = []
     for entry in report.get("leaderboard") or []:
         row = {"experiment_id": report.get("experiment_id"), "objective": report.get("objective")}
         cost = entry.get("cost") or {}
-        for key in ("rank", "trial", "round", "key", "status", "score", "ci_low", "ci_high", "duration_s"):
+        for key in ("rank", "trial", "round", "key", "status", "score", "ci_low", "ci_high", "duration_s",
+                    "n_questions", "fully_evaluated"):
             row[key] = entry.get(key)
+        row["verdict"] = (entry.get("fidelity") or {}).get("verdict")
         for key in ("texts_embedded", "texts_from_cache", "tokens"):
             row[key] = cost.get(key)
         for key in ("stored", "error"):

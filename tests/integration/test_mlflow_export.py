@@ -45,6 +45,14 @@ def test_retrieval_and_experiment_reports_logged_once(tmp_path, monkeypatch):
     best = client.get_run(exp_ids[1])
     assert best.data.metrics["mrr"] == 0.7 and best.data.params["chunk_size"] == "256"
     assert client.get_run(exp_ids[3]).data.params["status"] == "failed"
+    assert "n_questions" not in best.data.params  # a report without rungs
+
+    rungs = experiment_report("20260101T000000Z-ffffff")  # with rungs: which scores are over a subset
+    rungs["leaderboard"][0].update(n_questions=4, fully_evaluated=True)
+    rungs["leaderboard"][1].update(n_questions=2, fully_evaluated=False)
+    ids = log_report(rungs, tracking_uri=uri)
+    assert [(client.get_run(i).data.params["n_questions"], client.get_run(i).data.params["fully_evaluated"])
+            for i in ids[1:3]] == [("4", "True"), ("2", "False")]
 
 
 def test_cli_logs_to_the_default_local_store(tmp_path, monkeypatch):

@@ -87,6 +87,16 @@ def test_experiment_rows_per_configuration():
         to_csv(experiment_report(), per_question=True)
 
 
+def test_experiment_rows_say_which_scores_are_over_a_subset_of_the_questions():
+    """With rungs a CSV reader sorting by score must see that a score is over 16 questions."""
+    report = experiment_report()
+    report["leaderboard"][0].update(n_questions=4, fully_evaluated=True, fidelity={"verdict": "complete"})
+    report["leaderboard"][1].update(n_questions=2, fully_evaluated=False, fidelity={"verdict": "stop"})
+    table = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert [(r["trial"], r["n_questions"], r["fully_evaluated"], r["verdict"]) for r in table] == [
+        ("1", "4", "True", "complete"), ("0", "2", "False", "stop"), ("2", "", "", "")]
+
+
 def test_unknown_report_is_a_clear_error():
     with pytest.raises(ConfigError, match="not a ragtune report"):
         to_csv({"hello": 1})
