@@ -44,7 +44,7 @@ from core.evaluation.waits import merge_waits, wait_timings
 from core.experiment.report import build_report
 from core.experiment.spec import ExperimentSpec
 from core.experiment.types import (MAX_MESSAGE_BYTES, EvaluationOutcome, EvaluationRequest, ExperimentSummary,
-                                   cut_text)
+                                   cut_text, evaluation_seconds)
 from core.metrics.retrieval import aggregate
 from core.optimization import Configuration
 from core.optimization.fidelity import Decision
@@ -514,7 +514,7 @@ class Experiment:
         elif score is None:
             error = f"objective metric {objective!r} was not computed"
         return EvaluationOutcome(key=key, status=str(result.get("status")), score=score, error=error, stored=stored,
-                                 duration_s=(result.get("timings") or {}).get("total_s"))
+                                 duration_s=evaluation_seconds(result))
 
     def evaluate(self, request: EvaluationRequest, run: Callable[[Mapping[str, Any]], Mapping[str, Any]], *,
                  study: Study | None = None, delivery: int = 1) -> EvaluationOutcome:
@@ -763,7 +763,9 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     (``core.metrics.retrieval.aggregate``); other grains are not kept. ``timings`` (seconds),
     ``cost`` (seconds, texts, requests, tokens) and ``n_embedded`` are the sums of both, so
     the configuration's cost covers every rung it was scored on, the index its first rung
-    built included (a count one of them did not record is None), and
+    built included (a count one of them did not record is None; ``texts_from_cache``, which
+    each rung counts again for the same chunks, is the larger of the two), ``rung_s`` is the
+    new evaluation's own seconds (what the progress line of that rung shows), and
     ``n_questions_evaluated``, the questions they cover, is every question of ``questions``
     (a result merged before the sums kept the new evaluation's own and the questions it
     scored: readers divide by ``n_questions_evaluated`` and read both alike). The per-question waits (``per_question["wait_ms"]``) of both are merged the same
@@ -792,9 +794,13 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
                               "scores": {m: [None if r is None else r.get(m) for r in rows] for m in names}}
     merged["metrics"] = dict(summary.means)
     merged["retrieval"] = {grain: summary.to_dict()} if grain else {}
-    merged["timings"] = _summed(earlier.get("timings"), new.get("timings"))
-    merged["cost"] = _summed(earlier.get("cost"), new.get("cost"))
-    merged["n_embedded"] = _summed({"n": earlier.get("n_embedded")}, {"n": new.get("n_embedded")})["n"]
+    merged["rung_s"] = (new.get("timings") or {}).get("total_s") if blocks[1].get("ids") else 0.0
+    if blocks[1].get("ids"):  # a promotion that scored no new question adds no cost
+        merged["timings"] = _summed(earlier.get("timings"), new.get("timings"))
+        merged["cost"] = _summed(earlier.get("cost"), new.get("cost"))
+        merged["n_embedded"] = _summed({"n": earlier.get("n_embedded")}, {"n": new.get("n_embedded")})["n"]
+    else:
+        merged.update({k: earlier.get(k) for k in ("timings", "cost", "n_embedded")})
     merged["n_questions_evaluated"] = len(questions)
     waits = merge_waits(blocks, questions)
     merged.pop("timings_ms", None)
@@ -806,15 +812,22 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
     return merged
 
 
+#: Cost counts two evaluations of one configuration each count in full (the same chunks are
+#: looked up in the cache again by every rung): their merge keeps the larger, not the sum.
+RECOUNTED = frozenset({"texts_from_cache"})
+
+
 def _summed(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Key by key, ``a[k] + b[k]`` where both are numbers, None where one of them is missing
-    or None (not known); ``b``'s value for anything else."""
+    """Key by key, ``a[k] + b[k]`` where both are numbers (the larger for :data:`RECOUNTED`),
+    None where one of them is missing or None (not known); ``b``'s value for anything else."""
     a, b = dict(a or {}), dict(b or {})
     out: dict[str, Any] = {}
     for key in {**a, **b}:
         x, y = a.get(key), b.get(key)
         numbers = [v for v in (x, y) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if len(numbers) == 2:
+        if len(numbers) == 2 and key in RECOUNTED:
+            out[key] = max(x, y)
+        elif len(numbers) == 2:
             out[key] = round(x + y, 3) if isinstance(x, float) or isinstance(y, float) else x + y
         elif x is None or y is None:
             out[key] = None

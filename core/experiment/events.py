@@ -18,6 +18,7 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
+from core.experiment.types import evaluation_seconds
 from core.reports import LocalFiles
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class EventHandler(Protocol):
 def pattern_payload(
     result: Mapping[str, Any], *, iteration: int, max_combinations: int, vector_store: str, objective: str,
     max_evals: int | None = None, trial: int | None = None, configurations: int | None = None,
-    fidelity: Mapping[str, Any] | None = None,
+    fidelity: Mapping[str, Any] | None = None, best_score: float | None = None,
 ) -> dict[str, Any]:
     """Build ai4rag's pattern payload from a ``run_single_evaluation`` result.
 
@@ -57,10 +58,13 @@ def pattern_payload(
         fidelity: with multi-fidelity, the configuration's decision after this rung
             (``core.optimization.fidelity.Decision.to_dict``) with ``n_questions_total``, the
             questions of the last rung; None without.
+        best_score: the experiment's best objective value so far (earlier runs of a resumed
+            experiment included; with multi-fidelity the best over every question), or None.
 
     Returns:
         ``{name, iteration, max_combinations, max_evals, trial, configurations, fidelity,
-        duration_seconds, status, error, objective, evaluation{metrics[{name, evaluator,
+        duration_seconds (this evaluation's own; a promotion's, not its rungs' sum),
+        best_score, status, error, objective, evaluation{metrics[{name, evaluator,
         scores{mean, ci_low, ci_high}}]}, settings{chunking, embedding, retrieval, generation,
         vector_store}}``.
     """
@@ -81,7 +85,8 @@ def pattern_payload(
         "trial": trial,
         "configurations": configurations,
         "fidelity": dict(fidelity) if fidelity is not None else None,
-        "duration_seconds": result.get("timings", {}).get("total_s"),
+        "duration_seconds": evaluation_seconds(result),
+        "best_score": best_score,
         "status": result.get("status"),
         "error": result.get("error"),
         "objective": {"name": objective, "value": result.get("metrics", {}).get(objective)},
@@ -175,7 +180,9 @@ class ProgressBarHandler:
         name = objective.get("name") or self.objective
         fidelity = payload.get("fidelity") or None
         complete = fidelity is None or fidelity.get("verdict") == "complete"
-        if value is not None and complete and (self.best is None or value > self.best):
+        if payload.get("best_score") is not None:  # the experiment's own, earlier runs included
+            self.best = payload["best_score"]
+        elif value is not None and complete and (self.best is None or value > self.best):
             self.best = value
         # the payload's own count and budget win: a resumed experiment goes on from its count
         self.count = int(payload.get("iteration") or self.count + 1)

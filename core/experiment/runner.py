@@ -29,6 +29,7 @@ from core.experiment.events import pattern_payload
 from core.experiment.prepare import LoadedEvaluator, embed_questions_early, plan_experiment, start_study
 from core.experiment.preselection import preselect_models
 from core.experiment.spec import DEFAULT_OPTIMIZER, ExperimentSpec
+from core.experiment.types import ExperimentSummary
 from core.golden import read_golden
 from core.inputs import shown_address
 from core.reports import LocalFiles, new_run_id
@@ -193,6 +194,7 @@ class _LocalRun:
                        **{name: sum(int(st[name]) for st in stats) + prev_counts.get(name, 0)
                           for name in ("texts_embedded", "texts_from_cache", "texts_unique")},
                        **{name: value + prev_counts.get(name, 0) for name, value in context.reply_stats().items()}},
+            "evaluations": self.iteration,
             "timings_s": {"total_s": round(time.perf_counter() - self.t_start + prev_timings.get("total_s", 0.0), 3),
                           "startup_s": round(self.startup_s + prev_timings.get("startup_s", 0.0), 3)},
         }
@@ -359,7 +361,10 @@ def _resume(run: _LocalRun) -> None:
         experiment.save_study(study)  # the budget the resumed run works to
     run.previous = experiment.progress()
     asked = len(study.pending_trials)
-    run.status("info", f"resuming experiment {experiment_id}: {plural(done, 'evaluation')} done"
+    evaluations = int(run.previous.get("evaluations") or done)  # with rungs: one per rung
+    made = plural(done, "evaluation") if evaluations <= done else \
+        f"{plural(evaluations, 'evaluation')} of {plural(done, 'configuration')}"
+    run.status("info", f"resuming experiment {experiment_id}: {made} done"
                        + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
 
 
@@ -405,8 +410,9 @@ def _ready(run: _LocalRun, started: datetime) -> None:
     # out first, in one batch, as far as the budget (the experiment's total, evaluations
     # already made included) allows.
     pending = len(study.pending_trials)
-    run.iteration = study.n_evaluated
-    room = max(0, study.max_evals - run.iteration)
+    # evaluations so far: with rungs a configuration is evaluated once per rung
+    run.iteration = max(study.n_evaluated, int(run.previous.get("evaluations") or 0))
+    room = max(0, study.max_evals - study.n_evaluated)
     if pending > room:
         run.status("warning", f"the budget of {study.max_evals} evaluations leaves {pending - room} asked "
                               "configuration(s) unevaluated; resume with a larger --max-evals to evaluate them",
@@ -492,10 +498,11 @@ def _drive(run: _LocalRun) -> None:
                         run.status("warning", f"configuration {config.key} failed: {outcome.error}", "evaluation")
                     experiment.write_progress(run.progress())
                     trial = next((t.number for t in study.trials if t.configuration.key == config.key), None)
+                    decision, best = _decision(experiment, study, config.key)
                     payload = pattern_payload(result, iteration=run.iteration, max_combinations=run.space.n_valid,
                                               vector_store=backend_name(run.store_config), objective=run.objective,
                                               max_evals=study.max_evals, trial=trial, configurations=study.n_asked,
-                                              fidelity=_decision(experiment, config.key))
+                                              fidelity=decision, best_score=best)
                     records = (result.get("answers") or {}).get("questions", [])
                     for h in run.handlers:
                         h.on_pattern_creation(payload, records)
@@ -510,21 +517,23 @@ def _drive(run: _LocalRun) -> None:
         run.context.close()
 
 
-def _decision(experiment: Experiment, key: str) -> dict[str, Any] | None:
-    """With multi-fidelity, ``key``'s decision after its last rung (``Decision.to_dict``) with
-    ``n_questions_total``; None without multi-fidelity or before a decision."""
+def _decision(experiment: Experiment, study: Any, key: str) -> tuple[dict[str, Any] | None, float | None]:
+    """``(decision, best score)``: with multi-fidelity, ``key``'s decision after its last rung
+    (``Decision.to_dict``) with ``n_questions_total`` (None without multi-fidelity or before a
+    decision); the experiment's best score so far (``Experiment.summary``: over every
+    question, earlier runs included)."""
     halving = experiment.fidelity()
+    best = ExperimentSummary.of(study, None if halving is None else halving.complete_keys()).best_score
     decision = None if halving is None else halving.decisions.get(key)
     if decision is None:
-        return None
-    return {**decision.to_dict(), "n_questions_total": halving.rungs.sizes[-1]}
+        return None, best
+    return {**decision.to_dict(), "n_questions_total": halving.rungs.sizes[-1]}, best
 
 
 def _finish(run: _LocalRun) -> dict[str, Any]:
     """Write the progress and the experiment report (``experiments/<id>/report.json``) and
     return the report with its ``location``."""
     experiment, study, corpus = run.experiment, run.study, run.corpus
-    best = study.best_trial
     spent = run.progress()
     experiment.write_progress(spent)
     report = experiment.build_report({
@@ -543,6 +552,7 @@ def _finish(run: _LocalRun) -> dict[str, Any]:
     }, study=study, prices=run.options.prices)
     experiment.write_report(report)
     report["location"] = f"{run.where}/{experiment.prefix}/report.json"
-    run.status("info", f"experiment {run.experiment_id} done: best {run.objective} = "
-                       f"{'-' if best is None else f'{best.score:.3f}'}", "done")
+    best = report.get("best")  # with rungs, the best over every question
+    shown = "-" if not best else f"{best['score']:.3f}"
+    run.status("info", f"experiment {run.experiment_id} done: best {run.objective} = {shown}", "done")
     return report

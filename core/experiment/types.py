@@ -133,6 +133,15 @@ class EvaluationRequest:
                    None if questions is None else tuple(questions))
 
 
+def evaluation_seconds(result: Mapping[str, Any]) -> float | None:
+    """The wall seconds of the evaluation that wrote ``result`` (a stored evaluation result): a
+    promotion's own (``rung_s``, see ``core.experiment.engine.merge_rung``), else
+    ``timings.total_s``; None when not recorded."""
+    if "rung_s" in result:
+        return result["rung_s"]
+    return (result.get("timings") or {}).get("total_s")
+
+
 @dataclass(frozen=True)
 class EvaluationOutcome:
     """What one stored evaluation gave, in a few fields.

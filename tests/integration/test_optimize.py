@@ -4,6 +4,7 @@ embed nothing (counters, not time)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -303,11 +304,11 @@ def test_with_rungs_each_evaluation_says_which_configuration_on_how_many_questio
         def on_pattern_creation(self, payload, evaluation_results):
             seen.append(payload)
 
-    options = ExperimentOptions(optimizer="screen", objective="mrr", max_evals=4, seed=2, show_progress=False,
+    options = ExperimentOptions(optimizer="screen", objective="mrr", max_evals=3, seed=2, show_progress=False,
                                 multi_fidelity=True, promotion="incumbent", min_questions=5,
                                 overrides={"chunking_method": ("recursive",), "chunk_size": (128,),
                                            "chunk_overlap": (0,)})
-    bar = ProgressBarHandler(4, "mrr", lines=True)
+    bar = ProgressBarHandler(3, "mrr", lines=True)
     report = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path,
                             embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()}, options=options,
                             handlers=[Recorder(), bar])
@@ -320,7 +321,7 @@ def test_with_rungs_each_evaluation_says_which_configuration_on_how_many_questio
     board = {row["key"]: row for row in report["leaderboard"]}
     trial_of = {row["key"]: row["trial"] for row in report["leaderboard"]}
     for payload in seen:
-        assert payload["trial"] == trial_of[payload["key"]] and 1 <= payload["configurations"] <= 4
+        assert payload["trial"] == trial_of[payload["key"]] and 1 <= payload["configurations"] <= 3
         assert payload["fidelity"]["n_questions"] in (5, 15) and payload["fidelity"]["n_questions_total"] == 15
     last = {p["key"]: p for p in seen}  # each configuration's last rung is what the report holds
     assert {k: p["fidelity"]["verdict"] for k, p in last.items()} == {k: r["fidelity"]["verdict"]
@@ -330,9 +331,38 @@ def test_with_rungs_each_evaluation_says_which_configuration_on_how_many_questio
     best = None
     for payload, line in zip(seen, lines):
         n, value = payload["fidelity"]["n_questions"], payload["objective"]["value"]
-        assert line.startswith(f"evaluation {payload['iteration']} (configuration {payload['trial'] + 1}/4, "
+        assert line.startswith(f"evaluation {payload['iteration']} (configuration {payload['trial'] + 1}/3, "
                                f"{n} of 15 questions): mrr {value:.3f}")
         if payload["fidelity"]["verdict"] == "complete":
             best = value if best is None else max(best, value)
         assert (f"(best on every question {best:.3f})" in line) if best is not None else "best" not in line
+        # the seconds are this evaluation's own (a promotion's, not its rungs' sum)
+        assert line.endswith(f", {payload['duration_seconds']:.1f} s")
     assert best == max(r["score"] for r in report["leaderboard"] if r["fully_evaluated"])
+    # a promoted configuration's leaderboard seconds are the sum of its rungs' evaluations
+    for key, row in board.items():
+        own = [p["duration_seconds"] for p in seen if p["key"] == key]
+        assert row["duration_s"] == pytest.approx(sum(own), abs=0.002 * len(own))
+
+    # Resumed with a larger budget: the evaluations count on from the first run's, and the
+    # best on every question is the first run's too until beaten.
+    capsys.readouterr()
+    heard = []
+
+    class Listener(Recorder):
+        def on_status_change(self, level, message, step=None):
+            heard.append(message)
+
+    seen.clear()
+    again = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path,
+                           embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()},
+                           options=dataclasses.replace(options, experiment_id=report["experiment_id"], resume_budget=4),
+                           handlers=[Listener(), ProgressBarHandler(4, "mrr", lines=True)])
+    n_before = len(lines)
+    assert f"resuming experiment {report['experiment_id']}: {n_before} evaluations of 3 configurations done" in heard
+    assert seen and [p["iteration"] for p in seen] == list(range(n_before + 1, n_before + 1 + len(seen)))
+    first_best = report["best"]["score"]
+    resumed = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evaluation ")]
+    best_now = seen[0]["best_score"]
+    assert best_now >= first_best and f"(best on every question {best_now:.3f})" in resumed[0]
+    assert again["best"]["score"] == max(r["score"] for r in again["leaderboard"] if r["fully_evaluated"])

@@ -82,6 +82,15 @@ def test_with_rungs_a_line_names_the_configuration_its_questions_and_its_rungs_d
     assert bar.best == 0.8 and bar.bar.n == 2 and bar.bar.total == 3  # configurations, not evaluations
 
 
+def test_the_payloads_best_score_wins_over_what_the_handler_heard(capsys):
+    """A resumed experiment's best was scored by an earlier run the handler never heard of."""
+    bar = ProgressBarHandler(6, "mrr", lines=True)
+    bar.on_pattern_creation(dict(_rung(5, 1, 0.85, "complete", 50), best_score=0.9), [])
+    assert capsys.readouterr().err.splitlines() == [
+        "evaluation 5 (configuration 2/3, 50 of 50 questions): mrr 0.850, scored on every question "
+        "(best on every question 0.900), 0.5 s"]
+
+
 def test_a_quiet_logging_handler_logs_at_debug(caplog):
     caplog.set_level(logging.DEBUG, logger="core.experiment.events")
     LoggingHandler(quiet=True).on_status_change("warning", "shown elsewhere", "golden")

@@ -10,6 +10,7 @@ import pytest
 
 from core.evaluation.waits import merge_waits, question_waits, wait_timings
 from core.experiment.engine import merge_rung
+from core.experiment.types import evaluation_seconds
 from core.experiment.front import front
 
 
@@ -69,18 +70,25 @@ def test_a_promotion_costs_the_sum_of_its_rungs():
     """The leaderboard's seconds and texts, the front's index build and tokens per question
     cover every rung: the first rung built the index (3 s, 40 texts), the promotion reused it."""
     earlier = dict(_result(["q1", "q2"], [1.0, 0.5], retrieve_s=0.2), collection="c", n_embedded=40,
-                   cost={"seconds": 4.0, "texts_embedded": 40, "tokens": 100, "prompt_tokens": 80,
-                         "completion_tokens": 20, "chat_requests": 2})
+                   cost={"seconds": 4.0, "texts_embedded": 40, "texts_from_cache": 5, "tokens": 100,
+                         "prompt_tokens": 80, "completion_tokens": 20, "chat_requests": 2})
     earlier["timings"].update(total_s=4.0, index_s=3.0, chunk_s=0.5)
     new = dict(_result(["q3", "q4"], [0.0, 1.0], retrieve_s=0.3), collection="c", n_embedded=0,
-               cost={"seconds": 0.5, "texts_embedded": 0, "tokens": 140, "prompt_tokens": 100,
-                     "completion_tokens": 40, "chat_requests": None})
+               cost={"seconds": 0.5, "texts_embedded": 0, "texts_from_cache": 42, "tokens": 140,
+                     "prompt_tokens": 100, "completion_tokens": 40, "chat_requests": None})
     new["timings"].update(total_s=0.5, index_s=0.0, chunk_s=0.0)
     merged = merge_rung(earlier, new, ["q1", "q2", "q3", "q4"], "mrr")
     assert merged["timings"] == {"retrieve_s": 0.5, "total_s": 4.5, "index_s": 3.0, "chunk_s": 0.5}
-    assert merged["cost"] == {"seconds": 4.5, "texts_embedded": 40, "tokens": 240, "prompt_tokens": 180,
-                              "completion_tokens": 60, "chat_requests": None}  # one rung did not say
+    # the 40 chunks the first rung embedded are looked up again by the second (42 = 40 + 2
+    # questions): the larger count, not 47; chat_requests: one rung did not say
+    assert merged["cost"] == {"seconds": 4.5, "texts_embedded": 40, "texts_from_cache": 42, "tokens": 240,
+                              "prompt_tokens": 180, "completion_tokens": 60, "chat_requests": None}
     assert merged["n_embedded"] == 40 and merged["n_questions_evaluated"] == 4
+    # the promotion's own seconds, for its progress line and its outcome
+    assert merged["rung_s"] == 0.5 and evaluation_seconds(merged) == 0.5 and evaluation_seconds(earlier) == 4.0
+    # a promotion that scored no new question adds nothing
+    again = merge_rung(merged, dict(merged, per_question={}), ["q1", "q2", "q3", "q4"], "mrr")
+    assert (again["timings"], again["cost"], again["rung_s"]) == (merged["timings"], merged["cost"], 0.0)
     assert merged["metrics"]["mrr"] == pytest.approx(2.5 / 4)
     board = [{"key": "a", "score": 0.625, "ci_low": 0.0, "ci_high": 1.0, "trial": 0, "fully_evaluated": True,
               "n_questions": 4, "parameters": {"foundation_model": "m"}}]
