@@ -508,6 +508,12 @@ def _drive(run: _LocalRun) -> None:
                         h.on_pattern_creation(payload, records)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
+        # An evaluation still running loses the Milvus Lite server as the run closes it (a
+        # terminal's Ctrl-C stops the server too): pymilvus's reconnect warnings and the
+        # evaluation's failure, each with a traceback, would bury the resume hint. Its trial
+        # stays pending, so --resume evaluates it again whatever its stored result says.
+        for name in ("pymilvus", "core.evaluation.single"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         run.status("warning", f"experiment {run.experiment_id} stopped after {plural(run.iteration, 'evaluation')}; "
                               f"continue it with --resume {run.experiment_id} and the same --docs and --golden",
                    "stopped")
