@@ -473,6 +473,7 @@ def _drive(run: _LocalRun) -> None:
             return experiment.record_failure(request.configuration, str(exc), rung=request.rung)
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
+    quieted: dict[str, int] = {}
     try:
         while True:
             batch = experiment.ask_requests(run.pending or (workers if workers > 1 else None), study=study)
@@ -513,14 +514,17 @@ def _drive(run: _LocalRun) -> None:
         # evaluation's failure, each with a traceback, would bury the resume hint. Its trial
         # stays pending, so --resume evaluates it again whatever its stored result says.
         for name in ("pymilvus", "core.evaluation.single"):
+            quieted[name] = logging.getLogger(name).level
             logging.getLogger(name).setLevel(logging.CRITICAL)
         run.status("warning", f"experiment {run.experiment_id} stopped after {plural(run.iteration, 'evaluation')}; "
                               f"continue it with --resume {run.experiment_id} and the same --docs and --golden",
                    "stopped")
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)  # the evaluations still running end here
         run.context.close()
+        for name, level in quieted.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _decision(experiment: Experiment, study: Any, key: str) -> tuple[dict[str, Any] | None, float | None]:

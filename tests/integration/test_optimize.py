@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 
 import pytest
 
@@ -187,6 +188,9 @@ def test_an_interrupted_experiment_says_how_to_resume(squad_dir, golden, tmp_pat
     options = ExperimentOptions(optimizer="random", max_evals=2, seed=0, show_progress=False,
                                 overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
                                            "search_mode": ("vector",), "number_of_chunks": (3,)})
+    import pymilvus  # noqa: F401 - it sets its own logger's level on import
+
+    levels = [logging.getLogger(n).level for n in ("pymilvus", "core.evaluation.single")]
     with pytest.raises(KeyboardInterrupt):
         run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: LocalEmbeddingModel()},
                        options=options, handlers=[StopAfterOne()])
@@ -195,6 +199,8 @@ def test_an_interrupted_experiment_says_how_to_resume(squad_dir, golden, tmp_pat
     assert stopped == (f"experiment {experiment.name} stopped after 1 evaluation; continue it with "
                        f"--resume {experiment.name} and the same --docs and --golden")
     assert (experiment / "progress.json").exists() and not (experiment / "report.json").exists()
+    # the loggers quieted while the run closed are as they were once it has
+    assert [logging.getLogger(n).level for n in ("pymilvus", "core.evaluation.single")] == levels
 
 
 def test_an_experiment_stopped_before_its_first_evaluation_resumes(squad_dir, golden, tmp_path):
