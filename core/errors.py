@@ -63,11 +63,17 @@ class StoreError(RagtuneError):
     """A vector store or report store failed (connection, missing object, bad name)."""
 
 
+#: gRPC status codes (``grpc.StatusCode`` names) a retry may get past.
+GRPC_TRANSIENT = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"})
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception it was raised from) may go away on a retry: a storage
     failure (:class:`StoreError`), a timeout or lost connection, an HTTP 429 or 5xx from a
-    model endpoint (``openai`` errors, or an exception's own ``transient`` flag), as opposed to
-    bad data or a bad configuration.
+    model endpoint (``openai`` errors, or an exception's own ``transient`` flag), a gRPC call
+    that found its server unavailable, timed out or was throttled (``UNAVAILABLE``,
+    ``DEADLINE_EXCEEDED``, ``RESOURCE_EXHAUSTED``: a Milvus server or Milvus Lite gone, under
+    pymilvus's ``MilvusException``), as opposed to bad data or a bad configuration.
     """
     seen = 0
     current: BaseException | None = exc
@@ -78,6 +84,14 @@ def is_transient(exc: BaseException) -> bool:
         if isinstance(flag, bool):
             return flag
         kind = type(current)
+        code = getattr(current, "code", None)
+        if kind.__module__.split(".")[0] == "grpc" and callable(code):
+            try:
+                status = getattr(code(), "name", "")
+            except Exception:  # noqa: BLE001 - a call object that cannot say is not retried
+                status = ""
+            if status in GRPC_TRANSIENT:
+                return True
         if kind.__module__.split(".")[0] in ("openai", "httpx", "httpcore"):
             status = getattr(current, "status_code", None)
             if status is None:
