@@ -171,9 +171,9 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     lines = []
     g, sp, opt = report["golden"], report["space"], report["optimizer"]
     fidelity = report.get("fidelity")
-    budget = (f"up to {plural(opt['max_evals'], 'configuration')} on rungs of "
-              f"{', '.join(str(n) for n in fidelity['sizes'])} questions" if fidelity
-              else f"up to {plural(opt['max_evals'], 'evaluation')}")
+    sizes = list((fidelity or {}).get("sizes") or [])
+    budget = (f"up to {plural(opt['max_evals'], 'configuration')} on rungs of {', '.join(map(str, sizes))} questions"
+              if len(sizes) > 1 else f"up to {plural(opt['max_evals'], 'evaluation')}")  # one rung: every question
     lines.append(f"experiment {report['experiment_id']}: {plural(g['n_questions'], 'question')}, "
                  f"{plural(report['corpus']['n_documents'], 'document')}; {plural(sp['n_valid'], 'valid configuration')}; "
                  f"optimizer {opt['name']} (seed {opt['seed']}, {budget}); "

@@ -101,6 +101,9 @@ def test_with_rungs_the_printed_leaderboard_marks_configurations_not_scored_on_e
         "scored on 16 of 50 questions: promoted, not scored further before the search ended"]
     assert any(line.startswith("cost: 4 configurations (0 failed") for line in lines)
     assert "stopped: the budget of configurations ran out" in lines
+    # one rung (a first rung at least as large as the golden file): every question at once
+    one = dict(report, fidelity={"sizes": [50]}, leaderboard=report["leaderboard"][:1])
+    assert "optimizer screen (seed 0, up to 4 evaluations)" in format_experiment(one).splitlines()[0]
 
 
 def test_a_chunking_comparison_is_printed_and_written_as_a_page(tmp_path, capsys):
