@@ -794,8 +794,9 @@ def merge_rung(earlier: Mapping[str, Any], new: Mapping[str, Any], questions: li
                               "scores": {m: [None if r is None else r.get(m) for r in rows] for m in names}}
     merged["metrics"] = dict(summary.means)
     merged["retrieval"] = {grain: summary.to_dict()} if grain else {}
-    merged["rung_s"] = (new.get("timings") or {}).get("total_s") if blocks[1].get("ids") else 0.0
-    if blocks[1].get("ids"):  # a promotion that scored no new question adds no cost
+    fresh = bool(blocks[1].get("ids"))  # a promotion that scored no new question adds no cost
+    merged["rung_s"] = (new.get("timings") or {}).get("total_s") if fresh else 0.0
+    if fresh:
         merged["timings"] = _summed(earlier.get("timings"), new.get("timings"))
         merged["cost"] = _summed(earlier.get("cost"), new.get("cost"))
         merged["n_embedded"] = _summed({"n": earlier.get("n_embedded")}, {"n": new.get("n_embedded")})["n"]

@@ -200,10 +200,11 @@ class ProgressBarHandler:
         """One evaluation's line (see the class)."""
         seconds = payload.get("duration_seconds")
         took = f", {seconds:.1f} s" if isinstance(seconds, (int, float)) else ""
+        failed = f"failed: {payload.get('error') or 'no ' + name + ' score'}{took}"
         if fidelity is None:
             where = f"evaluation {self.count}/{self.total}" if self.total else f"evaluation {self.count}"
             if value is None:
-                return f"{where}: failed: {payload.get('error') or 'no ' + name + ' score'}{took}"
+                return f"{where}: {failed}"
             return f"{where}: {name} {value:.3f}" + (f" (best {self.best:.3f})" if self.best is not None else "") + took
         trial = payload.get("trial")
         which = "" if trial is None else f"configuration {int(trial) + 1}" + (f"/{self.total}" if self.total else "")
@@ -211,7 +212,7 @@ class ProgressBarHandler:
         scored = f"{n} of {of} questions" if n is not None and of is not None else ""
         where = f"evaluation {self.count}" + (f" ({', '.join(x for x in (which, scored) if x)})" if which or scored else "")
         if value is None:
-            return f"{where}: failed: {payload.get('error') or 'no ' + name + ' score'}{took}"
+            return f"{where}: {failed}"
         verdict = fidelity.get("verdict")
         decided = {"complete": "scored on every question", "promote": "promoted to the next rung",
                    "stop": f"stopped: {fidelity.get('reason')}" if fidelity.get("reason") else "stopped"}.get(str(verdict), "")

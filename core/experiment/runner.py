@@ -29,7 +29,6 @@ from core.experiment.events import pattern_payload
 from core.experiment.prepare import LoadedEvaluator, embed_questions_early, plan_experiment, start_study
 from core.experiment.preselection import preselect_models
 from core.experiment.spec import DEFAULT_OPTIMIZER, ExperimentSpec
-from core.experiment.types import ExperimentSummary
 from core.golden import read_golden
 from core.inputs import shown_address
 from core.reports import LocalFiles, new_run_id
@@ -493,17 +492,17 @@ def _drive(run: _LocalRun) -> None:
                     config = running.pop(future)
                     outcome = future.result()  # a transient failure stops the run; resume retries it
                     run.iteration += 1
-                    experiment.tell([config.key], study=study)
+                    summary = experiment.tell([config.key], study=study)
                     result = experiment.result(config.key) or {}
                     if outcome.status != "ok":
                         run.status("warning", f"configuration {config.key} failed: {outcome.error}", "evaluation")
                     experiment.write_progress(run.progress())
-                    trial = next((t.number for t in study.trials if t.configuration.key == config.key), None)
-                    decision, best = _decision(experiment, study, config.key)
+                    trial = study.trial_of(config.configuration)
                     payload = pattern_payload(result, iteration=run.iteration, max_combinations=run.space.n_valid,
                                               vector_store=backend_name(run.store_config), objective=run.objective,
-                                              max_evals=study.max_evals, trial=trial, configurations=study.n_asked,
-                                              fidelity=decision, best_score=best)
+                                              max_evals=study.max_evals, trial=None if trial is None else trial.number,
+                                              configurations=study.n_asked, fidelity=_decision(experiment, config.key),
+                                              best_score=summary.best_score)
                     records = (result.get("answers") or {}).get("questions", [])
                     for h in run.handlers:
                         h.on_pattern_creation(payload, records)
@@ -527,17 +526,14 @@ def _drive(run: _LocalRun) -> None:
             logging.getLogger(name).setLevel(level)
 
 
-def _decision(experiment: Experiment, study: Any, key: str) -> tuple[dict[str, Any] | None, float | None]:
-    """``(decision, best score)``: with multi-fidelity, ``key``'s decision after its last rung
-    (``Decision.to_dict``) with ``n_questions_total`` (None without multi-fidelity or before a
-    decision); the experiment's best score so far (``Experiment.summary``: over every
-    question, earlier runs included)."""
+def _decision(experiment: Experiment, key: str) -> dict[str, Any] | None:
+    """With multi-fidelity, ``key``'s decision after its last rung (``Decision.to_dict``) with
+    ``n_questions_total``; None without multi-fidelity or before a decision."""
     halving = experiment.fidelity()
-    best = ExperimentSummary.of(study, None if halving is None else halving.complete_keys()).best_score
     decision = None if halving is None else halving.decisions.get(key)
     if decision is None:
-        return None, best
-    return {**decision.to_dict(), "n_questions_total": halving.rungs.sizes[-1]}, best
+        return None
+    return {**decision.to_dict(), "n_questions_total": halving.rungs.sizes[-1]}
 
 
 def _finish(run: _LocalRun) -> dict[str, Any]:
