@@ -65,16 +65,6 @@ def wide_space() -> SearchSpace:
                        {MINILM: 256, BGE: 512})
 
 
-def default_configuration_of(space: SearchSpace) -> Any:
-    """The configuration ``ragtune optimize`` evaluates first in ``space`` by default
-    (``core.optimization.defaults.default_configuration`` with the embedding model the
-    command line configures by default, ``core.models.local.DEFAULT_LOCAL_EMBEDDING``)."""
-    from core.models.local import DEFAULT_LOCAL_EMBEDDING
-    from core.optimization.defaults import default_configuration
-
-    return default_configuration(space, DEFAULT_LOCAL_EMBEDDING)
-
-
 def grid_path(out: Path, data_set: str, metric: str, scope: str) -> Path:
     """The table's file for ``data_set``, ``metric`` and a scope digest (corpus, questions, space)."""
     return out / f"grid-{data_set}-{metric.replace('@', '_at_')}-{hashlib.sha256(scope.encode()).hexdigest()[:12]}.json"

@@ -6,7 +6,8 @@ squad-mini and of musique-mini), each with every configuration of a 144-configur
 models) evaluated once, retrieval only, and its per-question ``mrr`` stored. Each strategy of
 :func:`strategies` (random search, the GAM, both with rungs of questions, the product's default
 configuration first, screening on the first rung with promotions held to the best configuration
-scored on every question, and ``screen``, what ``ragtune optimize`` runs by default) is then
+scored on every question, and ``screen``, what ``ragtune optimize`` runs by default: that
+screening from the reranked default configuration, ``core.optimizers.SCREEN``) is then
 replayed from those tables for ``--seeds`` seeds (default 100: over 20 seeds a median's ratio
 to random search's moved by up to 0.2 from one set of seeds to the next; ``bench/replay.py``
 ``replay_questions``: scores looked up, nothing evaluated). Printed per data set: the default
@@ -19,7 +20,9 @@ infinite), the share of seeds that got there, and the replay's seconds; then eac
 median question-evaluations over random search's, and whether it is at most 0.6 on every data
 set (the goal). The rungs: ``--min-questions`` (default 16) and ``--eta`` (default 3), so 49 or 50
 questions give rungs of 16 and all. ``--strategies a,b`` replays only those (random always:
-the ratios' base).
+the ratios' base). ``--every-start`` also replays ``screen`` from each configuration of the held
+space as its start and prints the best, median and worst start's median question-evaluations
+and where ``screen``'s own start ranks: what the choice of the start is worth on that data set.
 
 ``--one-data-set``: the earlier single-data-set replay, described below.
 
@@ -374,10 +377,11 @@ MULTI_SEEDS = 100
 QUESTION_GOAL = 0.6
 
 
-def strategies(rungs: dict[str, Any], start: Any) -> dict[str, dict[str, Any]]:
+def strategies(rungs: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The replayed strategies by name: ``{sampler, rungs, promotion, start}`` (the sampler's
     class; the rungs' settings or None for every question at once; ``Halving``'s promotion
-    rule; the configuration evaluated first, ``start``, or None).
+    rule; the configuration evaluated first, ``start``, a name of
+    ``core.optimization.defaults.STARTS`` made in the space replayed, or None).
 
     - ``random``, ``gam``: the sampler alone, every configuration on every question;
     - ``mf-random``, ``mf-gam``: with rungs, a configuration promoted unless the sign test says
@@ -390,8 +394,9 @@ def strategies(rungs: dict[str, Any], start: Any) -> dict[str, dict[str, Any]]:
       first;
     - ``random-held``, ``gam-held``: random search and the GAM on the space with
       ``number_of_chunks`` held at its largest value (:func:`held_space`);
-    - ``screen``: what ``ragtune optimize`` runs by default (``core.optimizers.SCREEN`` on the
-      space :func:`held_space` holds); ``screen-all-chunks``: the same on the whole space.
+    - ``screen``: what ``ragtune optimize`` runs by default (``core.optimizers.SCREEN``, its
+      start included, on the space :func:`held_space` holds); ``screen-all-chunks``: the same on
+      the whole space; ``screen-no-start``: ``screen`` starting from a random configuration.
 
     Every strategy is judged against the whole space's best.
     """
@@ -403,17 +408,18 @@ def strategies(rungs: dict[str, Any], start: Any) -> dict[str, dict[str, Any]]:
         out[name] = {"sampler": samplers[name], "rungs": None, "promotion": "tied", "start": None}
     for name in ("random", "gam"):
         out[f"mf-{name}"] = {"sampler": samplers[name], "rungs": rungs, "promotion": "tied", "start": None}
-    out["default+random"] = {"sampler": RandomSampler, "rungs": None, "promotion": "tied", "start": start}
+    out["default+random"] = {"sampler": RandomSampler, "rungs": None, "promotion": "tied", "start": "default"}
     for name in ("random", "gam"):
         out[f"screen-{name}"] = {"sampler": samplers[name], "rungs": rungs, "promotion": "incumbent", "start": None}
         out[f"default+screen-{name}"] = {"sampler": samplers[name], "rungs": rungs, "promotion": "incumbent",
-                                         "start": start}
+                                         "start": "default"}
     screen = {"sampler": samplers[str(SCREEN["sampler"])], "rungs": rungs if SCREEN["multi_fidelity"] else None,
-              "promotion": str(SCREEN["promotion"]), "start": start if SCREEN["start_from_default"] else None}
+              "promotion": str(SCREEN["promotion"]), "start": SCREEN["start"]}
     out["screen-all-chunks"] = screen
     for name in ("random", "gam"):
         out[f"{name}-held"] = {"sampler": samplers[name], "rungs": None, "promotion": "tied", "start": None,
                                "held": True}
+    out["screen-no-start"] = dict(screen, start=None, held=True)
     out["screen"] = dict(screen, held=True)
     return out
 
@@ -431,9 +437,10 @@ def replay_data_set(table: dict[str, Any], seeds: list[int], rungs: dict[str, An
     """Replay every strategy (or those named in ``only``) over one data set's per-question
     table (``bench/grid.py``) and return ``{name: {median_evaluations, median_questions,
     reached, replay_s}}``."""
-    from bench.grid import default_configuration_of, wide_space
+    from bench.grid import wide_space
     from bench.replay import replay_questions
-    from core.optimization.defaults import default_configuration
+    from core.models.local import DEFAULT_LOCAL_EMBEDDING
+    from core.optimization.defaults import start_configuration
 
     space = wide_space()
     held = held_space(space, table["metric"])
@@ -442,16 +449,11 @@ def replay_data_set(table: dict[str, Any], seeds: list[int], rungs: dict[str, An
              if v is not None and any(x is not None for x in v)]
     best = max(means)  # the whole space's: every strategy is judged against it
     out: dict[str, Any] = {}
-    for name, how in strategies(rungs, default_configuration_of(space)).items():
+    for name, how in strategies(rungs).items():
         if only and name not in only:
             continue
-        where, start = space, how["start"]
-        if how.get("held"):
-            where = held
-            if start is not None:  # the held space's default configuration
-                from core.models.local import DEFAULT_LOCAL_EMBEDDING
-
-                start = default_configuration(held, DEFAULT_LOCAL_EMBEDDING)
+        where = held if how.get("held") else space
+        start = start_configuration(where, how["start"], DEFAULT_LOCAL_EMBEDDING)
         t0 = time.perf_counter()
         runs = replay_questions(table["scores"], ids, where, how["sampler"], seeds, tolerance=TOLERANCE,
                                 rungs=how["rungs"], promotion=how["promotion"], start=start, target=best)
@@ -465,6 +467,37 @@ def replay_data_set(table: dict[str, Any], seeds: list[int], rungs: dict[str, An
                      "reached": sum(r.evaluations_to_target is not None for r in runs) / len(runs),
                      "replay_s": round(time.perf_counter() - t0, 1)}
     return out
+
+
+def every_start(table: dict[str, Any], seeds: list[int], rungs: dict[str, Any]) -> dict[str, Any]:
+    """``screen`` (on the held space) replayed from each of the held space's configurations as
+    its first one: what the choice of the start is worth on this table. Returns
+    ``{starts, min, median, max, screen_start, rank}``: the number of starts; the smallest,
+    median and largest of their median question-evaluations to the target; ``SCREEN``'s own
+    start's median; and how many starts do at least as well as it (1: none better)."""
+    from bench.grid import wide_space
+    from bench.replay import replay_questions
+    from core.models.local import DEFAULT_LOCAL_EMBEDDING
+    from core.optimization.defaults import start_configuration
+    from core.optimizers import SCREEN
+
+    space = wide_space()
+    held = held_space(space, table["metric"])
+    means = [statistics.fmean([x for x in v if x is not None]) for v in table["scores"].values()
+             if v is not None and any(x is not None for x in v)]
+    how = strategies(rungs)["screen"]
+    mine = start_configuration(held, SCREEN["start"], DEFAULT_LOCAL_EMBEDDING)
+    medians: dict[str, float] = {}
+    for config in held.valid_configurations():
+        runs = replay_questions(table["scores"], table["question_ids"], held, how["sampler"], seeds,
+                                tolerance=TOLERANCE, rungs=how["rungs"], promotion=how["promotion"], start=config,
+                                target=max(means))
+        medians[config.key] = statistics.median([math.inf if r.questions_to_target is None else r.questions_to_target
+                                                 for r in runs])
+    values = sorted(medians.values())
+    own = medians.get(mine.key) if mine is not None else None
+    return {"starts": len(values), "min": values[0], "median": statistics.median(values), "max": values[-1],
+            "screen_start": own, "rank": None if own is None else sum(v < own for v in values) + 1}
 
 
 def main() -> int:
@@ -482,10 +515,12 @@ def main() -> int:
     parser.add_argument("--out", default=str(GRID_OUT), help=f"grid folder (default: {GRID_OUT})")
     parser.add_argument("--strategies", default=None,
                         help="comma-separated strategies to replay (default: all; random is always replayed)")
+    parser.add_argument("--every-start", action="store_true",
+                        help="also replay screen from every configuration of the held space as its start")
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
-    known = list(strategies({}, None))
+    known = list(strategies({}))
     only = None
     if args.strategies:
         only = ["random"] + [n for n in args.strategies.split(",") if n != "random"]
@@ -510,11 +545,14 @@ def main() -> int:
         print(f"\n{data_set}: {len(table['scores'])} configurations, {n_q} questions, {args.metric} best "
               f"{best:.4f}, median {statistics.median(ok):.4f}; {near} within {TOLERANCE:g} of the best; "
               f"rungs {rung_sizes(n_q, args.min_questions, args.eta)}; grid {table.get('grid_s')} s")
-        from bench.grid import default_configuration_of, wide_space
+        from bench.grid import wide_space
+        from core.models.local import DEFAULT_LOCAL_EMBEDDING
+        from core.optimization.defaults import start_configuration
 
-        start = default_configuration_of(wide_space())
-        shown = ", ".join(f"{k}={v}" for k, v in start.items() if v is not None and not k.endswith("_text"))
-        print(f"the default configuration ({shown}) scores {fmt(full.get(start.key), '.4f')}")
+        for how in ("default", "reranked"):
+            start = start_configuration(held_space(wide_space(), args.metric), how, DEFAULT_LOCAL_EMBEDDING)
+            shown = ", ".join(f"{k}={v}" for k, v in start.items() if v is not None and not k.endswith("_text"))
+            print(f"the {how} start on the held space ({shown}) scores {fmt(full.get(start.key), '.4f')}")
         rows = replay_data_set(table, seeds, rungs, only)
         print(f"{'strategy':<22} {'median evals':>13} {'median question-evals':>22} {'mean':>7} {'reached':>8} "
               f"{'replay s':>9}")
@@ -527,6 +565,13 @@ def main() -> int:
         print("question-evaluations / random's: " + ", ".join(f"{k} {fmt(v, '.2f')}" for k, v in ratios[data_set].items()))
         summary["data_sets"][data_set] = {"n_questions": n_q, "best": best, "within_tolerance": near, "strategies": rows,
                                           "ratios": ratios[data_set]}
+        if args.every_start:
+            starts = every_start(table, seeds, rungs)
+            print(f"screen from each of the held space's {starts['starts']} configurations as its start: median "
+                  f"question-evaluations {fmt(starts['min'], 'g')} (best start), {fmt(starts['median'], 'g')} "
+                  f"(median start), {fmt(starts['max'], 'g')} (worst start); screen's own start "
+                  f"{fmt(starts['screen_start'], 'g')}, rank {starts['rank']} of {starts['starts']}")
+            summary["data_sets"][data_set]["every_start"] = starts
     print()
     for name in [n for n in known if only is None or n in only]:
         worst = [r[name] for r in ratios.values()]

@@ -17,11 +17,12 @@ DEFAULT_OPTIMIZER = "screen"
 #: by ``sampler``, each scored on the first rung's questions (``core.optimization.fidelity``), a
 #: promoted one given the rest only while it is at least as good as the best configuration
 #: scored on every question, on the questions both saw (``core.optimization.halving``,
-#: promotion ``incumbent``); the product's default configuration first when
-#: ``start_from_default``. With an answer objective (no per-question scores) every
-#: configuration is scored on every question.
+#: promotion ``incumbent``); the configuration ``start`` names first
+#: (``core.optimization.defaults.STARTS``: ``reranked``, the product's default configuration
+#: with the space's reranker at its deepest retrieval, when the space holds a reranker). With an
+#: answer objective (no per-question scores) every configuration is scored on every question.
 SCREEN: Mapping[str, Any] = {"sampler": "random", "multi_fidelity": True, "promotion": "incumbent",
-                             "start_from_default": False}
+                             "start": "reranked"}
 
 
 __all__ = ["DEFAULT_OPTIMIZER", "OPTIMIZERS", "SCREEN"]

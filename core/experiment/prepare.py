@@ -39,7 +39,7 @@ from core.inputs import shown_address
 from core.metrics.retrieval import metric_names
 from core.models import OpenAIEmbeddingModel
 from core.models.context_length import detect_context_length
-from core.optimization.defaults import default_configuration
+from core.optimization.defaults import start_configuration
 from core.optimization.parameters import NO_RERANKER, PARAMETER_NAMES, unconfigured_values
 from core.optimization.space import SearchSpace, default_space
 from core.optimization.study import Study
@@ -257,8 +257,9 @@ class NewStudy:
 def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
                 notes: Sequence[str] = (), default_embedding_model: str | None = None) -> NewStudy:
     """Complete ``spec`` with what it records of ``golden`` (sha256, format, question count) and
-    start a new study of ``space`` (the plan's, possibly narrowed by pre-selection); with
-    ``spec.start_from_default``, the space's default configuration is its first trial.
+    start a new study of ``space`` (the plan's, possibly narrowed by pre-selection); the
+    configuration ``spec.start`` names (``core.optimization.defaults.start_configuration``), if
+    any, is its first trial, and a ``reranked`` start says so in a note.
 
     Args:
         spec: the experiment's spec; its ``objective`` is the study's.
@@ -278,8 +279,12 @@ def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
                  f"multi-fidelity needs a retrieval objective; {spec.objective} is scored on every question")
         notes = [first] + list(notes)
     study = Study(space, spec.sampler(), spec.objective, spec.seed, max_evals=spec.max_evals)
-    if spec.start_from_default:
-        study.enqueue(default_configuration(space, default_embedding_model))
+    first_trial = start_configuration(space, spec.start, default_embedding_model)
+    if first_trial is not None:
+        study.enqueue(first_trial)
+        if spec.start == "reranked":
+            notes = list(notes) + [f"{spec.optimizer} evaluates first the default configuration reranked by "
+                                   f"{first_trial['reranker']} over the first {first_trial['retrieval_depth']} results"]
     note = budget_note(space.n_valid, spec.max_evals)
     return NewStudy(spec, study, tuple(([note] if note else []) + list(notes)), tuple(q.id for q in golden.questions))
 

@@ -116,8 +116,8 @@ class ExperimentOptions:
         min_questions: questions of the first rung (None: the default).
         promotion: when a promoted configuration gets its next rung
             (``core.optimization.halving.PROMOTIONS``).
-        start_from_default: evaluate the space's default configuration first
-            (``core.optimization.defaults.default_configuration``).
+        start: the configuration evaluated first (``core.optimization.defaults.STARTS``, or None);
+            ``screen`` takes :data:`core.optimizers.SCREEN`'s.
         prices: model id -> price (``Settings.prices``), for the front's cost per question.
     """
 
@@ -141,7 +141,7 @@ class ExperimentOptions:
     multi_fidelity: bool = False
     min_questions: int | None = None
     promotion: str = "tied"
-    start_from_default: bool = False
+    start: str | None = None
     prices: dict[str, Any] = field(default_factory=dict)
 
 
@@ -389,7 +389,7 @@ def _start(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path) -> Non
                                      evals_per_trial=options.evals_per_trial,
                                      overrides=dict(options.overrides), corpus_fingerprint=run.corpus.fingerprint,
                                      multi_fidelity=options.multi_fidelity, min_questions=options.min_questions,
-                                     promotion=options.promotion, start_from_default=options.start_from_default),
+                                     promotion=options.promotion, start=options.start),
                       run.golden, run.space, run.notes, default_embedding_model=run.default_embedding)
     run.spec, run.study, run.notes = new.spec, new.study, list(new.notes)
     run.question_ids = list(new.question_ids)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.errors import ConfigError
 from core.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS, SCREEN
+from core.optimization.defaults import STARTS
 from core.optimization.fidelity import DEFAULT_ETA, DEFAULT_MIN_QUESTIONS, Rungs
 from core.optimization.halving import PROMOTIONS
 from core.optimization.samplers import GAMSampler, RandomSampler
@@ -58,7 +59,7 @@ class ExperimentSpec:
         documents: the documents' address.
         objective: the metric maximised.
         optimizer: one of :data:`OPTIMIZERS` (``screen`` sets ``multi_fidelity``, ``promotion``
-            and ``start_from_default`` as :data:`SCREEN` says, :meth:`screening`).
+            and ``start`` as :data:`SCREEN` says, :meth:`screening`).
         max_evals: the most configurations evaluated (None: the whole valid space).
         seed: the study's seed.
         n_random_nodes: configurations of the GAM's random phase.
@@ -79,8 +80,10 @@ class ExperimentSpec:
         promotion: when a promoted configuration gets its next rung's questions
             (``core.optimization.halving.PROMOTIONS``: ``tied``, at once; ``incumbent``, while it
             is at least as good as the next rung's best on the questions both saw).
-        start_from_default: the product's default configuration
-            (``core.optimization.defaults.default_configuration``) is evaluated first.
+        start: the configuration evaluated first (``core.optimization.defaults.STARTS``):
+            ``"default"``, the product's default configuration; ``"reranked"``, the same with the
+            space's reranker (``reranked_configuration``; none when the space has no reranker);
+            None, none. A spec stored with ``start_from_default: true`` reads as ``"default"``.
     """
 
     experiment_id: str
@@ -102,13 +105,15 @@ class ExperimentSpec:
     min_questions: int | None = None
     eta: int | None = None
     promotion: str = "tied"
-    start_from_default: bool = False
+    start: str | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
         if self.promotion not in PROMOTIONS:
             raise ConfigError(f"promotion must be one of {', '.join(PROMOTIONS)}, got {self.promotion!r}")
+        if self.start is not None and self.start not in STARTS:
+            raise ConfigError(f"start must be one of {', '.join(STARTS)} or None, got {self.start!r}")
         object.__setattr__(self, "overrides", {str(k): tuple(v) for k, v in dict(self.overrides).items()})
         for name in ("min_questions", "eta"):
             value = getattr(self, name)
@@ -129,7 +134,7 @@ class ExperimentSpec:
         from dataclasses import replace
 
         return replace(self, multi_fidelity=bool(SCREEN["multi_fidelity"]), promotion=str(SCREEN["promotion"]),
-                       start_from_default=bool(SCREEN["start_from_default"]))
+                       start=SCREEN["start"])
 
     def sampler(self) -> Any:
         """The study's sampler (``GAMSampler`` or ``RandomSampler``) for these settings
@@ -157,8 +162,11 @@ class ExperimentSpec:
         if not isinstance(data, Mapping) or data.get("version") != SPEC_VERSION:
             raise ConfigError(f"not an experiment spec of version {SPEC_VERSION}")
         names = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in data.items() if k in names}
+        if "start" not in data and data.get("start_from_default"):  # stored before ``start``
+            kept["start"] = "default"
         try:
-            return cls(**{k: v for k, v in data.items() if k in names})
+            return cls(**kept)
         except TypeError as exc:
             raise ConfigError(f"the stored experiment spec is incomplete: {exc}") from None
 

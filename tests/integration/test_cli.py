@@ -245,3 +245,23 @@ def test_optimize_reaches_both_local_models_and_the_reranker(tmp_path, capsys):
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
                  "--set", "reranker=local:nope"]) == 1
     assert "not configured" in capsys.readouterr().err
+
+
+def test_screen_evaluates_the_reranked_default_first_when_the_space_has_a_reranker(tmp_path, capsys):
+    """With a reranker among the space's values, ``optimize``'s default optimizer (``screen``)
+    evaluates first the default configuration reranked by it over the deepest retrieval depth
+    (10 of 5 and 10; the default's recursive chunking and vector search, and of the packaged
+    512-token model's chunk sizes 512, 1,024 and 2,048 the nearest to the default 256), and says so."""
+    docs, golden = _tiny_corpus(tmp_path)
+    code = main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
+                 "--max-evals", "1", "--json", "--metric", "mrr",
+                 "--set", "reranker=none,local:ms-marco-MiniLM-L-12-v2", "--set", "retrieval_depth=5,10",
+                 "--set", "foundation_model=extractive"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    (row,) = report["leaderboard"]
+    params = row["parameters"]
+    assert (params["reranker"], params["retrieval_depth"]) == ("local:ms-marco-MiniLM-L-12-v2", 10)
+    assert (params["chunking_method"], params["chunk_size"], params["search_mode"]) == ("recursive", 512, "vector")
+    assert ("screen evaluates first the default configuration reranked by local:ms-marco-MiniLM-L-12-v2 over "
+            "the first 10 results") in report["notes"]

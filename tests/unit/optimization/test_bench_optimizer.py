@@ -83,11 +83,14 @@ def test_held_space_keeps_the_longest_ranking_for_a_retrieval_metric_only(bench)
 
 def test_every_strategy_is_named_and_the_held_ones_say_so(bench):
     """``screen`` is what ragtune optimize runs (on the held space); ``screen-all-chunks`` the
-    same loop on the whole space."""
+    same loop on the whole space; ``screen-no-start`` ``screen`` without its first configuration."""
     from core.optimizers import SCREEN
 
-    names = bench.strategies({"min_questions": 16, "eta": 3}, None)
-    assert {"random", "screen", "screen-all-chunks", "random-held", "gam-held"} <= set(names)
-    assert [n for n, how in names.items() if how.get("held")] == ["random-held", "gam-held", "screen"]
+    names = bench.strategies({"min_questions": 16, "eta": 3})
+    assert {"random", "screen", "screen-all-chunks", "screen-no-start", "random-held", "gam-held"} <= set(names)
+    assert [n for n, how in names.items() if how.get("held")] == ["random-held", "gam-held", "screen-no-start",
+                                                                   "screen"]
     assert names["screen"]["promotion"] == names["screen-all-chunks"]["promotion"] == SCREEN["promotion"]
     assert names["screen"]["sampler"] is names["screen-all-chunks"]["sampler"]
+    assert names["screen"]["start"] == names["screen-all-chunks"]["start"] == SCREEN["start"] == "reranked"
+    assert names["screen-no-start"]["start"] is None and names["default+random"]["start"] == "default"

@@ -105,3 +105,28 @@ def test_the_default_configuration_is_the_product_default_where_the_space_allows
     assert tiny.contains(config)
     assert (config["chunking_method"], config["chunk_size"], config["chunk_overlap"]) == ("recursive", 128, 0)
     assert (config["number_of_chunks"], config["search_mode"]) == (3, "vector")
+
+
+def test_the_reranked_start_is_the_default_with_the_first_reranker_at_the_deepest_depth(tiny):
+    """``reranked_configuration``: the first reranker other than none (of two), the largest
+    retrieval depth (40 of 10, 20 and 40), everything else as ``default_configuration`` (tiny:
+    128 tokens, overlap 0, 3 chunks); None without a reranker; ``start_configuration`` maps the
+    names of STARTS and refuses others."""
+    from core.optimization.defaults import STARTS, reranked_configuration, start_configuration
+
+    assert reranked_configuration(tiny) is None and start_configuration(tiny, "reranked") is None
+    assert start_configuration(tiny, None) is None
+    assert start_configuration(tiny, "default") == default_configuration(tiny)
+    space = tiny.with_overrides({"reranker": ["none", "local:ms-marco-MiniLM-L-12-v2", "cohere:rerank-v3.5"],
+                                 "retrieval_depth": [10, 40, 20]})
+    config = reranked_configuration(space)
+    assert space.contains(config)
+    assert (config["reranker"], config["retrieval_depth"]) == ("local:ms-marco-MiniLM-L-12-v2", 40)
+    plain = default_configuration(space)
+    assert plain["reranker"] == "none"
+    assert {k: v for k, v in config.items() if k not in ("reranker", "retrieval_depth")} == {
+        k: v for k, v in plain.items() if k not in ("reranker", "retrieval_depth")}
+    assert (config["chunk_size"], config["chunk_overlap"], config["number_of_chunks"]) == (128, 0, 3)
+    assert start_configuration(space, "reranked") == config and STARTS == ("default", "reranked")
+    with pytest.raises(ConfigError, match="start must be one of default, reranked or none, got 'best'"):
+        start_configuration(space, "best")
