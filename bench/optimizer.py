@@ -469,9 +469,10 @@ def replay_data_set(table: dict[str, Any], seeds: list[int], rungs: dict[str, An
     return out
 
 
-def every_start(table: dict[str, Any], seeds: list[int], rungs: dict[str, Any]) -> dict[str, Any]:
+def every_start(table: dict[str, Any], seeds: list[int], rungs: dict[str, Any], target: float) -> dict[str, Any]:
     """``screen`` (on the held space) replayed from each of the held space's configurations as
-    its first one: what the choice of the start is worth on this table. Returns
+    its first one, to come within a point of ``target`` (the whole space's best): what the
+    choice of the start is worth on this table. Returns
     ``{starts, min, median, max, screen_start, rank}``: the number of starts; the smallest,
     median and largest of their median question-evaluations to the target; ``SCREEN``'s own
     start's median; and how many starts do at least as well as it (1: none better)."""
@@ -481,17 +482,14 @@ def every_start(table: dict[str, Any], seeds: list[int], rungs: dict[str, Any]) 
     from core.optimization.defaults import start_configuration
     from core.optimizers import SCREEN
 
-    space = wide_space()
-    held = held_space(space, table["metric"])
-    means = [statistics.fmean([x for x in v if x is not None]) for v in table["scores"].values()
-             if v is not None and any(x is not None for x in v)]
+    held = held_space(wide_space(), table["metric"])
     how = strategies(rungs)["screen"]
     mine = start_configuration(held, SCREEN["start"], DEFAULT_LOCAL_EMBEDDING)
     medians: dict[str, float] = {}
     for config in held.valid_configurations():
         runs = replay_questions(table["scores"], table["question_ids"], held, how["sampler"], seeds,
                                 tolerance=TOLERANCE, rungs=how["rungs"], promotion=how["promotion"], start=config,
-                                target=max(means))
+                                target=target)
         medians[config.key] = statistics.median([math.inf if r.questions_to_target is None else r.questions_to_target
                                                  for r in runs])
     values = sorted(medians.values())
@@ -549,8 +547,9 @@ def main() -> int:
         from core.models.local import DEFAULT_LOCAL_EMBEDDING
         from core.optimization.defaults import start_configuration
 
+        held = held_space(wide_space(), args.metric)
         for how in ("default", "reranked"):
-            start = start_configuration(held_space(wide_space(), args.metric), how, DEFAULT_LOCAL_EMBEDDING)
+            start = start_configuration(held, how, DEFAULT_LOCAL_EMBEDDING)
             shown = ", ".join(f"{k}={v}" for k, v in start.items() if v is not None and not k.endswith("_text"))
             print(f"the {how} start on the held space ({shown}) scores {fmt(full.get(start.key), '.4f')}")
         rows = replay_data_set(table, seeds, rungs, only)
@@ -566,7 +565,7 @@ def main() -> int:
         summary["data_sets"][data_set] = {"n_questions": n_q, "best": best, "within_tolerance": near, "strategies": rows,
                                           "ratios": ratios[data_set]}
         if args.every_start:
-            starts = every_start(table, seeds, rungs)
+            starts = every_start(table, seeds, rungs, best)
             print(f"screen from each of the held space's {starts['starts']} configurations as its start: median "
                   f"question-evaluations {fmt(starts['min'], 'g')} (best start), {fmt(starts['median'], 'g')} "
                   f"(median start), {fmt(starts['max'], 'g')} (worst start); screen's own start "
