@@ -220,7 +220,9 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     lines.append(f"cost: {plural(c['evaluations'], 'configuration' if fidelity else 'evaluation')} "
                  f"({c['failed']} failed, {c['stored']} from stored "
                  f"results), {plural(c['collections_built'], 'collection')} built, "
-                 f"{plural(c.get('texts_unique', c['texts_embedded']), 'distinct text')}: "
+                 f"{plural(c.get('texts_unique', c['texts_embedded']), 'distinct text')}"
+                 + (f" (distinct within each of {c['runs']} runs, summed)" if (c.get("runs") or 1) > 1 else "")
+                 + ": "
                  f"{c['texts_embedded']} embedded, {c.get('texts_from_cache', 0)} from the cache"
                  + (f"; {plural(c['chat_calls'], 'chat call')}, {c.get('replies_from_cache', 0)} replies from the cache"
                     if c.get("chat_calls") or c.get("replies_from_cache") else "")

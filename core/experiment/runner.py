@@ -189,7 +189,8 @@ class _LocalRun:
         stats = [m.stats() for m in context._cached_models.values()]
         return {
             "started_at": self.started_at, "preselection": self.preselection,
-            "counts": {"collections_built": context.collections_built + prev_counts.get("collections_built", 0),
+            "counts": {"runs": int(prev_counts.get("runs") or (1 if self.previous else 0)) + 1,
+                       "collections_built": context.collections_built + prev_counts.get("collections_built", 0),
                        **{name: sum(int(st[name]) for st in stats) + prev_counts.get(name, 0)
                           for name in ("texts_embedded", "texts_from_cache", "texts_unique")},
                        **{name: value + prev_counts.get(name, 0) for name, value in context.reply_stats().items()}},
@@ -246,7 +247,9 @@ def run_experiment(
         ``experiments/<id>/report.json``), with ``started_at``, ``finished_at``, golden
         warnings, corpus details, ``preselection``, ``vector_store``, ``notes`` (a space
         smaller than the budget, values an override removed), costs in ``counts``
-        (``collections_built``, ``texts_embedded``, ``texts_from_cache``, ``texts_unique``),
+        (``runs``: this run and the earlier ones of a resumed experiment; ``collections_built``,
+        ``texts_embedded``, ``texts_from_cache``, ``texts_unique``: each run's distinct texts,
+        summed over the runs, so a text two runs asked for counts in each),
         ``timings_s{total_s, startup_s}`` and ``versions``.
 
     Raises:

@@ -11,6 +11,7 @@ import logging
 import pytest
 
 from core.models import LOCAL_MODEL_ID, LocalEmbeddingModel
+from core.cli.formats import format_experiment
 from core.experiment.runner import ExperimentOptions, run_experiment
 from tests.support.corpora import first_questions
 
@@ -121,10 +122,15 @@ def test_resume_keeps_its_data_settings_and_costs(squad_dir, golden, tmp_path):
     assert again["counts"]["collections_built"] == first["counts"]["collections_built"]
     assert again["counts"]["texts_embedded"] == first["counts"]["texts_embedded"]
     assert again["counts"]["evaluations"] == 2
+    assert (first["counts"]["runs"], again["counts"]["runs"]) == (1, 2)
+    # Each run's distinct texts are summed: the resumed run read from the cache what the first embedded.
+    assert again["counts"]["texts_unique"] == again["counts"]["texts_embedded"] + again["counts"]["texts_from_cache"]
     # A larger budget on resume: the third and last configuration of the space is evaluated.
     wider = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
                            options=dataclasses.replace(resume, resume_budget=5))
     assert wider["optimizer"]["max_evals"] == 3 and wider["counts"]["evaluations"] == 3
+    assert wider["counts"]["runs"] == 3
+    assert "(distinct within each of 3 runs, summed)" in format_experiment(wider)
 
 
 def test_resume_budget_is_the_total_and_an_asked_configuration_waits_for_room(squad_dir, golden, tmp_path):

@@ -137,6 +137,16 @@ def test_experiment_page_plots_and_escaping():
     assert figs["fig-cost"]["data"][0]["y"] == [10.0, 11.0, 12.0]
 
 
+def test_experiment_page_says_over_how_many_runs_the_costs_add_up():
+    """A resumed experiment's costs are summed over its runs, and the page says how many."""
+    report = experiment_report()
+    assert "30 texts embedded" in render_experiment(report) and " runs" not in render_experiment(report)
+    report["counts"]["runs"] = 1
+    assert " runs" not in render_experiment(report)
+    report["counts"]["runs"] = 3
+    assert "30 texts embedded over 3 runs" in render_experiment(report)
+
+
 def test_experiment_page_by_rounds_and_costs():
     """Four evaluations asked in two rounds of two; best so far by hand: round 1 holds 0.5 and
     0.7 -> 0.7, round 2 holds 0.6 and 0.9 -> 0.9."""
