@@ -159,11 +159,18 @@ def _partial_reason(decision: Mapping[str, Any]) -> str:
     return "promoted, not scored further before the search ended"
 
 
+#: Parameters the printed leaderboard has no column for, with their short names: an ``also``
+#: column shows those whose values differ between the printed rows.
+_ALSO: dict[str, str] = {"embedding_model": "embedding", "reranker": "reranker", "retrieval_depth": "depth",
+                         "ranker_k": "rrf-k", "vector_store": "store"}
+
+
 def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     """Return an experiment report as text: the leaderboard (score with its interval, key
     parameters, and each evaluation's cost: seconds, texts embedded, chat and judge tokens,
-    ``—`` when not recorded or the endpoint did not say), the best configuration, and what the
-    search cost and why it stopped.
+    ``—`` when not recorded or the endpoint did not say; an ``also`` column names the embedding
+    model, reranker, retrieval depth, RRF k and vector store where two printed rows hold
+    different values), the best configuration, and what the search cost and why it stopped.
 
     With multi-fidelity (``report["fidelity"]``) the budget counts configurations, and a
     configuration not scored on every question gets a line under its row: the questions it was
@@ -178,10 +185,14 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
                  f"{plural(report['corpus']['n_documents'], 'document')}; {plural(sp['n_valid'], 'valid configuration')}; "
                  f"optimizer {opt['name']} (seed {opt['seed']}, {budget}); "
                  f"objective {report['objective']}")
+    board = report["leaderboard"][:most]
+    also = [name for name in _ALSO  # a value missing where the parameter does not apply is no difference
+            if len({repr(v) for row in board if (v := (row.get("parameters") or {}).get(name)) is not None}) > 1]
     header = (f"{'rank':>4} {'score':>6} {'95% CI':>13} {'chunking':<12} {'size':>5} {'overlap':>7} {'k':>3} "
-              f"{'search':<22} {'generator':<11} {'seconds':>8} {'embedded':>8} {'tokens':>8}")
+              f"{'search':<22} {'generator':<11} {'seconds':>8} {'embedded':>8} {'tokens':>8}"
+              + ("  also" if also else ""))
     lines += ["", header, "-" * len(header)]
-    for row in report["leaderboard"][:most]:
+    for row in board:
         p = row["parameters"]
         search = p.get("search_mode") or "-"
         if search == "hybrid":
@@ -200,7 +211,9 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
         tokens = "—" if cost.get("tokens") is None else str(cost["tokens"])
         lines.append(f"{rank:>4} {score:>6} {ci:>13} {str(p.get('chunking_method')):<12} {size:>5} "
                      f"{overlap:>7} {str(p.get('number_of_chunks')):>3} {search:<22} {gen:<11} {dur:>8} "
-                     f"{embedded:>8} {tokens:>8}")
+                     f"{embedded:>8} {tokens:>8}"
+                     + ("  " + " ".join(f"{_ALSO[name]}={'-' if p.get(name) is None else p.get(name)}" for name in also)
+                        if also else ""))
         if row["status"] == "failed":
             lines.append(f"{'':>4} error: {row['error']}")
         elif fidelity and row.get("fully_evaluated") is False and row["score"] is not None:

@@ -104,6 +104,41 @@ def test_with_rungs_the_printed_leaderboard_marks_configurations_not_scored_on_e
     # one rung (a first rung at least as large as the golden file): every question at once
     one = dict(report, fidelity={"sizes": [50]}, leaderboard=report["leaderboard"][:1])
     assert "optimizer screen (seed 0, up to 4 evaluations)" in format_experiment(one).splitlines()[0]
+    assert not any("also" in line or "reranker=" in line for line in lines)  # nothing else differs
+
+
+def test_the_printed_leaderboard_names_the_reranker_depth_and_model_where_they_differ():
+    """The rows' reranker, retrieval depth and embedding model have no column of their own:
+    where they differ between rows an ``also`` column names them; a parameter every row shares
+    (the vector store) is left to the best line."""
+    from core.cli.formats import format_experiment
+
+    def row(rank, reranker, depth, model):
+        return {"rank": rank, "trial": rank - 1, "key": f"k{rank}", "status": "complete", "score": 0.9 - rank / 10,
+                "ci_low": None, "ci_high": None, "error": None, "duration_s": 1.0,
+                "parameters": {"chunking_method": "recursive", "chunk_size": 256, "number_of_chunks": 10,
+                               "search_mode": "vector", "foundation_model": "extractive", "reranker": reranker,
+                               "retrieval_depth": depth, "embedding_model": model, "vector_store": "milvus-lite"}}
+
+    report = {
+        "experiment_id": "e1", "golden": {"n_questions": 50}, "corpus": {"n_documents": 2}, "space": {"n_valid": 9},
+        "optimizer": {"name": "screen", "seed": 0, "max_evals": 3}, "objective": "mrr",
+        "leaderboard": [row(1, "local:ms-marco-MiniLM-L-12-v2", 40, "local:bge-small-en-v1.5"),
+                        row(2, "none", None, "local:bge-small-en-v1.5"),
+                        row(3, "local:ms-marco-MiniLM-L-12-v2", 20, "local:bge-small-en-v1.5")],
+        "best": None, "counts": {"evaluations": 3, "failed": 0, "stored": 0, "collections_built": 1,
+                                 "texts_embedded": 10}, "timings_s": {"total_s": 3.0}}
+    lines = format_experiment(report).splitlines()
+    header = next(line for line in lines if line.startswith("rank"))
+    assert header.endswith("  also")
+    rows = [line for line in lines if line.lstrip().startswith(("1 ", "2 ", "3 "))]
+    assert rows[0].endswith("  reranker=local:ms-marco-MiniLM-L-12-v2 depth=40")
+    assert rows[1].endswith("  reranker=none depth=-")
+    assert rows[2].endswith("  reranker=local:ms-marco-MiniLM-L-12-v2 depth=20")
+    # one depth among the reranked rows (none where nothing is reranked): the depth is no difference
+    report["leaderboard"] = report["leaderboard"][:2]
+    rows = [line for line in format_experiment(report).splitlines() if line.lstrip().startswith(("1 ", "2 "))]
+    assert rows[0].endswith("  reranker=local:ms-marco-MiniLM-L-12-v2") and rows[1].endswith("  reranker=none")
 
 
 def test_a_chunking_comparison_is_printed_and_written_as_a_page(tmp_path, capsys):
