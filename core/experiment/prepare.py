@@ -283,8 +283,10 @@ def start_study(spec: ExperimentSpec, golden: GoldenSet, space: SearchSpace,
     if first_trial is not None:
         study.enqueue(first_trial)
         if spec.start == "reranked":
-            notes = list(notes) + [f"{spec.optimizer} evaluates first the default configuration reranked by "
-                                   f"{first_trial['reranker']} over the first {first_trial['retrieval_depth']} results"]
+            fetched = max(int(first_trial["retrieval_depth"]), int(first_trial["number_of_chunks"] or 0))
+            notes = list(notes) + [f"{spec.optimizer} evaluates first the default configuration (or the nearest this "
+                                   f"space holds) reranked by {first_trial['reranker']} over the first {fetched} "
+                                   "results"]
     note = budget_note(space.n_valid, spec.max_evals)
     return NewStudy(spec, study, tuple(([note] if note else []) + list(notes)), tuple(q.id for q in golden.questions))
 

@@ -304,7 +304,7 @@ def run_experiment(
         run.startup_s = round(_start_up(run, embedding_models) + space_s, 3)
         # Stored before the first evaluation, so a run stopped at any point from here on resumes.
         if not options.experiment_id:
-            Experiment.create(run.files, run.spec, run.study, run.question_ids)
+            Experiment.create(run.files, run.spec, run.study, run.question_ids).write_notes(run.notes)
             run.experiment.write_progress(run.progress())
     except BaseException:
         run.context.close()
@@ -351,9 +351,19 @@ def _resume(run: _LocalRun) -> None:
         if getattr(spec, name) != getattr(options, name):
             run.status("warning", f"resuming with the experiment's {name} = {getattr(spec, name)!r}, "
                                   f"not {getattr(options, name)!r}", "resume")
+    # The stored space and objective win too: the command line's would plan another experiment.
+    ignored = [f"--metric {options.objective}"] if options.objective not in (None, spec.objective) else []
+    ignored += [f"--space {options.space_file}"] if options.space_file else []
+    ignored += ([f"{options.overrides_source or '--set'} {', '.join(sorted(options.overrides))}"]
+                if options.overrides and {k: tuple(v) for k, v in dict(options.overrides).items()}
+                   != {k: tuple(v) for k, v in dict(spec.overrides or {}).items()} else [])
+    if ignored:
+        run.status("warning", f"resuming with the experiment's own space and objective ({spec.objective}); "
+                              f"ignored: {'; '.join(ignored)}", "resume")
     run.study = study = experiment.study()
     run.space = study.space
     run.objective = study.objective_metric
+    run.notes = experiment.notes()  # what the experiment noted when it started, not this command's plan
     done = study.n_evaluated
     if options.resume_budget is not None:
         if options.resume_budget < done:

@@ -263,5 +263,6 @@ def test_screen_evaluates_the_reranked_default_first_when_the_space_has_a_rerank
     params = row["parameters"]
     assert (params["reranker"], params["retrieval_depth"]) == ("local:ms-marco-MiniLM-L-12-v2", 10)
     assert (params["chunking_method"], params["chunk_size"], params["search_mode"]) == ("recursive", 512, "vector")
-    assert ("screen evaluates first the default configuration reranked by local:ms-marco-MiniLM-L-12-v2 over "
+    assert ("screen evaluates first the default configuration (or the nearest this space holds) reranked by "
+            "local:ms-marco-MiniLM-L-12-v2 over "
             "the first 10 results") in report["notes"]

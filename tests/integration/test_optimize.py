@@ -133,6 +133,40 @@ def test_resume_keeps_its_data_settings_and_costs(squad_dir, golden, tmp_path):
     assert "(distinct within each of 3 runs, summed)" in format_experiment(wider)
 
 
+def test_a_resumed_experiment_keeps_its_own_notes_and_says_which_options_it_ignores(squad_dir, golden, tmp_path):
+    """The notes of a resumed experiment are the ones it started with (not a plan of the resume
+    command's options), and --metric / --set / --space that the stored experiment overrules are
+    named in a warning."""
+    model = LocalEmbeddingModel()
+    options = ExperimentOptions(optimizer="random", max_evals=4, seed=4, show_progress=False, objective="mrr",
+                                overrides={"chunk_size": (128,), "chunking_method": ("recursive",), "chunk_overlap": (0,),
+                                           "search_mode": ("vector",), "number_of_chunks": (3, 5, 10)})
+    first = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=options)
+    assert first["notes"] and "3" in first["notes"][0]  # the space holds fewer configurations than the budget
+    warnings = []
+
+    class Recorder:
+        def on_status_change(self, level, message, step=None):
+            if level == "warning":
+                warnings.append(message)
+
+        def on_pattern_creation(self, payload, evaluation_results):
+            pass
+
+    space_file = tmp_path / "space.json"
+    space_file.write_text('{"number_of_chunks": [5]}', encoding="utf-8")
+    again = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                           options=ExperimentOptions(experiment_id=first["experiment_id"], show_progress=False,
+                                                     objective="ndcg@10", space_file=str(space_file),
+                                                     overrides={"number_of_chunks": (10,)}),
+                           handlers=[Recorder()])
+    assert again["notes"] == first["notes"] and again["objective"] == "mrr"
+    ignored = [w for w in warnings if w.startswith("resuming with the experiment's own space and objective (mrr)")]
+    assert len(ignored) == 1
+    assert f"--metric ndcg@10; --space {space_file}; --set number_of_chunks" in ignored[0]
+
+
 def test_resume_budget_is_the_total_and_an_asked_configuration_waits_for_room(squad_dir, golden, tmp_path):
     """A stop between ask and tell leaves a pending trial; --max-evals on resume is the total."""
     import dataclasses

@@ -111,5 +111,5 @@ def test_screen_starts_from_the_reranked_default_when_the_space_has_a_reranker()
     assert (default["reranker"], default["retrieval_depth"]) == ("none", None)  # depth applies to a reranker only
     expected = dict(default, reranker="local:ms-marco-MiniLM-L-12-v2", retrieval_depth=30)
     assert dict(trial.configuration) == expected
-    assert new.notes[-1] == ("screen evaluates first the default configuration reranked by "
+    assert new.notes[-1] == ("screen evaluates first the default configuration (or the nearest this space holds) reranked by "
                              "local:ms-marco-MiniLM-L-12-v2 over the first 30 results")
