@@ -258,7 +258,8 @@ def experiment_view(report: dict[str, Any], running: bool = False) -> dict[str, 
     parameters = sorted({k for r in board for k in (r.get("parameters") or {})})
     varying = [p for p in parameters if len({str((r.get("parameters") or {}).get(p)) for r in board}) > 1]
     shown = [p for p in ("chunking_method", "chunk_size", "chunk_overlap", "embedding_model", "number_of_chunks",
-                         "search_mode", "ranker_strategy", "ranker_alpha", "foundation_model", "vector_store")
+                         "search_mode", "ranker_strategy", "ranker_k", "ranker_alpha", "reranker", "retrieval_depth",
+                         "foundation_model", "vector_store")
              if p in parameters]
     ok = [r for r in by_trial if r.get("score") is not None]
     trials = [{"x": evaluation_number(r) or 0, "score": r.get("score"), "label": _trial_label(r),

@@ -147,6 +147,18 @@ def test_experiment_page_says_over_how_many_runs_the_costs_add_up():
     assert "30 texts embedded over 3 runs" in render_experiment(report)
 
 
+def test_experiment_page_names_each_rows_reranker_and_depth():
+    """Two rows alike but for the reranker: the configuration column tells them apart."""
+    report = experiment_report()
+    for row, (reranker, depth) in zip(report["leaderboard"], [("none", None), ("local:ms-marco-MiniLM-L-12-v2", 40),
+                                                               ("none", None)]):
+        row["parameters"] = dict(row["parameters"], reranker=reranker, retrieval_depth=depth)
+    html = render_experiment(report)
+    table = html[html.index('id="leaderboard"'):html.index("</table>")]
+    assert table.count("reranker <b>local:ms-marco-MiniLM-L-12-v2</b>") == 1 and table.count("reranker <b>none</b>") == 2
+    assert table.count("retrieval_depth <b>40</b>") == 1 and table.count("retrieval_depth <b>-</b>") == 2
+
+
 def test_experiment_page_by_rounds_and_costs():
     """Four evaluations asked in two rounds of two; best so far by hand: round 1 holds 0.5 and
     0.7 -> 0.7, round 2 holds 0.6 and 0.9 -> 0.9."""
