@@ -301,7 +301,7 @@ def run_experiment(
         else:
             _start(run, docs_dir, golden_path)
         _ready(run, started)
-        run.startup_s = round(_start_up(run, embedding_models) + space_s, 3)
+        run.startup_s = round(_start_up(run, embedding_models, rerankers) + space_s, 3)
         # Stored before the first evaluation, so a run stopped at any point from here on resumes.
         if not options.experiment_id:
             Experiment.create(run.files, run.spec, run.study, run.question_ids).write_notes(run.notes)
@@ -436,11 +436,12 @@ def _ready(run: _LocalRun, started: datetime) -> None:
         run.preselection = run.previous.get("preselection")
 
 
-def _start_up(run: _LocalRun, embedding_models: dict[str, Any]) -> float:
+def _start_up(run: _LocalRun, embedding_models: dict[str, Any], rerankers: dict[str, Any] | None = None) -> float:
     """One-off start-up, timed once outside the evaluations; returns its seconds.
 
-    Loads each embedding model (its context length was read while building the space) and
-    opens the vector store. Then the answer metrics' library starts importing in the
+    Loads each embedding model (its context length was read while building the space), finds
+    the files of each reranker the space names (``Reranker.verify``: an ``hf:`` model missing
+    from the cache stops the run here, before any evaluation) and opens the vector store. Then the answer metrics' library starts importing in the
     background, overlapping the first evaluation (see :func:`_import_in_background`); what of it
     is left when the first answers are scored is waited for there, in that evaluation's
     seconds. A model that loaded before (embedding the questions while the documents loaded)
@@ -459,6 +460,10 @@ def _start_up(run: _LocalRun, embedding_models: dict[str, Any]) -> float:
             if callable(load):
                 load()
             _ = context.embedding_model(model_id).embedding_dimension
+    for name in dict.fromkeys(str(v) for v in run.space["reranker"].values):
+        verify = getattr((rerankers or {}).get(name), "verify", None)
+        if callable(verify):
+            verify()
     if isinstance(run.store_config, MilvusLiteConfig):
         context.vector_store(None, run.store_config, "ragtune_start_up").close()
     if context.with_answers:

@@ -247,6 +247,21 @@ def test_optimize_reaches_both_local_models_and_the_reranker(tmp_path, capsys):
     assert "not configured" in capsys.readouterr().err
 
 
+def test_an_hf_reranker_missing_from_the_cache_stops_optimize_before_any_evaluation(tmp_path, capsys, monkeypatch):
+    """A space naming an ``hf:`` cross-encoder the Hugging Face cache does not hold (offline)
+    exits 1 naming the model before an evaluation runs or an experiment is stored."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # an empty cache
+    docs, golden = _tiny_corpus(tmp_path)
+    out = tmp_path / "o"
+    code = main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--max-evals", "1",
+                 "--metric", "mrr", "--set", "reranker=none,hf:cross-encoder/ms-marco-MiniLM-L-6-v2"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "hf:cross-encoder/ms-marco-MiniLM-L-6-v2 is not in the Hugging Face cache" in err
+    assert not list(out.glob("experiments/*/results/*.json")) and not list(out.glob("experiments/*/spec.json"))
+
+
 def test_screen_evaluates_the_reranked_default_first_when_the_space_has_a_reranker(tmp_path, capsys):
     """With a reranker among the space's values, ``optimize``'s default optimizer (``screen``)
     evaluates first the default configuration reranked by it over the deepest retrieval depth
