@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up, then search 12 RAG configurations on the bundled Northwind benefits PDFs and their
-# golden questions (GAM optimizer, offline defaults: the packaged embedding model, Milvus Lite,
+# golden questions (the default optimizer screen, offline defaults: the packaged embedding model, Milvus Lite,
 # the extractive baseline). The report lands in ragtune-out/ (or $RAGTUNE_OUT_DIR).
 # Extra arguments go to `ragtune optimize` (for example --max-evals 20 or --optimizer random).
 set -euo pipefail
