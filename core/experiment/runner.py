@@ -441,8 +441,8 @@ def _start_up(run: _LocalRun, embedding_models: dict[str, Any], rerankers: dict[
 
     Loads each embedding model (its context length was read while building the space), finds
     the files of each reranker the space names (``Reranker.verify``: an ``hf:`` model missing
-    from the cache stops the run here, before any evaluation) and opens the vector store. Then the answer metrics' library starts importing in the
-    background, overlapping the first evaluation (see :func:`_import_in_background`); what of it
+    from the cache stops the run here, before any evaluation) and opens the vector store.
+    Then the answer metrics' library starts importing in the background, overlapping the first evaluation (see :func:`_import_in_background`); what of it
     is left when the first answers are scored is waited for there, in that evaluation's
     seconds. A model that loaded before (embedding the questions while the documents loaded)
     counts with its own load time.
