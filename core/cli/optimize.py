@@ -25,7 +25,9 @@ def _space_models(args: argparse.Namespace, files: Files) -> dict[str, list[str]
 
     Raises:
         ConfigError: a bad ``--set`` or space file, or a name of an unknown kind (``x:...``)
-            that is not a configured model's id (the message lists the forms a name may take).
+            that is not a configured model's id (the message starts with where the name is:
+            ``--set reranker``, ``SPACE_FILE: reranker`` or the resumed experiment, and lists
+            the forms a name may take).
     """
     from core.models.local import name_form
     from core.models.rerank import RERANK_PROVIDERS
@@ -41,16 +43,23 @@ def _space_models(args: argparse.Namespace, files: Files) -> dict[str, list[str]
             spaces.append(Experiment(files, args.resume).study().space)
         except (StoreError, ConfigError):
             pass  # the run says what is wrong with the experiment
-    found = space_model_names(parse_overrides(args.set or []), args.space, spaces)
+    overrides = parse_overrides(args.set or [])
+    found = space_model_names(overrides, args.space, spaces)
+    in_file = space_model_names(None, args.space) if args.space else {}
+    in_set = space_model_names(overrides)
     out: dict[str, list[str]] = {name: [] for name in found}
     for parameter, names in found.items():
         for name in names:
             try:
                 if name != "none" and name_form(name) != "local":
                     out[parameter].append(name)
-            except ConfigError:
-                if name.partition(":")[0] not in endpoints:  # an endpoint model's id is checked by the run
-                    raise
+            except ConfigError as exc:
+                if name.partition(":")[0] in endpoints:  # an endpoint model's id is checked by the run
+                    continue
+                where = (f"--set {parameter}" if name in in_set[parameter] else
+                         f"{args.space}: {parameter}" if name in in_file.get(parameter, ()) else
+                         f"experiment {args.resume}: {parameter}")
+                raise ConfigError(f"{where}: {exc}") from None
     return out
 
 
@@ -66,13 +75,17 @@ class _Unloaded:
 
 def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden: GoldenSet, *, files: Files,
                    where: str, embeddings: dict[str, Any], chat: Any, judge: Any, rerankers: dict[str, Any],
-                   vector_store: str, default_embedding: str) -> None:
+                   vector_store: str, default_embedding: str) -> tuple[str, ...]:
     """What a run checks before any work, for ``--dry-run``: the objective
     (``core.evaluation.single.check_objective``), the experiment to resume
     (``core.experiment.engine.Experiment``) and the space with ``--space`` and ``--set``
     (``core.experiment.prepare.plan_experiment``), through the same functions
     :func:`core.experiment.runner.run_experiment` calls. Nothing is loaded or sent, so a chunk
     size over an embedding model's context length is only found by the run.
+
+    Returns:
+        the plan's notes (values the overrides leave without a valid configuration, parameters
+        no configuration uses), as the run would show them.
 
     Raises:
         ConfigError: an unknown objective, a bad experiment id or none stored under it, a bad
@@ -88,11 +101,11 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
         raise ConfigError(f"no experiment {args.resume!r} to resume in {where}")
     models = {name: _Unloaded(name, None) for name in embeddings}
     chat_models = {chat.model_id: chat} if chat is not None else {}
-    plan_experiment(golden, objective=options.objective, has_judge=judge is not None, embedding_models=models,
-                    chat_models=chat_models, vector_stores=[vector_store], space_file=options.space_file,
-                    overrides=options.overrides, overrides_source=options.overrides_source,
-                    default_embedding_models=[default_embedding],
-                    rerankers=list(rerankers))
+    plan = plan_experiment(golden, objective=options.objective, has_judge=judge is not None, embedding_models=models,
+                           chat_models=chat_models, vector_stores=[vector_store], space_file=options.space_file,
+                           overrides=options.overrides, overrides_source=options.overrides_source,
+                           default_embedding_models=[default_embedding], rerankers=list(rerankers))
+    return plan.notes
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -130,9 +143,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
         golden = read_golden(args.golden)
         judge = settings.judge_model(args.judge)
-        _check_dry_run(args, options, golden, files=files, where=where, embeddings=embeddings, chat=chat, judge=judge,
-                       rerankers=rerankers, vector_store=backend_name(settings.vector_store_config(out, args.vector_store)),
-                       default_embedding=embedding.model_id)
+        notes = _check_dry_run(args, options, golden, files=files, where=where, embeddings=embeddings, chat=chat,
+                               judge=judge, rerankers=rerankers, default_embedding=embedding.model_id,
+                               vector_store=backend_name(settings.vector_store_config(out, args.vector_store)))
+        for note in notes:
+            LoggingHandler().on_status_change("warning", note, "space")
         plan = plan_optimize(golden, chat_model=chat, judge=judge, max_evals=options.max_evals or 0)
         return _print_plan(args, plan, settings)
     if not args.resume:  # a resumed experiment checks its data against the stored spec

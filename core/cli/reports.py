@@ -67,7 +67,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             _write_exports(args, dict(report, status="running" if running else report.get("status")))
             return 0
         raise StoreError(f"experiment {args.run} has no report yet (it stopped before its end): continue it with "
-                         f"'ragtune optimize --resume {args.run}' and the same --docs and --golden")
+                         f"'ragtune optimize --resume {args.run}' and the same --docs, --golden and --out")
     if args.run == "latest" and not store.run_ids():
         finished = [e for e in experiments if files.exists(f"{EXPERIMENTS_PREFIX}/{e}/report.json")]
         if finished:

@@ -22,7 +22,8 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from core.documents import list_document_ids
 from core.errors import ConfigError, StoreError
@@ -41,7 +42,9 @@ from core.models import OpenAIEmbeddingModel
 from core.models.context_length import detect_context_length
 from core.optimization.defaults import start_configuration
 from core.optimization.parameters import NO_RERANKER, PARAMETER_NAMES, unconfigured_values
+from core.optimization.rules import APPLIES_WHEN
 from core.optimization.space import SearchSpace, default_space
+from core.optimization.space_file import read_space_file
 from core.optimization.study import Study
 from core.text import plural
 
@@ -81,6 +84,29 @@ def removed_values(before: SearchSpace, after: SearchSpace, source: str) -> list
     return notes
 
 
+def unused_parameters(space: SearchSpace, names: Iterable[str], source: str) -> list[str]:
+    """A note per parameter of ``names`` that applies in no configuration of ``space``, even
+    before the validity rules (whose removals :func:`removed_values` notes): ``--set
+    retrieval_depth=40`` in a space whose only reranker is ``none`` changes nothing.
+
+    Args:
+        space: the space as planned.
+        names: the parameters ``source`` sets.
+        source: where they are set (``"--set"``, ``"--space FILE"``), for the note.
+    """
+    wanted = {j for j, p in enumerate(space.parameters) if p.name in names and p.name in APPLIES_WHEN}
+    for row in space._walk(PARAMETER_NAMES, use_rules=False):  # a rule's removals are removed_values' notes
+        if not wanted:
+            break
+        wanted -= {j for j in wanted if row[j] is not None}
+    notes = []
+    for j in sorted(wanted):
+        p = space.parameters[j]
+        notes.append(f"{source}: {p.name}={','.join(str(v) for v in p.values)} is used by no configuration: "
+                     f"{p.name} applies only when {APPLIES_WHEN[p.name]}")
+    return notes
+
+
 def context_length(model: EmbeddingModel) -> int | None:
     """An embedding model's context length in tokens: its own ``max_input_tokens``, else, for an
     OpenAI-compatible endpoint, the length detected with a few calls
@@ -117,7 +143,8 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
 
     Returns:
         ``(space, notes)``: ``notes`` say which values the overrides left without a valid
-        configuration, and why.
+        configuration, and why, and which parameters the space file or the overrides set that
+        apply in no configuration (``unused_parameters``).
 
     Raises:
         ConfigError: a bad space file or override, a space with no valid configuration, or a
@@ -137,6 +164,10 @@ def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Seque
         narrowed = space.with_overrides(overrides, source=overrides_source)
         notes = removed_values(space, narrowed, overrides_source)
         space = narrowed
+    if space_file:
+        notes += unused_parameters(space, [n for n in read_space_file(Path(space_file)) if n not in (overrides or {})],
+                                   f"--space {space_file}")
+    notes += unused_parameters(space, list(overrides or {}), overrides_source)
     source = " and ".join(filter(None, (space_file and f"--space {space_file}", overrides and overrides_source))) \
         or "the space"
     problems = unconfigured_values({p.name: p.values for p in space.parameters},
@@ -520,4 +551,4 @@ def evaluate_request(experiment: Experiment, request: EvaluationRequest, evaluat
 
 __all__ = ["ExperimentPlan", "LoadedEvaluator", "NewStudy", "StoredEvaluator", "budget_note", "build_space",
            "context_length", "embed_questions_early", "evaluate_request", "golden_subset", "plan_experiment", "prepare_request",
-           "removed_values", "start_study"]
+           "removed_values", "start_study", "unused_parameters"]

@@ -534,7 +534,7 @@ def _drive(run: _LocalRun) -> None:
             quieted[name] = logging.getLogger(name).level
             logging.getLogger(name).setLevel(logging.CRITICAL)
         run.status("warning", f"experiment {run.experiment_id} stopped after {plural(run.iteration, 'evaluation')}; "
-                              f"continue it with --resume {run.experiment_id} and the same --docs and --golden",
+                              f"continue it with --resume {run.experiment_id} and the same --docs, --golden and --out",
                    "stopped")
         raise
     finally:

@@ -237,7 +237,7 @@ def test_an_interrupted_experiment_says_how_to_resume(squad_dir, golden, tmp_pat
     (stopped,) = [m for level, step, m in heard if step == "stopped"]
     (experiment,) = (tmp_path / "experiments").iterdir()
     assert stopped == (f"experiment {experiment.name} stopped after 1 evaluation; continue it with "
-                       f"--resume {experiment.name} and the same --docs and --golden")
+                       f"--resume {experiment.name} and the same --docs, --golden and --out")
     assert (experiment / "progress.json").exists() and not (experiment / "report.json").exists()
     # the loggers quieted while the run closed are as they were once it has
     assert [logging.getLogger(n).level for n in ("pymilvus", "core.evaluation.single")] == levels

@@ -266,6 +266,21 @@ def test_an_override_that_removes_a_chunker_says_so(data):
     assert out.notes == (f"the request's space removed every configuration with chunk_size=128: {rule}",)
 
 
+def test_a_parameter_that_applies_in_no_configuration_is_said(data):
+    base = {"chunking_method": ["recursive"], "chunk_size": [256], "chunk_overlap": [0], "number_of_chunks": [3]}
+    _, out = prepared(data, space={**base, "search_mode": ["vector"], "reranker": ["none"], "retrieval_depth": [40],
+                                   "ranker_k": [20, 60]}, max_evals=1)
+    assert out.notes == (
+        "the request's space: ranker_k=20,60 is used by no configuration: ranker_k applies only when "
+        "search_mode is hybrid and ranker_strategy is rrf",
+        "the request's space: retrieval_depth=40 is used by no configuration: retrieval_depth applies only "
+        "when reranker is not none")
+    # once hybrid rrf search is in the space, ranker_k is used and nothing is said of it
+    _, out = prepared(data, space={**base, "search_mode": ["vector", "hybrid"], "ranker_strategy": ["rrf"],
+                                   "ranker_k": [20]}, max_evals=2, name="exp-2")
+    assert out.notes == ()
+
+
 def test_an_evaluation_past_its_budget_is_stored_as_failed_and_a_late_result_shows(data):
     import time
 
