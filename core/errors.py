@@ -68,7 +68,8 @@ GRPC_TRANSIENT = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUS
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it was raised from) may go away on a retry: a storage
+    """Whether ``exc`` (or an exception it was raised from) may go away on a retry: an
+    exception's own ``transient`` flag first (a damaged stored file is not), then a storage
     failure (:class:`StoreError`), a timeout or lost connection, an HTTP 429 or 5xx from a
     model endpoint (``openai`` errors, or an exception's own ``transient`` flag), a gRPC call
     that found its server unavailable, timed out or was throttled (``UNAVAILABLE``,
@@ -78,11 +79,11 @@ def is_transient(exc: BaseException) -> bool:
     seen = 0
     current: BaseException | None = exc
     while current is not None and seen < 10:
-        if isinstance(current, (StoreError, TimeoutError, ConnectionError)):
-            return True
-        flag = getattr(current, "transient", None)  # core.models.endpoint.EndpointError
+        flag = getattr(current, "transient", None)  # core.models.endpoint.EndpointError, DamagedFileError
         if isinstance(flag, bool):
             return flag
+        if isinstance(current, (StoreError, TimeoutError, ConnectionError)):
+            return True
         kind = type(current)
         code = getattr(current, "code", None)
         if kind.__module__.split(".")[0] == "grpc" and callable(code):
@@ -113,3 +114,11 @@ class TargetError(StoreError):
 
 class NotStoredError(StoreError):
     """Nothing is stored under the id asked for (a run, an experiment, a report)."""
+
+
+class DamagedFileError(StoreError):
+    """A stored file cannot be read as what it holds (not JSON, not an experiment spec or a
+    study): changed or cut short outside ragtune. A retry reads the same bytes, so it is not
+    transient (:func:`is_transient`); the message names the file."""
+
+    transient = False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from core.cli.common import _output, _print_json, _print_report, _write_output, _write_page
 from core.cli.formats import format_experiment, format_report
 from core.errors import ConfigError, StoreError
+from core.reports.files import read_json
 from core.text import plural
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     experiment_key = f"{EXPERIMENTS_PREFIX}/{args.run}/report.json"
     if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
-        experiment = json.loads(files.read_bytes(experiment_key))
+        experiment = read_json(files, experiment_key)
         experiment["location"] = f"{where}/{experiment_key}"
         if not _write_exports(args, experiment):
             _print_report(args, experiment, format_experiment)
@@ -109,7 +109,7 @@ def _report_chunking(args: argparse.Namespace, files: Files, where: str) -> bool
         key = f"{prefix}/{args.run}/report.json"
         if not files.exists(key):
             continue
-        report = json.loads(files.read_bytes(key))
+        report = read_json(files, key)
         report["location"] = f"{where}/{key}"
         if args.csv or args.per_question or args.mlflow is not None:
             raise ConfigError(f"{args.run} is a {'sweep' if kind == 'sweeps' else 'chunking comparison'}: write it "

@@ -39,7 +39,7 @@ import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from core.errors import ConfigError, EvaluationError, RagtuneError, StoreError, is_transient
+from core.errors import ConfigError, DamagedFileError, EvaluationError, RagtuneError, StoreError, is_transient
 from core.evaluation.waits import merge_waits, wait_timings
 from core.experiment.report import build_report
 from core.experiment.spec import ExperimentSpec
@@ -50,7 +50,7 @@ from core.optimization import Configuration
 from core.optimization.fidelity import Decision
 from core.optimization.halving import Halving, per_question_scores
 from core.optimization.study import Study
-from core.reports.files import is_safe_id, read_if_present
+from core.reports.files import is_safe_id, parse_json, read_if_present, read_json, shown_key
 from core.reports.keys import EXPERIMENTS_PREFIX
 
 if TYPE_CHECKING:
@@ -179,13 +179,17 @@ class Experiment:
     def _write(self, name: str, data: Any) -> None:
         self.files.write_bytes(f"{self.prefix}/{name}", json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8"))
 
+    def _where(self, name: str) -> str:
+        """The stored file ``name`` as a person finds it (``shown_key``)."""
+        return shown_key(self.files, f"{self.prefix}/{name}")
+
     def _read(self, name: str) -> Any:
-        return json.loads(self.files.read_bytes(f"{self.prefix}/{name}"))
+        return read_json(self.files, f"{self.prefix}/{name}")
 
     def _read_optional(self, name: str, default: Any = None) -> Any:
         """The stored ``name`` parsed, or ``default`` when it is absent (one request)."""
         data = read_if_present(self.files, f"{self.prefix}/{name}")
-        return default if data is None else json.loads(data)
+        return default if data is None else parse_json(self.files, f"{self.prefix}/{name}", data)
 
     def _has(self, name: str) -> bool:
         return self.files.exists(f"{self.prefix}/{name}")
@@ -230,9 +234,17 @@ class Experiment:
 
     def spec(self) -> ExperimentSpec:
         """The stored spec (read once per store object in a process: prepare writes it once and
-        nothing changes it). Raises ``StoreError`` when absent."""
+        nothing changes it). Raises ``StoreError`` when ``spec.json`` is absent,
+        ``DamagedFileError`` naming it when it is not valid JSON or not a valid spec."""
+        def read() -> ExperimentSpec:
+            data = self._read("spec.json")
+            try:
+                return ExperimentSpec.from_dict(data)
+            except (ConfigError, TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise DamagedFileError(f"{self._where('spec.json')} is not a valid experiment spec: {exc}") from None
+
         if self._spec is None:
-            self._spec = self._remembered("spec", lambda: ExperimentSpec.from_dict(self._read("spec.json")))
+            self._spec = self._remembered("spec", read)
         return self._spec
 
     def study_with(self, configuration: Mapping[str, Any]) -> Study:
@@ -252,8 +264,14 @@ class Experiment:
         return self._remembered("study", self.study, asked)
 
     def study(self) -> Study:
-        """The stored ``Study``. Raises ``StoreError`` when absent."""
-        return Study.from_json(self.files.read_bytes(f"{self.prefix}/study.json"), sampler=self.spec().sampler())
+        """The stored ``Study``. Raises ``StoreError`` when ``study.json`` (or ``spec.json``) is
+        absent, ``DamagedFileError`` naming the file when it is not valid JSON or not a valid
+        study."""
+        data = read_json(self.files, f"{self.prefix}/study.json")
+        try:
+            return Study.from_json(data, sampler=self.spec().sampler())
+        except (ConfigError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise DamagedFileError(f"{self._where('study.json')} is not a valid study: {exc}") from None
 
     def save_study(self, study: Study) -> None:
         """Store ``study``'s state."""
@@ -266,7 +284,7 @@ class Experiment:
     def results(self) -> dict[str, dict[str, Any]]:
         """Every stored result by configuration key."""
         keys = [key for key in self.files.list(f"{self.prefix}/results") if key.endswith(".json")]
-        read = _each(lambda key: json.loads(self.files.read_bytes(key)), keys)
+        read = _each(lambda key: read_json(self.files, key), keys)
         return {key.rsplit("/", 1)[-1].removesuffix(".json"): result for key, result in zip(keys, read)}
 
     def stored_keys(self, keys: list[str]) -> list[str]:

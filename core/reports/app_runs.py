@@ -9,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from core.errors import NotStoredError, StoreError
-from core.reports.files import is_safe_id
+from core.reports.files import is_safe_id, read_json
 from core.reports.keys import APP_RUNS_PREFIX
 
 if TYPE_CHECKING:
@@ -52,10 +52,7 @@ def load_app_run(store: ReportStore, run_id: str = "latest") -> dict[str, Any]:
     elif not is_app_run(files, run_id):
         raise NotStoredError(f"no app run {run_id!r}; recent app runs: {', '.join(app_run_ids(files)[:5]) or 'none'}")
     key = f"{APP_RUNS_PREFIX}/{run_id}/report.json"
-    try:
-        report = json.loads(files.read_bytes(key))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreError(f"{key} is not a valid report: {exc}") from exc
+    report = read_json(files, key)
     if not isinstance(report, dict) or report.get("kind") != "app":
         raise StoreError(f"{key} is not an app report")
     return report

@@ -11,6 +11,7 @@ matching store: :class:`LocalFiles`, :class:`~core.reports.s3.S3Files` or
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from core.addresses import file_url_path, scheme_of
-from core.errors import ConfigError, StoreError
+from core.errors import ConfigError, DamagedFileError, StoreError
 from core.reports.blob import BlobFiles
 from core.reports.keys import clean_key as _clean_key
 from core.reports.s3 import S3Files
@@ -48,6 +49,35 @@ class Files(Protocol):
     def list(self, prefix: str = "") -> list[str]:
         """Return the keys under ``prefix`` (recursive), sorted."""
         ...
+
+
+def shown_key(files: Files, key: str) -> str:
+    """``key`` as a person finds it: its path under a local folder's root, else the key."""
+    root = getattr(files, "root", None)
+    return f"{root}/{key}" if root is not None else key
+
+
+def parse_json(files: Files, key: str, data: bytes) -> Any:
+    """``data``, read from ``key`` of ``files``, parsed as JSON.
+
+    Raises:
+        DamagedFileError: not valid JSON (or not UTF-8); the message names the file
+            (:func:`shown_key`).
+    """
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DamagedFileError(f"{shown_key(files, key)} is not valid JSON ({exc})") from None
+
+
+def read_json(files: Files, key: str) -> Any:
+    """The stored file ``key`` parsed as JSON.
+
+    Raises:
+        StoreError: it is missing or cannot be read (``Files.read_bytes``).
+        DamagedFileError: it is not valid JSON (:func:`parse_json`).
+    """
+    return parse_json(files, key, files.read_bytes(key))
 
 
 def read_if_present(files: Files, key: str) -> bytes | None:

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from core.errors import NotStoredError, StoreError
-from core.reports.files import Files, is_safe_id, open_files
+from core.reports.files import Files, is_safe_id, open_files, shown_key
 from core.reports.keys import GOLDEN_PREFIX, RUNS_PREFIX, SUMMARIES_PREFIX
 from core.reports.summary import SUMMARY_VERSION, run_summary
 from core.reports.tables import upgrade_metric_names
@@ -145,8 +145,7 @@ class ReportStore:
         return upgrade_metric_names(report)
 
     def _where(self, key: str) -> str:
-        root = getattr(self.files, "root", None)
-        return f"{root}/{key}" if root is not None else key
+        return shown_key(self.files, key)
 
 
 def report_store(

@@ -7,7 +7,6 @@ and :class:`~core.errors.StoreError` when the store cannot be read.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote
@@ -16,7 +15,7 @@ from core.errors import NotStoredError, StoreError
 from core.metrics.paired import ALPHA, paired_outcomes
 from core.metrics.retrieval import TOP_K
 from core.reports.app_runs import app_run_ids
-from core.reports.files import is_safe_id
+from core.reports.files import is_safe_id, read_json
 from core.reports.keys import CHUNKING_RUNS_PREFIX, EXPERIMENTS_PREFIX, SWEEP_RUNS_PREFIX
 import core.reports.pages.plots as plots
 from core.reports.pages.app_page import render_app
@@ -204,13 +203,6 @@ def run_page(store: ReportStore, run_id: str, links: Links | None = None) -> str
     return render_run(store.load_run(run_id), links)
 
 
-def _read_json(files: Files, key: str) -> Any:
-    try:
-        return json.loads(files.read_bytes(key))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreError(f"{key} is not valid JSON: {exc}") from exc
-
-
 #: Builds a running experiment's report so far from its stored state, or None when no
 #: experiment has that id (``core.experiment.engine.report_so_far``, given by the servers).
 ReportSoFar = Callable[["Files", str], "dict[str, Any] | None"]
@@ -229,7 +221,7 @@ def load_experiment(files: Files, experiment_id: str, so_far: ReportSoFar | None
         raise NotStoredError(f"no experiment {experiment_id!r}")
     prefix = f"{EXPERIMENTS_PREFIX}/{experiment_id}"
     if files.exists(f"{prefix}/report.json"):
-        return _read_json(files, f"{prefix}/report.json"), False
+        return read_json(files, f"{prefix}/report.json"), False
     report = so_far(files, experiment_id) if so_far is not None else None
     if report is None:
         raise NotStoredError(f"no experiment {experiment_id!r}" if so_far is not None
@@ -263,10 +255,7 @@ def chunking_page(files: Files, kind: str, report_id: str, links: Links | None =
     key = f"{prefix}/{report_id}/report.json"
     if not files.exists(key):
         raise NotStoredError(f"no chunking {kind[:-1]} {report_id!r}")
-    try:
-        report = json.loads(files.read_bytes(key))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreError(f"{key} is not valid JSON: {exc}") from exc
+    report = read_json(files, key)
     if not isinstance(report, dict):
         raise StoreError(f"{key} is not a report (a JSON object)")
     return render_chunking(report, "sweep" if kind == "sweeps" else "chunking run", links)

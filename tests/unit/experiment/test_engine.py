@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from core.errors import ConfigError, EmbeddingError, StoreError
+from core.errors import ConfigError, DamagedFileError, EmbeddingError, StoreError, is_transient
 from core.experiment import EvaluationRequest, Experiment, MAX_MESSAGE_BYTES, TransientEvaluationError
 from core.experiment.engine import STORE_REQUESTS_AT_ONCE, _each
 from core.experiment.prepare import StoredEvaluator, evaluate_request, prepare_request
@@ -65,6 +65,29 @@ def test_prepare_stores_the_spec_and_the_study(data):
     # a retried prepare leaves it as it is
     again, out2 = prepared(data)
     assert out2.max_evals == 2 and again.study().to_dict() == experiment.study().to_dict()
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("spec.json", b'{"objective": "mrr",', "spec.json is not valid JSON (Expecting"),
+    ("spec.json", b"\xff\xfe", "spec.json is not valid JSON ("),
+    ("spec.json", None, "spec.json is not a valid experiment spec: start must be one of default, reranked or None, "
+                        "got 'bogus'"),
+    ("study.json", b"[1, 2", "study.json is not valid JSON (Expecting"),
+    ("study.json", b'{"trials": 3}', "study.json is not a valid study: "),
+    ("progress.json", b"{", "progress.json is not valid JSON (Expecting"),
+])
+def test_a_damaged_stored_file_is_a_store_error_naming_it(data, name, content, message):
+    """Changed or cut-short stored files never surface as a traceback: each read says which file."""
+    experiment, _ = prepared(data)
+    folder = data / "reports" / "experiments" / "exp-1"
+    if content is None:  # a spec that parses, with a value no spec holds
+        spec = json.loads((folder / name).read_text())
+        content = json.dumps({**spec, "start": "bogus"}).encode()
+    (folder / name).write_bytes(content)
+    fresh = Experiment(LocalFiles(data / "reports"), "exp-1")  # a store object reads the spec once
+    with pytest.raises(DamagedFileError) as caught:
+        fresh.study() if name == "study.json" else fresh.progress() if name == "progress.json" else fresh.spec()
+    assert str(caught.value).startswith(f"{folder / name}") and message in str(caught.value), str(caught.value)
 
 
 def test_the_message_carries_ids_and_keys_only_and_extra_fields_are_ignored(data):
@@ -574,8 +597,9 @@ def test_tell_of_a_corrupt_result_raises_and_saves_nothing(data):
         experiment.evaluate(experiment.evaluation_request(c), ok(i / 10))
     (data / "reports" / "experiments" / "exp-1" / "results" / f"{configs[2].key}.json").write_bytes(b"\xff{")
     before = experiment.summary().to_dict()
-    with pytest.raises(ValueError):
+    with pytest.raises(DamagedFileError, match=f"results/{configs[2].key}.json is not valid JSON"):
         experiment.tell([c.key for c in configs])
+    assert not is_transient(DamagedFileError("x"))  # a retry reads the same bytes
     assert experiment.summary().to_dict() == before
 
 
