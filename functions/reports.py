@@ -22,7 +22,6 @@ path or URL: ``functions.shared.shown``). Stack traces and the full errors are l
 returned.
 """
 
-import json
 import logging
 from typing import Any, Callable
 
@@ -30,6 +29,7 @@ import azure.functions as func
 
 from core.errors import ConfigError, NotStoredError, StoreError
 from core.redaction import without_locations
+from core.reports.files import read_json
 from core.reports.keys import GOLDEN_PREFIX
 from core.reports.store import ReportStore
 from core.settings import Settings
@@ -146,7 +146,7 @@ def get_golden_check(req: func.HttpRequest) -> func.HttpResponse:
         key = check_key(name)
         if not store.files.exists(key):
             return error(f"no check of golden file {name!r} is stored", 404)
-        return json_response(json.loads(store.files.read_bytes(key)))
+        return json_response(read_json(store.files, key))
 
     return answer(read)
 

@@ -25,6 +25,7 @@ from core.experiment.requests import MAX_ADDRESS_CHARS, _remote_problem
 from core.golden import read_golden
 from core.metrics.retrieval import GRAINS
 from core.reports.keys import EVALUATIONS_PREFIX
+from core.reports.files import read_json
 from core.reports.store import ReportStore
 from core.targets.spec import configured_targets
 
@@ -178,7 +179,7 @@ def run_stored_request(files: Files, run_id: str, settings: Settings) -> dict[st
     Raises:
         StoreError: the report store cannot be read or written (the activity is retried).
     """
-    request = TargetEvaluationRequest.from_dict(json.loads(files.read_bytes(request_key(run_id))))
+    request = TargetEvaluationRequest.from_dict(read_json(files, request_key(run_id)))
     try:
         configured = configured_targets(settings.targets_config)
         missing = [n for n in request.targets if n not in configured]
