@@ -355,8 +355,8 @@ def _resume(run: _LocalRun) -> None:
     ignored = [f"--metric {options.objective}"] if options.objective not in (None, spec.objective) else []
     ignored += [f"--space {options.space_file}"] if options.space_file else []
     ignored += ([f"{options.overrides_source or '--set'} {', '.join(sorted(options.overrides))}"]
-                if options.overrides and {k: tuple(v) for k, v in dict(options.overrides).items()}
-                   != {k: tuple(v) for k, v in dict(spec.overrides or {}).items()} else [])
+                if options.overrides and {str(k): tuple(v) for k, v in dict(options.overrides).items()}
+                   != spec.overrides else [])  # the spec holds its overrides as tuples
     if ignored:
         run.status("warning", f"resuming with the experiment's own space and objective ({spec.objective}); "
                               f"ignored: {'; '.join(ignored)}", "resume")
