@@ -26,7 +26,7 @@ def _space_models(args: argparse.Namespace, files: Files) -> dict[str, list[str]
     Raises:
         ConfigError: a bad ``--set`` or space file, or a name of an unknown kind (``x:...``)
             that is not a configured model's id (the message starts with where the name is:
-            ``--set reranker``, ``SPACE_FILE: reranker`` or the resumed experiment, and lists
+            ``--set: reranker``, ``SPACE_FILE: reranker`` or the resumed experiment, and lists
             the forms a name may take).
     """
     from core.models.local import name_form
@@ -56,7 +56,7 @@ def _space_models(args: argparse.Namespace, files: Files) -> dict[str, list[str]
             except ConfigError as exc:
                 if name.partition(":")[0] in endpoints:  # an endpoint model's id is checked by the run
                     continue
-                where = (f"--set {parameter}" if name in in_set[parameter] else
+                where = (f"--set: {parameter}" if name in in_set[parameter] else
                          f"{args.space}: {parameter}" if name in in_file.get(parameter, ()) else
                          f"experiment {args.resume}: {parameter}")
                 raise ConfigError(f"{where}: {exc}") from None
@@ -85,11 +85,12 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
 
     Returns:
         the plan's notes (values the overrides leave without a valid configuration, parameters
-        no configuration uses), as the run would show them.
+        no configuration uses), as the run would show them; resuming, the stored experiment's.
 
     Raises:
         ConfigError: an unknown objective, a bad experiment id or none stored under it, a bad
             space file or override, or a space with no valid configuration.
+        DamagedFileError: a stored file of the experiment to resume is damaged.
     """
     from core.evaluation.single import check_objective
     from core.experiment.engine import Experiment
@@ -97,8 +98,15 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
 
     if options.objective:
         check_objective(options.objective, has_judge=judge is not None)
-    if args.resume and not Experiment(files, args.resume).exists():
-        raise ConfigError(f"no experiment {args.resume!r} to resume in {where}")
+    if args.resume:
+        experiment = Experiment(files, args.resume)
+        if not experiment.exists():
+            raise ConfigError(f"no experiment {args.resume!r} to resume in {where}")
+        # a resume keeps the stored space, objective and notes: read them as the run does
+        experiment.study()
+        experiment.fidelity()
+        experiment.progress()
+        return tuple(experiment.notes())
     models = {name: _Unloaded(name, None) for name in embeddings}
     chat_models = {chat.model_id: chat} if chat is not None else {}
     plan = plan_experiment(golden, objective=options.objective, has_judge=judge is not None, embedding_models=models,
@@ -147,7 +155,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                                judge=judge, rerankers=rerankers, default_embedding=embedding.model_id,
                                vector_store=backend_name(settings.vector_store_config(out, args.vector_store)))
         for note in notes:
-            LoggingHandler().on_status_change("warning", note, "space")
+            print(f"warning: {note}", file=sys.stderr)  # as the run's progress shows its notes
         plan = plan_optimize(golden, chat_model=chat, judge=judge, max_evals=options.max_evals or 0)
         return _print_plan(args, plan, settings)
     if not args.resume:  # a resumed experiment checks its data against the stored spec

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.cli.common import _output, _print_json, _print_report, _write_output, _write_page
 from core.cli.formats import format_experiment, format_report
-from core.errors import ConfigError, StoreError
-from core.reports.files import read_json
+from core.errors import ConfigError, DamagedFileError, StoreError
+from core.reports.files import read_json, shown_key
 from core.text import plural
 
 if TYPE_CHECKING:
@@ -39,10 +39,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     experiment_key = f"{EXPERIMENTS_PREFIX}/{args.run}/report.json"
     if args.run != "latest" and "/" not in args.run and ".." not in args.run and files.exists(experiment_key):
-        experiment = read_json(files, experiment_key)
+        experiment = read_json(files, experiment_key, dict)
+        if experiment.get("kind", "experiment") != "experiment" or not isinstance(experiment.get("leaderboard"), list):
+            raise DamagedFileError(f"{shown_key(files, experiment_key)} is not an experiment report (kind "
+                                   f"{experiment.get('kind')!r}, leaderboard {type(experiment.get('leaderboard')).__name__})")
         experiment["location"] = f"{where}/{experiment_key}"
-        if not _write_exports(args, experiment):
-            _print_report(args, experiment, format_experiment)
+        experiment.setdefault("kind", "experiment")  # reports stored before the field
+        try:
+            if not _write_exports(args, experiment):
+                _print_report(args, experiment, format_experiment)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a field of the wrong shape
+            raise DamagedFileError(f"{shown_key(files, experiment_key)} holds a field ragtune cannot show "
+                                   f"({type(exc).__name__}: {exc})") from None
         return 0
     from core.evaluation.app_report import format_app_report, is_app_run, load_app_run
 

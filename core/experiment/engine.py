@@ -50,7 +50,7 @@ from core.optimization import Configuration
 from core.optimization.fidelity import Decision
 from core.optimization.halving import Halving, per_question_scores
 from core.optimization.study import Study
-from core.reports.files import is_safe_id, parse_json, read_if_present, read_json, shown_key
+from core.reports.files import is_safe_id, json_type, parse_json, read_if_present, read_json, shown_key
 from core.reports.keys import EXPERIMENTS_PREFIX
 
 if TYPE_CHECKING:
@@ -61,6 +61,15 @@ logger = logging.getLogger(__name__)
 #: Store requests in flight at once when a step reads or writes many objects (a round's
 #: results, a report's, a round's messages): each is a network round trip to Blob or S3.
 STORE_REQUESTS_AT_ONCE = 8
+
+#: The type of each field a stored evaluation result may hold (``null`` allowed where listed),
+#: checked when it is read back so a damaged result names its file instead of failing later.
+_RESULT_FIELDS: dict[str, tuple[type, ...]] = {
+    "key": (str,), "configuration": (dict,), "status": (str,), "error": (str, type(None)),
+    "metrics": (dict, type(None)), "retrieval": (dict, type(None)), "answers": (dict, type(None)),
+    "timings": (dict, type(None)), "timings_ms": (dict, type(None)), "per_question": (dict, type(None)),
+    "cost": (dict, type(None)), "models": (dict, type(None)), "n_questions": (int, type(None)),
+}
 
 
 def _each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -183,13 +192,19 @@ class Experiment:
         """The stored file ``name`` as a person finds it (``shown_key``)."""
         return shown_key(self.files, f"{self.prefix}/{name}")
 
-    def _read(self, name: str) -> Any:
-        return read_json(self.files, f"{self.prefix}/{name}")
+    def _read(self, name: str, expect: type | None = dict) -> Any:
+        return read_json(self.files, f"{self.prefix}/{name}", expect)
 
-    def _read_optional(self, name: str, default: Any = None) -> Any:
-        """The stored ``name`` parsed, or ``default`` when it is absent (one request)."""
+    def _read_optional(self, name: str, default: Any = None, expect: type | None = dict) -> Any:
+        """The stored ``name`` parsed (a JSON object unless ``expect`` says otherwise), or
+        ``default`` when it is absent (one request)."""
         data = read_if_present(self.files, f"{self.prefix}/{name}")
-        return default if data is None else parse_json(self.files, f"{self.prefix}/{name}", data)
+        return default if data is None else parse_json(self.files, f"{self.prefix}/{name}", data, expect)
+
+    def _damaged(self, name: str, what: str, problems: list[str]) -> None:
+        """Raise DamagedFileError for the stored ``name`` when ``problems`` holds any."""
+        if problems:
+            raise DamagedFileError(f"{self._where(name)} is not {what}: {'; '.join(problems[:3])}")
 
     def _has(self, name: str) -> bool:
         return self.files.exists(f"{self.prefix}/{name}")
@@ -213,7 +228,10 @@ class Experiment:
 
     def notes(self) -> list[str]:
         """What prepare noted (a space smaller than the budget, values an override removed)."""
-        return self._read_optional("notes.json", [])
+        notes = self._read_optional("notes.json", [], expect=list)
+        self._damaged("notes.json", "a list of notes", [f"item {i} is a JSON {json_type(n)}, not a string"
+                                                       for i, n in enumerate(notes) if not isinstance(n, str)])
+        return notes
 
     def write_notes(self, notes: list[str]) -> None:
         """Store prepare's notes (``notes.json``), shown in the report."""
@@ -267,9 +285,9 @@ class Experiment:
         """The stored ``Study``. Raises ``StoreError`` when ``study.json`` (or ``spec.json``) is
         absent, ``DamagedFileError`` naming the file when it is not valid JSON or not a valid
         study."""
-        data = read_json(self.files, f"{self.prefix}/study.json")
+        data = read_json(self.files, f"{self.prefix}/study.json", dict)
         try:
-            return Study.from_json(data, sampler=self.spec().sampler())
+            return Study.from_dict(data, sampler=self.spec().sampler())
         except (ConfigError, TypeError, ValueError, KeyError, AttributeError) as exc:
             raise DamagedFileError(f"{self._where('study.json')} is not a valid study: {exc}") from None
 
@@ -279,12 +297,23 @@ class Experiment:
 
     def result(self, key: str) -> dict[str, Any] | None:
         """The stored result of configuration ``key``, or None."""
-        return self._read_optional(f"results/{key}.json")
+        return self._checked_result(f"results/{key}.json", self._read_optional(f"results/{key}.json"))
+
+    def _checked_result(self, name: str, result: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``result`` when each field it holds has its type (``_RESULT_FIELDS``). Raises
+        DamagedFileError naming the stored file otherwise."""
+        if result is not None:
+            self._damaged(name, "an evaluation result", [
+                f"{field} is a JSON {json_type(result[field])}, not "
+                f"{' or '.join(json_type(k()) for k in kinds)}"
+                for field, kinds in _RESULT_FIELDS.items() if field in result and not isinstance(result[field], kinds)])
+        return result
 
     def results(self) -> dict[str, dict[str, Any]]:
         """Every stored result by configuration key."""
         keys = [key for key in self.files.list(f"{self.prefix}/results") if key.endswith(".json")]
-        read = _each(lambda key: read_json(self.files, key), keys)
+        read = _each(lambda key: self._checked_result(key.removeprefix(f"{self.prefix}/"),
+                                                      read_json(self.files, key, dict)), keys)
         return {key.rsplit("/", 1)[-1].removesuffix(".json"): result for key, result in zip(keys, read)}
 
     def stored_keys(self, keys: list[str]) -> list[str]:
@@ -299,7 +328,13 @@ class Experiment:
 
     def progress(self) -> dict[str, Any]:
         """What earlier runs cost (``progress.json``), or ``{}``."""
-        return self._read_optional("progress.json", {})
+        progress = self._read_optional("progress.json", {})
+        problems = [f"{name} is not an object of numbers"
+                    for name in ("counts", "timings_s") if name in progress and not (
+                        isinstance(progress[name], dict) and all(
+                            isinstance(v, (int, float)) and not isinstance(v, bool) for v in progress[name].values()))]
+        self._damaged("progress.json", "what earlier runs cost", problems)
+        return progress
 
     def write_progress(self, progress: Mapping[str, Any]) -> None:
         """Store what the runs so far cost."""
@@ -352,8 +387,18 @@ class Experiment:
         data = self._read_optional("fidelity.json")
         if data is None:
             return None
-
-        return Halving.from_dict(self.spec().rungs(data["question_ids"]), data.get("state") or {})
+        ids, state = data.get("question_ids"), data.get("state")
+        state = {} if state is None else state
+        try:
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise ConfigError("question_ids is not a list of question ids")
+            if not isinstance(state, dict) or not all(isinstance(state.get(name, {}), dict)
+                                                      for name in ("scores", "decisions", "pending", "rungs")):
+                raise ConfigError("state, or its scores, decisions, pending or rungs, is not a JSON object")
+            return Halving.from_dict(self.spec().rungs(ids), state)
+        except (ConfigError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DamagedFileError(f"{self._where('fidelity.json')} does not hold this experiment's multi-fidelity "
+                                   f"state: {exc}") from None
 
     def save_fidelity(self, halving: Halving) -> None:
         """Store ``halving``'s state beside its question ids."""

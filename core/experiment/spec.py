@@ -108,6 +108,14 @@ class ExperimentSpec:
     start: str | None = None
 
     def __post_init__(self) -> None:
+        for name, kinds in _FIELD_TYPES.items():  # a stored spec is read back through here
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                shown = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+                raise ConfigError(f"{name} must be {shown}, got {value!r}")
+        if not isinstance(self.overrides, Mapping) or not all(isinstance(v, (list, tuple))
+                                                              for v in self.overrides.values()):
+            raise ConfigError(f"overrides must map parameter names to lists of values, got {self.overrides!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
         if self.promotion not in PROMOTIONS:
@@ -169,6 +177,15 @@ class ExperimentSpec:
             return cls(**kept)
         except TypeError as exc:
             raise ConfigError(f"the stored experiment spec is incomplete: {exc}") from None
+
+
+#: The type each field of a spec holds (``null`` where None is allowed), checked on every spec.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "experiment_id": (str,), "golden": (str,), "documents": (str,), "objective": (str,), "optimizer": (str,),
+    "max_evals": (int, type(None)), "seed": (int,), "n_random_nodes": (int,), "evals_per_trial": (int,),
+    "vector_store": (str, type(None)), "golden_sha256": (str,), "golden_format": (str,), "n_questions": (int,),
+    "corpus_fingerprint": (str, type(None)), "multi_fidelity": (bool,), "promotion": (str,),
+}
 
 
 __all__ = ["DEFAULT_ANSWER_OBJECTIVE", "DEFAULT_OPTIMIZER", "DEFAULT_RETRIEVAL_OBJECTIVE", "ExperimentSpec",

@@ -393,6 +393,8 @@ class Study:
             space = SearchSpace.from_dict(data["space"])
             study = cls(space, sampler or sampler_from_dict(data["sampler"]), data["objective_metric"],
                         data["seed"], direction=data["direction"], max_evals=data.get("max_evals"))
+            if not isinstance(data["trials"], list):
+                raise ConfigError(f"stored trials are {type(data['trials']).__name__}, not a list")
             trials = [Trial.from_dict(t) for t in data["trials"]]
         except KeyError as exc:
             raise ConfigError(f"stored study is missing {exc}") from None

@@ -57,27 +57,47 @@ def shown_key(files: Files, key: str) -> str:
     return f"{root}/{key}" if root is not None else key
 
 
-def parse_json(files: Files, key: str, data: bytes) -> Any:
+_SHAPES = {dict: "a JSON object", list: "a JSON array"}
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of ``value``'s type: ``null``, ``boolean``, ``number``, ``string``,
+    ``array`` or ``object`` (the Python name for anything else)."""
+    for kinds, name in ((type(None), "null"), (bool, "boolean"), ((int, float), "number"), (str, "string"),
+                        (list, "array"), (dict, "object")):
+        if isinstance(value, kinds):
+            return name
+    return type(value).__name__
+
+
+def parse_json(files: Files, key: str, data: bytes, expect: type | None = None) -> Any:
     """``data``, read from ``key`` of ``files``, parsed as JSON.
 
+    Args:
+        expect: ``dict`` or ``list``: the value must be a JSON object or array (None: any).
+
     Raises:
-        DamagedFileError: not valid JSON (or not UTF-8); the message names the file
-            (:func:`shown_key`).
+        DamagedFileError: not valid JSON (or not UTF-8), or not what ``expect`` says; the
+            message names the file (:func:`shown_key`).
     """
     try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise DamagedFileError(f"{shown_key(files, key)} is not valid JSON ({exc})") from None
+    if expect is not None and not isinstance(value, expect):
+        raise DamagedFileError(f"{shown_key(files, key)} is not {_SHAPES.get(expect, expect.__name__)} "
+                               f"(it holds a JSON {json_type(value)})")
+    return value
 
 
-def read_json(files: Files, key: str) -> Any:
-    """The stored file ``key`` parsed as JSON.
+def read_json(files: Files, key: str, expect: type | None = None) -> Any:
+    """The stored file ``key`` parsed as JSON (:func:`parse_json`, with ``expect``).
 
     Raises:
         StoreError: it is missing or cannot be read (``Files.read_bytes``).
-        DamagedFileError: it is not valid JSON (:func:`parse_json`).
+        DamagedFileError: it is not valid JSON, or not what ``expect`` says.
     """
-    return parse_json(files, key, files.read_bytes(key))
+    return parse_json(files, key, files.read_bytes(key), expect)
 
 
 def read_if_present(files: Files, key: str) -> bytes | None:

@@ -102,7 +102,7 @@ def test_optimize_searches_a_space_of_hf_and_onnx_models(tmp_path, capsys, hf_ca
     assert report["models"][reranker]["files"] == {"model.onnx": MS_MARCO_MINILM.sha256}
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
                  "--set", "reranker=s3:bucket/model"]) == 1
-    assert "--set reranker: unknown kind of model name 's3:bucket/model'" in capsys.readouterr().err
+    assert "--set: reranker: unknown kind of model name 's3:bucket/model'" in capsys.readouterr().err
     space = tmp_path / "space.yaml"
     space.write_text("reranker: [none, 'foo:bar']\n", encoding="utf-8")
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),

@@ -38,15 +38,15 @@ def test_optimize_dry_run(corpus, tmp_path, capsys):
     assert not (tmp_path / "o" / "experiments").exists()
 
 
-def test_optimize_dry_run_says_what_the_space_leaves_unused(corpus, tmp_path, capsys, caplog):
+def test_optimize_dry_run_says_what_the_space_leaves_unused(corpus, tmp_path, capsys):
     """The plan's notes, as the run shows them: a --set parameter no configuration uses."""
     docs, golden = corpus
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o"),
                  "--set", "reranker=none", "--set", "retrieval_depth=5", "--dry-run"]) == 0
-    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert warnings == ["[space] --set: retrieval_depth=5 is used by no configuration: retrieval_depth applies only "
-                        "when reranker is not none"]
-    assert "dry run: nothing is sent" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == ["warning: --set: retrieval_depth=5 is used by no configuration: "
+                                         "retrieval_depth applies only when reranker is not none"]
+    assert "dry run: nothing is sent" in captured.out
 
 
 def test_compare_chunking_dry_run(corpus, tmp_path, capsys):

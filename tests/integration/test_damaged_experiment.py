@@ -1,0 +1,101 @@
+"""A stored experiment whose files were changed or cut short outside ragtune: ``optimize
+--resume`` (with and without ``--dry-run``) and ``report`` exit 1 naming the damaged file,
+never with a traceback, and the experiment's files are left as they were (but for the cost a
+resume records of its own run).
+
+One real experiment (the local embedding model, Milvus Lite, multi-fidelity off and on) is
+run once per module; each case damages a copy of it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from core.cli import main
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SPACE = ["--set", "search_mode=vector", "--set", "chunk_overlap=0", "--set", "chunk_size=128",
+         "--set", "number_of_chunks=3"]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """``(docs, golden, out, experiment id)`` of a finished one-configuration experiment
+    scored through rungs (so ``fidelity.json`` is stored too)."""
+    root = tmp_path_factory.mktemp("damaged")
+    docs = root / "docs"
+    docs.mkdir()
+    rows = []
+    for i, (city, country) in enumerate([("Paris", "France"), ("Tokyo", "Japan"), ("Lima", "Peru"),
+                                         ("Oslo", "Norway"), ("Cairo", "Egypt"), ("Quito", "Ecuador")]):
+        (docs / f"{city.lower()}.txt").write_text(f"{city} is the capital city of {country}.", encoding="utf-8")
+        rows.append({"id": f"q{i}", "question": f"What is the capital of {country}?", "expected": [f"{city.lower()}.txt"]})
+    golden = root / "golden.jsonl"
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = root / "out"
+    assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--max-evals", "1",
+                 "--metric", "mrr", "--optimizer", "screen", "--min-questions", "2", *SPACE]) == 0
+    (experiment,) = (out / "experiments").iterdir()
+    assert {"spec.json", "study.json", "notes.json", "progress.json", "fidelity.json", "report.json"} <= {
+        p.name for p in experiment.iterdir()}
+    return docs, golden, out, experiment.name
+
+
+def _result_name(folder):
+    (result,) = (folder / "results").iterdir()
+    return f"results/{result.name}"
+
+
+@pytest.mark.parametrize(("name", "content", "commands"), [
+    ("spec.json", '{"version": 1,', ("resume", "dry-run")),
+    ("spec.json", "SPEC:n_questions=5", ("resume", "dry-run")),
+    ("study.json", '"x"', ("resume", "dry-run")),
+    ("study.json", "STUDY:trials={}", ("resume", "dry-run")),
+    ("notes.json", "null", ("resume", "dry-run")),
+    ("notes.json", '[{"a": 1}]', ("resume", "dry-run")),
+    ("progress.json", "[]", ("resume", "dry-run")),
+    ("progress.json", '{"counts": {"evaluations": "two"}}', ("resume", "dry-run")),
+    ("fidelity.json", '{"question_ids": "x", "state": {}}', ("resume", "dry-run")),
+    ("fidelity.json", '{"question_ids": ["q0"], "state": []}', ("resume", "dry-run")),
+    ("RESULT", "[]", ("resume",)),
+    ("RESULT", "RESULT:answers=x", ("resume",)),
+    ("report.json", "[1, 2]", ("report", "report-html")),
+    ("report.json", "{}", ("report", "report-html")),
+    ("report.json", "REPORT:leaderboard=x", ("report",)),
+])
+def test_a_damaged_file_is_named_and_nothing_else_changes(stored, tmp_path, capsys, name, content, commands):
+    docs, golden, out, experiment_id = stored
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    folder = copy / "experiments" / experiment_id
+    name = _result_name(folder) if name == "RESULT" else name
+    if ":" in content and content.split(":")[0] in ("SPEC", "STUDY", "RESULT", "REPORT"):  # one field of the wrong type
+        field, value = content.split(":", 1)[1].split("=")
+        data = json.loads((folder / name).read_text())
+        data[field] = {"5": "5", "{}": {}, "x": "x"}[value]
+        content = json.dumps(data)
+    (folder / name).write_text(content, encoding="utf-8")
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    runs = {
+        "resume": ["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(copy), "--resume",
+                   experiment_id],
+        "dry-run": ["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(copy), "--resume",
+                    experiment_id, "--dry-run"],
+        "report": ["report", experiment_id, "--out", str(copy)],
+        "report-html": ["report", experiment_id, "--out", str(copy), "--html", str(tmp_path / "page.html")],
+    }
+    for command in commands:
+        code = main(runs[command])
+        err = capsys.readouterr().err
+        assert code == 1, (command, err)
+        assert f"{folder / name}" in err and "Traceback" not in err, (command, err)
+        assert not (tmp_path / "page.html").exists()
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    # nothing rewritten, nothing lost (a resume that got as far as its report records its run's cost)
+    assert set(after) == set(before)
+    assert {k: v for k, v in after.items() if k.name != "progress.json" or name == "progress.json"} == {
+        k: v for k, v in before.items() if k.name != "progress.json" or name == "progress.json"}
