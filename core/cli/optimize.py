@@ -75,7 +75,7 @@ class _Unloaded:
 
 def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden: GoldenSet, *, files: Files,
                    where: str, embeddings: dict[str, Any], chat: Any, judge: Any, rerankers: dict[str, Any],
-                   vector_store: str, default_embedding: str) -> tuple[str, ...]:
+                   vector_store: str, default_embedding: str) -> tuple[tuple[str, ...], int]:
     """What a run checks before any work, for ``--dry-run``: the objective
     (``core.evaluation.single.check_objective``), the experiment to resume
     (``core.experiment.engine.Experiment``) and the space with ``--space`` and ``--set``
@@ -84,8 +84,10 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
     size over an embedding model's context length is only found by the run.
 
     Returns:
-        the plan's notes (values the overrides leave without a valid configuration, parameters
-        no configuration uses), as the run would show them; resuming, the stored experiment's.
+        ``(notes, budget)``: the plan's notes (values the overrides leave without a valid
+        configuration, parameters no configuration uses), as the run would show them, and the
+        evaluations budgeted; resuming, the stored experiment's notes and budget (``--max-evals``
+        when given, never below the evaluations already made).
 
     Raises:
         ConfigError: an unknown objective, a bad experiment id or none stored under it, a bad
@@ -103,17 +105,18 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
         if not experiment.exists():
             raise ConfigError(f"no experiment {args.resume!r} to resume in {where}")
         # a resume keeps the stored space, objective and notes: read them as the run does
-        experiment.study()
+        study = experiment.study()
         experiment.fidelity()
         experiment.progress()
-        return tuple(experiment.notes())
+        budget = study.max_evals if options.resume_budget is None else max(options.resume_budget, study.n_evaluated)
+        return tuple(experiment.notes()), int(budget or 0)
     models = {name: _Unloaded(name, None) for name in embeddings}
     chat_models = {chat.model_id: chat} if chat is not None else {}
     plan = plan_experiment(golden, objective=options.objective, has_judge=judge is not None, embedding_models=models,
                            chat_models=chat_models, vector_stores=[vector_store], space_file=options.space_file,
                            overrides=options.overrides, overrides_source=options.overrides_source,
                            default_embedding_models=[default_embedding], rerankers=list(rerankers))
-    return plan.notes
+    return plan.notes, options.max_evals or 0
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -151,12 +154,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
         golden = read_golden(args.golden)
         judge = settings.judge_model(args.judge)
-        notes = _check_dry_run(args, options, golden, files=files, where=where, embeddings=embeddings, chat=chat,
+        notes, budget = _check_dry_run(args, options, golden, files=files, where=where, embeddings=embeddings, chat=chat,
                                judge=judge, rerankers=rerankers, default_embedding=embedding.model_id,
                                vector_store=backend_name(settings.vector_store_config(out, args.vector_store)))
         for note in notes:
             print(f"warning: {note}", file=sys.stderr)  # as the run's progress shows its notes
-        plan = plan_optimize(golden, chat_model=chat, judge=judge, max_evals=options.max_evals or 0)
+        plan = plan_optimize(golden, chat_model=chat, judge=judge, max_evals=budget)
         return _print_plan(args, plan, settings)
     if not args.resume:  # a resumed experiment checks its data against the stored spec
         from core.golden import read_golden

@@ -19,7 +19,7 @@ from core.cli import main
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SPACE = ["--set", "search_mode=vector", "--set", "chunk_overlap=0", "--set", "chunk_size=128",
-         "--set", "number_of_chunks=3"]
+         "--set", "number_of_chunks=3", "--set", "ranker_k=20"]  # ranker_k: a note stored with the experiment
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +99,20 @@ def test_a_damaged_file_is_named_and_nothing_else_changes(stored, tmp_path, caps
     assert set(after) == set(before)
     assert {k: v for k, v in after.items() if k.name != "progress.json" or name == "progress.json"} == {
         k: v for k, v in before.items() if k.name != "progress.json" or name == "progress.json"}
+
+
+def test_a_dry_run_resume_shows_the_stored_notes_and_budget(stored, tmp_path, capsys):
+    """What the resume itself would keep: the experiment's own notes and budget, not a plan of
+    the command's --set (which the resume ignores)."""
+    docs, golden, out, experiment_id = stored
+    notes = json.loads((out / "experiments" / experiment_id / "notes.json").read_text())
+    assert notes == ["--set: ranker_k=20 is used by no configuration: ranker_k applies only when search_mode is "
+                     "hybrid and ranker_strategy is rrf"]
+    assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--resume",
+                 experiment_id, "--dry-run", "--set", "ranker_alpha=0.3"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [f"warning: {note}" for note in notes]
+    assert "at most 1 evaluation" in captured.out
+    assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--resume",
+                 experiment_id, "--dry-run", "--max-evals", "3"]) == 0
+    assert "at most 3 evaluations" in capsys.readouterr().out
