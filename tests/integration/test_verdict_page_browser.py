@@ -12,7 +12,7 @@ from core.evaluation.gate import BaselineRule, find_baseline, judge_gate, parse_
 from core.evaluation.undecided import undecided
 from core.reports import LocalFiles, ReportStore
 from core.reports.pages import render_run
-from tests.support.browser import check_page, launch
+from tests.support.browser import check_page, launch, layout_problems
 from tests.support.reports import retrieval_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -84,3 +84,24 @@ def test_gate_and_tie_blocks_read_at_desktop_and_phone_widths(page_url, browser,
         assert overflow <= 1, (block, width, overflow)
         box = page.locator(block).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= width + 1, (block, width, box)
+
+
+@pytest.mark.parametrize(("fastest_ms", "b_rank"), [(1.3, 2), (1.05, None)])
+def test_the_log_wait_axis_keeps_its_ticks_off_the_corner(tmp_path, browser, fastest_ms, b_rank):
+    """A setup waiting about 1 ms against one waiting 300 ms makes the wait axis logarithmic
+    with a decade's tick near its left end (``core.reports.pages.plots.log_range`` keeps it
+    off the corner, see tests/unit/reports/test_pages.py). No plot label overlaps or is
+    clipped at 1,280 or 390 px."""
+    ranks = {f"q{i}": {"A": 1, "B": b_rank if i else 1} for i in range(4)}  # MRR 1 against 0.625, 0.5 or 0.25
+    report = retrieval_report(run_id="20260103T000000Z-000003", ranks=ranks)
+    for setup, median in zip(report["setups"], (300.0, fastest_ms)):
+        setup["timings_ms"] = {"median": median, "p95": median * 2, "mean": median, "n": 4}
+    path = tmp_path / "run.html"
+    path.write_text(render_run(report), encoding="utf-8")
+    result = check_page(browser, path.as_uri(), tmp_path / "run.png")
+    page = result["page"]
+    assert result["errors"] == []
+    assert "log scale" in page.content()
+    problems = [f"{width} px: {p}" for width in (1280, 390) for p in layout_problems(page, [], width)]
+    page.close()
+    assert problems == []

@@ -74,6 +74,26 @@ def _ms_text(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
+#: The least room, as a share of a log axis' length, between either end and a decade's tick:
+#: at 390 px a tick label closer to the left end runs into the y axis' lowest label.
+TICK_ROOM = 0.08
+
+
+def log_range(low: float, high: float) -> list[float]:
+    """A log axis' range (log10 units, as plotly's) from ``low`` to ``high`` (> 0), with a
+    fifth of a decade of room at each end, widened further where a decade's tick (``dtick``
+    1) would fall within :data:`TICK_ROOM` of the axis' length from an end, so no tick label
+    sits on the corner where the y axis' lowest label is drawn."""
+    lo, hi = math.log10(low) - 0.2, math.log10(high) + 0.2
+    for _ in range(12):  # widening one end lengthens the axis, and so the room, by TICK_ROOM of it: this settles
+        room = TICK_ROOM * (hi - lo)
+        if math.ceil(lo) - lo < room:
+            lo = math.ceil(lo) - room
+        if hi - math.floor(hi) < room:
+            hi = math.floor(hi) + room
+    return [lo, hi]
+
+
 def quality_vs_time(points: list[dict[str, Any]], metric: str) -> dict[str, Any]:
     """One trace per setup: ``metric`` (with its 95 % interval as an error bar) against the
     median time a user waits for one question's results; the picks drawn as stars. The
@@ -111,10 +131,8 @@ def quality_vs_time(points: list[dict[str, Any]], metric: str) -> dict[str, Any]
     title = "median wait per question (ms" + (", log scale)" if log else ")")
     xaxis: dict[str, Any] = {"title": {"text": title}, "automargin": True, "rangemode": "tozero"}
     if log:
-        # a fifth of a decade of room at each end, so no tick label sits on the corner where the
-        # y axis' lowest label is drawn (plotly's log ranges are in log10 units)
         xaxis = {"title": {"text": title}, "automargin": True, "type": "log", "dtick": 1,
-                 "range": [math.log10(min(xs)) - 0.2, math.log10(max(xs)) + 0.2]}
+                 "range": log_range(min(xs), max(xs))}
     return _figure(data, f"{metric} against the time a user waits (query embedding + search + rerank; stars: picks)",
                    title, metric, xaxis=xaxis)
 

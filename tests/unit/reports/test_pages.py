@@ -2,6 +2,7 @@
 hand computations on tests/support/reports.py), newer and older report fields, and the pages
 read from a real local store. The browser checks are in tests/integration/test_pages_browser.py."""
 
+import math
 import json
 import re
 
@@ -287,3 +288,16 @@ def test_chunking_comparison_page_shows_the_best_the_ties_and_the_mcnemar_counts
     assert lines == {"recursive": (["64", "128"], [15, 12]), "sentence": (["64", "128"], [13, 11]),
                      "fixed": (["64", "128"], [8, 6])}
     assert HOSTILE not in html and "&lt;script&gt;alert(&#34;x&#34;)" in html
+
+
+@pytest.mark.parametrize(("low", "high"), [(1.3, 300.0), (1.0, 1000.0), (9.5, 410.0), (0.7, 31.0), (2.0, 4000.0)])
+def test_no_decade_tick_of_the_log_wait_axis_sits_near_a_corner(low, high):
+    """The failing wait axis had its '1' tick 0.086 decades in from the left end (a 1.3 ms
+    setup): at 390 px it ran into the y axis' lowest label."""
+    from core.reports.pages.plots import TICK_ROOM, log_range
+
+    lo, hi = log_range(low, high)
+    assert lo <= math.log10(low) - 0.2 and hi >= math.log10(high) + 0.2  # every point inside, with room
+    ticks = [t for t in range(math.floor(lo), math.ceil(hi) + 1) if lo <= t <= hi]
+    assert ticks and all(min(t - lo, hi - t) >= TICK_ROOM * (hi - lo) - 1e-6 for t in ticks), (lo, hi, ticks)
+    assert hi - lo < math.log10(high / low) + 0.4 + 2 * TICK_ROOM * 3  # and not much wider than asked
