@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.cli.common import EXIT_ALL_FAILED, _check_expected_documents, _output, _print_json, _print_plan
@@ -18,10 +19,11 @@ if TYPE_CHECKING:
     from core.reports.files import Files
 
 
-def _space_models(args: argparse.Namespace, files: Files) -> dict[str, list[str]]:
+def _space_models(args: argparse.Namespace, files: Files) -> dict[str, dict[str, str]]:
     """The ``hf:`` and ``onnx:`` model names ``optimize``'s space holds (``--set``, ``--space``
     and, resuming, the stored experiment's space), by parameter (``embedding_model``,
-    ``reranker``), to be built before the space is checked.
+    ``reranker``), to be built before the space is checked: each name with where it is written
+    (``--set: reranker``, ``SPACE_FILE: reranker`` or ``experiment ID: reranker``).
 
     Raises:
         ConfigError: a bad ``--set`` or space file, or a name of an unknown kind (``x:...``)
@@ -47,19 +49,37 @@ def _space_models(args: argparse.Namespace, files: Files) -> dict[str, list[str]
     found = space_model_names(overrides, args.space, spaces)
     in_file = space_model_names(None, args.space) if args.space else {}
     in_set = space_model_names(overrides)
-    out: dict[str, list[str]] = {name: [] for name in found}
+    out: dict[str, dict[str, str]] = {name: {} for name in found}
     for parameter, names in found.items():
         for name in names:
+            where = (f"--set: {parameter}" if name in in_set[parameter] else
+                     f"{args.space}: {parameter}" if name in in_file.get(parameter, ()) else
+                     f"experiment {args.resume}: {parameter}")
             try:
                 if name != "none" and name_form(name) != "local":
-                    out[parameter].append(name)
+                    out[parameter][name] = where
             except ConfigError as exc:
                 if name.partition(":")[0] in endpoints:  # an endpoint model's id is checked by the run
                     continue
-                where = (f"--set: {parameter}" if name in in_set[parameter] else
-                         f"{args.space}: {parameter}" if name in in_file.get(parameter, ()) else
-                         f"experiment {args.resume}: {parameter}")
                 raise ConfigError(f"{where}: {exc}") from None
+    return out
+
+
+def _built(build: Callable[[Sequence[str]], dict[str, Any]], where_of: dict[str, str]) -> dict[str, Any]:
+    """``build(names)`` (``Settings.embedding_models`` or ``Settings.rerankers``) over the names
+    of ``where_of``, one name at a time, so a model that cannot be built is named with where it
+    is written.
+
+    Raises:
+        ConfigError: a model that cannot be built (an ``onnx:`` folder that is not there, an
+            ``hf:`` model missing its packages), the message starting with ``where_of[name]``.
+    """
+    out = build(())
+    for name, where in where_of.items():
+        try:
+            out.update(build((name,)))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
     return out
 
 
@@ -129,8 +149,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     out, files, where = _output(args.out, settings)
     embedding = settings.embedding_model()
     named = _space_models(args, files)
-    embeddings = settings.embedding_models(named["embedding_model"])  # a space may name any of them; the default holds the configured one
-    rerankers = settings.rerankers(named["reranker"])
+    embeddings = _built(settings.embedding_models, named["embedding_model"])  # a space may name any of them; the default holds the configured one
+    rerankers = _built(settings.rerankers, named["reranker"])
     chat = settings.chat_model()
     if args.max_evals is not None and args.max_evals < 1:
         raise ConfigError(f"--max-evals must be at least 1, got {args.max_evals}")

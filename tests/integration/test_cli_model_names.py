@@ -108,4 +108,13 @@ def test_optimize_searches_a_space_of_hf_and_onnx_models(tmp_path, capsys, hf_ca
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
                  "--space", str(space)]) == 1
     assert f"{space}: reranker: unknown kind of model name 'foo:bar'" in capsys.readouterr().err
+    # a model named by a known kind that cannot be built is named with where it is written
+    missing = tmp_path / "no-such-folder"
+    space.write_text(f"embedding_model: ['onnx:{missing}']\n", encoding="utf-8")
+    assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
+                 "--space", str(space), "--set", f"reranker=none,onnx:{missing}"]) == 1
+    assert f"{space}: embedding_model: onnx:{missing}: {missing} is not a folder" in capsys.readouterr().err
+    assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
+                 "--set", f"reranker=none,onnx:{missing}"]) == 1
+    assert f"--set: reranker: onnx:{missing}: {missing} is not a folder" in capsys.readouterr().err
     assert not (tmp_path / "o2" / "experiments").exists()
