@@ -686,14 +686,18 @@ class Settings:
         """Return the configured ``EmbeddingModel`` (not yet loaded or called).
 
         Raises:
-            ConfigError: ``azure`` without an endpoint.
+            ConfigError: ``azure`` without an endpoint, or a local model ``RAGTUNE_EMBEDDING_MODEL``
+                names that cannot be built (the message starts with the variable's name).
         """
         from core.models import OpenAIEmbeddingModel
         from core.models.local import DEFAULT_LOCAL_EMBEDDING, local_embedding_model
 
         if self.embedding_provider == "local":
-            return local_embedding_model(self.local_embedding_model or DEFAULT_LOCAL_EMBEDDING,
-                                         allow_download=self.allow_model_download)
+            try:
+                return local_embedding_model(self.local_embedding_model or DEFAULT_LOCAL_EMBEDDING,
+                                             allow_download=self.allow_model_download)
+            except ConfigError as exc:
+                raise ConfigError(f"RAGTUNE_EMBEDDING_MODEL: {exc}" if self.local_embedding_model else str(exc)) from None
         if self.embedding_provider == "azure" and not self.embedding_base_url:
             raise ConfigError("RAGTUNE_EMBEDDING_PROVIDER=azure needs RAGTUNE_EMBEDDING_BASE_URL or AZURE_OPENAI_ENDPOINT")
         return OpenAIEmbeddingModel(
@@ -742,7 +746,9 @@ class Settings:
         """Return the configured ``Reranker``, or None for ``RAGTUNE_RERANK_PROVIDER=none``.
 
         Raises:
-            ConfigError: an unknown local model, an endpoint without a base URL or model.
+            ConfigError: an unknown local model or one that cannot be built (the message starts
+                with ``RAGTUNE_RERANK_MODEL:`` when that names it), an endpoint without a base
+                URL or model.
         """
         from core.models.local import DEFAULT_LOCAL_RERANKER, local_reranker
         from core.models.rerank import HttpReranker
@@ -750,7 +756,10 @@ class Settings:
         if self.rerank_provider == "none":
             return None
         if self.rerank_provider == "local":
-            return local_reranker(self.rerank_model or DEFAULT_LOCAL_RERANKER, allow_download=self.allow_model_download)
+            try:
+                return local_reranker(self.rerank_model or DEFAULT_LOCAL_RERANKER, allow_download=self.allow_model_download)
+            except ConfigError as exc:
+                raise ConfigError(f"RAGTUNE_RERANK_MODEL: {exc}" if self.rerank_model else str(exc)) from None
         if not self.rerank_model:
             raise ConfigError(f"RAGTUNE_RERANK_PROVIDER={self.rerank_provider} needs RAGTUNE_RERANK_MODEL")
         if not self.rerank_base_url:

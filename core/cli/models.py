@@ -31,7 +31,8 @@ def evaluation_models(settings: Settings, names: Sequence[str] | None) -> list[A
 
     Raises:
         ConfigError: a name that is not configured (the message lists the ones that are and
-            the forms a name may take).
+            the forms a name may take), or an ``hf:`` or ``onnx:`` model that cannot be built
+            (the message starts with ``--embedding-model:``).
     """
     if not names:
         return [settings.embedding_model()]
@@ -49,7 +50,10 @@ def evaluation_models(settings: Settings, names: Sequence[str] | None) -> list[A
                                   f"{', '.join(available)}); {exc}") from None
             if not named:
                 raise ConfigError(f"--embedding-model {name!r} is not configured; configured: {', '.join(available)}")
-            match = available[name] = settings.embedding_model_named(name)
+            try:
+                match = available[name] = settings.embedding_model_named(name)
+            except ConfigError as exc:
+                raise ConfigError(f"--embedding-model: {exc}") from None
         if match not in out:
             out.append(match)
     return out

@@ -1,4 +1,4 @@
-"""An empty path or model name is an error that says so, never the current folder or a
+"""An empty or missing path or model name is an error that says so, never the current folder or a
 default: ``check ''`` used to say "is a directory" (it read ``.``), and ``--embedding-model ''``
 ran with the configured model."""
 
@@ -60,3 +60,14 @@ def test_an_unknown_option_is_said_with_the_commands_own_usage(capsys):
     assert exit_.value.code == 2
     assert err.startswith("usage: ragtune evaluate ")
     assert err.rstrip().endswith("ragtune evaluate: error: unrecognized arguments: --html page.html")
+
+
+def test_an_embedding_model_folder_that_is_not_there_names_the_option(tmp_path, capsys):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text('{"id": "q1", "question": "What is alpha?", "expected": ["a.md"]}\n', encoding="utf-8")
+    missing = tmp_path / "gone"
+    assert main(["evaluate", "--docs", str(tmp_path), "--golden", str(golden), "--embedding-model",
+                 f"onnx:{missing}", "--out", str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err.strip() == (f"ragtune evaluate: --embedding-model: onnx:{missing}: {missing} "
+                                               "is not a folder")
+    assert not (tmp_path / "out").exists()

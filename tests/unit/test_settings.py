@@ -23,8 +23,16 @@ def test_local_models_by_name_and_several_reachable():
     s = Settings.from_env({"RAGTUNE_EMBEDDING_MODEL": "all-MiniLM-L6-v2"})
     assert isinstance(s.embedding_model(), LocalEmbeddingModel)
     assert list(s.embedding_models()) == ["local:all-MiniLM-L6-v2", "local:bge-small-en-v1.5"]
-    with pytest.raises(ConfigError, match="unknown local embedding model 'nope'"):
+    with pytest.raises(ConfigError, match="^RAGTUNE_EMBEDDING_MODEL: unknown local embedding model 'nope'"):
         Settings.from_env({"RAGTUNE_EMBEDDING_MODEL": "nope"}).embedding_model()
+
+
+def test_a_model_the_environment_names_that_cannot_be_built_names_the_variable(tmp_path):
+    missing = tmp_path / "gone"
+    with pytest.raises(ConfigError, match=f"^RAGTUNE_RERANK_MODEL: onnx:{missing}: {missing} is not a folder$"):
+        Settings.from_env({"RAGTUNE_RERANK_MODEL": f"onnx:{missing}"}).reranker()
+    with pytest.raises(ConfigError, match=f"^RAGTUNE_EMBEDDING_MODEL: onnx:{missing}: {missing} is not a folder$"):
+        Settings.from_env({"RAGTUNE_EMBEDDING_MODEL": f"onnx:{missing}"}).embedding_model()
 
 
 def test_rerank_settings():
