@@ -473,7 +473,9 @@ def _start_up(run: _LocalRun, embedding_models: dict[str, Any], rerankers: dict[
 
 def _drive(run: _LocalRun) -> None:
     """Ask, evaluate in the worker pool, tell, save the progress and publish each pattern,
-    until the study asks nothing more. Closes the context at the end.
+    until the study asks nothing more. Closes the context at the end; stopped, saves the
+    progress once more when the evaluations still running have ended, so the collections they
+    built and the texts they embedded are counted (a resume reuses them without counting).
 
     Raises:
         KeyboardInterrupt: stopped (said with how to resume).
@@ -491,6 +493,7 @@ def _drive(run: _LocalRun) -> None:
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     quieted: dict[str, int] = {}
+    interrupted = False
     try:
         while True:
             batch = experiment.ask_requests(run.pending or (workers if workers > 1 else None), study=study)
@@ -525,6 +528,7 @@ def _drive(run: _LocalRun) -> None:
                     for h in run.handlers:
                         h.on_pattern_creation(payload, records)
     except KeyboardInterrupt:
+        interrupted = True
         pool.shutdown(wait=False, cancel_futures=True)
         # An evaluation still running loses the Milvus Lite server as the run closes it (a
         # terminal's Ctrl-C stops the server too): pymilvus's reconnect warnings and the
@@ -539,6 +543,11 @@ def _drive(run: _LocalRun) -> None:
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # the evaluations still running end here
+        if interrupted:  # what they built and embedded is spent: a resume reuses it without counting it
+            try:
+                experiment.write_progress(run.progress())
+            except Exception as exc:  # noqa: BLE001 - the stop and its resume hint come first
+                logger.warning("the costs of the evaluations cut short were not saved: %s", exc)
         run.context.close()
         for name, level in quieted.items():
             logging.getLogger(name).setLevel(level)

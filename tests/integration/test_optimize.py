@@ -243,6 +243,37 @@ def test_an_interrupted_experiment_says_how_to_resume(squad_dir, golden, tmp_pat
     assert [logging.getLogger(n).level for n in ("pymilvus", "core.evaluation.single")] == levels
 
 
+def test_an_interrupted_experiment_counts_what_the_evaluation_still_running_built(squad_dir, golden, tmp_path):
+    class StopAtSecondStart:
+        started = 0
+
+        def on_status_change(self, level, message, step=None):
+            if message.startswith("evaluating configuration"):
+                self.started += 1
+                if self.started == 2:  # the first is running: no evaluation has ended yet
+                    raise KeyboardInterrupt
+
+        def on_pattern_creation(self, payload, evaluation_results):
+            pass
+
+    model = LocalEmbeddingModel()
+    # two configurations a round, each with its own collection
+    options = ExperimentOptions(optimizer="random", max_evals=2, seed=0, show_progress=False, workers=2,
+                                overrides={"chunk_size": (128, 256), "chunking_method": ("recursive",),
+                                           "chunk_overlap": (0,), "search_mode": ("vector",), "number_of_chunks": (3,)})
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                       options=options, handlers=[StopAtSecondStart()])
+    (experiment,) = (tmp_path / "experiments").iterdir()
+    progress = json.loads((experiment / "progress.json").read_text(encoding="utf-8"))
+    assert progress["evaluations"] == 0 and progress["counts"]["collections_built"] == 1
+    assert progress["counts"]["texts_embedded"] > 0
+    # the resume evaluates both configurations, the first on the collection already built
+    done = run_experiment(squad_dir / "docs", golden, out_dir=tmp_path, embedding_models={LOCAL_MODEL_ID: model},
+                          options=dataclasses.replace(options, experiment_id=experiment.name))
+    assert done["counts"]["evaluations"] == 2 and done["counts"]["collections_built"] == 2
+
+
 def test_an_experiment_stopped_before_its_first_evaluation_resumes(squad_dir, golden, tmp_path):
     import dataclasses
 
