@@ -70,6 +70,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The most results one search returns, so the largest ``number_of_chunks`` and
+#: ``retrieval_depth``: Milvus's ``topK`` limit (Milvus Lite 2.5.1 refuses 16385 with "invalid
+#: parameter"), held for every vector store so a space means the same on each.
+MAX_SEARCH_LIMIT = 16384
 #: Default largest document on disk, in bytes (``RAGTUNE_DOCUMENT_MAX_BYTES``).
 DOCUMENT_MAX_BYTES = 64 * 1024 * 1024
 #: Default largest sum of a ZIP-based document's parts, unpacked, in bytes

@@ -188,7 +188,8 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     board = report["leaderboard"][:most]
     also = [name for name in _ALSO  # a value missing where the parameter does not apply is no difference
             if len({repr(v) for row in board if (v := (row.get("parameters") or {}).get(name)) is not None}) > 1]
-    header = (f"{'rank':>4} {'score':>6} {'95% CI':>13} {'chunking':<12} {'size':>5} {'overlap':>7} {'k':>3} "
+    kw = max([3, *(len(str((row.get("parameters") or {}).get("number_of_chunks"))) for row in board)])
+    header = (f"{'rank':>4} {'score':>6} {'95% CI':>13} {'chunking':<12} {'size':>5} {'overlap':>7} {'k':>{kw}} "
               f"{'search':<22} {'generator':<11} {'seconds':>8} {'embedded':>8} {'tokens':>8}"
               + ("  also" if also else ""))
     lines += ["", header, "-" * len(header)]
@@ -210,7 +211,7 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
         embedded = "—" if cost.get("texts_embedded") is None else str(cost["texts_embedded"])
         tokens = "—" if cost.get("tokens") is None else str(cost["tokens"])
         lines.append(f"{rank:>4} {score:>6} {ci:>13} {str(p.get('chunking_method')):<12} {size:>5} "
-                     f"{overlap:>7} {str(p.get('number_of_chunks')):>3} {search:<22} {gen:<11} {dur:>8} "
+                     f"{overlap:>7} {str(p.get('number_of_chunks')):>{kw}} {search:<22} {gen:<11} {dur:>8} "
                      f"{embedded:>8} {tokens:>8}"
                      + ("  " + " ".join(f"{_ALSO[name]}={'-' if p.get(name) is None else p.get(name)}" for name in also)
                         if also else ""))

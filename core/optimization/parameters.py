@@ -19,6 +19,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from core.chunking import CHUNKING_METHODS
 from core.errors import ConfigError
+from core.limits import MAX_SEARCH_LIMIT
 from core.optimization.configuration import Value
 from core.rag.template import check_template
 
@@ -162,7 +163,8 @@ def check_domain(p: Parameter, source: str | None) -> None:
 
     Raises:
         ConfigError: the wrong kind for the name, or a value outside its domain (an unknown
-            method, mode, strategy or store, a size below 1, an overlap below 0, an alpha
+            method, mode, strategy or store, a size below 1, a ``number_of_chunks`` or
+            ``retrieval_depth`` over ``core.limits.MAX_SEARCH_LIMIT``, an overlap below 0, an alpha
             outside [0, 1], an empty model id, a prompt template missing its fields).
     """
     where = qualified(source, p.name)
@@ -186,6 +188,8 @@ def check_domain(p: Parameter, source: str | None) -> None:
         for v in p.values:
             if v < 1:  # type: ignore[operator]
                 raise ConfigError(f"{where}: {v} must be at least 1")
+            if p.name in ("number_of_chunks", "retrieval_depth") and v > MAX_SEARCH_LIMIT:  # type: ignore[operator]
+                raise ConfigError(f"{where}: {v} is more than the {MAX_SEARCH_LIMIT:,} results one search returns")
     elif p.name == "chunk_overlap":
         for v in p.values:
             if v < 0:  # type: ignore[operator]

@@ -28,6 +28,7 @@ import numpy as np
 
 from core.chunking.base import Chunk
 from core.errors import ConfigError, IndexingError, StoreError
+from core.limits import MAX_SEARCH_LIMIT
 from core.models.embeddings import EmbeddingModel, query_text
 from core.redaction import shown_url, url_secrets, without_credentials
 from core.vectorstores.base import RetrievedChunk, SearchSetup, validate_collection_name
@@ -52,10 +53,6 @@ UPSERT_BATCH = 2048
 #: Queries per search request of ``MilvusVectorStore.search_many`` (and chunk ids per request
 #: for the fields of the chunks a hybrid search keeps).
 SEARCH_BATCH = 256
-#: The largest ``limit`` Milvus accepts for a search (its default ``topK`` limit; Milvus Lite
-#: 2.5.1 refuses 16385 with "invalid parameter"). A leg memo's ``fetch_depth`` is cut to it: a
-#: deeper leg is the error of the one configuration asking for it, not of every search.
-MAX_SEARCH_LIMIT = 16384
 #: The deepest a leg memo widens a search to (its ``fetch_depth``, cut to this): a space with
 #: one very deep configuration must not make every other search fetch and parse thousands of
 #: candidates per question; a leg deeper than this is fetched at the depth asked.

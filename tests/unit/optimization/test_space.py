@@ -126,6 +126,8 @@ def test_with_overrides_narrows_and_widens(small):
     ({"chunk_size": ["big"]}, "chunk_size: 'big' is not an integer"),
     ({"chunk_size": []}, "chunk_size: needs at least one value"),
     ({"chunk_size": [0]}, "chunk_size: 0 must be at least 1"),
+    ({"number_of_chunks": [5, 16385]}, "number_of_chunks: 16385 is more than the 16,384 results one search returns"),
+    ({"retrieval_depth": [10**8]}, "retrieval_depth: 100000000 is more than the 16,384 results one search returns"),
     ({"ranker_alpha": [1.5]}, "ranker_alpha: 1.5 must be between 0 and 1"),
     ({"search_mode": ["semantic"]}, "search_mode: unknown value 'semantic'"),
     ({"search_mode": [True]}, "search_mode: True is not a string"),
