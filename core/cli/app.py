@@ -164,8 +164,7 @@ def cmd_evaluate_app(args: argparse.Namespace) -> int:
 
         _write_page(args.html, render_app(report))
     _print_report(args, report, format_app_report)
-    if not args.json:
-        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    _print_warnings(report["golden"]["warnings"], report["golden"]["path"])  # to stderr, with --json too
     if gate is not None:
         for line in gate["lines"]:
             print(f"gate: {line}", file=sys.stderr)

@@ -102,7 +102,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             from core.evaluation.slices import format_slices
 
             print(format_slices(report))
-        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    _print_warnings(report["golden"]["warnings"], report["golden"]["path"])  # to stderr, with --json too
     return _gate_exit(verdict)
 
 

@@ -89,7 +89,7 @@ def _evaluate_targets(args: argparse.Namespace, settings: Settings, out: Path, f
         _print_json(report)
     else:
         print(format_report(report))
-        _print_warnings(report["golden"]["warnings"], report["golden"]["path"])
+    _print_warnings(report["golden"]["warnings"], report["golden"]["path"])  # to stderr, with --json too
     code = _gate_exit(verdict)
     if not any(s.get("status") != "failed" for s in report["setups"]):  # a CI gate must not pass on nothing
         print(f"ragtune evaluate: no target could be evaluated (every target or setup failed; the reasons are in "
