@@ -176,7 +176,8 @@ def _add_app_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _add_optimize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``optimize``: the search over RAG configurations."""
-    p = sub.add_parser("optimize", help="search the space of RAG configurations (random phase, then a GAM surrogate)")
+    p = sub.add_parser("optimize", help="search the space of RAG configurations (screen by default: random configurations, "
+                                          "the weak ones stopped on a subset of the questions; or a GAM surrogate)")
     p.add_argument("--docs", required=True, help="folder of documents (a path, s3://bucket/prefix or a Blob URL)")
     p.add_argument("--golden", required=True, help="golden JSONL file, native or Amazon Bedrock (a path, "
                                                    "s3://bucket/key or a Blob URL)")
