@@ -657,10 +657,11 @@ def settled_reranked_setups(setups: Sequence[EvalSetup], first_hits: dict[str, d
 def settled_reason(twin: str, n_scored: int, grain: str) -> str:
     """What a user is told when :data:`SETTLED_RULE` leaves a reranked setup out: ``twin``
     (the same search without the reranker) found a right result first for all ``n_scored``
-    questions scored at ``grain``."""
+    questions scored at ``grain``; ``--rank-by`` is suggested only below the finest grain."""
+    finer = "rank by a finer grain with --rank-by, or " if grain in GRAINS[:-1] else ""  # evidence is the finest
     return (f"{twin} already finds a right result at rank 1 for all {n_scored} questions scored "
             f"at the {grain} grain, so reranking could not find more or find any earlier there, only add time "
-            f"(to run it, rank by a finer grain with --rank-by, or --skip {twin})")
+            f"(to run it, {finer}--skip {twin})")
 
 
 def undecided_setups(picks: dict[str, Any], n_ranked: int, grain: str) -> dict[str, Any] | None:

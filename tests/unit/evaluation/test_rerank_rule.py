@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from core.evaluation.retrieval import SETTLED_RULE, build_setups, default_search_setups, settled_reranked_setups
+from core.evaluation.retrieval import (SETTLED_RULE, build_setups, default_search_setups, settled_reason,
+                                      settled_reranked_setups)
 from core.golden import GoldenQuestion, Target
 from core.vectorstores.base import RetrievedChunk
 from tests.support.vectors import chunks
@@ -42,6 +43,8 @@ def test_a_twin_that_finds_every_scored_question_first_settles_its_reranked_setu
     assert reason.startswith("dense already finds a right result at rank 1 for all 2 questions scored "
                              "at the doc grain")
     assert "--skip dense" in reason and "--rank-by" in reason
+    # at the finest grain no finer one is offered
+    assert settled_reason("dense", 2, "evidence").endswith("only add time (to run it, --skip dense)")
     assert "no setup can find more questions in the top k or find any earlier there" in SETTLED_RULE
     # the same at the page grain: only q2 is labelled with a page, found first
     assert list(settled_reranked_setups(setups, found, QUESTIONS, "page")) == ["dense+rerank"]
