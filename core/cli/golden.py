@@ -108,7 +108,10 @@ def cmd_template(args: argparse.Namespace) -> int:
     loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir))
     rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
     _write_new_output(args.output, rows_to_jsonl(rows))
-    print(f"wrote {plural(len(rows), 'template row')} to {args.output} (one {args.by} each): write a question in "
+    pages = sum("#page=" in r["expected"][0] for r in rows)
+    each = ("one page each" if pages == len(rows) else "one document each" if not pages else
+            f"one page each, {plural(len(rows) - pages, 'whole document')} without pages")
+    print(f"wrote {plural(len(rows), 'template row')} to {args.output} ({each}): write a question in "
           f"each, keep or fix its expected id, then " + ("save it and run 'ragtune check FILE'" if args.output == STDOUT
                                                          else f"run 'ragtune check {args.output}'"),
           file=sys.stderr if args.output == STDOUT else sys.stdout)

@@ -96,3 +96,21 @@ def test_draft_to_dash_is_refused_before_anything(tmp_path, capsys):
     (tmp_path / "docs").mkdir()
     assert main(["draft", "--docs", str(tmp_path / "docs"), "-o", "-", "--writer", "w"]) == 1
     assert "give -o FILE, not -" in capsys.readouterr().err and not os.path.lexists("-")
+
+
+def test_template_says_which_rows_are_pages_and_which_whole_documents(tmp_path, capsys):
+    from tests.support.pdf import write_pdf
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Alpha\n\n" + " ".join(f"Sentence {i} of the alpha document is about alpha plans."
+                                                    for i in range(20)) + "\n")
+    assert main(["template", "--docs", str(docs), "-o", str(tmp_path / "md.jsonl")]) == 0  # --by page, no pages
+    assert "wrote 1 template row to " in (out := capsys.readouterr().out) and "(one document each)" in out
+    page = [(72, 700 - 14 * i, 11, f"Line {i} of the benefits page says how leave is planned.") for i in range(20)]
+    (docs / "b.pdf").write_bytes(write_pdf([page, page]))
+    assert main(["template", "--docs", str(docs), "-o", str(tmp_path / "mixed.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "mixed.jsonl").read_text().splitlines()]
+    assert sorted(r["expected"][0] for r in rows) == ["a.md", "b.pdf#page=1", "b.pdf#page=2"]
+    assert "wrote 3 template rows to " in (out := capsys.readouterr().out)
+    assert "(one page each, 1 whole document without pages)" in out
