@@ -982,7 +982,7 @@ def _load_and_chunk(run: _RetrievalRun) -> None:
     run.timings["chunk_s"] = time.perf_counter() - t0
     if not run.chunks:
         raise IndexingError(f"the documents in {docs_shown} gave no chunks")
-    stale_warnings = stale_evidence_warnings(golden.questions, pieces_from_chunks(run.chunks))
+    stale_warnings = stale_evidence_warnings(golden.questions, pieces_from_chunks(run.chunks), documents)
     run.stale_ids = stale_question_ids(golden.questions, stale_warnings)
     run.warnings += stale_warnings
     run.warnings += slice_warnings(golden.questions, options.by)

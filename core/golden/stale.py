@@ -6,7 +6,9 @@
   pieces are the chunks of the expected documents in ``evaluate``, the pages (whole documents
   without pages) in ``check --docs``. A question with page labels is checked against those
   pages of its documents, one without against its whole documents. Quotes of questions whose
-  expected documents are all missing are not checked (that is reported already).
+  expected documents are all missing are not checked (that is reported already). In
+  ``evaluate`` a quote that no chunk holds but its document does is said as such (the chunks
+  are shorter than it or split it), not as stale.
 
 The whole ``check --docs`` pass (these warnings with the corpus warnings of ``evaluate``) is
 :mod:`core.golden.corpus_check`.
@@ -57,37 +59,53 @@ def _shown(quote: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def stale_evidence_warnings(questions: Iterable[GoldenQuestion], pieces: Pieces) -> list[Problem]:
+def stale_evidence_warnings(questions: Iterable[GoldenQuestion], pieces: Pieces,
+                            documents: Sequence[LoadedDocument] | None = None) -> list[Problem]:
     """Warnings for evidence quotes no piece of their expected sources holds.
 
     Args:
         questions: ``GoldenQuestion`` objects.
         pieces: document id -> ``(text, pages)`` pieces (see :func:`pieces_from_chunks` and
             :func:`pieces_from_documents`); documents not in it are missing from the corpus.
+        documents: with chunks as ``pieces``, the documents they were cut from: a quote no chunk
+            holds is then told apart from one the document does not hold.
 
     Returns:
         ``Problem`` warnings with the question's line and field ``evidence[i]``:
-        ``stale evidence: quote "..." is not on report.pdf#page=4``.
+        ``stale evidence: quote "..." is not on report.pdf#page=4``, or, when ``documents``
+        hold it, ``quote "..." is on report.pdf#page=4, but no chunk holds it whole (...)``.
     """
+    whole: Pieces | None = None
     out = []
     for q in questions:
         docs = [d for d in q.document_ids if d in pieces]
         if not docs:
             continue
-        pages = q.pages
-        if pages:
-            wanted = [(d, p) for d, p in pages if d in pieces]
-            texts = [t for d, p in wanted for t, ps in pieces[d] if p in ps]
-            where = " or ".join(f"{d}#page={p}" for d, p in wanted)
-        else:
-            texts = [t for d in docs for t, _ in pieces[d]]
-            where = " or ".join(docs)
+        where = (" or ".join(f"{d}#page={p}" for d, p in q.pages if d in pieces) if q.pages else " or ".join(docs))
         if not where:
             continue
+        texts = _texts(q, pieces)
         for i, quote in enumerate(q.evidence):
             if len(quote.split()) < MIN_EVIDENCE_WORDS:
                 continue
-            if not any(evidence_matches(quote, t) for t in texts):
-                out.append(Problem("warning", f"stale evidence: quote {_shown(quote)} is not on {where}",
-                                   line=q.line, field=f"evidence[{i}]"))
+            if any(evidence_matches(quote, t) for t in texts):
+                continue
+            if documents is not None:
+                if whole is None:
+                    whole = pieces_from_documents(documents)
+                if any(evidence_matches(quote, t) for t in _texts(q, whole)):
+                    out.append(Problem("warning", f"quote {_shown(quote)} is on {where}, but no chunk holds it whole "
+                                                  "(the chunks are shorter than it or split it): the evidence grain "
+                                                  "cannot find it at this chunking", line=q.line, field=f"evidence[{i}]"))
+                    continue
+            out.append(Problem("warning", f"stale evidence: quote {_shown(quote)} is not on {where}",
+                               line=q.line, field=f"evidence[{i}]"))
     return out
+
+
+def _texts(q: GoldenQuestion, pieces: Pieces) -> list[str]:
+    """The texts of ``pieces`` a quote of ``q`` is looked for in: its labelled pages, else its
+    whole documents."""
+    if q.pages:
+        return [t for d, p in q.pages if d in pieces for t, ps in pieces[d] if p in ps]
+    return [t for d in q.document_ids if d in pieces for t, _ in pieces[d]]

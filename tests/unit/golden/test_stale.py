@@ -84,3 +84,25 @@ def test_check_docs_refuses_a_file_none_of_whose_documents_is_there(tmp_path, ca
     assert error["field"] == "expected" and "none is in" in error["message"] and "'gone.txt'" in error["message"]
     (docs / "gone.txt").write_text("Parking is behind the office.\n", encoding="utf-8")
     assert main(["check", str(golden), "--docs", str(docs)]) == 0
+
+
+def test_a_quote_on_the_document_that_no_chunk_holds_is_not_called_stale(tmp_path):
+    from core.chunking import get_chunker
+    from core.documents import load_documents
+
+    (tmp_path / "n.md").write_text("Visitors park in the north garage after six in the evening on weekdays.\n",
+                                   encoding="utf-8")
+    documents = load_documents(tmp_path).documents
+    questions = [q(["n.md"], ["park in the north garage after six"], 1), q(["n.md"], ["bicycles are stored in the basement"], 2)]
+    whole = pieces_from_chunks(get_chunker("recursive", chunk_size=512, chunk_overlap=0).chunk(documents))
+    assert stale_evidence_warnings(questions, whole, documents)[0].line == 2  # one chunk: the first quote is on it
+    small = pieces_from_chunks(get_chunker("recursive", chunk_size=2, chunk_overlap=0).chunk(documents))
+    assert len(small["n.md"]) > 2
+    warnings = stale_evidence_warnings(questions, small, documents)
+    assert [(w.line, w.field) for w in warnings] == [(1, "evidence[0]"), (2, "evidence[0]")]
+    assert warnings[0].message == ('quote "park in the north garage after six" is on n.md, but no chunk holds it whole '
+                                   "(the chunks are shorter than it or split it): the evidence grain cannot find it "
+                                   "at this chunking")
+    assert warnings[1].message == 'stale evidence: quote "bicycles are stored in the basement" is not on n.md'
+    # without the documents, as for a target's chunks, both are stale
+    assert all(w.message.startswith("stale evidence") for w in stale_evidence_warnings(questions, small))
