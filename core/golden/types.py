@@ -38,7 +38,8 @@ class Target:
         """Parse ``"name.pdf"`` or ``"name.pdf#page=N"`` (N a positive integer).
 
         The anchor is case-insensitive (``#PAGE=2`` is page 2); the id is NFC-normalised
-        (:func:`normalize_id`).
+        (:func:`normalize_id`) and a leading ``./`` is dropped (``./policy.txt`` is
+        ``policy.txt``, the id the loader gives the file).
 
         Raises:
             ValueError: the page part is not a positive integer (or has more than
@@ -47,6 +48,8 @@ class Target:
                 of the document's name.
         """
         value = normalize_id(value)
+        while value.startswith("./"):  # the folder itself: "./policy.txt" is the document "policy.txt"
+            value = value[2:].lstrip("/")
         match = _PAGE_RE.match(value)
         if match is None:
             if not value.strip():

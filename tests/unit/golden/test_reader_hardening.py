@@ -185,6 +185,14 @@ def test_page_anchor_is_case_insensitive():
         Target.parse("report.pdf#PAGE=0")
 
 
+def test_a_leading_dot_slash_names_the_same_document():
+    assert Target.parse("./report.pdf#page=2") == Target("report.pdf", 2)
+    assert Target.parse("././hr/leave.md") == Target("hr/leave.md")
+    assert Target.parse(".hidden.md") == Target(".hidden.md") and Target.parse("../up.md") == Target("../up.md")
+    with pytest.raises(ValueError, match="document id is empty"):
+        Target.parse("./")
+
+
 def test_another_anchor_is_a_line_error(tmp_path):
     text = json.dumps(OK_ROW) + "\n" + json.dumps({"question": "Q?", "expected": ["report.pdf#section=2"]}) + "\n"
     check = check_golden(write_text(tmp_path, text))
