@@ -165,6 +165,17 @@ _ALSO: dict[str, str] = {"embedding_model": "embedding", "reranker": "reranker",
                          "ranker_k": "rrf-k", "vector_store": "store"}
 
 
+def _overlapping_best(board: list[dict[str, Any]], best_key: str) -> int:
+    """How many other rows of the leaderboard scored on every question have a 95 % interval
+    that overlaps the best row's (0 when the best has no interval)."""
+    mine = next((r for r in board if r.get("key") == best_key), None)
+    if mine is None or mine.get("ci_low") is None or mine.get("ci_high") is None:
+        return 0
+    return sum(1 for r in board if r.get("key") != best_key and r.get("fully_evaluated") is not False
+               and r.get("ci_low") is not None and r.get("ci_high") is not None
+               and r["ci_high"] >= mine["ci_low"] and r["ci_low"] <= mine["ci_high"])
+
+
 def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     """Return an experiment report as text: the leaderboard (score with its interval, key
     parameters, and each evaluation's cost: seconds, texts embedded, chat and judge tokens,
@@ -228,6 +239,10 @@ def format_experiment(report: dict[str, Any], most: int = 20) -> str:
     if best:
         params = {k: v for k, v in best["configuration"].items() if not k.endswith("_text") and v is not None}
         lines.append(f"best: {report['objective']} = {best['score']:.3f} with {json.dumps(params)}")
+        tied = _overlapping_best(report["leaderboard"], best["key"])
+        if tied:
+            lines.append(f"      the 95% intervals of {plural(tied, 'other configuration')} scored on every question "
+                         "overlap the best's: these questions do not tell them apart")
     else:
         lines.append("best: none (every evaluation failed)")
     timings = report["timings_s"]

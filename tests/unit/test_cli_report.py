@@ -107,6 +107,34 @@ def test_with_rungs_the_printed_leaderboard_marks_configurations_not_scored_on_e
     assert not any("also" in line or "reranker=" in line for line in lines)  # nothing else differs
 
 
+def test_the_best_line_says_how_many_configurations_its_interval_does_not_tell_apart():
+    """By hand: the best's interval is 0.60-0.80; k2 (0.55-0.75) and k3 (0.40-0.60, touching)
+    overlap it, k4 (0.20-0.39) does not, k5 was stopped on a rung (not counted) and k6 failed."""
+    from core.cli.formats import format_experiment
+
+    def row(rank, score, ci, full=True, status="complete"):
+        return {"rank": rank, "trial": rank, "key": f"k{rank}", "status": status, "score": score,
+                "ci_low": ci[0], "ci_high": ci[1], "error": "boom" if status == "failed" else None, "duration_s": 1.0,
+                "fully_evaluated": full, "n_questions": 30 if full else 10, "fidelity": None,
+                "parameters": {"chunking_method": "recursive", "chunk_size": 256, "number_of_chunks": 10,
+                               "search_mode": "vector", "foundation_model": "extractive"}}
+
+    board = [row(1, 0.7, (0.6, 0.8)), row(2, 0.65, (0.55, 0.75)), row(3, 0.5, (0.4, 0.6)), row(4, 0.3, (0.2, 0.39)),
+             row(5, 0.7, (0.5, 0.9), full=False), row(6, None, (None, None), status="failed")]
+    report = {
+        "experiment_id": "e1", "golden": {"n_questions": 30}, "corpus": {"n_documents": 2}, "space": {"n_valid": 9},
+        "optimizer": {"name": "random", "seed": 0, "max_evals": 6}, "objective": "mrr", "leaderboard": board,
+        "best": {"key": "k1", "score": 0.7, "configuration": board[0]["parameters"]},
+        "counts": {"evaluations": 6, "failed": 1, "stored": 0, "collections_built": 1, "texts_embedded": 10},
+        "timings_s": {"total_s": 3.0}}
+    lines = format_experiment(report).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("best: mrr = 0.700"))
+    assert lines[at + 1].strip() == ("the 95% intervals of 2 other configurations scored on every question overlap "
+                                     "the best's: these questions do not tell them apart")
+    alone = dict(report, leaderboard=[board[0], board[3]])
+    assert not any("do not tell them apart" in line for line in format_experiment(alone).splitlines())
+
+
 def test_the_printed_leaderboard_names_the_reranker_depth_and_model_where_they_differ():
     """The rows' reranker, retrieval depth and embedding model have no column of their own:
     where they differ between rows an ``also`` column names them; a parameter every row shares
