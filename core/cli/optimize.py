@@ -85,9 +85,10 @@ def _built(build: Callable[[Sequence[str]], dict[str, Any]], where_of: dict[str,
 
 @dataclass(frozen=True)
 class _Unloaded:
-    """An embedding model as the space sees it in a dry run: its id, and no context length
-    (reading one loads a local model or asks an endpoint), so chunk sizes are not bounded by
-    it until the run."""
+    """An embedding model as the space sees it in a dry run: its id, and its context length
+    when known without loading it or calling an endpoint
+    (``core.experiment.prepare.known_context_length``), else None (chunk sizes are then not
+    bounded by it until the run)."""
 
     model_id: str
     max_input_tokens: int | None
@@ -95,19 +96,25 @@ class _Unloaded:
 
 def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden: GoldenSet, *, files: Files,
                    where: str, embeddings: dict[str, Any], chat: Any, judge: Any, rerankers: dict[str, Any],
-                   vector_store: str, default_embedding: str) -> tuple[tuple[str, ...], int]:
+                   vector_store: str, default_embedding: str) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
     """What a run checks before any work, for ``--dry-run``: the objective
     (``core.evaluation.single.check_objective``), the experiment to resume
-    (``core.experiment.engine.Experiment``) and the space with ``--space`` and ``--set``
-    (``core.experiment.prepare.plan_experiment``), through the same functions
-    :func:`core.experiment.runner.run_experiment` calls. Nothing is loaded or sent, so a chunk
-    size over an embedding model's context length is only found by the run.
+    (``core.experiment.engine.Experiment``, every stored file read, its results included,
+    ``core.experiment.runner.resume_warnings``), and the space with ``--space`` and ``--set``
+    (``core.experiment.prepare.plan_experiment``) and the new study
+    (``core.experiment.prepare.start_study``), through the same functions
+    :func:`core.experiment.runner.run_experiment` calls. Nothing is loaded or sent: chunk sizes
+    are bounded by the context lengths known without loading a model
+    (``core.experiment.prepare.known_context_length``); the others are checked by the run.
 
     Returns:
-        ``(notes, budget)``: the plan's notes (values the overrides leave without a valid
-        configuration, parameters no configuration uses), as the run would show them, and the
-        evaluations budgeted; resuming, the stored experiment's notes and budget (``--max-evals``
-        when given, never below the evaluations already made).
+        ``(notes, budget, unchecked)``: the notes the run would show (a space smaller than the
+        budget, values the overrides leave without a valid configuration, parameters no
+        configuration uses; resuming, the stored experiment's notes, results missing and the
+        new budget's), the evaluations budgeted (never more than the space's valid
+        configurations; resuming, ``--max-evals`` when given, never below the evaluations
+        already made), and the embedding models of the space whose context length only the
+        run reads (the default one, whose length bounds the space's chunk sizes).
 
     Raises:
         ConfigError: an unknown objective, a bad experiment id or none stored under it, a bad
@@ -116,7 +123,9 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
     """
     from core.evaluation.single import check_objective
     from core.experiment.engine import Experiment
-    from core.experiment.prepare import plan_experiment
+    from core.experiment.prepare import known_context_length, plan_experiment, start_study
+    from core.experiment.runner import resume_warnings
+    from core.experiment.spec import ExperimentSpec
 
     if options.objective:
         check_objective(options.objective, has_judge=judge is not None)
@@ -126,17 +135,29 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
             raise ConfigError(f"no experiment {args.resume!r} to resume in {where}")
         # a resume keeps the stored space, objective and notes: read them as the run does
         study = experiment.study()
-        experiment.fidelity()
+        notes = experiment.notes()
         experiment.progress()
-        budget = study.max_evals if options.resume_budget is None else max(options.resume_budget, study.n_evaluated)
-        return tuple(experiment.notes()), int(budget or 0)
-    models = {name: _Unloaded(name, None) for name in embeddings}
+        notes += resume_warnings(experiment, study, options.resume_budget, save=False)
+        return tuple(notes), study.max_evals, ()
+    models = {name: _Unloaded(name, known_context_length(model)) for name, model in embeddings.items()}
     chat_models = {chat.model_id: chat} if chat is not None else {}
     plan = plan_experiment(golden, objective=options.objective, has_judge=judge is not None, embedding_models=models,
                            chat_models=chat_models, vector_stores=[vector_store], space_file=options.space_file,
                            overrides=options.overrides, overrides_source=options.overrides_source,
                            default_embedding_models=[default_embedding], rerankers=list(rerankers))
-    return plan.notes, options.max_evals or 0
+    # the study the run would start (before pre-selection), for its notes and budget
+    new = start_study(ExperimentSpec(experiment_id="dry-run", golden=str(args.golden), documents=str(args.docs),
+                                     objective=plan.objective, optimizer=options.optimizer,
+                                     max_evals=options.max_evals, seed=options.seed,
+                                     n_random_nodes=options.n_random_nodes, evals_per_trial=options.evals_per_trial,
+                                     overrides=dict(options.overrides), multi_fidelity=options.multi_fidelity,
+                                     min_questions=options.min_questions, promotion=options.promotion,
+                                     start=options.start),
+                      golden, plan.space, plan.notes, default_embedding_model=default_embedding)
+    # the run bounds chunk sizes by the default model's length (build_space), read once it is loaded
+    unchecked = tuple(str(m) for m in dict.fromkeys(plan.space["embedding_model"].values)
+                      if str(m) == default_embedding and models[str(m)].max_input_tokens is None)
+    return new.notes, new.study.max_evals, unchecked
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -167,24 +188,29 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         cache_replies=not args.no_cache, multi_fidelity=args.multi_fidelity, min_questions=args.min_questions,
         prices=dict(settings.prices),
     )
-    if args.dry_run:
-        from core.evaluation.dry_run import plan_optimize
+    golden = None
+    if not args.resume or args.dry_run:
         from core.golden import read_golden
-        from core.vectorstores import backend_name
 
         golden = read_golden(args.golden)
+    if not args.resume:  # a resumed experiment checks its data against the stored spec
+        _check_expected_documents(golden, args.docs)
+    if args.dry_run:
+        from core.evaluation.dry_run import plan_optimize
+        from core.vectorstores import backend_name
+
         judge = settings.judge_model(args.judge)
-        notes, budget = _check_dry_run(args, options, golden, files=files, where=where, embeddings=embeddings, chat=chat,
-                               judge=judge, rerankers=rerankers, default_embedding=embedding.model_id,
-                               vector_store=backend_name(settings.vector_store_config(out, args.vector_store)))
+        notes, budget, unchecked = _check_dry_run(
+            args, options, golden, files=files, where=where, embeddings=embeddings, chat=chat, judge=judge,
+            rerankers=rerankers, default_embedding=embedding.model_id,
+            vector_store=backend_name(settings.vector_store_config(out, args.vector_store)))
         for note in notes:
             print(f"warning: {note}", file=sys.stderr)  # as the run's progress shows its notes
         plan = plan_optimize(golden, chat_model=chat, judge=judge, max_evals=budget)
+        if unchecked:
+            plan.notes.append(f"chunk sizes are checked against the context length of {', '.join(unchecked)} by the "
+                              "run, which loads the model to read it")
         return _print_plan(args, plan, settings)
-    if not args.resume:  # a resumed experiment checks its data against the stored spec
-        from core.golden import read_golden
-
-        _check_expected_documents(read_golden(args.golden), args.docs)
     handlers: list[Any] = [LoggingHandler(quiet=not args.json)]
     bar = None
     if not args.json:

@@ -316,6 +316,53 @@ class Experiment:
                                                       read_json(self.files, key, dict)), keys)
         return {key.rsplit("/", 1)[-1].removesuffix(".json"): result for key, result in zip(keys, read)}
 
+    def results_to_resume(self) -> dict[str, dict[str, Any]]:
+        """Every stored result (:meth:`results`), read when a resume starts, before anything is
+        evaluated, so a damaged one stops it at once instead of after the new evaluations.
+
+        Raises:
+            DamagedFileError: a result that is not valid JSON or not an evaluation result; the
+                message names its file and says what to do (delete it to evaluate that
+                configuration again).
+        """
+        try:
+            return self.results()
+        except DamagedFileError as exc:
+            raise DamagedFileError(f"{exc}; delete it to evaluate that configuration again when the experiment "
+                                   "is resumed") from None
+
+    def reopen_lost(self, results: Mapping[str, Any], study: Study, halving: Halving | None = None, *,
+                    save: bool = True) -> list[str]:
+        """Make pending again (``Study.reopen``; with multi-fidelity also ``Halving.forget``)
+        every evaluated trial of ``study`` whose result is not among ``results`` (the stored
+        ones: a result deleted by hand), so a resume evaluates it again instead of reporting a
+        score with no interval, timings or answers behind it.
+
+        Args:
+            results: the stored results by configuration key (:meth:`results_to_resume`).
+            study: the study, changed in place.
+            halving: the multi-fidelity state, changed in place (None: none).
+            save: store the study (and the multi-fidelity state) when a trial was reopened.
+
+        Returns:
+            The keys reopened, in trial order.
+        """
+        lost = [t for t in study.trials
+                if not t.warm_start and t.status != "pending" and t.configuration.key not in results]
+        for trial in lost:
+            study.reopen(trial)
+            if halving is not None:
+                halving.forget(trial.configuration.key)
+        if lost and save:
+            self.save_study(study)
+            if halving is not None:
+                self.save_fidelity(halving)
+        return [t.configuration.key for t in lost]
+
+    def result_name(self, key: str) -> str:
+        """Where configuration ``key``'s result is stored, as a person finds it."""
+        return self._where(f"results/{key}.json")
+
     def stored_keys(self, keys: list[str]) -> list[str]:
         """The keys among ``keys`` whose result is stored, in order (one request per key, up to
         :data:`STORE_REQUESTS_AT_ONCE` at a time)."""

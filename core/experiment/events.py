@@ -130,8 +130,10 @@ class ProgressBarHandler:
 
     When stderr is no terminal (a pipe, a CI log) the bar hides itself and one line per
     evaluation is written instead: ``evaluation 3/12: mrr 0.412 (best 0.417), 12.3 s`` or
-    ``evaluation 4/12: failed: <error>``. The count, the budget and the metric's name come from
-    each payload (``iteration``, ``max_evals``, ``objective.name``) when it has them.
+    ``evaluation 4/12: failed: <error>``; past the budget (a resume evaluating again a
+    configuration whose result was deleted) ``evaluation 13 (configuration 2/12): ...``. The
+    count, the budget and the metric's name come from each payload (``iteration``,
+    ``max_evals``, ``objective.name``) when it has them.
 
     With multi-fidelity (a payload with ``fidelity``) the budget counts configurations while a
     configuration may be evaluated once per rung, so the bar counts configurations asked, each
@@ -201,12 +203,14 @@ class ProgressBarHandler:
         seconds = payload.get("duration_seconds")
         took = f", {seconds:.1f} s" if isinstance(seconds, (int, float)) else ""
         failed = f"failed: {payload.get('error') or 'no ' + name + ' score'}{took}"
+        trial = payload.get("trial")
         if fidelity is None:
             where = f"evaluation {self.count}/{self.total}" if self.total else f"evaluation {self.count}"
+            if self.total and self.count > self.total and trial is not None:  # a lost result evaluated again
+                where = f"evaluation {self.count} (configuration {int(trial) + 1}/{self.total})"
             if value is None:
                 return f"{where}: {failed}"
             return f"{where}: {name} {value:.3f}" + (f" (best {self.best:.3f})" if self.best is not None else "") + took
-        trial = payload.get("trial")
         which = "" if trial is None else f"configuration {int(trial) + 1}" + (f"/{self.total}" if self.total else "")
         n, of = fidelity.get("n_questions"), fidelity.get("n_questions_total")
         scored = f"{n} of {of} questions" if n is not None and of is not None else ""

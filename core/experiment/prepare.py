@@ -120,6 +120,21 @@ def context_length(model: EmbeddingModel) -> int | None:
     return None
 
 
+def known_context_length(model: EmbeddingModel) -> int | None:
+    """An embedding model's context length in tokens when it is known without loading the
+    model or calling an endpoint (what ``optimize --dry-run`` bounds chunk sizes with), else
+    None: a packaged or folder ONNX model's window (``core.models.onnx``: read from its files'
+    table or its folder's config, 512 tokens for ``local:bge-small-en-v1.5``), an endpoint's
+    length given in the settings. A sentence-transformers model (``local:all-MiniLM-L6-v2``,
+    ``hf:``) reads it only once loaded, and an endpoint without a given length is asked
+    (:func:`context_length`): None for them."""
+    from core.models.onnx import OnnxEmbeddingModel
+
+    if isinstance(model, (OnnxEmbeddingModel, OpenAIEmbeddingModel)):
+        return model.max_input_tokens
+    return None
+
+
 def build_space(*, embedding_models: Mapping[str, Any], foundation_models: Sequence[str],
                 vector_stores: Sequence[str] = ("milvus-lite",), space_file: str | None = None,
                 overrides: Mapping[str, Any] | None = None, overrides_source: str = "--set",
@@ -550,5 +565,6 @@ def evaluate_request(experiment: Experiment, request: EvaluationRequest, evaluat
 
 
 __all__ = ["ExperimentPlan", "LoadedEvaluator", "NewStudy", "StoredEvaluator", "budget_note", "build_space",
-           "context_length", "embed_questions_early", "evaluate_request", "golden_subset", "plan_experiment", "prepare_request",
+           "context_length", "embed_questions_early", "evaluate_request", "golden_subset", "known_context_length",
+           "plan_experiment", "prepare_request",
            "removed_values", "start_study", "unused_parameters"]

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from core.errors import ConfigError
+from core.errors import ConfigError, DamagedFileError
 from core.evaluation.indexing import store_config
 from core.evaluation.retrieval import corpus_warnings, package_versions
 from core.evaluation.single import Corpus, EvaluationContext, check_objective
@@ -364,20 +364,52 @@ def _resume(run: _LocalRun) -> None:
     run.space = study.space
     run.objective = study.objective_metric
     run.notes = experiment.notes()  # what the experiment noted when it started, not this command's plan
-    done = study.n_evaluated
-    if options.resume_budget is not None:
-        if options.resume_budget < done:
-            run.status("warning", f"--max-evals {options.resume_budget} is below the {done} evaluations already "
-                                  f"made; the budget stays at {done} and nothing more is evaluated", "resume")
-        study.set_budget(max(options.resume_budget, done))
-        experiment.save_study(study)  # the budget the resumed run works to
     run.previous = experiment.progress()
+    # every stored result is read now, so a damaged one stops the resume before any evaluation
+    for text in resume_warnings(experiment, study, options.resume_budget, save=True):
+        run.status("warning", text, "resume")
+    done = study.n_evaluated
     asked = len(study.pending_trials)
     evaluations = int(run.previous.get("evaluations") or done)  # with rungs: one per rung
     made = plural(done, "evaluation") if evaluations <= done else \
         f"{plural(evaluations, 'evaluation')} of {plural(done, 'configuration')}"
     run.status("info", f"resuming experiment {experiment_id}: {made} done"
                        + (f", {asked} asked but not evaluated (evaluated first)" if asked else ""), "resume")
+
+
+def resume_warnings(experiment: Experiment, study: Any, budget: int | None, *, save: bool) -> list[str]:
+    """What a resume checks and changes in ``study`` before it evaluates anything, and the
+    warnings it shows: every stored result is read (``Experiment.results_to_resume``); a trial
+    whose result is missing is made pending, to be evaluated again
+    (``Experiment.reopen_lost``); and the new ``budget`` (``--max-evals``, None: the stored
+    one) is set, never below the evaluations made, with the note a space smaller than it
+    gets (``core.experiment.prepare.budget_note``). ``optimize --resume --dry-run`` calls it
+    with ``save`` False (nothing stored), the run with True (the study, and with
+    multi-fidelity its state, stored as changed).
+
+    Raises:
+        DamagedFileError: a stored result or the multi-fidelity state cannot be read (the
+            message names the file and what to do).
+    """
+    from core.experiment.prepare import budget_note
+
+    warnings = []
+    halving = experiment.fidelity()
+    for key in experiment.reopen_lost(experiment.results_to_resume(), study, halving, save=save):
+        warnings.append(f"configuration {key} has no stored result ({experiment.result_name(key)} is missing): "
+                        "it is evaluated again")
+    done = study.n_evaluated
+    if budget is not None:
+        if budget < done:
+            warnings.append(f"--max-evals {budget} is below the {done} evaluations already made; the budget stays "
+                            f"at {done} and nothing more is evaluated")
+        note = budget_note(study.space.n_valid, max(budget, done))
+        if note:
+            warnings.append(note)
+        study.set_budget(max(budget, done))
+        if save:
+            experiment.save_study(study)  # the budget the resumed run works to
+    return warnings
 
 
 def _start(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path) -> None:
@@ -566,10 +598,35 @@ def _decision(experiment: Experiment, key: str) -> dict[str, Any] | None:
 def _finish(run: _LocalRun) -> dict[str, Any]:
     """Write the progress and the experiment report (``experiments/<id>/report.json``) and
     return the report with its ``location``."""
-    experiment, study, corpus = run.experiment, run.study, run.corpus
+    experiment = run.experiment
     spent = run.progress()
     experiment.write_progress(spent)
-    report = experiment.build_report({
+    try:
+        report = _build_report(run, spent)
+    except DamagedFileError as exc:  # a stored file damaged while the experiment ran
+        earlier = f"{run.where}/{experiment.prefix}/report.json"
+        stale = (f"; {earlier} still holds the report of an earlier run, not this one's "
+                 if experiment.files.exists(f"{experiment.prefix}/report.json") else "; ")
+        raise DamagedFileError(f"{exc}{stale}(the evaluations are stored: once the file is fixed, or deleted "
+                               f"if it is a result, which is then evaluated again, --resume {run.experiment_id} "
+                               "writes the report)") from None
+    experiment.write_report(report)
+    report["location"] = f"{run.where}/{experiment.prefix}/report.json"
+    best = report.get("best")  # with rungs, the best over every question
+    shown = "-" if not best else f"{best['score']:.3f}"
+    run.status("info", f"experiment {run.experiment_id} done: best {run.objective} = {shown}", "done")
+    return report
+
+
+def _build_report(run: _LocalRun, spent: dict[str, Any]) -> dict[str, Any]:
+    """The experiment report from the stored state, with what this runner knows (the corpus,
+    golden warnings, pre-selection, costs ``spent``, versions).
+
+    Raises:
+        DamagedFileError: a stored file the report reads is damaged.
+    """
+    experiment, study, corpus = run.experiment, run.study, run.corpus
+    return experiment.build_report({
         "started_at": run.started_at,
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "golden": {"warnings": [w.to_dict() for w in run.warnings]},
@@ -583,9 +640,3 @@ def _finish(run: _LocalRun) -> dict[str, Any]:
         "workers": run.workers,
         "versions": package_versions(),
     }, study=study, prices=run.options.prices)
-    experiment.write_report(report)
-    report["location"] = f"{run.where}/{experiment.prefix}/report.json"
-    best = report.get("best")  # with rungs, the best over every question
-    shown = "-" if not best else f"{best['score']:.3f}"
-    run.status("info", f"experiment {run.experiment_id} done: best {run.objective} = {shown}", "done")
-    return report

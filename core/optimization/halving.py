@@ -208,6 +208,14 @@ class Halving:
         self.decisions[key] = decision
         return decision
 
+    def forget(self, key: str) -> None:
+        """Drop what the loop holds of configuration ``key`` (its scores, decision and pending
+        item): its stored result was lost, so it is screened again from rung 0 once its trial
+        is pending again (``Study.reopen``)."""
+        self.scores.pop(key, None)
+        self.decisions.pop(key, None)
+        self.pending.pop(key, None)
+
     # Stopping ----------------------------------------------------------------------------------
     def complete_keys(self) -> list[str]:
         """Keys scored on every question."""

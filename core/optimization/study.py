@@ -323,6 +323,31 @@ class Study:
         self._trials[number] = updated
         return updated
 
+    def reopen(self, configuration: Mapping[str, Any] | Trial) -> Trial:
+        """Make a told trial pending again, its score, error and metrics forgotten: its result
+        was lost (a stored result deleted by hand), so whoever runs the study evaluates it
+        again, first, like any pending trial. It keeps its number and round; it no longer
+        counts in :attr:`n_evaluated`.
+
+        Returns:
+            The pending trial (unchanged when it was pending already).
+
+        Raises:
+            ConfigError: the configuration was never asked, or is a warm-start observation.
+        """
+        config = configuration.configuration if isinstance(configuration, Trial) else self._normalise(configuration)
+        number = self._by_key.get(config.key)
+        if number is None:
+            raise ConfigError(f"configuration {config.key} was never asked in this study")
+        trial = self._trials[number]
+        if trial.warm_start:
+            raise ConfigError(f"configuration {config.key} is a warm-start observation, never evaluated here")
+        if trial.status == PENDING:
+            return trial
+        updated = Trial(number=number, configuration=trial.configuration, status=PENDING, round=trial.round)
+        self._trials[number] = updated
+        return updated
+
     # Warm start ------------------------------------------------------------------------------
     def _add_known(self, index: int, obs: Any) -> None:
         where = f"known observation {index}"

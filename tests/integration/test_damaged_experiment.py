@@ -61,8 +61,8 @@ def _result_name(folder):
     ("progress.json", '{"counts": {"evaluations": "two"}}', ("resume", "dry-run")),
     ("fidelity.json", '{"question_ids": "x", "state": {}}', ("resume", "dry-run")),
     ("fidelity.json", '{"question_ids": ["q0"], "state": []}', ("resume", "dry-run")),
-    ("RESULT", "[]", ("resume",)),
-    ("RESULT", "RESULT:answers=x", ("resume",)),
+    ("RESULT", "[]", ("resume", "dry-run")),
+    ("RESULT", "RESULT:answers=x", ("resume", "dry-run")),
     ("report.json", "[1, 2]", ("report", "report-html")),
     ("report.json", "{}", ("report", "report-html")),
     ("report.json", "REPORT:leaderboard=x", ("report",)),
@@ -114,5 +114,101 @@ def test_a_dry_run_resume_shows_the_stored_notes_and_budget(stored, tmp_path, ca
     assert captured.err.splitlines() == [f"warning: {note}" for note in notes]
     assert "at most 1 evaluation" in captured.out
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--resume",
-                 experiment_id, "--dry-run", "--max-evals", "3"]) == 0
-    assert "at most 3 evaluations" in capsys.readouterr().out
+                 experiment_id, "--dry-run", "--max-evals", "2"]) == 0
+    assert "at most 2 evaluations" in capsys.readouterr().out
+    # a budget above the space's 2 valid configurations is capped, as the run caps it, and said
+    assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--resume",
+                 experiment_id, "--dry-run", "--max-evals", "99999999999999999999"]) == 0
+    captured = capsys.readouterr()
+    assert "at most 2 evaluations" in captured.out
+    assert captured.err.splitlines()[-1] == ("warning: the space holds 2 valid configurations, fewer than the budget "
+                                             "of 99999999999999999999: 2 will be evaluated")
+
+
+def _runs(docs, golden, out, experiment_id, *flags):
+    """``optimize --resume`` with ``flags``, then the same with ``--dry-run``: their commands."""
+    resume = ["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--resume", experiment_id,
+              *flags]
+    return resume, [*resume, "--dry-run"]
+
+
+@pytest.mark.parametrize("content", ["[1,2", "[]", "RESULT:metrics=x"])
+def test_a_damaged_result_stops_a_resume_before_any_evaluation(stored, tmp_path, capsys, content):
+    """A resume with room for more evaluations reads every stored result first: a damaged one
+    stops it (and its dry run) at once, with exit 1, the file's name and what to do; nothing
+    is evaluated, nothing stored changes (not even progress.json)."""
+    docs, golden, out, experiment_id = stored
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    folder = copy / "experiments" / experiment_id
+    name = _result_name(folder)
+    if content.startswith("RESULT:"):
+        data = json.loads((folder / name).read_text())
+        data["metrics"] = "x"
+        content = json.dumps(data)
+    (folder / name).write_text(content, encoding="utf-8")
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    for command in _runs(docs, golden, copy, experiment_id, "--max-evals", "2"):
+        code = main(command)
+        captured = capsys.readouterr()
+        assert code == 1, captured.err
+        assert captured.err.startswith(f"ragtune optimize: {folder / name} is not "), captured.err
+        assert "delete it to evaluate that configuration again" in captured.err and "Traceback" not in captured.err
+        assert len(captured.err.splitlines()) == 1 and "calls" not in captured.out  # nothing evaluated or planned
+        after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        assert after == before
+
+
+def test_a_deleted_result_is_evaluated_again(stored, tmp_path, capsys):
+    """Deleting a result, as the message about a damaged one says, has the resume (and its dry
+    run) say so and evaluate that configuration again, first, within the budget: the report
+    then has its interval and seconds again, not a score with nothing behind it."""
+    docs, golden, out, experiment_id = stored
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    folder = copy / "experiments" / experiment_id
+    name = _result_name(folder)
+    key = name.removeprefix("results/").removesuffix(".json")
+    stored_result = json.loads((folder / name).read_text())
+    (folder / name).unlink()
+    said = (f"warning: configuration {key} has no stored result ({folder / name} is missing): it is evaluated "
+            "again")
+    resume, dry_run = _runs(docs, golden, copy, experiment_id)
+    assert main(dry_run) == 0
+    captured = capsys.readouterr()
+    assert said in captured.err.splitlines() and "at most 1 evaluation" in captured.out
+    assert not (folder / name).exists()  # a dry run stores nothing
+    assert main(resume) == 0
+    assert said in capsys.readouterr().err.splitlines()
+    report = json.loads((folder / "report.json").read_text())
+    assert json.loads((folder / name).read_text())["configuration"] == stored_result["configuration"]
+    (row,) = report["leaderboard"]
+    assert row["key"] == key and row["ci_low"] is not None and row["ci_high"] is not None
+    assert row["duration_s"] is not None and row["fully_evaluated"]
+    assert report["counts"]["evaluations"] == 1 and report["counts"]["pending"] == 0
+
+
+def test_a_report_that_cannot_be_built_says_the_stored_one_is_stale(stored, tmp_path, capsys, monkeypatch):
+    """A file damaged while the experiment runs is found when its report is built, after the
+    evaluations: the error says the report.json there is an earlier run's, and how to write it."""
+    import core.experiment.runner as runner
+    from core.errors import DamagedFileError
+
+    docs, golden, out, experiment_id = stored
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    folder = copy / "experiments" / experiment_id
+    report = (folder / "report.json").read_bytes()
+
+    def damaged(run, spent):
+        raise DamagedFileError(f"{folder / 'notes.json'} is not valid JSON (cut short)")
+
+    monkeypatch.setattr(runner, "_build_report", damaged)
+    resume, _ = _runs(docs, golden, copy, experiment_id)
+    assert main(resume) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (
+        f"ragtune optimize: {folder / 'notes.json'} is not valid JSON (cut short); {folder / 'report.json'} still "
+        f"holds the report of an earlier run, not this one's (the evaluations are stored: once the file is fixed, or "
+        f"deleted if it is a result, which is then evaluated again, --resume {experiment_id} writes the report)")
+    assert (folder / "report.json").read_bytes() == report

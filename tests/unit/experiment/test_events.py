@@ -52,6 +52,15 @@ def test_the_lines_follow_the_payloads_count_budget_and_metric(capsys):
     assert bar.bar.n == 4 and bar.bar.total == 6
 
 
+def test_an_evaluation_past_the_budget_names_its_configuration(capsys):
+    """A resume evaluates again a configuration whose result was deleted: the count of
+    evaluations passes the budget, so the line names the configuration against it."""
+    bar = ProgressBarHandler(3, "mrr", lines=True)
+    bar.on_pattern_creation({"iteration": 4, "max_evals": 3, "trial": 0,
+                             "objective": {"name": "mrr", "value": 0.5}}, [])
+    assert capsys.readouterr().err.splitlines() == ["evaluation 4 (configuration 1/3): mrr 0.500 (best 0.500)"]
+
+
 def _rung(iteration, trial, value, verdict, n, reason=""):
     return {"iteration": iteration, "max_evals": 3, "trial": trial, "configurations": trial + 1,
             "objective": {"name": "mrr", "value": value}, "duration_seconds": 0.5,

@@ -59,6 +59,23 @@ def test_a_configuration_significantly_worse_stops(tiny):
     assert halving.promotions() == [good.configuration.key]
 
 
+def test_a_forgotten_configuration_is_screened_again_from_rung_0(tiny):
+    """A configuration whose result was lost (``Study.reopen``, ``Halving.forget``) comes back
+    at rung 0, before any new configuration."""
+    study = _study(tiny)
+    halving = Halving(Rungs([f"q{i}" for i in range(18)], 0, min_questions=6, eta=3))
+    first, second = halving.ask(study, 2)
+    _tell(halving, study, first, lambda q: 1.0)
+    assert _tell(halving, study, second, lambda q: 0.0).verdict == "stop"  # no promotion waits
+    key = first.configuration.key
+    study.reopen(first.configuration)
+    halving.forget(key)
+    assert key not in halving.scores and key not in halving.decisions and key not in halving.pending
+    (again,) = halving.ask(study, 1)
+    assert (again.configuration.key, again.rung) == (key, 0)
+    assert _tell(halving, study, again, lambda q: 1.0).verdict == "promote" and study.trial_of(again.configuration).score == 1.0
+
+
 def test_failures_and_state_round_trip(tiny):
     study = _study(tiny)
     halving = Halving(Rungs(IDS, 0, min_questions=2, eta=3))

@@ -231,3 +231,21 @@ def test_each_ask_is_a_round_kept_through_tell_and_storage():
     assert old.trials[5].round is None
     (new,) = old.ask(1)
     assert old.trial_of(new).round == 1
+
+
+def test_reopen_makes_a_told_trial_pending_again():
+    """A trial whose result was lost is asked again first: pending, out of n_evaluated, with its
+    number and round kept; a pending trial stays as it is, an unknown one is refused."""
+    study = Study(small_space(), RandomSampler(), "recall@10", seed=3, max_evals=3)
+    keys = run(study, 3)
+    assert study.is_finished and study.n_evaluated == 3
+    told = study.trials[1]
+    reopened = study.reopen(told.configuration)
+    assert (reopened.number, reopened.round, reopened.status, reopened.score) == (1, told.round, "pending", None)
+    assert study.n_evaluated == 2 and not study.is_finished and study.ask(3) == []  # pending first, no new one
+    assert study.reopen(told) == reopened
+    study.tell(told.configuration, 0.5)
+    assert study.trials[1].score == 0.5 and study.is_finished and [t.configuration.key for t in study.trials] == keys
+    restored = Study.from_json(study.to_json())
+    with pytest.raises(ConfigError, match="never asked"):
+        restored.reopen(next(c for c in small_space().valid_configurations() if c.key not in keys))
