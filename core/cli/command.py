@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 #: The options that name a file, folder or address: an empty one is an error, never the
@@ -100,7 +100,64 @@ def run() -> None:
 
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
+    _quit_on_second_interrupt()
     code = main()
     gc.freeze()
+    if code == EXIT_INTERRUPTED and _threads_left():
+        _quit_now(code)
     sys.exit(code)
+
+
+#: The exit code of an interrupted command (Ctrl-C, SIGINT): 128 + the signal's number.
+EXIT_INTERRUPTED = 130
+
+
+def _quit_on_second_interrupt() -> None:
+    """Make Ctrl-C (SIGINT) raise ``KeyboardInterrupt`` the first time, as Python's own handler
+    does (a command then stops, saying so), and end the process at once with
+    :data:`EXIT_INTERRUPTED` the next time (:func:`_quit_now`), wherever the command is in its
+    stopping (``optimize`` waiting for an evaluation to end). Nothing changes when SIGINT is
+    not Python's own handler (ignored, as in a job a non-interactive shell starts in the
+    background, or handled by the embedding program)."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+    seen: list[bool] = []
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        if seen:
+            _quit_now(EXIT_INTERRUPTED)
+        seen.append(True)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+
+
+def _threads_left() -> bool:
+    """Whether a thread other than this one, and not a daemon, is still running: work an
+    interrupted command left behind (an evaluation interrupted twice), which Python's exit
+    would wait for."""
+    import threading
+
+    return any(t is not threading.current_thread() and not t.daemon and t.is_alive() for t in threading.enumerate())
+
+
+def _quit_now(code: int) -> None:
+    """End the process with ``code`` at once, without waiting for the threads left running (their
+    work is abandoned; what was finished is saved): the ``atexit`` handlers run first (they stop
+    the Milvus Lite servers this process started), then the output is flushed and the process
+    ends (``os._exit``), so no thread is torn down in the middle of native code (which aborts)."""
+    import atexit
+    import os
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
 

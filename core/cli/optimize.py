@@ -186,7 +186,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         space_file=args.space, overrides=parse_overrides(args.set or []), experiment_id=args.resume,
         show_progress=not args.json, workers=args.workers or (DEFAULT_ENDPOINT_WORKERS if endpoints else 1),
         cache_replies=not args.no_cache, multi_fidelity=args.multi_fidelity, min_questions=args.min_questions,
-        prices=dict(settings.prices),
+        prices=dict(settings.prices), stop_running_on_interrupt=True,
     )
     golden = None
     if not args.resume or args.dry_run:

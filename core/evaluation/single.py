@@ -5,7 +5,10 @@ embeds and indexes it (reusing a collection whose indexing parameters match, and
 embedding cache, so a text is embedded once per model across a whole study), retrieves for
 every question, generates answers and scores retrieval and answers. A configuration already
 evaluated on the same corpus and golden file returns its stored result. A failure is returned
-as a result with ``status="failed"`` and its error, never raised, so a study goes on.
+as a result with ``status="failed"`` and its error, never raised, so a study goes on. Once the
+context's ``stop`` event is set (a stopped run), an evaluation ends at its next step by raising
+:class:`EvaluationInterrupted`, and so does one that fails after it was set: an interrupted
+evaluation is no failed one.
 """
 
 from __future__ import annotations
@@ -61,6 +64,18 @@ if TYPE_CHECKING:
     from core.vectorstores.pgvector import PGVectorConfig
 
 logger = logging.getLogger(__name__)
+
+#: Texts embedded between two looks at the context's ``stop`` event while a collection is built,
+#: unless the model sends more in one request or forward pass (its ``batch_size``): about a
+#: second of a local model on a slow machine.
+STOP_CHECK_TEXTS = 32
+
+
+class EvaluationInterrupted(KeyboardInterrupt):
+    """An evaluation ended early because its run was stopped (the context's ``stop`` event):
+    nothing failed, so nothing is recorded. A ``KeyboardInterrupt``, so no handler of failures
+    (``except Exception``) takes it for one."""
+
 
 #: Retrieval metric names a single evaluation reports (at its finest labelled grain).
 RETRIEVAL_METRIC_NAMES: tuple[str, ...] = metric_names(KS)
@@ -195,6 +210,8 @@ class EvaluationContext:
             (dense, BM25) of a question and read each chunk once; None searches afresh every
             time. Not for Milvus servers or PostgreSQL, which other processes (the Durable
             Functions' evaluations) may write to meanwhile.
+        stop: set when the run stops (Ctrl-C): the evaluations running end at their next step
+            (:meth:`check_stop`) and record nothing. None: they run to their end.
         collections_built: collections created (counter).
         n_embedded: chunk texts sent to an embedding model while indexing (counter, all
             models; questions and the extractive baseline's sentences are counted by each
@@ -213,6 +230,7 @@ class EvaluationContext:
     keyword_indexes: frozenset[str] | None = None
     with_answers: bool = True
     measure_waits: bool = True
+    stop: threading.Event | None = None
     collections_built: int = 0
     n_embedded: int = 0
     cache_replies: bool = True
@@ -361,6 +379,19 @@ class EvaluationContext:
         if searches_by_keyword(configuration) or self.keyword_indexes is None:
             return True
         return indexing_key(configuration) in self.keyword_indexes
+
+    def stopped(self) -> bool:
+        """Whether the run was stopped (:attr:`stop` is set)."""
+        return self.stop is not None and self.stop.is_set()
+
+    def check_stop(self) -> None:
+        """Raise :class:`EvaluationInterrupted` once the run was stopped (:attr:`stop` is set).
+
+        Raises:
+            EvaluationInterrupted: the run was stopped.
+        """
+        if self.stopped():
+            raise EvaluationInterrupted("the run was stopped")
 
     def close(self) -> None:
         """Close the shared Milvus Lite clients (the next evaluation opens them again) and empty
@@ -624,6 +655,10 @@ def run_single_evaluation(
         use_stored: return the stored result when this configuration was already evaluated
             successfully on the same corpus and golden file.
 
+    Raises:
+        EvaluationInterrupted: ``context.stop`` was set before the evaluation ended (what it
+            embedded is cached; nothing is stored).
+
     Returns:
         ``{key, configuration, status ("ok" | "failed"), error, transient (the failure may
         pass on a retry: ``core.errors.is_transient``), stored (bool), metrics{name:
@@ -663,18 +698,22 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
     started = time.perf_counter()
     result = EvaluationResult.begin(key, configuration).to_dict()
     try:
+        context.check_stop()
         settings = PipelineSettings.of(configuration)
         model = context.embedding_model(settings.embedding_model)
         result["models"] = _models(settings, context, model)
         store = _indexed_store(settings, corpus, model, context, result)
         try:
+            context.check_stop()
             searched, setup = _retrieved(store, settings, corpus, golden, model, context, result)
             if not context.with_answers:
                 result["status"] = "ok"
                 return _finish(result, started, context, corpus, golden, path)
+            context.check_stop()
             t0 = time.perf_counter()
             generator = _generator(settings, context)
             answers = _answers(searched, model, golden, setup, generator, settings, context)
+            context.check_stop()
             result["timings"]["answers_s"] = round(time.perf_counter() - t0, 3)
             result["answers"] = answers
             _add_generation_waits(result, answers)
@@ -687,14 +726,28 @@ def _run_single_evaluation(configuration: Mapping[str, Any], corpus: Corpus, gol
             store.close()
         result["status"] = "ok"
     except (RagtuneError, OSError, ValueError) as exc:
+        _unless_stopped(context, exc)
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["transient"] = is_transient(exc)
         logger.warning("configuration %s failed: %s", key, result["error"])
     except Exception as exc:  # an evaluation must never take the study down with it
+        _unless_stopped(context, exc)
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["transient"] = is_transient(exc)
         logger.error("configuration %s failed unexpectedly:\n%s", key, traceback.format_exc())
     return _finish(result, started, context, corpus, golden, path)
+
+
+def _unless_stopped(context: EvaluationContext, exc: Exception) -> None:
+    """Raise :class:`EvaluationInterrupted` from ``exc`` when the run was stopped: what fails
+    once it stopped (its store closed, or gone with the terminal's Ctrl-C) was cut short, not
+    failed.
+
+    Raises:
+        EvaluationInterrupted: the run was stopped.
+    """
+    if context.stopped():
+        raise EvaluationInterrupted(f"the run was stopped ({type(exc).__name__}: {exc})") from exc
 
 
 def _stored_result(path: Path) -> dict[str, Any] | None:
@@ -735,23 +788,61 @@ def _indexed_store(settings: PipelineSettings, corpus: Corpus, model: EmbeddingM
     keyword_index = context.needs_keyword_index(result["configuration"])
     t0 = time.perf_counter()
     before = _texts_sent(model)
+    embedder = model if context.stop is None else _StopChecking(model, context)
     if context.new_store_opening(store_config):
         # a new database holds no collection to reuse: the chunks are embedded while it
         # opens, in bounded batches (each cached once embedded)
-        for i in range(0, len(chunks), EARLY_EMBED_BATCH):
-            model.embed_documents([c.text for c in chunks[i:i + EARLY_EMBED_BATCH]])
-        with context._lock:
-            context.n_embedded += _texts_sent(model) - before
+        try:
+            for i in range(0, len(chunks), EARLY_EMBED_BATCH):
+                embedder.embed_documents([c.text for c in chunks[i:i + EARLY_EMBED_BATCH]])
+        finally:
+            with context._lock:
+                context.n_embedded += _texts_sent(model) - before
+    context.check_stop()
     store = context.vector_store(model, store_config, collection, keyword_index=keyword_index)
     try:
         with context.collection_lock(json.dumps(result["store_binding"], sort_keys=True)):
-            result["collection_reused"] = _index(store, chunks, model, context, keyword_index)
+            context.check_stop()
+            result["collection_reused"] = _index(store, chunks, embedder, context, keyword_index)
     except BaseException:
         store.close()
         raise
     result["n_embedded"] = _texts_sent(model) - before
     timings["index_s"] = round(time.perf_counter() - t0, 3)
     return store
+
+
+class _StopChecking:
+    """An embedding model seen through the context's ``stop`` event, for building a collection:
+    texts go to ``model`` in parts of :data:`STOP_CHECK_TEXTS` (or of the model's own
+    ``batch_size`` when larger), and the event is looked at before each part, so a stopped run
+    does not wait for a whole batch of a slow model. Each part is cached as it is embedded."""
+
+    def __init__(self, model: EmbeddingModel, context: EvaluationContext) -> None:
+        self.model = model
+        self.context = context
+        inner = getattr(model, "model", model)
+        self.part = max(STOP_CHECK_TEXTS, int(getattr(inner, "batch_size", 0) or 0))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        """``model.embed_documents(texts)``, part by part, each after :meth:`EvaluationContext.check_stop`.
+
+        Raises:
+            EvaluationInterrupted: the run was stopped.
+        """
+        import numpy as np
+
+        texts = list(texts)
+        parts = []
+        for i in range(0, len(texts), self.part):
+            self.context.check_stop()
+            parts.append(np.asarray(self.model.embed_documents(texts[i:i + self.part]), dtype=np.float32))
+        if not parts:
+            return self.model.embed_documents(texts)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _retrieved(store: VectorStore, settings: PipelineSettings, corpus: Corpus, golden: GoldenSet, model: EmbeddingModel,

@@ -119,6 +119,11 @@ class ExperimentOptions:
         start: the configuration evaluated first (``core.optimization.defaults.STARTS``, or None);
             ``screen`` takes :data:`core.optimizers.SCREEN`'s.
         prices: model id -> price (``Settings.prices``), for the front's cost per question.
+        stop_running_on_interrupt: interrupted (Ctrl-C), the evaluations still running end at
+            their next step (``core.evaluation.single.EvaluationInterrupted``: nothing is
+            stored for them, their trials stay pending and a resume evaluates them), so the
+            run stops within seconds; False: they run to their end first (``ragtune optimize``
+            sets it: a terminal's Ctrl-C also stops the Milvus Lite server they use).
     """
 
     optimizer: str = DEFAULT_OPTIMIZER
@@ -143,6 +148,7 @@ class ExperimentOptions:
     promotion: str = "tied"
     start: str | None = None
     prices: dict[str, Any] = field(default_factory=dict)
+    stop_running_on_interrupt: bool = False
 
 
 @dataclass
@@ -509,12 +515,20 @@ def _drive(run: _LocalRun) -> None:
     progress once more when the evaluations still running have ended, so the collections they
     built and the texts they embedded are counted (a resume reuses them without counting).
 
+    Stopped with ``stop_running_on_interrupt``, the context's ``stop`` event is set, so the
+    evaluations running end at their next step and store nothing; while they end, a line says
+    so, and a second interrupt leaves them behind (the progress is saved without waiting and
+    the context is left open to them: the process is expected to end).
+
     Raises:
         KeyboardInterrupt: stopped (said with how to resume).
     """
+    import threading
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     experiment, study, workers = run.experiment, run.study, run.workers
+    if run.options.stop_running_on_interrupt:
+        run.context.stop = threading.Event()
     evaluator = LoadedEvaluator(run.corpus, run.golden, run.context)
 
     def evaluate(request: EvaluationRequest) -> Any:
@@ -525,7 +539,8 @@ def _drive(run: _LocalRun) -> None:
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtune-eval")
     quieted: dict[str, int] = {}
-    interrupted = False
+    interrupted = abandoned = False
+    running: dict[Any, Any] = {}
     try:
         while True:
             batch = experiment.ask_requests(run.pending or (workers if workers > 1 else None), study=study)
@@ -561,6 +576,8 @@ def _drive(run: _LocalRun) -> None:
                         h.on_pattern_creation(payload, records)
     except KeyboardInterrupt:
         interrupted = True
+        if run.context.stop is not None:
+            run.context.stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
         # An evaluation still running loses the Milvus Lite server as the run closes it (a
         # terminal's Ctrl-C stops the server too): pymilvus's reconnect warnings and the
@@ -572,15 +589,23 @@ def _drive(run: _LocalRun) -> None:
         run.status("warning", f"experiment {run.experiment_id} stopped after {plural(run.iteration, 'evaluation')}; "
                               f"continue it with --resume {run.experiment_id} and the same --docs, --golden and --out",
                    "stopped")
+        still = sum(future.running() for future in running)
+        if still:
+            run.status("warning", f"stopping: waiting for the running evaluation{'s' if still > 1 else ''} to end "
+                                  "(Ctrl-C again to quit at once)", "stopping")
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # the evaluations still running end here
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)  # the evaluations still running end here
+        except KeyboardInterrupt:  # interrupted again: they are left behind
+            abandoned = interrupted = True
         if interrupted:  # what they built and embedded is spent: a resume reuses it without counting it
             try:
                 experiment.write_progress(run.progress())
             except Exception as exc:  # noqa: BLE001 - the stop and its resume hint come first
                 logger.warning("the costs of the evaluations cut short were not saved: %s", exc)
-        run.context.close()
+        if not abandoned:  # an evaluation left running still uses the shared clients
+            run.context.close()
         for name, level in quieted.items():
             logging.getLogger(name).setLevel(level)
 
