@@ -35,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ragtune {args.command}: --docs {docs} {what}", file=sys.stderr)
         return 1
     try:
+        from core.cli.common import _check_out_apart
+
+        _check_out_apart(args)  # every command that reads a documents folder and writes an output folder
         return int(args.func(args))
     except RagtuneError as exc:
         print(f"ragtune {args.command}: {exc}", file=sys.stderr)

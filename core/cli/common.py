@@ -111,8 +111,54 @@ def _output(address: str | None, settings: Settings) -> tuple[Path, Any, str]:
     target = address or settings.out_dir
     if not is_remote(target):
         return Path(target), LocalFiles(target), str(Path(target))
-    work = settings.out_dir if not is_remote(settings.out_dir) else DEFAULT_OUT
-    return Path(work), settings.files(target), shown_address(target).rstrip("/")
+    return _working_folder(address, settings), settings.files(target), shown_address(target).rstrip("/")
+
+
+def _working_folder(address: str | None, settings: Settings) -> Path:
+    """The local working folder of ``--out`` (``address``, None when not given), as
+    :func:`_output` takes it: a local ``--out`` itself, else the local ``$RAGTUNE_OUT_DIR``, else
+    ``ragtune-out``."""
+    from core.inputs import is_remote
+
+    if address and not is_remote(address):
+        return Path(address)
+    return Path(settings.out_dir if not is_remote(settings.out_dir) else DEFAULT_OUT)
+
+
+def _check_out_apart(args: argparse.Namespace) -> None:
+    """Refuse, before any work, a command whose output folder (``--out``, else
+    ``$RAGTUNE_OUT_DIR``, else ``ragtune-out``) is its local ``--docs`` folder: its reports,
+    caches and index would be written among the documents it reads. An output folder inside
+    ``--docs`` is fine (it is never read as documents, see ``core.documents.load_documents``),
+    and so are documents inside the output folder. Commands without both options pass.
+
+    Raises:
+        ConfigError: naming both options and the folder.
+    """
+    import os
+
+    from core.inputs import is_remote, shown_address
+
+    docs = getattr(args, "docs", None)
+    if not hasattr(args, "out") or not isinstance(docs, str) or not docs or is_remote(docs):
+        return
+    if args.out and not is_remote(args.out):
+        out, named = Path(args.out), f"--out {args.out}"
+    else:
+        from core.settings import Settings
+
+        out = _working_folder(args.out, Settings.from_env())
+        named = (f"the working folder {out} ($RAGTUNE_OUT_DIR or {DEFAULT_OUT}: its caches and index; "
+                 f"--out {shown_address(args.out)} holds the reports)" if args.out else
+                 f"the output folder {out} ($RAGTUNE_OUT_DIR or {DEFAULT_OUT}, as --out is not given)")
+    try:
+        same = out.is_dir() and os.path.samefile(out, docs)
+    except OSError:
+        same = False
+    if same:
+        raise ConfigError(f"{named} is the --docs folder {docs}: ragtune would write its reports, caches and "
+                          "index among the documents; give --out a folder of its own (inside --docs is fine: "
+                          "it is never read as documents)")
 
 
 def _branch(args: argparse.Namespace) -> str | None:

@@ -62,12 +62,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if check.ok else 1
 
 
-def _load_corpus(docs: str, out: Path) -> Any:
+def _load_corpus(docs: str, out: Path, *, writes: bool) -> Any:
     """Load the documents of ``docs`` (a remote folder is downloaded to ``<out>/inputs``);
-    skipped files are reported on stderr."""
+    skipped files are reported on stderr. When the command writes in ``out`` (``writes``: its
+    caches and index) or ``docs`` is downloaded there, ``out`` is created first with its marker
+    (``core.workspace.Workspace.create``), so no later ``--docs`` reads it as documents."""
     from core.documents import load_documents
+    from core.inputs import is_remote
 
-    loaded = load_documents(docs, cache_dir=Workspace.at(out).inputs)
+    workspace = Workspace.at(out)
+    if writes or is_remote(docs):
+        workspace.create()
+    loaded = load_documents(docs, cache_dir=workspace.inputs)
     for skipped in loaded.skipped:
         print(f"skipped {skipped.document_id}: {skipped.reason}", file=sys.stderr)
     return loaded
@@ -105,7 +111,7 @@ def cmd_template(args: argparse.Namespace) -> int:
     _check_new_output(args.output)
     if args.n < 1:  # before the documents are loaded
         raise ConfigError(f"--n must be at least 1, got {args.n}")
-    loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir))
+    loaded = _load_corpus(args.docs, Path(Settings.from_env().out_dir), writes=False)
     rows = template_rows(loaded.documents, by=args.by, n=args.n, seed=args.seed)
     _write_new_output(args.output, rows_to_jsonl(rows))
     pages = sum("#page=" in r["expected"][0] for r in rows)
@@ -146,7 +152,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     data = _read_suggest_golden(args.golden)  # a missing or broken file stops here, before the corpus is indexed
     settings = _settings(args)
     out = Path(args.out or settings.out_dir)
-    loaded = _load_corpus(args.docs, out)
+    loaded = _load_corpus(args.docs, out, writes=True)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(Workspace.at(out).embedding_cache))
     with build_index(loaded.documents, model, settings.vector_store_config(out, args.vector_store)) as index:
         result = suggest_labels(args.golden, loaded.documents, index=index, top=args.top, by=args.by, data=data)
@@ -195,7 +201,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
         return _print_plan(args, plan_draft(writer=writer, critic=critic, n=options.n, tries=options.tries,
                                             n_cached=n_cached), settings)
     out = Path(args.out or settings.out_dir)
-    loaded = _load_corpus(args.docs, out)
+    loaded = _load_corpus(args.docs, out, writes=True)
     model = CachedEmbeddingModel(settings.embedding_model(), EmbeddingCache(Workspace.at(out).embedding_cache))
     side = Path(args.unanswerable_output) if args.unanswerable_output else unanswerable_path(args.output)
     files = f"{args.output}" + (f" and {side}" if "unanswerable" in options.kinds else "")

@@ -27,6 +27,13 @@ then (see :mod:`core.documents.limits`): its size on disk before it is read (for
 folder, before it is downloaded), a DOCX's parts before docling opens it, a PDF's page count
 before any text is read; the characters of the text once it is extracted (a PDF's page by
 page). A file over a limit is skipped with the limit named, like any file that cannot be read.
+
+ragtune's own output folders are never read as documents: a folder below the documents folder
+that :func:`core.workspace.output_folder_sign` recognises (its marker, or an embedding cache
+from before the marker) is not searched and is listed once as skipped, and a documents folder
+that is itself an output folder is refused. A folder of documents that sits inside an output
+folder on purpose (``<out>/inputs/...``, where documents read from an address are downloaded)
+loads as any other.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from core.documents.base import LoadedDocument, normalize_id
 from core.documents.limits import DocumentTooLarge, check_chars, check_size, check_zip, is_zip
 from core.documents.pdf import read_pdf
 from core.errors import DocumentError, StoreError
+from core.workspace import EMBEDDING_CACHE, MARKER, output_folder_sign
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
@@ -82,8 +90,9 @@ class SkippedFile:
 
     Attributes:
         document_id: the file's path relative to the corpus folder, ``/`` separators (a folder
-            that was not searched, hidden, a second link to a folder or a broken link, ends with
-            ``/``; bytes of a name that are not UTF-8 are written ``\\xNN``).
+            that was not searched, hidden, ragtune's output folder, a second link to a folder or
+            a broken link, ends with ``/``; bytes of a name that are not UTF-8 are written
+            ``\\xNN``).
         reason: why, in words (for example ``"empty file (0 bytes)"``).
     """
 
@@ -160,6 +169,31 @@ class _Inside:
         return f"symbolic link out of the documents folder (to {shown}): not read"
 
 
+def _output_folder_reason(sign: str) -> str:
+    """The reason a folder below the documents folder is not searched: it is ragtune's output
+    folder, as ``sign`` (a path below it, see :func:`core.workspace.output_folder_sign`) shows."""
+    return f"ragtune's output folder (it holds {sign}): not searched"
+
+
+def _refuse_output_folder(root: Path, shown: str) -> None:
+    """Stop when the documents folder ``root`` (shown as ``shown``) is itself ragtune's output
+    folder.
+
+    Raises:
+        DocumentError: naming the folder and what shows it is an output folder.
+    """
+    sign = output_folder_sign(root)
+    if sign is not None:
+        raise DocumentError(_output_root_message(shown, sign))
+
+
+def _output_root_message(shown: str, sign: str) -> str:
+    """Why a documents folder (shown as ``shown``) that is ragtune's output folder, as ``sign``
+    shows, is refused."""
+    return (f"the documents folder {shown} is ragtune's output folder (it holds {sign}): its reports, caches and "
+            "indexes are not documents; give the folder of the documents, and an output folder other than it")
+
+
 def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
     """Walk ``root``; return candidate files ``(document id, path)`` and the entries skipped.
 
@@ -167,7 +201,10 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
     links to one folder) is skipped and listed. A symbolic link (to a file or a folder) whose
     target, every link resolved, is outside ``root`` is skipped and listed, never read. Real
     folders are searched before links in each folder. Names that are not UTF-8, broken links and names that become another one's when
-    NFC-normalised are skipped and listed; hidden ones too.
+    NFC-normalised are skipped and listed; hidden ones too. A folder below ``root`` that is
+    ragtune's output folder (:func:`core.workspace.output_folder_sign`) is not searched and is
+    listed once, as the folder (``ragtune-out/``); ``root`` itself is not checked here (see
+    :func:`_refuse_output_folder`).
     """
     files: list[tuple[str, Path]] = []
     skipped: list[SkippedFile] = []
@@ -198,6 +235,9 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
                 continue
             if os.path.islink(full) and (outside := inside.outside(full)):
                 skipped.append(SkippedFile(shown, outside))
+                continue
+            if (sign := output_folder_sign(full)) is not None:
+                skipped.append(SkippedFile(shown, _output_folder_reason(sign)))
                 continue
             key = (st.st_dev, st.st_ino)
             if key in searched:
@@ -251,8 +291,8 @@ def list_document_ids(
     endpoint_url: str | None = None,
 ) -> list[str]:
     """Return the ids of the files :func:`load_documents` would try to load from ``folder``:
-    not hidden, with a supported extension, sorted. Whether each one reads is only known by
-    loading it. A missing folder gives an empty list.
+    not hidden, not in ragtune's output folder, with a supported extension, sorted. Whether
+    each one reads is only known by loading it. A missing folder gives an empty list.
 
     Args:
         folder: a local folder, or the address of a remote one (``s3://bucket/docs``, a Blob
@@ -264,18 +304,40 @@ def list_document_ids(
     Raises:
         StoreError: listing a remote folder failed (for example a missing S3 bucket).
         ConfigError: an address that cannot be read.
+        DocumentError: ``folder`` is itself ragtune's output folder.
     """
     if inputs.is_remote(folder):
         keys = inputs.list_input_keys(
             folder, connection_string=connection_string, credential=credential, endpoint_url=endpoint_url
         )
+        keys = _outside_output_folders(keys, inputs.shown_address(folder))
         ids = (normalize_id(k) for k in keys if _listed(k) and PurePath(k).suffix.lower() in SUPPORTED_EXTENSIONS)
         return list(dict.fromkeys(ids))
     root = inputs.local_path(folder) or Path(folder)
     if not root.is_dir():
         return []
+    _refuse_output_folder(root, str(root))
     files, _ = _scan(root)
     return [doc_id for doc_id, path in files if path.suffix.lower() in SUPPORTED_EXTENSIONS]
+
+
+def _outside_output_folders(keys: list[str], shown: str) -> list[str]:
+    """The keys of a remote folder (relative, ``/``-separated) that are not below an output
+    folder of ragtune's, which the keys show as a local folder shows it (see
+    :func:`core.workspace.output_folder_sign`).
+
+    Raises:
+        DocumentError: the remote folder (shown as ``shown``) is itself an output folder.
+    """
+    signs = (MARKER, "/".join(EMBEDDING_CACHE))
+    prefixes: dict[str, str] = {}  # "sub/ragtune-out/" -> the key that shows it
+    for key in keys:
+        for sign in signs:
+            if key == sign or key.endswith("/" + sign):
+                prefixes.setdefault(key[: len(key) - len(sign)], sign)
+    if "" in prefixes:
+        raise DocumentError(_output_root_message(shown, prefixes[""]))
+    return [k for k in keys if not any(k.startswith(prefix) for prefix in prefixes)]
 
 
 def _listed(key: str) -> bool:
@@ -548,7 +610,10 @@ def load_documents(
     are skipped, listed under their name with ``\\xNN`` escapes. Symbolic links to folders are
     followed once: a folder reached again (a loop, or a second link to it) is skipped and
     listed, as are broken links and links (to a file or a folder) whose target is outside
-    ``folder`` (``passwd.txt -> /etc/passwd`` is never read); links inside it are followed. A file that cannot be read (permission,
+    ``folder`` (``passwd.txt -> /etc/passwd`` is never read); links inside it are followed.
+    ragtune's output folders below ``folder`` (the default ``ragtune-out`` of ``--docs .``, or
+    any other; see :func:`core.workspace.output_folder_sign`) are not searched and are listed
+    once each, as the folder, with the reason. A file that cannot be read (permission,
     corrupt, encrypted, undecodable), holds no text (empty, or a PDF without a text layer) or
     is over one of ``limits`` (the reason names the limit and its variable) is skipped too;
     each skip is logged, passed to ``on_skip`` and listed in :attr:`LoadResult.skipped`, and
@@ -579,7 +644,8 @@ def load_documents(
     Raises:
         NoDocumentLoaded: no file could be loaded (``.skipped`` says why for each).
         DocumentError: ``folder`` does not exist or is not a folder (a remote prefix with
-            no keys below it); a remote folder cannot be listed or downloaded (the message
+            no keys below it); ``folder`` is itself ragtune's output folder (the message says
+            what shows it); a remote folder cannot be listed or downloaded (the message
             names the address without its query string); or
             .md/.html/.docx files are present but docling-slim is not installed.
         ConfigError: an address that cannot be read (unknown scheme, a path-style Blob URL
@@ -611,6 +677,7 @@ def load_documents(
         raise DocumentError(f"corpus folder not found: {shown}")
     if not root.is_dir():
         raise DocumentError(f"corpus path is not a folder: {shown}")
+    _refuse_output_folder(root, shown)
 
     candidates, hidden = _scan(root)
     if only is not None:

@@ -355,6 +355,7 @@ def compare_chunking(
     golden = read_golden(golden_path)
     questions = [q for q in golden.questions]
     grain = choose_rank_grain(questions)
+    workspace.create()  # marked before the documents load, so they never hold it
     loaded = load_documents(docs_dir, cache_dir=workspace.inputs)
     fingerprint = corpus_fingerprint(loaded.documents)
     model = cached_model(embedding_model or LocalEmbeddingModel(), workspace)

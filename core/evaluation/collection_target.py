@@ -116,7 +116,8 @@ class CollectionTarget:
         """
         status = on_status or (lambda message: None)
         chunker = get_chunker(*chunking, embed_title=embed_title)
-        loaded = load_documents(docs, cache_dir=Workspace.at(out_dir).inputs)
+        workspace = Workspace.at(out_dir).create()  # marked before the documents load, so they never hold it
+        loaded = load_documents(docs, cache_dir=workspace.inputs)
         chunks = chunker.chunk(loaded.documents)
         if not chunks:
             raise IndexingError(f"the documents in {docs} gave no chunks")

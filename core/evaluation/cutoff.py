@@ -237,6 +237,7 @@ def answer_cutoff(
     unanswerable_file = read_unanswerable_file(unanswerable_path, {q.id: q.line for q in golden.questions})
     unanswerable = unanswerable_file.questions
     labelled = [q for q in golden.questions if q.document_ids]
+    workspace.create()  # marked before the documents load, so they never hold it
     loaded = load_documents(docs_dir, cache_dir=workspace.inputs)
     documents = loaded.documents
     chunks = [c for d in documents for c in chunker.chunk([d])]

@@ -926,7 +926,9 @@ def _usable_reranker(reranker: Reranker | str | None, skipped_setups: list[dict[
 
 def _open_stores(run: _RetrievalRun, vector_store_config: MilvusLiteConfig | MilvusConfig | PGVectorConfig) -> None:
     """Open the cache and the vector store before the slow steps, so a locked, broken or
-    unreachable store fails at once."""
+    unreachable store fails at once. The output folder is created first, with its marker, so
+    the documents loaded next never hold it (``--docs .`` with the default ``--out``)."""
+    run.workspace.create()
     run.cache = open_cache(run.workspace)
     run.models = {m.model_id: cached_model(m, run.workspace, run.cache) for m in run.raw_models}
     if run.reranker is not None and any(s.reranker for s in run.setups):

@@ -299,6 +299,7 @@ def run_experiment(
                                     vector_store_config=run.store_config,
                                     vector_store_configs=dict(vector_store_configs or {}),
                                     judge=judge, cache_replies=options.cache_replies, rerankers=rerankers)
+    workspace.create()  # marked before the documents load, so they never hold it
     run.context.open_store_early()  # while the documents load
     try:  # until the loop's own finally takes over, a failure closes the store opened above
         _load_inputs(run, docs_dir, golden_path, workspace)
