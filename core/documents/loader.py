@@ -161,12 +161,20 @@ class _Inside:
 
     def outside(self, link: str | os.PathLike[str]) -> str | None:
         """The reason a link is not followed (its target, all links resolved, is outside the
-        folder), or None when it stays inside."""
+        folder, or inside ragtune's output folder below it), or None when it stays inside."""
         target = os.path.realpath(link)
-        if target == self.root or target.startswith(self.root.rstrip(os.sep) + os.sep):
-            return None
         shown = os.fsencode(target).decode("utf-8", "backslashreplace")
-        return f"symbolic link out of the documents folder (to {shown}): not read"
+        if target == self.root:
+            return None
+        if not target.startswith(self.root.rstrip(os.sep) + os.sep):
+            return f"symbolic link out of the documents folder (to {shown}): not read"
+        folder = Path(target)  # the target and each folder above it, up to the documents folder
+        while str(folder) != self.root and folder != folder.parent:
+            if folder.is_dir() and (sign := output_folder_sign(folder)) is not None:
+                return (f"symbolic link into ragtune's output folder {os.fsencode(folder).decode('utf-8', 'backslashreplace')} "
+                        f"(it holds {sign}): not read")
+            folder = folder.parent
+        return None
 
 
 def _output_folder_reason(sign: str) -> str:
@@ -199,8 +207,9 @@ def _scan(root: Path) -> tuple[list[tuple[str, Path]], list[SkippedFile]]:
 
     Symbolic links to folders are followed once: a folder reached a second time (a loop, or two
     links to one folder) is skipped and listed. A symbolic link (to a file or a folder) whose
-    target, every link resolved, is outside ``root`` is skipped and listed, never read. Real
-    folders are searched before links in each folder. Names that are not UTF-8, broken links and names that become another one's when
+    target, every link resolved, is outside ``root`` or inside an output folder below it is
+    skipped and listed, never read. Real folders are searched before links in each folder.
+    Names that are not UTF-8, broken links and names that become another one's when
     NFC-normalised are skipped and listed; hidden ones too. A folder below ``root`` that is
     ragtune's output folder (:func:`core.workspace.output_folder_sign`) is not searched and is
     listed once, as the folder (``ragtune-out/``); ``root`` itself is not checked here (see

@@ -59,6 +59,22 @@ def test_a_marked_output_folder_inside_the_documents_is_one_skipped_entry(tmp_pa
     assert list_document_ids(docs) == ["notes.md", "paris.txt"]
 
 
+def test_links_into_an_output_folder_are_not_followed(tmp_path):
+    docs = _docs(tmp_path / "docs")
+    out = Workspace.at(docs / "ragtune-out").create().root
+    _earlier_output(out)
+    (docs / "runs").symlink_to(out / "retrieval" / "runs", target_is_directory=True)  # a folder below it
+    (docs / "report.json").symlink_to(out / "retrieval" / "runs" / "r1" / "report.json")  # a file in it
+    (docs / "whole").symlink_to(out, target_is_directory=True)  # the folder itself
+    loaded = load_documents(docs)
+    assert [d.document_id for d in loaded.documents] == ["notes.md", "paris.txt"]
+    into = f"symbolic link into ragtune's output folder {out.resolve()} (it holds {MARKER}): not read"
+    assert sorted((s.document_id, s.reason) for s in loaded.skipped) == [
+        ("ragtune-out/", f"ragtune's output folder (it holds {MARKER}): not searched"),
+        ("report.json", into), ("runs/", into), ("whole/", into)]
+    assert list_document_ids(docs) == ["notes.md", "paris.txt"]
+
+
 def test_an_output_folder_from_before_the_marker_is_known_by_its_embedding_cache(tmp_path):
     docs = _docs(tmp_path / "docs")
     old = docs / "ragtune-out"
