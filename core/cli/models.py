@@ -32,7 +32,7 @@ def evaluation_models(settings: Settings, names: Sequence[str] | None) -> list[A
     Raises:
         ConfigError: a name that is not configured (the message lists the ones that are and
             the forms a name may take), or an ``hf:`` or ``onnx:`` model that cannot be built
-            (the message starts with ``--embedding-model:``).
+            or whose files are not found (the message starts with ``--embedding-model:``).
     """
     if not names:
         return [settings.embedding_model()]
@@ -52,6 +52,8 @@ def evaluation_models(settings: Settings, names: Sequence[str] | None) -> list[A
                 raise ConfigError(f"--embedding-model {name!r} is not configured; configured: {', '.join(available)}")
             try:
                 match = available[name] = settings.embedding_model_named(name)
+                if name_form(name) == "hf":
+                    match.verify()  # found in the Hugging Face cache now, before any work
             except ConfigError as exc:
                 raise ConfigError(f"--embedding-model: {exc}") from None
         if match not in out:

@@ -71,13 +71,17 @@ def _built(build: Callable[[Sequence[str]], dict[str, Any]], where_of: dict[str,
     is written.
 
     Raises:
-        ConfigError: a model that cannot be built (an ``onnx:`` folder that is not there, an
-            ``hf:`` model missing its packages), the message starting with ``where_of[name]``.
+        ConfigError: a model that cannot be built or whose files are not found (an ``onnx:``
+            folder that is not there, an ``hf:`` model missing its packages or not in the Hugging
+            Face cache), the message starting with ``where_of[name]``.
     """
     out = build(())
     for name, where in where_of.items():
         try:
-            out.update(build((name,)))
+            built = build((name,))
+            if name.strip().lower().startswith("hf:"):
+                built[name].verify()  # found in the Hugging Face cache now, as the run's start-up finds it
+            out.update(built)
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     return out

@@ -73,7 +73,7 @@ def test_a_missing_hf_model_is_a_clear_error_and_allow_download_reaches_the_sett
             "--embedding-model", "hf:BAAI/bge-base-en-v1.5"]
     assert main(args) == 1
     err = capsys.readouterr().err
-    assert f"hf:BAAI/bge-base-en-v1.5 is not in the Hugging Face cache ({hf_cache})" in err
+    assert f"--embedding-model: hf:BAAI/bge-base-en-v1.5 is not in the Hugging Face cache ({hf_cache})" in err
     assert "RAGTUNE_ALLOW_MODEL_DOWNLOAD=1 or pass --allow-download" in err
     assert main([*args, "--allow-download"]) == 1  # allowed now, but HF_HUB_OFFLINE=1 forbids it
     assert "HF_HUB_OFFLINE is set, so it cannot be downloaded" in capsys.readouterr().err
@@ -117,4 +117,10 @@ def test_optimize_searches_a_space_of_hf_and_onnx_models(tmp_path, capsys, hf_ca
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
                  "--set", f"reranker=none,onnx:{missing}"]) == 1
     assert f"--set: reranker: onnx:{missing}: {missing} is not a folder" in capsys.readouterr().err
+    # an hf: model missing from the cache too, in the run and in its dry run alike
+    for dry in ([], ["--dry-run"]):
+        assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(tmp_path / "o2"),
+                     "--set", "embedding_model=hf:nobody/nomodel", *dry]) == 1
+        assert (f"--set: embedding_model: hf:nobody/nomodel is not in the Hugging Face cache ({hf_cache})"
+                in capsys.readouterr().err)
     assert not (tmp_path / "o2" / "experiments").exists()
