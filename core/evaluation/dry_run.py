@@ -25,6 +25,7 @@ from core.metrics.llm_judge import JUDGE_METRICS, judge_messages
 from core.models.costs import CostPlan, count_tokens, message_tokens
 from core.rag.records import Context
 from core.rag.template import DEFAULT_SYSTEM_MESSAGE, DEFAULT_USER_MESSAGE, NUMBER_OF_CHUNKS
+from core.text import plural
 
 if TYPE_CHECKING:
     from core.evaluation.app_config import AppConfig
@@ -154,17 +155,19 @@ def _filler(n_chars: int) -> str:
 
 def plan_optimize(golden: GoldenSet, *, chat_model: ChatModel | None, judge: ChatModel | None, max_evals: int,
                   k: int = NUMBER_OF_CHUNKS, chunk_size_tokens: int = 256) -> CostPlan:
-    """The plan of ``ragtune optimize``: at most ``max_evals`` evaluations, each one
-    :func:`plan_evaluate` (configurations whose generator is the extractive baseline call no
-    chat model, and evaluations already stored call nothing: the counts are upper bounds);
+    """The plan of ``ragtune optimize``: at most ``max_evals`` configurations, each one
+    :func:`plan_evaluate` over every question (its rungs of questions together; configurations
+    whose generator is the extractive baseline call no chat model, and evaluations already
+    stored call nothing: the counts are upper bounds);
     ``k``: chunks handed to the generator per question (``core.rag.template.NUMBER_OF_CHUNKS``,
     the default of a configuration without ``number_of_chunks``)."""
     plan = plan_evaluate(golden, chat_model=chat_model, judge=judge, k=k, chunk_size_tokens=chunk_size_tokens)
     for g in plan.groups:
         g.calls, g.prompt_tokens, g.completion_tokens = (g.calls * max_evals, g.prompt_tokens * max_evals,
                                                          g.completion_tokens * max_evals)
-    plan.notes.append(f"at most {max_evals} evaluations; those answered by the extractive baseline, and those "
-                      "already stored, call no model")
+    plan.notes.append(f"at most {plural(max_evals, 'configuration')}, each scored at most once on every question (with rungs "
+                      "of questions, in parts: one evaluation a rung); those answered by the extractive baseline, and "
+                      "those already stored, call no model")
     return plan
 
 

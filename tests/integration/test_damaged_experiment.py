@@ -112,15 +112,15 @@ def test_a_dry_run_resume_shows_the_stored_notes_and_budget(stored, tmp_path, ca
                  experiment_id, "--dry-run", "--set", "ranker_alpha=0.3"]) == 0
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [f"warning: {note}" for note in notes]
-    assert "at most 1 evaluation" in captured.out
+    assert "at most 1 configuration" in captured.out
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--resume",
                  experiment_id, "--dry-run", "--max-evals", "2"]) == 0
-    assert "at most 2 evaluations" in capsys.readouterr().out
+    assert "at most 2 configurations" in capsys.readouterr().out
     # a budget above the space's 2 valid configurations is capped, as the run caps it, and said
     assert main(["optimize", "--docs", str(docs), "--golden", str(golden), "--out", str(out), "--resume",
                  experiment_id, "--dry-run", "--max-evals", "99999999999999999999"]) == 0
     captured = capsys.readouterr()
-    assert "at most 2 evaluations" in captured.out
+    assert "at most 2 configurations" in captured.out
     assert captured.err.splitlines()[-1] == ("warning: the space holds 2 valid configurations, fewer than the budget "
                                              "of 99999999999999999999: 2 will be evaluated")
 
@@ -176,7 +176,7 @@ def test_a_deleted_result_is_evaluated_again(stored, tmp_path, capsys):
     resume, dry_run = _runs(docs, golden, copy, experiment_id)
     assert main(dry_run) == 0
     captured = capsys.readouterr()
-    assert said in captured.err.splitlines() and "at most 1 evaluation" in captured.out
+    assert said in captured.err.splitlines() and "at most 1 configuration" in captured.out
     assert not (folder / name).exists()  # a dry run stores nothing
     assert main(resume) == 0
     assert said in capsys.readouterr().err.splitlines()

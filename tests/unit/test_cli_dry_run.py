@@ -130,7 +130,7 @@ def test_optimize_dry_run_caps_the_budget_at_the_space(corpus, tmp_path, capsys)
                                             "of 99999999999999999999: 2 will be evaluated")
     plan = json.loads(captured.out)
     assert plan["groups"][0]["calls"] == 2  # one answer per evaluation, one question
-    assert plan["notes"][-1].startswith("at most 2 evaluations")
+    assert plan["notes"][-1].startswith("at most 2 configurations")
 
 
 def test_optimize_dry_run_says_what_the_overrides_remove(corpus, tmp_path, capsys):
