@@ -148,9 +148,11 @@ def _check_out_apart(args: argparse.Namespace) -> None:
         from core.settings import Settings
 
         out = _working_folder(args.out, Settings.from_env())
-        named = (f"the working folder {out} ($RAGTUNE_OUT_DIR or {DEFAULT_OUT}: its caches and index; "
+        source = "$RAGTUNE_OUT_DIR" if os.environ.get("RAGTUNE_OUT_DIR") and not is_remote(os.environ["RAGTUNE_OUT_DIR"]) \
+            else f"the default {DEFAULT_OUT}"
+        named = (f"the working folder {out} ({source}: its caches and index; "
                  f"--out {shown_address(args.out)} holds the reports)" if args.out else
-                 f"the output folder {out} ($RAGTUNE_OUT_DIR or {DEFAULT_OUT}, as --out is not given)")
+                 f"the output folder {out} ({source}, as --out is not given)")
     try:
         same = out.is_dir() and os.path.samefile(out, docs)
     except OSError:

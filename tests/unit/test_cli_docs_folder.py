@@ -46,8 +46,15 @@ def test_the_docs_folder_as_output_folder_is_refused_before_any_work(command, tm
     monkeypatch.setenv("RAGTUNE_OUT_DIR", str(docs))
     monkeypatch.chdir(docs)
     assert main([*command, "--docs", "."]) == 1
-    assert (f"ragtune {command[0]}: the output folder {docs} ($RAGTUNE_OUT_DIR or ragtune-out, as --out is not "
+    assert (f"ragtune {command[0]}: the output folder {docs} ($RAGTUNE_OUT_DIR, as --out is not "
             "given) is the --docs folder .: ") in capsys.readouterr().err
+    monkeypatch.delenv("RAGTUNE_OUT_DIR")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ragtune-out").mkdir()
+    assert main([*command, "--docs", "ragtune-out"]) == 1
+    assert (f"ragtune {command[0]}: the output folder ragtune-out (the default ragtune-out, as --out is not "
+            "given) is the --docs folder ragtune-out: ") in capsys.readouterr().err
+    (tmp_path / "ragtune-out").rmdir()
     assert [p.name for p in docs.iterdir()] == ["a.md"]  # nothing written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "g.jsonl"]
 
