@@ -75,11 +75,13 @@ def _built(build: Callable[[Sequence[str]], dict[str, Any]], where_of: dict[str,
             folder that is not there, an ``hf:`` model missing its packages or not in the Hugging
             Face cache), the message starting with ``where_of[name]``.
     """
+    from core.models.local import name_form
+
     out = build(())
     for name, where in where_of.items():
         try:
             built = build((name,))
-            if name.strip().lower().startswith("hf:"):
+            if name_form(name) == "hf":
                 built[name].verify()  # found in the Hugging Face cache now, as the run's start-up finds it
             out.update(built)
         except ConfigError as exc:
@@ -129,7 +131,6 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
     from core.experiment.engine import Experiment
     from core.experiment.prepare import known_context_length, plan_experiment, start_study
     from core.experiment.runner import resume_warnings
-    from core.experiment.spec import ExperimentSpec
 
     if options.objective:
         check_objective(options.objective, has_judge=judge is not None)
@@ -150,13 +151,8 @@ def _check_dry_run(args: argparse.Namespace, options: ExperimentOptions, golden:
                            overrides=options.overrides, overrides_source=options.overrides_source,
                            default_embedding_models=[default_embedding], rerankers=list(rerankers))
     # the study the run would start (before pre-selection), for its notes and budget
-    new = start_study(ExperimentSpec(experiment_id="dry-run", golden=str(args.golden), documents=str(args.docs),
-                                     objective=plan.objective, optimizer=options.optimizer,
-                                     max_evals=options.max_evals, seed=options.seed,
-                                     n_random_nodes=options.n_random_nodes, evals_per_trial=options.evals_per_trial,
-                                     overrides=dict(options.overrides), multi_fidelity=options.multi_fidelity,
-                                     min_questions=options.min_questions, promotion=options.promotion,
-                                     start=options.start),
+    new = start_study(options.spec("dry-run", golden=str(args.golden), documents=str(args.docs),
+                                   objective=plan.objective),
                       golden, plan.space, plan.notes, default_embedding_model=default_embedding)
     # the run bounds chunk sizes by the default model's length (build_space), read once it is loaded
     unchecked = tuple(str(m) for m in dict.fromkeys(plan.space["embedding_model"].values)

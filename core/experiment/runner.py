@@ -150,6 +150,17 @@ class ExperimentOptions:
     prices: dict[str, Any] = field(default_factory=dict)
     stop_running_on_interrupt: bool = False
 
+    def spec(self, experiment_id: str, *, golden: str, documents: str, objective: str,
+             corpus_fingerprint: str | None = None) -> ExperimentSpec:
+        """The spec of a new experiment run with these options (what ``start_study`` stores):
+        ``golden`` and ``documents`` as given, ``objective`` as resolved by the plan."""
+        return ExperimentSpec(experiment_id=experiment_id, golden=golden, documents=documents, objective=objective,
+                              optimizer=self.optimizer, max_evals=self.max_evals, seed=self.seed,
+                              n_random_nodes=self.n_random_nodes, evals_per_trial=self.evals_per_trial,
+                              overrides=dict(self.overrides), corpus_fingerprint=corpus_fingerprint,
+                              multi_fidelity=self.multi_fidelity, min_questions=self.min_questions,
+                              promotion=self.promotion, start=self.start)
+
 
 @dataclass
 class _LocalRun:
@@ -434,14 +445,8 @@ def _start(run: _LocalRun, docs_dir: str | Path, golden_path: str | Path) -> Non
                                              source="model pre-selection")
         run.status("info", f"model pre-selection kept {preselection['embedding_models']} and "
                            f"{preselection['foundation_models']}", "preselection")
-    new = start_study(ExperimentSpec(experiment_id=run.experiment_id, golden=str(golden_path),
-                                     documents=str(docs_dir), objective=run.objective,
-                                     optimizer=options.optimizer, max_evals=options.max_evals,
-                                     seed=options.seed, n_random_nodes=options.n_random_nodes,
-                                     evals_per_trial=options.evals_per_trial,
-                                     overrides=dict(options.overrides), corpus_fingerprint=run.corpus.fingerprint,
-                                     multi_fidelity=options.multi_fidelity, min_questions=options.min_questions,
-                                     promotion=options.promotion, start=options.start),
+    new = start_study(options.spec(run.experiment_id, golden=str(golden_path), documents=str(docs_dir),
+                                   objective=run.objective, corpus_fingerprint=run.corpus.fingerprint),
                       run.golden, run.space, run.notes, default_embedding_model=run.default_embedding)
     run.spec, run.study, run.notes = new.spec, new.study, list(new.notes)
     run.question_ids = list(new.question_ids)
