@@ -163,16 +163,14 @@ class _Inside:
         """The reason a link is not followed (its target, all links resolved, is outside the
         folder, or inside ragtune's output folder below it), or None when it stays inside."""
         target = os.path.realpath(link)
-        shown = os.fsencode(target).decode("utf-8", "backslashreplace")
         if target == self.root:
             return None
         if not target.startswith(self.root.rstrip(os.sep) + os.sep):
-            return f"symbolic link out of the documents folder (to {shown}): not read"
+            return f"symbolic link out of the documents folder (to {_shown_name(target)}): not read"
         folder = Path(target)  # the target and each folder above it, up to the documents folder
         while str(folder) != self.root and folder != folder.parent:
             if folder.is_dir() and (sign := output_folder_sign(folder)) is not None:
-                return (f"symbolic link into ragtune's output folder {os.fsencode(folder).decode('utf-8', 'backslashreplace')} "
-                        f"(it holds {sign}): not read")
+                return f"symbolic link into ragtune's output folder {_shown_name(str(folder))} (it holds {sign}): not read"
             folder = folder.parent
         return None
 
